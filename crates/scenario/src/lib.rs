@@ -1,0 +1,235 @@
+//! A simulation scenario as plain data.
+//!
+//! This is where the Network Description Language (NDL) and the Rust API
+//! meet: the `elvis-ndl` crate lowers text into a [`Scenario`], a program can
+//! build one by hand, and the `elvis-sim` builder turns it into a running
+//! simulation. Nothing here knows about a running simulation.
+//!
+//! Every value that came from a file carries a [`Loc`], so that an error
+//! found later (an unknown machine name in an application's `to=`, say) can
+//! still point at `file:line:col`.
+//!
+//! # Units
+//! Time is integer nanoseconds, bandwidth integer bits per second, sizes
+//! bytes. `None` for bandwidth means infinite (an ideal network, Elvis'
+//! default).
+#![forbid(unsafe_code)]
+
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+
+/// A place in a source file (1-based line and column; `len` in bytes).
+///
+/// `Loc::default()` (line 0) means "not from a file".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Loc {
+    /// Byte offset of the start in the source text.
+    pub offset: u32,
+    /// Length in bytes of the located text.
+    pub len: u32,
+    /// 1-based line number; 0 when the value was not read from a file.
+    pub line: u32,
+    /// 1-based column (in characters).
+    pub col: u32,
+}
+
+impl Loc {
+    /// Returns true when this location points into a source file.
+    pub fn is_known(&self) -> bool {
+        self.line > 0
+    }
+}
+
+/// A whole simulation: settings, networks and machine groups.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Settings from the `[Simulation]` block (or defaults).
+    pub sim: SimSettings,
+    /// Networks in declaration order.
+    pub networks: Vec<NetworkSpec>,
+    /// Machine groups in declaration order; a group of `count` N expands
+    /// to machines `name-0` … `name-(N-1)` (or plain `name` when `count` is
+    /// absent).
+    pub machines: Vec<MachineGroup>,
+}
+
+/// Simulation-wide settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimSettings {
+    /// Seed of every random stream in the run.
+    pub seed: u64,
+    /// Stop at this virtual time (ns), if given.
+    pub until: Option<u64>,
+    pub loc: Loc,
+}
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        SimSettings { seed: 1, until: None, loc: Loc::default() }
+    }
+}
+
+/// How the machines of a network are joined.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NetworkKind {
+    /// A switched LAN: every machine has its own port with an output queue.
+    #[default]
+    Switch,
+    /// A point-to-point link between exactly two machines.
+    Link,
+}
+
+/// One network (an Elvis `[Network id='…']` block).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NetworkSpec {
+    /// The network's id as written (`id='3'`).
+    pub id: String,
+    pub kind: NetworkKind,
+    /// Bits per second; `None` = infinite (no serialization delay).
+    pub bandwidth_bps: Option<u64>,
+    /// One-way propagation latency in ns.
+    pub latency_ns: u64,
+    /// Probability that a frame is lost on a hop, in [0, 1].
+    pub loss: f64,
+    /// Probability that a frame gets one flipped bit on a hop, in [0, 1].
+    pub corruption: f64,
+    /// Largest IP datagram a frame carries (bytes), default 1500.
+    pub mtu: u32,
+    /// Output-queue capacity in packets per port; `None` = unbounded.
+    pub queue: Option<u32>,
+    /// Addresses listed with `[IP ip=…]` / `[IP range=…]`, in order.
+    pub addresses: Vec<AddressEntry>,
+    /// `subnet='a.b.c.d/len'` if given.
+    pub subnet: Option<(Ipv4Addr, u8)>,
+    /// Where the block starts.
+    pub loc: Loc,
+}
+
+impl NetworkSpec {
+    /// Returns an ideal network (Elvis' default) with the given id.
+    pub fn ideal(id: impl Into<String>) -> Self {
+        NetworkSpec {
+            id: id.into(),
+            kind: NetworkKind::Switch,
+            bandwidth_bps: None,
+            latency_ns: 0,
+            loss: 0.0,
+            corruption: 0.0,
+            mtu: 1500,
+            queue: None,
+            addresses: Vec::new(),
+            subnet: None,
+            loc: Loc::default(),
+        }
+    }
+}
+
+/// One address (or range of addresses) listed for a network.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddressEntry {
+    /// First address.
+    pub first: Ipv4Addr,
+    /// Last address (inclusive); equal to `first` for a single `ip=`.
+    pub last: Ipv4Addr,
+    pub loc: Loc,
+}
+
+/// A group of identical machines (an Elvis `[Machine name='…' count='…']`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MachineGroup {
+    /// The name; instances of a counted group are `name-0`, `name-1`, ….
+    pub name: String,
+    /// `Some(n)` when `count` was given (even `count='1'`, which still
+    /// names the machine `name-0`).
+    pub count: Option<u32>,
+    /// Network ids this machine is attached to, in order (one interface
+    /// each).
+    pub networks: Vec<Ref>,
+    /// Protocols, in order.
+    pub protocols: Vec<ProtocolSpec>,
+    /// Applications, in order.
+    pub applications: Vec<AppSpec>,
+    pub loc: Loc,
+}
+
+impl MachineGroup {
+    /// Returns how many machines the group expands to.
+    pub fn instances(&self) -> u32 {
+        self.count.unwrap_or(1)
+    }
+}
+
+/// A reference by name to something declared elsewhere, with its place.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ref {
+    pub name: String,
+    pub loc: Loc,
+}
+
+/// A protocol on a machine (`[Protocol name='UDP']`), with any extra options.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProtocolSpec {
+    /// The name as written (case kept); matching is case-insensitive.
+    pub name: String,
+    pub params: Params,
+    pub loc: Loc,
+}
+
+/// An application on a machine, with its options as written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AppSpec {
+    /// The name as written (`send_message`); matching is case-insensitive.
+    pub name: String,
+    pub params: Params,
+    /// Nested blocks inside the application (Elvis routers list `[IP]` and
+    /// `[RouterEntry]` blocks there), kept as generic blocks.
+    pub children: Vec<Block>,
+    pub loc: Loc,
+}
+
+/// A generic `[Keyword key='value' …]` block with its children.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Block {
+    pub keyword: String,
+    pub params: Params,
+    pub children: Vec<Block>,
+    pub loc: Loc,
+}
+
+/// `key='value'` options in written order. Keys are stored lower-cased;
+/// values exactly as written (after `\'` unescaping). Values may contain
+/// `{i}` / `{name}` placeholders that the builder fills in per instance.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Params(pub Vec<Param>);
+
+/// One `key='value'` option.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Param {
+    pub key: String,
+    pub value: String,
+    /// Location of the value text (inside the quotes).
+    pub loc: Loc,
+}
+
+impl Params {
+    /// Returns the option named `key` (case-insensitive), if present.
+    pub fn get(&self, key: &str) -> Option<&Param> {
+        self.0.iter().find(|p| p.key.eq_ignore_ascii_case(key))
+    }
+
+    /// Returns the value of option `key`, if present.
+    pub fn value(&self, key: &str) -> Option<&str> {
+        self.get(key).map(|p| p.value.as_str())
+    }
+
+    /// Adds an option (for scenarios built in code).
+    pub fn with(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.0.push(Param { key: key.to_ascii_lowercase(), value: value.into(), loc: Loc::default() });
+        self
+    }
+
+    /// Iterates over the options in written order.
+    pub fn iter(&self) -> impl Iterator<Item = &Param> {
+        self.0.iter()
+    }
+}
