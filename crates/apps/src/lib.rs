@@ -1,1 +1,24 @@
+//! The applications that ship with elvis, written against the socket API.
+//!
+//! Each application is a plain sequential `async fn` taking a [`Host`] and a
+//! shared configuration. [`registry`] maps NDL names and options to them.
+//!
+//! | NDL name | what it does | ends when |
+//! |---|---|---|
+//! | `send_message` | sends `message` to `to`:`port`, `message_count` times | all sent |
+//! | `capture` | receives on `port`, optionally checks the content | `message_count` received (or the shared `counter` reaches it) |
+//! | `forward` | relays datagrams from `local_port` to `to`:`remote_port` | never (daemon) |
+//! | `ping_pong` | bounces a counter between two machines | the counter reaches 0 |
+//! | `ping` | ICMP echo with RTT statistics | `count` probes done |
 #![forbid(unsafe_code)]
+
+pub mod capture;
+pub mod forward;
+pub mod ping;
+pub mod ping_pong;
+pub mod registry;
+pub mod send_message;
+
+pub use registry::{AppFactory, BuildCtx, ParamError};
+
+use elvis_sim::Host;

@@ -1,1 +1,283 @@
-fn main() {}
+//! `elvis-bench`: the benchmark harness.
+//!
+//! Each scenario runs in its own process so that wall time and peak RSS are
+//! those of the whole process (parse + build + run + exit), as in the Elvis
+//! paper's measurements:
+//!
+//! ```text
+//! elvis-bench low-bandwidth --n 1000000        # one measurement, JSON line
+//! elvis-bench sweep low-bandwidth 1000 10000   # child process per N, table
+//! ```
+//!
+//! Scenarios:
+//! - `low-bandwidth` (paper §V.A.1): N senders each send one UDP message to
+//!   one capture machine that expects all N. Built from the same NDL text
+//!   as Elvis' `basic-N.ndl`.
+//! - `high-bandwidth` (paper §V.A.2): each of N senders sends M messages
+//!   (default 1000) at once; the capture machine expects N·M.
+//! - `instantiation`: N machines with an IPv4/UDP stack are created and
+//!   their application started (binds a socket, returns); compared with
+//!   spawning `/bin/true` processes in the same harness.
+//! - `engine`: a chain of H forwarding machines joined by links; P packets
+//!   traverse it; reports events/s.
+#![forbid(unsafe_code)]
+
+use clap::{Parser, Subcommand};
+use elvis_sim::{Host, NetworkConfig, Protocols, Simulation};
+use serde::Serialize;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::process::Command as Process;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(name = "elvis-bench", about = "elvis benchmark harness")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Clone)]
+enum Cmd {
+    /// N senders, one message each, one capture machine.
+    LowBandwidth {
+        #[arg(long)]
+        n: u64,
+    },
+    /// N senders, M messages each, all at once.
+    HighBandwidth {
+        #[arg(long)]
+        n: u64,
+        #[arg(long, default_value_t = 1000)]
+        messages: u64,
+    },
+    /// Create and start N machines; also spawn P /bin/true processes.
+    Instantiation {
+        #[arg(long)]
+        n: u64,
+        #[arg(long, default_value_t = 1000)]
+        processes: u64,
+    },
+    /// P packets through a chain of H forwarding machines.
+    Engine {
+        #[arg(long, default_value_t = 100)]
+        hops: u32,
+        #[arg(long, default_value_t = 10000)]
+        packets: u64,
+    },
+    /// Runs a scenario for each N in its own process and prints a table.
+    Sweep {
+        /// low-bandwidth | high-bandwidth | instantiation
+        scenario: String,
+        /// The machine counts.
+        ns: Vec<u64>,
+        /// Messages per sender (high-bandwidth).
+        #[arg(long, default_value_t = 1000)]
+        messages: u64,
+        /// Append the JSON lines to this file.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
+}
+
+/// One measurement, printed as a JSON line.
+#[derive(Serialize, serde::Deserialize, Debug, Clone, Default)]
+struct Measurement {
+    scenario: String,
+    n: u64,
+    messages: u64,
+    /// Whole process wall time (set by `sweep`; in-process otherwise).
+    wall_s: f64,
+    build_s: f64,
+    run_s: f64,
+    peak_rss_bytes: u64,
+    events: u64,
+    events_per_s: f64,
+    delivered: u64,
+    ok: bool,
+    extra: serde_json::Value,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let start = Instant::now();
+    let mut m = match cli.cmd {
+        Cmd::LowBandwidth { n } => elvis_file("low-bandwidth", n, 1),
+        Cmd::HighBandwidth { n, messages } => elvis_file("high-bandwidth", n, messages),
+        Cmd::Instantiation { n, processes } => instantiation(n, processes),
+        Cmd::Engine { hops, packets } => engine(hops, packets),
+        Cmd::Sweep { scenario, ns, messages, out } => return sweep(&scenario, &ns, messages, out.as_deref()),
+    };
+    m.wall_s = start.elapsed().as_secs_f64();
+    m.peak_rss_bytes = elvis_sim::report::peak_rss_bytes();
+    println!("{}", serde_json::to_string(&m).expect("serializable"));
+    if !m.ok {
+        std::process::exit(1);
+    }
+}
+
+/// The NDL of Elvis' benchmark files (`basic-N.ndl`,
+/// `base-high-bandwidth.ndl`), four-space indented as they are.
+fn elvis_ndl(n: u64, messages: u64) -> String {
+    format!(
+        "[Networks]\n    [Network id='3']\n        [IP ip='123.45.67.89']\n[Machines]\n    [Machine name='sender' count='{n}']\n        [Networks]\n            [Network id='3']\n        [Protocols]\n            [Protocol name='IPv4']\n            [Protocol name='UDP']\n        [Applications]\n            [Application name='send_message' message='Hello!' to='capturer' port='0xbeef' message_count='{messages}']\n    [Machine name='capturer']\n        [Networks]\n            [Network id='3']\n        [Protocols]\n            [Protocol name='IPv4']\n            [Protocol name='UDP']\n        [Applications]\n            [Application name='capture' ip='123.45.67.89' port='0xbeef' message_count='{}']\n",
+        n * messages
+    )
+}
+
+fn elvis_file(name: &str, n: u64, messages: u64) -> Measurement {
+    let t0 = Instant::now();
+    let text = elvis_ndl(n, messages);
+    let scenario = elvis_ndl::parse(&text, "bench.ndl").expect("benchmark NDL parses");
+    let mut built = elvis_build::build(&scenario, None).expect("benchmark scenario builds");
+    let build_s = t0.elapsed().as_secs_f64();
+    let report = built.sim.run();
+    Measurement {
+        scenario: name.into(),
+        n,
+        messages,
+        build_s,
+        run_s: report.performance.wall_time_s,
+        events: report.events,
+        events_per_s: report.performance.events_per_s,
+        delivered: report.packets.udp_delivered,
+        ok: report.success() && report.packets.udp_delivered == n * messages,
+        ..Default::default()
+    }
+}
+
+fn instantiation(n: u64, processes: u64) -> Measurement {
+    let t0 = Instant::now();
+    let mut sim = Simulation::new(1);
+    let lan = sim.add_network(NetworkConfig::ideal("lan"));
+    let first = sim.add_group("m", Some(n as u32), Protocols::UDP).expect("fresh group");
+    for i in 0..n as u32 {
+        sim.attach(first + i, lan, Ipv4Addr::from(0x0a00_0000 + i + 1)).expect("unique address");
+        sim.spawn(first + i, "start", |h: Host| async move {
+            let _sock = h.udp_bind(7)?;
+            Ok(())
+        });
+    }
+    let report = sim.run();
+    let machines_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let mut spawned = 0;
+    for _ in 0..processes {
+        if Process::new("/bin/true").status().is_ok_and(|s| s.success()) {
+            spawned += 1;
+        }
+    }
+    let proc_s = t1.elapsed().as_secs_f64();
+    let machines_per_s = n as f64 / machines_s;
+    let procs_per_s = spawned as f64 / proc_s.max(1e-9);
+    Measurement {
+        scenario: "instantiation".into(),
+        n,
+        build_s: machines_s,
+        events: report.events,
+        ok: report.success() && spawned == processes,
+        extra: serde_json::json!({
+            "machines_per_s": machines_per_s,
+            "processes": processes,
+            "processes_per_s": procs_per_s,
+            "ratio": machines_per_s / procs_per_s.max(1e-9),
+        }),
+        ..Default::default()
+    }
+}
+
+fn engine(hops: u32, packets: u64) -> Measurement {
+    let t0 = Instant::now();
+    let mut sim = Simulation::new(1);
+    let links: Vec<u32> = (0..hops)
+        .map(|i| sim.add_network(NetworkConfig { kind: elvis_sim::NetworkKind::Link, ..NetworkConfig::ideal(format!("l{i}")).with_rate(10_000_000_000, 1_000) }))
+        .collect();
+    let first = sim.add_group("node", Some(hops + 1), Protocols::UDP).expect("fresh group");
+    let addr = |link: u32, side: u32| Ipv4Addr::from(0x0a00_0000 + (link << 2) + side + 1);
+    for (i, &l) in links.iter().enumerate() {
+        let i = i as u32;
+        sim.attach(first + i, l, addr(i, 0)).expect("address");
+        sim.attach(first + i + 1, l, addr(i, 1)).expect("address");
+    }
+    for i in 1..hops {
+        let next = SocketAddrV4::new(addr(i, 1), 9);
+        sim.spawn_daemon(first + i, "forward", move |h: Host| async move {
+            let sock = h.udp_bind(9)?;
+            loop {
+                let m = sock.recv().await?;
+                sock.send_to(m, next).await?;
+            }
+        });
+    }
+    let dst = SocketAddrV4::new(addr(0, 1), 9);
+    sim.spawn(first, "source", move |h: Host| async move {
+        let sock = h.udp_bind(0)?;
+        for _ in 0..packets {
+            sock.send_to(elvis_sim::Message::zeros(1000), dst).await?;
+        }
+        Ok(())
+    });
+    sim.spawn(first + hops, "sink", move |h: Host| async move {
+        let sock = h.udp_bind(9)?;
+        for _ in 0..packets {
+            sock.recv().await?;
+        }
+        Ok(())
+    });
+    let build_s = t0.elapsed().as_secs_f64();
+    let report = sim.run();
+    Measurement {
+        scenario: "engine".into(),
+        n: u64::from(hops),
+        messages: packets,
+        build_s,
+        run_s: report.performance.wall_time_s,
+        events: report.events,
+        events_per_s: report.performance.events_per_s,
+        delivered: report.packets.udp_delivered,
+        ok: report.success(),
+        extra: serde_json::json!({ "sim_time_ns": report.sim_time_ns, "hop_deliveries_per_s": report.packets.udp_delivered as f64 / report.performance.wall_time_s }),
+        ..Default::default()
+    }
+}
+
+/// Runs each N in a child process; the parent measures whole-process wall
+/// time, the child reports its own peak RSS (VmHWM covers its lifetime).
+fn sweep(scenario: &str, ns: &[u64], messages: u64, out: Option<&std::path::Path>) {
+    let exe = std::env::current_exe().expect("own path");
+    println!("| scenario | N | messages | wall (s) | build (s) | run (s) | peak RSS (MiB) | bytes/machine | events/s | ok |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    for &n in ns {
+        let mut cmd = Process::new(&exe);
+        cmd.arg(scenario).arg("--n").arg(n.to_string());
+        if scenario == "high-bandwidth" {
+            cmd.arg("--messages").arg(messages.to_string());
+        }
+        let t0 = Instant::now();
+        let output = cmd.output().expect("spawn benchmark child");
+        let wall = t0.elapsed();
+        let line = String::from_utf8_lossy(&output.stdout);
+        let Ok(mut m) = serde_json::from_str::<Measurement>(line.trim()) else {
+            println!("| {scenario} | {n} | | child failed: {} | | | | | | no |", String::from_utf8_lossy(&output.stderr).trim());
+            continue;
+        };
+        m.wall_s = wall.as_secs_f64();
+        println!(
+            "| {scenario} | {n} | {} | {:.3} | {:.3} | {:.3} | {:.1} | {:.0} | {:.2e} | {} |",
+            m.messages,
+            m.wall_s,
+            m.build_s,
+            m.run_s,
+            m.peak_rss_bytes as f64 / 1048576.0,
+            m.peak_rss_bytes as f64 / (n.max(1) as f64),
+            m.events_per_s,
+            if m.ok { "yes" } else { "NO" }
+        );
+        if let Some(path) = out {
+            use std::io::Write;
+            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+                let _ = writeln!(f, "{}", serde_json::to_string(&m).unwrap_or_default());
+            }
+        }
+        let _ = Duration::ZERO;
+    }
+}

@@ -1,1 +1,233 @@
-fn main() {}
+//! `elvis`: run and check Network Description Language scenarios.
+//!
+//! ```text
+//! elvis run [FILE] [--seed N] [--until 10s] [--report out.json] [--pcap DIR]
+//! elvis check FILE
+//! ```
+//! Without a FILE, `run` runs the embedded default scenario
+//! (`examples/ndl/default.ndl`).
+//!
+//! Exit status: 0 every application finished as expected; 1 an application
+//! failed or its machine crashed; 2 bad input (nothing is written); 3 an
+//! application was still waiting when the run ended (time ran out or
+//! nothing was left to happen); 4 an application never yielded (watchdog);
+//! 5 an output file could not be written.
+#![forbid(unsafe_code)]
+
+mod render;
+mod summary;
+
+use clap::{Parser, Subcommand};
+use elvis_sim::{Progress, RunLimits, Time};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The scenario `elvis run` runs when given no file.
+const DEFAULT_SCENARIO: &str = include_str!("../../../examples/ndl/default.ndl");
+
+#[derive(Parser)]
+#[command(name = "elvis", version, about = "A deterministic virtual Internet on one machine")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs a scenario (the embedded default one when FILE is omitted).
+    Run(RunArgs),
+    /// Checks a scenario without running it.
+    Check {
+        /// The NDL file.
+        file: PathBuf,
+    },
+    /// Prints the embedded default scenario.
+    Example,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The NDL file.
+    file: Option<PathBuf>,
+    /// Seed of every random stream (overrides the file's [Simulation] seed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Stop at this virtual time, e.g. `10s`, `250ms` (overrides the file).
+    #[arg(long)]
+    until: Option<String>,
+    /// Write the run report as JSON to this file.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Write one pcap per network into this directory.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// No progress bar and no summary.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Seconds of wall time one application may run without yielding.
+    #[arg(long, default_value_t = 10.0)]
+    watchdog: f64,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => run(args),
+        Command::Check { file } => check(&file),
+        Command::Example => {
+            print!("{DEFAULT_SCENARIO}");
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Exit statuses.
+mod status {
+    pub const FAILED: u8 = 1;
+    pub const BAD_INPUT: u8 = 2;
+    pub const WAITING: u8 = 3;
+    pub const WATCHDOG: u8 = 4;
+    pub const OUTPUT: u8 = 5;
+}
+
+/// Reads and parses a scenario; prints the error and returns `Err(code)`.
+fn load(file: Option<&Path>) -> Result<(String, String, elvis_scenario::Scenario), ExitCode> {
+    let (name, source) = match file {
+        None => ("default.ndl".to_string(), DEFAULT_SCENARIO.to_string()),
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(s) => (path.display().to_string(), s),
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", path.display());
+                return Err(ExitCode::from(status::BAD_INPUT));
+            }
+        },
+    };
+    match elvis_ndl::parse(&source, &name) {
+        Ok(s) => Ok((name, source, s)),
+        Err(e) => {
+            eprint!("{}", render::ndl_error(&e, &source));
+            Err(ExitCode::from(status::BAD_INPUT))
+        }
+    }
+}
+
+fn build(name: &str, source: &str, scenario: &elvis_scenario::Scenario, seed: Option<u64>) -> Result<elvis_build::Built, ExitCode> {
+    elvis_build::build(scenario, seed).map_err(|e| {
+        eprint!("{}", render::located(name, source, e.loc, &e.message, e.hint.as_deref()));
+        ExitCode::from(status::BAD_INPUT)
+    })
+}
+
+fn check(file: &Path) -> ExitCode {
+    let (name, source, scenario) = match load(Some(file)) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    match build(&name, &source, &scenario, None) {
+        Ok(b) => {
+            println!(
+                "{name}: ok ({} networks, {} machines)",
+                scenario.networks.len(),
+                b.sim.machine_count()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(c) => c,
+    }
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    let until = match args.until.as_deref().map(elvis_ndl::parse_duration_ns).transpose() {
+        Ok(u) => u.map(Time::from_nanos),
+        Err(e) => {
+            eprintln!("error: --until: {e} (hint: write e.g. --until 10s or --until 250ms)");
+            return ExitCode::from(status::BAD_INPUT);
+        }
+    };
+    let (name, source, scenario) = match load(args.file.as_deref()) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    let build_start = std::time::Instant::now();
+    let mut built = match build(&name, &source, &scenario, args.seed) {
+        Ok(b) => b,
+        Err(c) => return c,
+    };
+    let build_time = build_start.elapsed();
+    if let Some(dir) = &args.pcap {
+        if let Err(e) = built.sim.capture_pcap(dir) {
+            eprintln!("error: cannot write pcaps into {}: {e}", dir.display());
+            return ExitCode::from(status::OUTPUT);
+        }
+    }
+    built.sim.set_watchdog(Duration::from_secs_f64(args.watchdog.max(0.05)), |machine| {
+        eprintln!(
+            "error: an application on machine '{machine}' has not yielded for the watchdog limit; \
+             it loops without awaiting a socket or timer (hint: await sleep/recv/yield_now in long loops)"
+        );
+        std::process::exit(i32::from(status::WATCHDOG));
+    });
+    let limits = RunLimits { until: until.or(built.until) };
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let quiet = args.quiet;
+    let mut on_progress = |p: &Progress| {
+        if quiet || p.wall < Duration::from_secs(1) {
+            return;
+        }
+        let b = bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            b
+        });
+        let rate = p.events as f64 / p.wall.as_secs_f64().max(1e-9);
+        b.set_message(format!("sim time {}  events {}  {:.2} M events/s", p.sim_time, p.events, rate / 1e6));
+        b.tick();
+    };
+    let report = built.sim.run_with(limits, &mut on_progress);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if !quiet {
+        print!("{}", summary::render(&name, &report, build_time));
+    }
+    let mut code = if report.failures() > 0 {
+        status::FAILED
+    } else if report.waiting() > 0 {
+        status::WAITING
+    } else {
+        0
+    };
+    if let Some(e) = built.sim.pcap_error() {
+        eprintln!("error: writing pcaps: {e}");
+        code = status::OUTPUT;
+    }
+    if let Some(path) = &args.report {
+        if let Err(e) = write_atomically(path, report.to_json().as_bytes()) {
+            eprintln!("error: cannot write report {}: {e}", path.display());
+            code = status::OUTPUT;
+        }
+    }
+    match code {
+        status::FAILED => eprintln!("error: {} application(s) failed or crashed (see problems above)", report.failures()),
+        status::WAITING => eprintln!(
+            "error: {} application(s) still waiting when the run ended at {} ({})",
+            report.waiting(),
+            Time::from_nanos(report.sim_time_ns),
+            match report.end {
+                elvis_sim::report::End::TimeLimit => "time limit reached",
+                elvis_sim::report::End::Idle => "nothing left to happen",
+            }
+        ),
+        _ => {}
+    }
+    ExitCode::from(code)
+}
+
+/// Writes `bytes` to `path` via a temporary file, so a reader never sees
+/// half a report.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}

@@ -1,1 +1,71 @@
+//! The elvis simulation core.
+//!
+//! A [`Simulation`] owns every machine, network and application of a run.
+//! Machines run a protocol stack in the x-kernel style (Ethernet/ARP, IPv4
+//! with fragmentation, ICMP, UDP); networks carry real frames with a
+//! bandwidth, latency, loss, corruption, MTU and queue; applications are
+//! `async` code written against the UNIX-like socket API of [`Host`].
+//!
+//! ```
+//! use elvis_sim::{Simulation, NetworkConfig, Host};
+//! use std::net::{Ipv4Addr, SocketAddrV4};
+//!
+//! let mut sim = Simulation::new(42);
+//! let lan = sim.add_network(NetworkConfig::ideal("lan"));
+//! let a = sim.add_machine("a");
+//! let b = sim.add_machine("b");
+//! sim.attach(a, lan, Ipv4Addr::new(10, 0, 0, 1)).unwrap();
+//! sim.attach(b, lan, Ipv4Addr::new(10, 0, 0, 2)).unwrap();
+//! sim.spawn(b, "echo-sink", |host: Host| async move {
+//!     let sock = host.udp_bind(7)?;
+//!     let (msg, from) = sock.recv_from().await?;
+//!     assert_eq!(msg.to_vec(), b"hi");
+//!     assert_eq!(*from.ip(), Ipv4Addr::new(10, 0, 0, 1));
+//!     Ok(())
+//! });
+//! sim.spawn(a, "greeter", |host: Host| async move {
+//!     let sock = host.udp_bind(0)?;
+//!     sock.send_to(b"hi".to_vec(), SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 7)).await?;
+//!     Ok(())
+//! });
+//! let report = sim.run();
+//! assert!(report.success());
+//! ```
+//!
+//! # How a run works
+//! One event queue ([`elvis_kernel::EventQueue`]) holds frame hops, timer
+//! expiries and task wake-ups. Protocol processing is plain synchronous code
+//! run when a frame arrives; only time (serialization, latency, timers)
+//! creates events. Applications are polled when something they wait on
+//! happens. The whole state lives in one `World` owned by the running
+//! thread: no locks, no `Arc` on the packet path. While a simulation runs,
+//! the world sits in a thread-local so that application futures can make
+//! "system calls" without holding a reference across an `await`.
+//!
+//! # Gaps
+//! - TCP (a later issue), IPv6, DHCP, DNS wire formats.
+//! - Routing beyond directly attached networks (routers are a later issue).
+//! - Foreign futures that rely on their `Waker` are not woken: elvis wakes
+//!   tasks by id when a socket or timer they wait on is ready.
 #![forbid(unsafe_code)]
+
+mod api;
+mod executor;
+mod machine;
+pub mod net;
+pub mod pcap;
+pub mod report;
+mod simulation;
+pub mod socket;
+pub mod stack;
+mod world;
+
+pub use api::{Host, Sleep};
+pub use elvis_kernel::Time;
+pub use elvis_message::Message;
+pub use executor::{AppError, AppResult};
+pub use machine::{MachineId, Protocols};
+pub use net::{NetId, NetworkConfig, NetworkKind};
+pub use report::{DropReason, Report};
+pub use simulation::{Progress, RunLimits, SimError, Simulation};
+pub use socket::{IcmpSocket, SocketError, UdpSocket};

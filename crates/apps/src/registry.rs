@@ -1,0 +1,244 @@
+//! From NDL `[Application name='…' key='…']` to a runnable application.
+//!
+//! [`build`] checks an application's options once per machine group and
+//! returns an [`AppFactory`] that spawns the application on each machine of
+//! the group, sharing one parsed configuration (a million senders share one
+//! `Rc<Config>` and one message buffer).
+//!
+//! Every application also accepts `ip` (the machine's own address, used by
+//! the builder).
+
+use crate::{capture, forward, ping, ping_pong, send_message};
+use elvis_scenario::{Loc, Params};
+use elvis_sim::{Host, Message, MachineId, Simulation};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A bad application option, with where it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamError {
+    pub message: String,
+    pub hint: Option<String>,
+    pub loc: Loc,
+}
+
+impl ParamError {
+    fn new(loc: Loc, message: impl Into<String>) -> Self {
+        ParamError { message: message.into(), hint: None, loc }
+    }
+    fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// What [`build`] may ask of the scenario being built.
+pub struct BuildCtx<'a> {
+    /// Resolves a machine name (or dotted quad) to an address.
+    pub resolve: &'a dyn Fn(&str) -> Option<Ipv4Addr>,
+    /// Location of the `[Application]` block, for errors about missing
+    /// options.
+    pub loc: Loc,
+}
+
+type SpawnFn = dyn Fn(&mut Simulation, MachineId);
+
+/// A checked application, ready to be spawned on machines.
+#[derive(Clone)]
+pub struct AppFactory {
+    /// The application's canonical name.
+    pub name: &'static str,
+    /// Whether it runs forever (a server), so waiting at the end is fine.
+    pub daemon: bool,
+    spawn: Rc<SpawnFn>,
+}
+
+impl AppFactory {
+    /// Starts the application on machine `m`.
+    pub fn spawn(&self, sim: &mut Simulation, m: MachineId) {
+        (self.spawn)(sim, m)
+    }
+}
+
+/// The applications [`build`] knows, with their options.
+pub const APPS: &[(&str, &[&str])] = &[
+    ("send_message", &["message", "to", "port", "message_count", "local_port", "size"]),
+    ("capture", &["message", "port", "message_count", "counter"]),
+    ("forward", &["local_port", "to", "remote_port"]),
+    ("ping_pong", &["starter", "to", "local_port", "remote_port", "count"]),
+    ("ping", &["to", "count", "interval", "timeout", "size"]),
+];
+
+/// Checks `params` for application `name` and returns its factory.
+///
+/// # Errors
+/// Unknown application or option, a missing required option, or a value
+/// that does not parse; each with the location of the offending text.
+pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFactory, ParamError> {
+    let lname = name.to_ascii_lowercase();
+    let Some((canon, keys)) = APPS.iter().find(|(n, _)| *n == lname) else {
+        let names: Vec<&str> = APPS.iter().map(|(n, _)| *n).collect();
+        return Err(ParamError::new(ctx.loc, format!("unknown application '{name}'"))
+            .hint(format!("known applications: {}", names.join(", "))));
+    };
+    for p in params.iter() {
+        if p.key != "ip" && p.key != "name" && !keys.contains(&p.key.as_str()) {
+            return Err(ParamError::new(p.loc, format!("application '{canon}' has no option '{}'", p.key))
+                .hint(format!("its options are: ip, {}", keys.join(", "))));
+        }
+    }
+    let o = Opts { params, ctx };
+    let f = match *canon {
+        "send_message" => {
+            let message = match (params.get("size"), params.get("message")) {
+                (Some(size), _) => Message::zeros(o.size(size)?),
+                (None, Some(m)) => Message::from_bytes(bytes::Bytes::from(m.value.clone().into_bytes())),
+                (None, None) => Message::from_static(b"Hello!"),
+            };
+            let cfg = Rc::new(send_message::Config {
+                message,
+                to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
+                count: o.u64_or("message_count", 1)?,
+                local_port: o.port_or("local_port", 0)?,
+            });
+            factory(canon, false, move |sim, m| {
+                let cfg = cfg.clone();
+                sim.spawn(m, "send_message", move |h: Host| send_message::run(h, cfg));
+            })
+        }
+        "capture" => {
+            let cfg = Rc::new(capture::Config {
+                port: o.port("port")?,
+                count: o.u64_or("message_count", 1)?,
+                expect: params.value("message").map(|m| Message::from_bytes(bytes::Bytes::from(m.as_bytes().to_vec()))),
+                counter: params.value("counter").map(str::to_string),
+            });
+            factory(canon, false, move |sim, m| {
+                let cfg = cfg.clone();
+                sim.spawn(m, "capture", move |h: Host| capture::run(h, cfg));
+            })
+        }
+        "forward" => {
+            let cfg = Rc::new(forward::Config {
+                local_port: o.port("local_port")?,
+                to: SocketAddrV4::new(o.host("to")?, o.port("remote_port")?),
+            });
+            factory(canon, true, move |sim, m| {
+                let cfg = cfg.clone();
+                sim.spawn_daemon(m, "forward", move |h: Host| forward::run(h, cfg));
+            })
+        }
+        "ping_pong" => {
+            let cfg = Rc::new(ping_pong::Config {
+                starter: o.bool_or("starter", false)?,
+                local_port: o.port("local_port")?,
+                remote: SocketAddrV4::new(o.host("to")?, o.port("remote_port")?),
+                count: u8::try_from(o.u64_or("count", 255)?)
+                    .map_err(|_| ParamError::new(o.loc("count"), "count must be at most 255"))?,
+            });
+            factory(canon, false, move |sim, m| {
+                let cfg = cfg.clone();
+                sim.spawn(m, "ping_pong", move |h: Host| ping_pong::run(h, cfg));
+            })
+        }
+        "ping" => {
+            let cfg = Rc::new(ping::Config {
+                to: o.host("to")?,
+                count: u16::try_from(o.u64_or("count", 4)?)
+                    .map_err(|_| ParamError::new(o.loc("count"), "count must be at most 65535"))?,
+                interval: o.duration_or("interval", Duration::from_secs(1))?,
+                timeout: o.duration_or("timeout", Duration::from_secs(1))?,
+                size: o.size_or("size", 56)? as usize,
+            });
+            factory(canon, false, move |sim, m| {
+                let cfg = cfg.clone();
+                sim.spawn(m, "ping", move |h: Host| ping::run(h, cfg));
+            })
+        }
+        _ => unreachable!("every name in APPS is handled"),
+    };
+    Ok(f)
+}
+
+fn factory(name: &'static str, daemon: bool, f: impl Fn(&mut Simulation, MachineId) + 'static) -> AppFactory {
+    AppFactory { name, daemon, spawn: Rc::new(f) }
+}
+
+/// Typed access to options with located errors.
+struct Opts<'a> {
+    params: &'a Params,
+    ctx: &'a BuildCtx<'a>,
+}
+
+impl Opts<'_> {
+    fn loc(&self, key: &str) -> Loc {
+        self.params.get(key).map_or(self.ctx.loc, |p| p.loc)
+    }
+
+    fn required(&self, key: &str) -> Result<&elvis_scenario::Param, ParamError> {
+        self.params
+            .get(key)
+            .ok_or_else(|| ParamError::new(self.ctx.loc, format!("missing option '{key}'")).hint(format!("add {key}='…'")))
+    }
+
+    fn host(&self, key: &str) -> Result<Ipv4Addr, ParamError> {
+        let p = self.required(key)?;
+        (self.ctx.resolve)(&p.value).ok_or_else(|| {
+            ParamError::new(p.loc, format!("unknown machine '{}'", p.value))
+                .hint("use a machine name (name, or name-N for counted machines) or an IPv4 address")
+        })
+    }
+
+    fn port(&self, key: &str) -> Result<u16, ParamError> {
+        let p = self.required(key)?;
+        elvis_ndl::parse_port(&p.value).map_err(|e| ParamError::new(p.loc, e))
+    }
+
+    fn port_or(&self, key: &str, default: u16) -> Result<u16, ParamError> {
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(p) => elvis_ndl::parse_port(&p.value).map_err(|e| ParamError::new(p.loc, e)),
+        }
+    }
+
+    fn u64_or(&self, key: &str, default: u64) -> Result<u64, ParamError> {
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(p) => p.value.trim().parse().map_err(|_| {
+                ParamError::new(p.loc, format!("'{}' is not a whole number", p.value)).hint(format!("{key}='10'"))
+            }),
+        }
+    }
+
+    fn bool_or(&self, key: &str, default: bool) -> Result<bool, ParamError> {
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(p) => match p.value.to_ascii_lowercase().as_str() {
+                "true" | "yes" | "1" => Ok(true),
+                "false" | "no" | "0" => Ok(false),
+                _ => Err(ParamError::new(p.loc, format!("'{}' is not true or false", p.value))),
+            },
+        }
+    }
+
+    fn duration_or(&self, key: &str, default: Duration) -> Result<Duration, ParamError> {
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(p) => elvis_ndl::parse_duration_ns(&p.value)
+                .map(Duration::from_nanos)
+                .map_err(|e| ParamError::new(p.loc, e)),
+        }
+    }
+
+    fn size(&self, p: &elvis_scenario::Param) -> Result<u64, ParamError> {
+        elvis_ndl::parse_size_bytes(&p.value).map_err(|e| ParamError::new(p.loc, e))
+    }
+
+    fn size_or(&self, key: &str, default: u64) -> Result<u64, ParamError> {
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(p) => self.size(p),
+        }
+    }
+}

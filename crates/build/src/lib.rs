@@ -1,0 +1,333 @@
+//! The builder: from a [`Scenario`] (plain data) to a [`Simulation`].
+//!
+//! # Addresses
+//! A machine's address on a network is, in order of preference:
+//! 1. its application's `ip=` option, when that address is listed for the
+//!    network (or the machine has a single network);
+//! 2. the next address listed for the network (`[IP ip=…]`, `[IP range=…]`)
+//!    that no application claimed;
+//! 3. when the list runs out, the next address counting up from the last
+//!    listed one (or from the subnet's first host, or 10.0.0.1 when nothing
+//!    is listed), skipping host octets 0 and 255 and every address already
+//!    taken on that network. Elvis' benchmark files list one address and
+//!    declare `count='1000000'` senders: they get 123.45.67.90, .91, … .
+//!
+//! # Per-instance values
+//! In a counted machine, option values may contain `{i}` (the instance
+//! number) and `{name}` (the instance name); such applications are
+//! configured per instance, all others once per group.
+#![forbid(unsafe_code)]
+
+use elvis_apps::registry::{self, BuildCtx, ParamError};
+use elvis_kernel::Time;
+use elvis_scenario::{AppSpec, Loc, MachineGroup, NetworkKind, Param, Params, Scenario};
+use elvis_sim::{NetworkConfig, Protocols, Simulation};
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+/// Why a scenario could not be built; `loc` points into the NDL source
+/// when the scenario came from a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildError {
+    pub message: String,
+    pub hint: Option<String>,
+    pub loc: Loc,
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, " (hint: {h})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl From<ParamError> for BuildError {
+    fn from(e: ParamError) -> Self {
+        BuildError { message: e.message, hint: e.hint, loc: e.loc }
+    }
+}
+
+fn err(loc: Loc, message: impl Into<String>) -> BuildError {
+    BuildError { message: message.into(), hint: None, loc }
+}
+
+/// A built simulation and the settings it should run with.
+pub struct Built {
+    pub sim: Simulation,
+    pub until: Option<Time>,
+    /// Machine names in id order are `group` or `group-i`; this maps each
+    /// group to its first id and size (for tools and tests).
+    pub groups: Vec<(String, u32, u32)>,
+}
+
+/// Builds `scenario` with its own seed (or `seed` when given).
+///
+/// # Errors
+/// Unknown protocols or applications, bad options, unknown machine names,
+/// address conflicts, a link that does not join exactly two machines.
+pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError> {
+    let mut sim = Simulation::new(seed.unwrap_or(scenario.sim.seed));
+    let mut pools: Vec<Pool> = Vec::new();
+    let mut net_ids: BTreeMap<&str, u32> = BTreeMap::new();
+    for spec in &scenario.networks {
+        let cfg = NetworkConfig {
+            name: spec.id.clone(),
+            kind: match spec.kind {
+                NetworkKind::Switch => elvis_sim::NetworkKind::Switch,
+                NetworkKind::Link => elvis_sim::NetworkKind::Link,
+            },
+            bandwidth_bps: spec.bandwidth_bps,
+            latency_ns: spec.latency_ns,
+            loss: spec.loss,
+            corruption: spec.corruption,
+            mtu: spec.mtu,
+            queue: spec.queue,
+            txqueuelen: NetworkConfig::DEFAULT_TXQUEUELEN,
+        };
+        let id = sim.add_network(cfg);
+        net_ids.insert(spec.id.as_str(), id);
+        pools.push(Pool::new(spec));
+    }
+    // Addresses claimed by applications' `ip=` options.
+    let mut claimed: BTreeMap<u32, Loc> = BTreeMap::new();
+    for g in &scenario.machines {
+        for (i, ip) in claimed_ips(g)? {
+            let _ = i;
+            if let Some(prev) = claimed.insert(u32::from(ip.0), ip.1) {
+                let mut e = err(ip.1, format!("address {} is claimed twice", ip.0));
+                e.hint = Some(format!("also claimed at line {}", prev.line));
+                return Err(e);
+            }
+        }
+    }
+    for p in &mut pools {
+        p.skip = claimed.keys().copied().collect();
+    }
+    let mut groups = Vec::new();
+    for g in &scenario.machines {
+        let protocols = protocols(g)?;
+        let first = sim.add_group(&g.name, g.count, protocols).map_err(|e| err(g.loc, e.to_string()))?;
+        groups.push((g.name.clone(), first, g.instances()));
+        let own_ips = claimed_ips(g)?;
+        for i in 0..g.instances() {
+            let own = match own_ips.first() {
+                Some((None, (ip, _))) => Some(*ip),
+                Some(_) => own_ips.get(i as usize).map(|(_, (ip, _))| *ip),
+                None => None,
+            };
+            for (k, r) in g.networks.iter().enumerate() {
+                let Some(&net) = net_ids.get(r.name.as_str()) else {
+                    return Err(err(r.loc, format!("unknown network '{}'", r.name)));
+                };
+                let pool = &mut pools[net as usize];
+                let ip = match own {
+                    Some(ip) if pool.lists(ip) || g.networks.len() == 1 || k == 0 => ip,
+                    _ => pool.next(),
+                };
+                sim.attach(first + i, net, ip).map_err(|e| err(r.loc, format!("machine '{}': {e}", g.name)))?;
+            }
+        }
+    }
+    for (spec, p) in scenario.networks.iter().zip(&pools) {
+        let _ = p;
+        if spec.kind == NetworkKind::Link {
+            let ports = groups_on(scenario, &spec.id);
+            if ports != 2 {
+                return Err(err(spec.loc, format!("link '{}' joins {ports} machine(s); a link joins exactly 2", spec.id))
+                    .with_hint("use type='switch' for a LAN"));
+            }
+        }
+    }
+    spawn_apps(&mut sim, scenario, &groups)?;
+    Ok(Built { sim, until: scenario.sim.until.map(Time::from_nanos), groups })
+}
+
+impl BuildError {
+    fn with_hint(mut self, h: &str) -> Self {
+        self.hint = Some(h.to_string());
+        self
+    }
+}
+
+fn groups_on(scenario: &Scenario, net: &str) -> u64 {
+    scenario
+        .machines
+        .iter()
+        .map(|g| u64::from(g.instances()) * g.networks.iter().filter(|r| r.name == net).count() as u64)
+        .sum()
+}
+
+/// Returns the protocols a group asks for.
+fn protocols(g: &MachineGroup) -> Result<Protocols, BuildError> {
+    let mut p = Protocols { udp: false, arp: false, tcp: false };
+    for spec in &g.protocols {
+        match spec.name.to_ascii_lowercase().as_str() {
+            "ipv4" | "icmp" | "ethernet" => {}
+            "udp" => p.udp = true,
+            "arp" => p.arp = true,
+            "tcp" => {
+                return Err(err(spec.loc, "protocol 'TCP' is not available yet")
+                    .with_hint("this version simulates IPv4, ICMP, UDP and ARP"))
+            }
+            other => {
+                return Err(err(spec.loc, format!("unknown protocol '{other}'")).with_hint("known: IPv4, UDP, ARP, ICMP"))
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// Returns the `ip=` options of a group's applications: `(Some(i), ip)`
+/// for per-instance values, `(None, ip)` for the whole group.
+#[allow(clippy::type_complexity)]
+fn claimed_ips(g: &MachineGroup) -> Result<Vec<(Option<u32>, (Ipv4Addr, Loc))>, BuildError> {
+    let mut out = Vec::new();
+    for app in &g.applications {
+        let Some(p) = app.params.get("ip") else { continue };
+        if p.value.contains('{') {
+            for i in 0..g.instances() {
+                let v = interpolate(&p.value, i, &instance_name(g, i));
+                out.push((Some(i), (parse_ip(&v, p.loc)?, p.loc)));
+            }
+        } else {
+            if g.instances() > 1 {
+                return Err(err(p.loc, format!("{} machines named '{}' cannot all have address {}", g.instances(), g.name, p.value))
+                    .with_hint("use a per-instance value such as ip='10.0.{i}.1', or drop ip= to number them automatically"));
+            }
+            out.push((None, (parse_ip(&p.value, p.loc)?, p.loc)));
+        }
+        break;
+    }
+    Ok(out)
+}
+
+fn parse_ip(v: &str, loc: Loc) -> Result<Ipv4Addr, BuildError> {
+    v.trim().parse().map_err(|_| err(loc, format!("'{v}' is not an IPv4 address")).with_hint("write it as a.b.c.d"))
+}
+
+fn instance_name(g: &MachineGroup, i: u32) -> String {
+    if g.count.is_some() {
+        format!("{}-{i}", g.name)
+    } else {
+        g.name.clone()
+    }
+}
+
+/// Replaces `{i}` and `{name}` in `v`.
+pub fn interpolate(v: &str, i: u32, name: &str) -> String {
+    v.replace("{i}", &i.to_string()).replace("{name}", name)
+}
+
+/// The addresses of one network still to hand out.
+struct Pool {
+    listed: Vec<(u32, u32)>,
+    range: usize,
+    cursor: u64,
+    skip: rustc_hash::FxHashSet<u32>,
+    auto: u32,
+    taken: rustc_hash::FxHashSet<u32>,
+}
+
+impl Pool {
+    fn new(spec: &elvis_scenario::NetworkSpec) -> Self {
+        let listed: Vec<(u32, u32)> = spec.addresses.iter().map(|a| (u32::from(a.first), u32::from(a.last))).collect();
+        let auto = match (listed.iter().map(|r| r.1).max(), spec.subnet) {
+            (Some(last), _) => last,
+            (None, Some((base, _))) => u32::from(base),
+            (None, None) => u32::from(Ipv4Addr::new(10, 0, 0, 0)),
+        };
+        Pool { listed, range: 0, cursor: 0, skip: Default::default(), auto, taken: Default::default() }
+    }
+
+    fn lists(&self, ip: Ipv4Addr) -> bool {
+        let ip = u32::from(ip);
+        self.listed.iter().any(|&(a, b)| a <= ip && ip <= b)
+    }
+
+    /// Returns the next free address (listed first, then automatic).
+    fn next(&mut self) -> Ipv4Addr {
+        while self.range < self.listed.len() {
+            let (a, b) = self.listed[self.range];
+            let ip = u64::from(a) + self.cursor;
+            if ip > u64::from(b) {
+                self.range += 1;
+                self.cursor = 0;
+                continue;
+            }
+            self.cursor += 1;
+            let ip = ip as u32;
+            if !self.skip.contains(&ip) && self.taken.insert(ip) {
+                return Ipv4Addr::from(ip);
+            }
+        }
+        loop {
+            self.auto = self.auto.wrapping_add(1);
+            let last = self.auto & 0xff;
+            if last == 0 || last == 255 || self.skip.contains(&self.auto) || self.lists(Ipv4Addr::from(self.auto)) {
+                continue;
+            }
+            if self.taken.insert(self.auto) {
+                return Ipv4Addr::from(self.auto);
+            }
+        }
+    }
+}
+
+/// Checks every application and spawns it on its machines.
+fn spawn_apps(sim: &mut Simulation, scenario: &Scenario, groups: &[(String, u32, u32)]) -> Result<(), BuildError> {
+    // Name → address, for `to=` options (resolved once, at build time).
+    let names: BTreeMap<String, (u32, u32, bool)> =
+        scenario.machines.iter().zip(groups).map(|(g, (n, first, len))| (n.clone(), (*first, *len, g.count.is_some()))).collect();
+    let addresses = sim.primary_addresses();
+    let resolve = |name: &str| -> Option<Ipv4Addr> {
+        if let Ok(ip) = name.trim().parse::<Ipv4Addr>() {
+            return Some(ip);
+        }
+        let id = match names.get(name) {
+            Some(&(first, _, false)) => first,
+            _ => {
+                let (base, idx) = name.rsplit_once('-')?;
+                let &(first, len, counted) = names.get(base)?;
+                let idx: u32 = idx.parse().ok()?;
+                if !counted || idx >= len {
+                    return None;
+                }
+                first + idx
+            }
+        };
+        addresses.get(id as usize).copied().flatten()
+    };
+    for (g, (_, first, len)) in scenario.machines.iter().zip(groups) {
+        for app in &g.applications {
+            let per_instance = app.params.iter().any(|p| p.value.contains('{'));
+            let ctx = BuildCtx { resolve: &resolve, loc: app.loc };
+            if per_instance {
+                for i in 0..*len {
+                    let params = instance_params(app, i, &instance_name(g, i));
+                    let f = registry::build(&app.name, &params, &ctx)?;
+                    f.spawn(sim, first + i);
+                }
+            } else {
+                let f = registry::build(&app.name, &app.params, &ctx)?;
+                for i in 0..*len {
+                    f.spawn(sim, first + i);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn instance_params(app: &AppSpec, i: u32, name: &str) -> Params {
+    Params(
+        app.params
+            .iter()
+            .map(|p| Param { key: p.key.clone(), value: interpolate(&p.value, i, name), loc: p.loc })
+            .collect(),
+    )
+}

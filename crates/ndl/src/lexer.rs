@@ -1,0 +1,276 @@
+//! The lexer: NDL text to a flat list of blocks, each with its depth.
+//!
+//! A line holds one `[Keyword key='value' …]` block, a comment (`#` or
+//! `//` after the indentation) or nothing. A block may run over several
+//! lines until its `]`; the indentation of those continuation lines is
+//! ignored. The depth of a block is its indentation: one per tab, one per
+//! four spaces. Carriage returns are ignored outside quoted values.
+//!
+//! Invariants: every [`Span`] starts and ends on a `char` boundary of the
+//! source; the lexer never panics, whatever the input.
+
+use crate::error::{ErrorKind, NdlError};
+use crate::parser::{Block, Param, Span, Spanned};
+use crate::SourceMap;
+
+/// Splits `src` into blocks in source order, without nesting them.
+///
+/// # Errors
+/// Unterminated quotes or blocks, stray text, bad indentation and keys
+/// given twice in one block.
+pub fn lex(src: &str, map: &SourceMap) -> Result<Vec<Block>, NdlError> {
+    Lexer { src, b: src.as_bytes(), pos: 0, map }.run()
+}
+
+struct Lexer<'a> {
+    src: &'a str,
+    b: &'a [u8],
+    pos: usize,
+    map: &'a SourceMap,
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')
+}
+
+impl Lexer<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    fn err(&self, kind: ErrorKind, span: Span, msg: impl Into<String>) -> NdlError {
+        NdlError::new(kind, self.map.loc(span), msg)
+    }
+
+    /// Returns the character at `pos` for messages (`end of file` at EOF).
+    fn found(&self) -> String {
+        match self.src.get(self.pos..).and_then(|s| s.chars().next()) {
+            Some('\n') => "end of line".into(),
+            Some(c) => format!("`{c}`"),
+            None => "end of file".into(),
+        }
+    }
+
+    /// Returns a span covering the character at `pos` (empty at EOF).
+    fn here(&self) -> Span {
+        let len = self.src.get(self.pos..).and_then(|s| s.chars().next()).map_or(0, char::len_utf8);
+        Span { start: self.pos, end: self.pos + len }
+    }
+
+    fn run(mut self) -> Result<Vec<Block>, NdlError> {
+        let mut out = Vec::new();
+        while self.pos < self.b.len() {
+            let (depth, indent) = self.indentation()?;
+            match self.peek() {
+                None => break,
+                Some(b'\n') => self.pos += 1,
+                Some(b'#') => self.skip_line(),
+                Some(b'/') if self.b.get(self.pos + 1) == Some(&b'/') => self.skip_line(),
+                Some(b'[') => {
+                    if indent.end - indent.start > 0 && depth.1 != 0 {
+                        let msg = format!("indentation has {} stray space(s) (not a multiple of four)", depth.1);
+                        return Err(self
+                            .err(ErrorKind::Indentation, indent, msg)
+                            .hint("indent with tabs, or with exactly four spaces per level"));
+                    }
+                    out.push(self.block(depth.0)?);
+                    self.end_of_line()?;
+                }
+                Some(_) => {
+                    let msg = format!("expected `[` to start a block, found {}", self.found());
+                    return Err(self
+                        .err(ErrorKind::Syntax, self.here(), msg)
+                        .hint("each line holds one [Keyword key='value'] block, a comment (# or //), or nothing"));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads the indentation at the start of a line: `((depth, stray
+    /// spaces), span)`.
+    fn indentation(&mut self) -> Result<((usize, usize), Span), NdlError> {
+        let start = self.pos;
+        let (mut depth, mut spaces) = (0usize, 0usize);
+        while let Some(c) = self.peek() {
+            match c {
+                b'\t' if spaces != 0 => {
+                    let span = Span { start, end: self.pos + 1 };
+                    return Err(self
+                        .err(ErrorKind::Indentation, span, "a tab follows spaces that are not a multiple of four")
+                        .hint("indent with tabs, or with exactly four spaces per level"));
+                }
+                b'\t' => depth += 1,
+                b' ' => {
+                    spaces += 1;
+                    if spaces == 4 {
+                        depth += 1;
+                        spaces = 0;
+                    }
+                }
+                b'\r' => {}
+                _ => break,
+            }
+            self.pos += 1;
+        }
+        Ok(((depth, spaces), Span { start, end: self.pos }))
+    }
+
+    fn skip_line(&mut self) {
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            if c == b'\n' {
+                break;
+            }
+        }
+    }
+
+    fn skip_blanks(&mut self, newlines: bool) {
+        while let Some(c) = self.peek() {
+            if c == b' ' || c == b'\t' || c == b'\r' || (newlines && c == b'\n') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// After a block's `]`: only blanks and a comment may follow.
+    fn end_of_line(&mut self) -> Result<(), NdlError> {
+        self.skip_blanks(false);
+        match self.peek() {
+            None => Ok(()),
+            Some(b'\n') | Some(b'#') => {
+                self.skip_line();
+                Ok(())
+            }
+            Some(b'/') if self.b.get(self.pos + 1) == Some(&b'/') => {
+                self.skip_line();
+                Ok(())
+            }
+            Some(_) => {
+                let msg = format!("unexpected {} after the end of the block", self.found());
+                Err(self.err(ErrorKind::Syntax, self.here(), msg).hint("put each block on its own line"))
+            }
+        }
+    }
+
+    fn ident(&mut self) -> Spanned<String> {
+        let start = self.pos;
+        while self.peek().is_some_and(is_ident) {
+            self.pos += 1;
+        }
+        let span = Span { start, end: self.pos };
+        Spanned { node: self.src[start..self.pos].to_string(), span }
+    }
+
+    /// Reads one block starting at its `[`.
+    fn block(&mut self, depth: usize) -> Result<Block, NdlError> {
+        let open = self.pos;
+        self.pos += 1;
+        self.skip_blanks(false);
+        let keyword = self.ident();
+        if keyword.node.is_empty() {
+            let msg = format!("expected a keyword after `[`, found {}", self.found());
+            return Err(self.err(ErrorKind::Syntax, self.here(), msg).hint("blocks look like [Keyword key='value']"));
+        }
+        let mut params: Vec<Param> = Vec::new();
+        loop {
+            self.skip_blanks(true);
+            match self.peek() {
+                Some(b']') => {
+                    self.pos += 1;
+                    break;
+                }
+                None | Some(b'[') => return Err(self.unclosed(open, &keyword)),
+                Some(c) if is_ident(c) => {
+                    let p = self.param()?;
+                    self.check_duplicate(&params, &p)?;
+                    params.push(p);
+                }
+                Some(_) => {
+                    let msg = format!("unexpected {} inside `[{}`", self.found(), keyword.node);
+                    return Err(self
+                        .err(ErrorKind::Syntax, self.here(), msg)
+                        .hint("options look like key='value' and the block ends with `]`"));
+                }
+            }
+        }
+        Ok(Block { keyword, params, children: Vec::new(), depth, span: Span { start: open, end: self.pos } })
+    }
+
+    fn unclosed(&self, open: usize, keyword: &Spanned<String>) -> NdlError {
+        let span = Span { start: open, end: keyword.span.end };
+        let msg = format!("block `[{}` is never closed", keyword.node);
+        self.err(ErrorKind::Syntax, span, msg).hint("add `]` at the end of the block")
+    }
+
+    fn check_duplicate(&self, params: &[Param], p: &Param) -> Result<(), NdlError> {
+        let Some(first) = params.iter().find(|q| q.key.node.eq_ignore_ascii_case(&p.key.node)) else {
+            return Ok(());
+        };
+        let at = self.map.loc(first.key.span);
+        let msg = format!("key `{}` is given twice in one block", p.key.node);
+        Err(self
+            .err(ErrorKind::Duplicate, p.key.span, msg)
+            .hint(format!("the first is at line {}, column {}", at.line, at.col)))
+    }
+
+    /// Reads `key = 'value'`.
+    fn param(&mut self) -> Result<Param, NdlError> {
+        let key = self.ident();
+        self.skip_blanks(false);
+        if self.peek() != Some(b'=') {
+            let msg = format!("expected `=` after `{}`, found {}", key.node, self.found());
+            return Err(self.err(ErrorKind::Syntax, self.here(), msg).hint(format!("write {}='value'", key.node)));
+        }
+        self.pos += 1;
+        self.skip_blanks(false);
+        let value = match self.peek() {
+            Some(q @ (b'\'' | b'"')) => self.quoted(q)?,
+            _ => {
+                let msg = format!("expected a quoted value after `{}=`, found {}", key.node, self.found());
+                let hint = format!("values are quoted: {}='value'", key.node);
+                return Err(self.err(ErrorKind::Syntax, self.here(), msg).hint(hint));
+            }
+        };
+        Ok(Param { key, value })
+    }
+
+    /// Reads a value quoted with `q`; `\q`, `\'`, `\"` and `\\` are escapes,
+    /// any other backslash is kept as written. The span is the text inside
+    /// the quotes.
+    fn quoted(&mut self, q: u8) -> Result<Spanned<String>, NdlError> {
+        let open = self.pos;
+        self.pos += 1;
+        let start = self.pos;
+        let mut value = String::new();
+        let mut seg = start;
+        loop {
+            match self.peek() {
+                None | Some(b'\n') => {
+                    let end = if self.peek().is_some() && self.b[self.pos - 1] == b'\r' { self.pos - 1 } else { self.pos };
+                    let span = Span { start: open, end: end.max(open + 1) };
+                    return Err(self
+                        .err(ErrorKind::Syntax, span, "quoted value is never closed")
+                        .hint(format!("end the value with {} on the same line", q as char)));
+                }
+                Some(c) if c == q => break,
+                Some(b'\\') => match self.b.get(self.pos + 1) {
+                    Some(&e @ (b'\'' | b'"' | b'\\')) => {
+                        value.push_str(&self.src[seg..self.pos]);
+                        value.push(e as char);
+                        self.pos += 2;
+                        seg = self.pos;
+                    }
+                    _ => self.pos += 1,
+                },
+                Some(_) => self.pos += 1,
+            }
+        }
+        value.push_str(&self.src[seg..self.pos]);
+        let span = Span { start, end: self.pos };
+        self.pos += 1;
+        Ok(Spanned { node: value, span })
+    }
+}

@@ -1,0 +1,227 @@
+//! The application's view of its machine: time, sockets, names, randomness.
+//!
+//! A [`Host`] is a 4-byte handle (the machine id). Its methods are the
+//! "system calls" of a simulated machine; blocking ones are `async`.
+
+use crate::executor::TaskId;
+use crate::machine::MachineId;
+use crate::socket::{self, IcmpSocket, SocketError, UdpSocket};
+use crate::world::{try_with_world, Event};
+use elvis_kernel::rng::{self, StreamKind};
+use elvis_kernel::Time;
+use rand::RngCore;
+use std::future::Future;
+use std::net::Ipv4Addr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// A handle to the machine an application runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Host {
+    pub(crate) machine: MachineId,
+}
+
+impl Host {
+    /// Returns the machine's id.
+    pub fn id(&self) -> MachineId {
+        self.machine
+    }
+
+    /// Returns the current virtual time (`Time::ZERO` outside a run).
+    pub fn now(&self) -> Time {
+        try_with_world(|w| w.now()).unwrap_or(Time::ZERO)
+    }
+
+    /// Returns the machine's name (`capturer`, `sender-17`).
+    pub fn name(&self) -> String {
+        try_with_world(|w| w.machine_name(self.machine)).unwrap_or_default()
+    }
+
+    /// Returns the machine's first IPv4 address.
+    pub fn ip(&self) -> Option<Ipv4Addr> {
+        try_with_world(|w| w.machines[self.machine as usize].primary_ip()).ok().flatten()
+    }
+
+    /// Waits for `d` of virtual time.
+    pub fn sleep(&self, d: Duration) -> Sleep {
+        Sleep { deadline: self.now() + d, armed: false, machine: self.machine }
+    }
+
+    /// Waits until virtual time `t`.
+    pub fn sleep_until(&self, t: Time) -> Sleep {
+        Sleep { deadline: t, armed: false, machine: self.machine }
+    }
+
+    /// Lets every other task runnable at this instant run first.
+    pub fn yield_now(&self) -> YieldNow {
+        YieldNow { yielded: false }
+    }
+
+    /// Resolves a machine name (`capturer`, `sender-3`) or a dotted-quad
+    /// address to an IPv4 address, like `getaddrinfo` against the
+    /// simulator's host table.
+    ///
+    /// # Errors
+    /// [`SocketError::UnknownHost`] when no machine has that name.
+    pub fn resolve(&self, name: &str) -> Result<Ipv4Addr, SocketError> {
+        if let Ok(ip) = name.parse::<Ipv4Addr>() {
+            return Ok(ip);
+        }
+        try_with_world(|w| socket::resolve(w, name))?
+    }
+
+    /// Opens a UDP socket bound to `port` on every local address (0 picks
+    /// a free ephemeral port).
+    ///
+    /// # Errors
+    /// `AddrInUse` if the port is taken; `ProtocolNotAvailable` if the
+    /// machine does not run UDP.
+    pub fn udp_bind(&self, port: u16) -> Result<UdpSocket, SocketError> {
+        UdpSocket::bind(*self, port)
+    }
+
+    /// Opens an ICMP echo socket (for `ping`) with identifier `ident`.
+    pub fn icmp_socket(&self, ident: u16) -> Result<IcmpSocket, SocketError> {
+        IcmpSocket::open(*self, ident)
+    }
+
+    /// Returns 64 random bits from the machine's own stream.
+    pub fn random_u64(&self) -> u64 {
+        try_with_world(|w| {
+            let seed = w.seed;
+            let m = self.machine;
+            let ext = w.machines[m as usize].ext();
+            ext.rng.get_or_insert_with(|| rng::stream(seed, StreamKind::Machine, u64::from(m))).next_u64()
+        })
+        .unwrap_or(0)
+    }
+
+    /// Joins an IPv4 multicast group on the machine's first interface
+    /// (static membership).
+    pub fn join_multicast(&self, group: Ipv4Addr) -> Result<(), SocketError> {
+        try_with_world(|w| socket::join_multicast(w, self.machine, group))?
+    }
+
+    /// Publishes a named result of this application (an RTT average, a
+    /// goodput) in the run report's `metrics`.
+    pub fn publish(&self, name: &str, value: f64) {
+        let _ = try_with_world(|w| {
+            let app = w.current_task.map(|t| w.tasks.meta[t as usize].app);
+            w.metrics.push(crate::world::Metric { machine: self.machine, app, name: name.to_string(), value });
+        });
+    }
+
+    /// Adds `n` to the run-wide counter `name`; returns the new value.
+    pub fn counter_add(&self, name: &str, n: u64) -> u64 {
+        try_with_world(|w| {
+            let c = w.counters.entry(name.to_string()).or_default();
+            c.value += n;
+            let v = c.value;
+            let waiters = std::mem::take(&mut c.waiters);
+            for t in waiters {
+                w.wake(t);
+            }
+            v
+        })
+        .unwrap_or(0)
+    }
+
+    /// Waits until the run-wide counter `name` reaches `target`.
+    pub fn counter_reached(&self, name: &str, target: u64) -> CounterReached {
+        CounterReached { name: name.to_string(), target }
+    }
+}
+
+/// Returns the task being polled.
+pub(crate) fn current_task(w: &crate::world::World) -> Option<TaskId> {
+    w.current_task
+}
+
+/// A future that completes at a virtual instant.
+#[derive(Debug)]
+pub struct Sleep {
+    deadline: Time,
+    armed: bool,
+    machine: MachineId,
+}
+
+impl Future for Sleep {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        let deadline = self.deadline;
+        let armed = self.armed;
+        let machine = self.machine;
+        let r = try_with_world(|w| {
+            if w.now() >= deadline {
+                return true;
+            }
+            if !armed {
+                if let Some(task) = current_task(w) {
+                    w.queue.schedule(deadline, machine, Event::Poll(task));
+                }
+            }
+            false
+        });
+        match r {
+            Ok(true) | Err(_) => Poll::Ready(()),
+            Ok(false) => {
+                self.armed = true;
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// A future that yields once to the other runnable tasks.
+#[derive(Debug)]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        let _ = try_with_world(|w| {
+            if let Some(t) = current_task(w) {
+                w.wake(t);
+            }
+        });
+        Poll::Pending
+    }
+}
+
+/// A future that completes when a run-wide counter reaches a target.
+#[derive(Debug)]
+pub struct CounterReached {
+    name: String,
+    target: u64,
+}
+
+impl Future for CounterReached {
+    type Output = u64;
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<u64> {
+        let r = try_with_world(|w| {
+            let task = current_task(w);
+            let c = w.counters.entry(self.name.clone()).or_default();
+            if c.value >= self.target {
+                return Some(c.value);
+            }
+            if let Some(t) = task {
+                if !c.waiters.contains(&t) {
+                    c.waiters.push(t);
+                }
+            }
+            None
+        });
+        match r {
+            Ok(Some(v)) => Poll::Ready(v),
+            Ok(None) => Poll::Pending,
+            Err(_) => Poll::Ready(0),
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Tasks: application futures and their bookkeeping.
+//!
+//! A task is one boxed future (an application's `async` body) plus a small
+//! record. Tasks are polled from the run loop when woken by id; the loop
+//! polls with a no-op `Waker` because every elvis future registers its task
+//! id with the socket or timer it waits on.
+
+use crate::machine::MachineId;
+use serde::Serialize;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+/// Index of a task.
+pub(crate) type TaskId = u32;
+
+/// What an application returns.
+pub type AppResult = Result<(), AppError>;
+
+/// Why an application failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AppError {
+    pub message: String,
+}
+
+impl AppError {
+    /// Returns an error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        AppError { message: message.into() }
+    }
+}
+
+impl fmt::Display for AppError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error> From<E> for AppError {
+    fn from(e: E) -> Self {
+        AppError::new(e.to_string())
+    }
+}
+
+/// The boxed body of an application.
+pub(crate) type TaskFuture = Pin<Box<dyn Future<Output = AppResult>>>;
+
+/// How a task ended (or why it has not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    /// Still running or waiting.
+    Pending,
+    /// Returned `Ok`.
+    Finished,
+    /// Returned an error.
+    Failed,
+    /// Its machine crashed (a panic in its code or its stack).
+    Crashed,
+}
+
+/// The record of one task.
+pub(crate) struct TaskMeta {
+    pub machine: MachineId,
+    /// Index into the simulation's application-name table.
+    pub app: u32,
+    pub state: TaskState,
+    pub queued: bool,
+    /// A daemon (a server, a forwarder) may still be waiting at the end of
+    /// a run without that counting as a failure.
+    pub daemon: bool,
+}
+
+/// Task records, indexed by [`TaskId`].
+#[derive(Default)]
+pub(crate) struct TaskTable {
+    pub meta: Vec<TaskMeta>,
+    /// Application names; tasks refer to them by index.
+    pub app_names: Vec<String>,
+    pub errors: Vec<(TaskId, String)>,
+}
+
+impl TaskTable {
+    /// Marks `task` queued; returns false if it already was (or is over).
+    pub fn mark_queued(&mut self, task: TaskId) -> bool {
+        let Some(m) = self.meta.get_mut(task as usize) else { return false };
+        if m.queued || m.state != TaskState::Pending {
+            return false;
+        }
+        m.queued = true;
+        true
+    }
+
+    /// Returns the index of `name` in the application-name table.
+    pub fn app_index(&mut self, name: &str) -> u32 {
+        if let Some(i) = self.app_names.iter().position(|n| n == name) {
+            return i as u32;
+        }
+        self.app_names.push(name.to_string());
+        (self.app_names.len() - 1) as u32
+    }
+}

@@ -1,0 +1,476 @@
+//! Networks: switched LANs and point-to-point links that carry real frames.
+//!
+//! # Timing model
+//! Serialization takes `ceil(frame_bytes × 8 × 10⁹ / bandwidth)` ns, where
+//! `frame_bytes` is the whole Ethernet frame as captured (header + payload +
+//! padding to 60 bytes; no preamble, FCS or inter-frame gap). `latency` is
+//! the one-way propagation delay across the network.
+//!
+//! - **Link** (two machines): the sender's NIC queue serializes the frame,
+//!   then it propagates: arrival = `S/B + L` on an idle link.
+//! - **Switch** (a store-and-forward LAN): the sender's NIC serializes the
+//!   frame, it propagates for `L` to the switch, waits in the output queue
+//!   of the receiver's port and is serialized again onto that port:
+//!   arrival = `S/B + L + S/B` on an idle LAN. Output queues are drop-tail
+//!   with `queue` packets each (unbounded if not set).
+//! - **Ideal** (no bandwidth given): no serialization and no queues;
+//!   arrival = `L`. This is Elvis' default network.
+//!
+//! Loss and corruption are drawn once per traversal of the network, from the
+//! network's own random stream, when the frame leaves the sender's NIC. A
+//! corrupted frame has one random bit flipped; the receiving stack's
+//! checksums must catch it (Ethernet's FCS is not modelled).
+//!
+//! # Back-pressure
+//! Each NIC holds at most `txqueuelen` frames (waiting or being serialized;
+//! on an ideal network: not yet delivered). A socket send on a full NIC
+//! blocks until there is room, as on Linux; frames the stack itself
+//! originates (ARP, ICMP replies) are dropped instead. This bounds the
+//! frames in flight by `machines × txqueuelen` whatever the traffic.
+//!
+//! # Forwarding
+//! The switch knows every attached MAC address (as a learning switch does
+//! after warm-up): simulator MACs encode the port number, so the forwarding
+//! table costs no memory. Broadcast frames go to every other port,
+//! multicast frames to the ports whose machines joined the group (static
+//! membership, like IGMP snooping), unknown unicast is dropped.
+
+use crate::machine::MachineId;
+use crate::report::DropReason;
+use crate::world::{Event, World};
+use elvis_kernel::rng::{self, Rng, StreamKind};
+use elvis_message::Message;
+use elvis_wire::EthernetAddress;
+use rand::Rng as _;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Index of a network in the simulation.
+pub type NetId = u32;
+/// Index of a frame in flight.
+pub(crate) type FrameId = u32;
+
+/// How a network joins its machines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum NetworkKind {
+    /// A switched LAN with a port (and output queue) per machine.
+    #[default]
+    Switch,
+    /// A point-to-point link between exactly two machines.
+    Link,
+}
+
+/// "No sender NIC to release" in a delivery event.
+pub(crate) const NO_PORT: u32 = u32::MAX;
+
+/// The properties of a network.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NetworkConfig {
+    pub name: String,
+    pub kind: NetworkKind,
+    /// Bits per second; `None` means infinite (no serialization, no queue).
+    pub bandwidth_bps: Option<u64>,
+    /// One-way propagation delay, ns.
+    pub latency_ns: u64,
+    /// Probability that a frame is lost crossing the network.
+    pub loss: f64,
+    /// Probability that a frame gets one bit flipped crossing the network.
+    pub corruption: f64,
+    /// Largest IP datagram per frame.
+    pub mtu: u32,
+    /// Capacity of each switch output queue, packets (`None` = unbounded).
+    pub queue: Option<u32>,
+    /// Capacity of each NIC's transmit queue, frames.
+    pub txqueuelen: u32,
+}
+
+impl NetworkConfig {
+    /// Default NIC queue: small enough that a million busy senders keep
+    /// little in flight, large enough to fill a link.
+    pub const DEFAULT_TXQUEUELEN: u32 = 32;
+
+    /// Returns an ideal network: infinite bandwidth, no latency, no loss.
+    pub fn ideal(name: impl Into<String>) -> Self {
+        NetworkConfig {
+            name: name.into(),
+            kind: NetworkKind::Switch,
+            bandwidth_bps: None,
+            latency_ns: 0,
+            loss: 0.0,
+            corruption: 0.0,
+            mtu: 1500,
+            queue: None,
+            txqueuelen: Self::DEFAULT_TXQUEUELEN,
+        }
+    }
+
+    /// Sets bandwidth (bit/s) and latency (ns).
+    pub fn with_rate(mut self, bandwidth_bps: u64, latency_ns: u64) -> Self {
+        self.bandwidth_bps = Some(bandwidth_bps);
+        self.latency_ns = latency_ns;
+        self
+    }
+
+    /// Returns the serialization time of a frame of `bytes`, in ns.
+    pub fn serialization_ns(&self, bytes: usize) -> u64 {
+        match self.bandwidth_bps {
+            None | Some(0) => 0,
+            Some(bps) => {
+                let bits = bytes as u128 * 8 * 1_000_000_000;
+                u64::try_from(bits.div_ceil(u128::from(bps))).unwrap_or(u64::MAX)
+            }
+        }
+    }
+}
+
+/// Counters of one network, in the run report.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NetStats {
+    pub frames_sent: u64,
+    pub bytes_sent: u64,
+    pub frames_delivered: u64,
+    pub lost: u64,
+    pub corrupted: u64,
+    pub queue_drops: u64,
+}
+
+/// A FIFO of frames being serialized onto one wire.
+#[derive(Default)]
+pub(crate) struct Fifo {
+    frames: VecDeque<FrameId>,
+    busy: bool,
+}
+
+/// The two queues of a switch port (NIC → switch, switch → NIC).
+#[derive(Default)]
+pub(crate) struct PortQueues {
+    up: Fifo,
+    down: Fifo,
+}
+
+/// Where a machine's interface plugs into a network.
+pub(crate) struct Port {
+    pub machine: MachineId,
+    pub iface: u16,
+    /// Frames in the NIC (see "Back-pressure").
+    pub inflight: u32,
+    /// A task blocked on a full NIC.
+    pub waiter: Option<crate::executor::TaskId>,
+    queues: Option<Box<PortQueues>>,
+}
+
+/// Identifies one direction of one port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueueRef {
+    pub net: NetId,
+    /// `port << 1 | dir`, dir 0 = up (NIC), 1 = down (switch egress).
+    pub port_dir: u32,
+}
+
+/// A network and its ports.
+pub(crate) struct Network {
+    pub cfg: NetworkConfig,
+    pub ports: Vec<Port>,
+    pub rng: Rng,
+    /// Static neighbour table: IPv4 address → port.
+    pub ip_to_port: FxHashMap<u32, u32>,
+    /// Multicast MAC → member ports.
+    pub multicast: BTreeMap<[u8; 6], Vec<u32>>,
+    /// MACs not made by the simulator (foreign stacks) → port.
+    pub foreign_macs: FxHashMap<[u8; 6], u32>,
+    pub stats: NetStats,
+    pub index: NetId,
+}
+
+impl Network {
+    pub fn new(index: NetId, cfg: NetworkConfig, seed: u64) -> Self {
+        Network {
+            cfg,
+            ports: Vec::new(),
+            rng: rng::stream(seed, StreamKind::Network, u64::from(index)),
+            ip_to_port: FxHashMap::default(),
+            multicast: BTreeMap::new(),
+            foreign_macs: FxHashMap::default(),
+            stats: NetStats::default(),
+            index,
+        }
+    }
+
+    /// Returns the MAC address of `port` (locally administered, encodes the
+    /// network and port so the switch needs no table).
+    pub fn mac(&self, port: u32) -> EthernetAddress {
+        port_mac(self.index, port)
+    }
+
+    /// Returns the port a unicast MAC belongs to, if any.
+    pub fn port_of_mac(&self, mac: [u8; 6]) -> Option<u32> {
+        if mac[0] == 0x02 && mac[1] == (self.index & 0xff) as u8 {
+            let port = u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]]);
+            if (port as usize) < self.ports.len() {
+                return Some(port);
+            }
+        }
+        self.foreign_macs.get(&mac).copied()
+    }
+
+    /// Adds a port for `machine`'s interface `iface`; returns its number.
+    pub fn add_port(&mut self, machine: MachineId, iface: u16) -> u32 {
+        let port = self.ports.len() as u32;
+        self.ports.push(Port { machine, iface, inflight: 0, waiter: None, queues: None });
+        port
+    }
+
+    fn is_ideal(&self) -> bool {
+        self.cfg.bandwidth_bps.is_none()
+    }
+}
+
+/// Returns the simulator MAC of `port` on network `net`.
+pub(crate) fn port_mac(net: NetId, port: u32) -> EthernetAddress {
+    let p = port.to_be_bytes();
+    EthernetAddress([0x02, (net & 0xff) as u8, p[0], p[1], p[2], p[3]])
+}
+
+/// Returns how many more frames the NIC at `port` takes now.
+pub(crate) fn nic_room(w: &World, net: NetId, port: u32) -> u32 {
+    let n = &w.networks[net as usize];
+    n.cfg.txqueuelen.saturating_sub(n.ports[port as usize].inflight)
+}
+
+/// Hands a complete Ethernet frame to the NIC at `port` of `net`.
+///
+/// Callers check [`nic_room`] first: sockets wait for room, the stack's own
+/// frames are dropped when there is none. The fragments of one datagram may
+/// overshoot the queue's capacity (a datagram is queued whole).
+pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: Message) {
+    let now = w.now();
+    let n = &mut w.networks[net as usize];
+    n.ports[port as usize].inflight += 1;
+    n.stats.frames_sent += 1;
+    n.stats.bytes_sent += frame.len() as u64;
+    w.stats.frames_sent += 1;
+    if n.is_ideal() {
+        w.pcap.record(net, now, &frame);
+        let id = w.frames.insert(frame) as FrameId;
+        let at = now + std::time::Duration::from_nanos(w.networks[net as usize].cfg.latency_ns);
+        match depart(w, net, port, id) {
+            Some(id) => route_ideal(w, net, port, id, at),
+            None => release_nic(w, net, port),
+        }
+        return;
+    }
+    let id = w.frames.insert(frame) as FrameId;
+    let q = QueueRef { net, port_dir: port << 1 };
+    let fifo = fifo_mut(w, q);
+    fifo.frames.push_back(id);
+    if !fifo.busy {
+        start_tx(w, q);
+    }
+}
+
+fn fifo_mut(w: &mut World, q: QueueRef) -> &mut Fifo {
+    let port = &mut w.networks[q.net as usize].ports[(q.port_dir >> 1) as usize];
+    let queues = port.queues.get_or_insert_with(Default::default);
+    if q.port_dir & 1 == 0 {
+        &mut queues.up
+    } else {
+        &mut queues.down
+    }
+}
+
+/// Starts serializing the head frame of `q`.
+fn start_tx(w: &mut World, q: QueueRef) {
+    let now = w.now();
+    let fifo = fifo_mut(w, q);
+    let Some(&id) = fifo.frames.front() else {
+        fifo.busy = false;
+        return;
+    };
+    fifo.busy = true;
+    let frame = &w.frames[id as usize];
+    if q.port_dir & 1 == 0 {
+        w.pcap.record(q.net, now, frame);
+    }
+    let ser = w.networks[q.net as usize].cfg.serialization_ns(frame.len());
+    let lane = q.net; // networks schedule on their own lanes, after machines
+    w.queue.schedule(now + std::time::Duration::from_nanos(ser), lane_of_net(w, lane), Event::TxDone(q));
+}
+
+fn lane_of_net(w: &World, net: NetId) -> u32 {
+    (w.machines.len() as u32).wrapping_add(net)
+}
+
+/// A queue finished serializing its head frame.
+pub(crate) fn tx_done(w: &mut World, q: QueueRef) {
+    let fifo = fifo_mut(w, q);
+    let Some(id) = fifo.frames.pop_front() else { return };
+    fifo.busy = false;
+    let port = q.port_dir >> 1;
+    let net = q.net;
+    if q.port_dir & 1 == 0 {
+        release_nic(w, net, port);
+        if let Some(id) = depart(w, net, port, id) {
+            let at = w.now() + std::time::Duration::from_nanos(w.networks[net as usize].cfg.latency_ns);
+            let lane = lane_of_net(w, net);
+            let n = &w.networks[net as usize];
+            match n.cfg.kind {
+                NetworkKind::Link => {
+                    let other = if port == 0 { 1 } else { 0 };
+                    if (other as usize) < n.ports.len() {
+                        w.queue.schedule(at, lane, Event::Deliver { net, port: other, frame: id, from: NO_PORT });
+                    } else {
+                        discard(w, id, DropReason::UnknownDestination);
+                    }
+                }
+                NetworkKind::Switch => w.queue.schedule(at, lane, Event::AtSwitch { net, from: port, frame: id }),
+            }
+        }
+    } else {
+        deliver(w, net, port, id, NO_PORT);
+    }
+    if !fifo_mut(w, q).frames.is_empty() {
+        start_tx(w, q);
+    }
+}
+
+/// Frees one NIC slot and wakes a sender blocked on it.
+fn release_nic(w: &mut World, net: NetId, port: u32) {
+    let p = &mut w.networks[net as usize].ports[port as usize];
+    p.inflight = p.inflight.saturating_sub(1);
+    if let Some(task) = p.waiter.take() {
+        w.wake(task);
+    }
+}
+
+/// Applies loss and corruption as a frame leaves the sender; returns the
+/// frame if it survives.
+fn depart(w: &mut World, net: NetId, _port: u32, id: FrameId) -> Option<FrameId> {
+    let n = &mut w.networks[net as usize];
+    if n.cfg.loss > 0.0 && n.rng.random::<f64>() < n.cfg.loss {
+        n.stats.lost += 1;
+        discard(w, id, DropReason::Loss);
+        return None;
+    }
+    if n.cfg.corruption > 0.0 && n.rng.random::<f64>() < n.cfg.corruption {
+        n.stats.corrupted += 1;
+        let frame = &mut w.frames[id as usize];
+        let bits = frame.len() * 8;
+        if bits > 0 {
+            let bit = n.rng.random_range(0..bits);
+            frame.flip_bit(bit);
+        }
+    }
+    Some(id)
+}
+
+fn discard(w: &mut World, id: FrameId, reason: DropReason) {
+    w.frames.remove(id as usize);
+    w.drop_packet(reason);
+}
+
+/// Returns the destination MAC of a frame (`None` if it is too short).
+fn dst_mac(frame: &Message) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    for (i, b) in mac.iter_mut().enumerate() {
+        *b = frame.byte_at(i)?;
+    }
+    Some(mac)
+}
+
+/// Sends a frame across an ideal network (no queues): arrival at `at`.
+///
+/// The sender's NIC slot is held until the frame (its first copy) is
+/// delivered, which is what bounds the frames in flight.
+fn route_ideal(w: &mut World, net: NetId, from: u32, id: FrameId, at: elvis_kernel::Time) {
+    let lane = lane_of_net(w, net);
+    let targets: smallvec::SmallVec<[u32; 1]> = match w.networks[net as usize].cfg.kind {
+        NetworkKind::Link => {
+            let other = if from == 0 { 1 } else { 0 };
+            if (other as usize) < w.networks[net as usize].ports.len() {
+                smallvec::smallvec![other]
+            } else {
+                smallvec::SmallVec::new()
+            }
+        }
+        NetworkKind::Switch => egress_ports(w, net, from, id),
+    };
+    if targets.is_empty() {
+        discard(w, id, DropReason::UnknownDestination);
+        release_nic(w, net, from);
+        return;
+    }
+    let mut sender = from;
+    for (i, t) in targets.into_iter().enumerate() {
+        let copy = if i == 0 { id } else { w.frames.insert(w.frames[id as usize].clone()) as FrameId };
+        w.queue.schedule(at, lane, Event::Deliver { net, port: t, frame: copy, from: sender });
+        sender = NO_PORT;
+    }
+}
+
+/// Returns the ports a frame from `from` goes out of.
+fn egress_ports(w: &World, net: NetId, from: u32, id: FrameId) -> smallvec::SmallVec<[u32; 1]> {
+    let n = &w.networks[net as usize];
+    let mut out = smallvec::SmallVec::new();
+    let Some(mac) = dst_mac(&w.frames[id as usize]) else { return out };
+    if mac == [0xff; 6] {
+        out.extend((0..n.ports.len() as u32).filter(|&p| p != from));
+    } else if mac[0] & 1 == 1 {
+        if let Some(members) = n.multicast.get(&mac) {
+            out.extend(members.iter().copied().filter(|&p| p != from));
+        }
+    } else if let Some(p) = n.port_of_mac(mac) {
+        if p != from {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A frame reached the switch fabric: queue it on the egress port(s).
+pub(crate) fn at_switch(w: &mut World, net: NetId, from: u32, id: FrameId) {
+    let targets = egress_ports(w, net, from, id);
+    if targets.is_empty() {
+        discard(w, id, DropReason::UnknownDestination);
+        return;
+    }
+    let cap = w.networks[net as usize].cfg.queue;
+    let mut first = true;
+    for t in targets {
+        let copy = if first { id } else { w.frames.insert(w.frames[id as usize].clone()) as FrameId };
+        first = false;
+        let q = QueueRef { net, port_dir: (t << 1) | 1 };
+        let fifo = fifo_mut(w, q);
+        if cap.is_some_and(|c| fifo.frames.len() >= c as usize) {
+            w.networks[net as usize].stats.queue_drops += 1;
+            discard(w, copy, DropReason::QueueFull);
+            continue;
+        }
+        fifo.frames.push_back(copy);
+        if !fifo.busy {
+            start_tx(w, q);
+        }
+    }
+}
+
+/// A frame reached the machine on `port`: hand it to its stack.
+///
+/// `from` is the sender's port on an ideal network, whose NIC slot the
+/// delivery frees ([`NO_PORT`] otherwise).
+pub(crate) fn deliver(w: &mut World, net: NetId, port: u32, id: FrameId, from: u32) {
+    if from != NO_PORT {
+        release_nic(w, net, from);
+    }
+    let frame = w.frames.remove(id as usize);
+    let n = &mut w.networks[net as usize];
+    n.stats.frames_delivered += 1;
+    let p = &n.ports[port as usize];
+    let (machine, iface) = (p.machine, p.iface);
+    if w.machines[machine as usize].crashed {
+        w.drop_packet(DropReason::MachineCrashed);
+        return;
+    }
+    w.stats.frames_delivered += 1;
+    w.current_machine = Some(machine);
+    crate::stack::ethernet::receive(w, machine, iface, frame);
+}

@@ -1,0 +1,263 @@
+//! The run report: what happened, in numbers, as plain serializable data.
+//!
+//! The JSON written by `elvis run --report FILE` is this [`Report`]
+//! serialized with serde; its schema is documented field by field below and
+//! in `docs/report.md`. Everything except [`Performance`] is a pure
+//! function of (scenario, seed).
+
+use crate::executor::TaskState;
+use crate::net::{NetStats, NetworkKind};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DropReason {
+    /// The network's loss draw.
+    Loss,
+    /// A switch output queue was full (drop-tail).
+    QueueFull,
+    /// A NIC was full for a frame the stack itself originated.
+    NicQueueFull,
+    /// A checksum failed (protocol named).
+    BadChecksum(&'static str),
+    /// A header did not parse or its lengths disagree (protocol named).
+    Malformed(&'static str),
+    /// A protocol, ethertype or message type this machine does not handle.
+    Unsupported(&'static str),
+    /// Addressed to another machine (no forwarding on hosts).
+    NotForUs,
+    /// No socket bound to the destination port or ICMP identifier.
+    NoSocket,
+    /// The receiving socket's buffer was full.
+    SocketBufferFull,
+    /// No port on the network has the destination MAC.
+    UnknownDestination,
+    /// The receiving machine had crashed.
+    MachineCrashed,
+    /// A fragmented datagram did not complete in time.
+    ReassemblyTimeout,
+    /// A fragment overlapped one already received.
+    FragmentOverlap,
+    /// Too many datagrams waiting for one ARP resolution.
+    ArpQueueFull,
+    /// ARP got no answer.
+    ArpFailed,
+}
+
+impl fmt::Display for DropReason {
+    /// Formats as the report key: `bad_checksum(udp)`, `loss`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DropReason::Loss => f.write_str("loss"),
+            DropReason::QueueFull => f.write_str("queue_full"),
+            DropReason::NicQueueFull => f.write_str("nic_queue_full"),
+            DropReason::BadChecksum(p) => write!(f, "bad_checksum({p})"),
+            DropReason::Malformed(p) => write!(f, "malformed({p})"),
+            DropReason::Unsupported(p) => write!(f, "unsupported({p})"),
+            DropReason::NotForUs => f.write_str("not_for_us"),
+            DropReason::NoSocket => f.write_str("no_socket"),
+            DropReason::SocketBufferFull => f.write_str("socket_buffer_full"),
+            DropReason::UnknownDestination => f.write_str("unknown_destination"),
+            DropReason::MachineCrashed => f.write_str("machine_crashed"),
+            DropReason::ReassemblyTimeout => f.write_str("reassembly_timeout"),
+            DropReason::FragmentOverlap => f.write_str("fragment_overlap"),
+            DropReason::ArpQueueFull => f.write_str("arp_queue_full"),
+            DropReason::ArpFailed => f.write_str("arp_failed"),
+        }
+    }
+}
+
+/// Run-wide packet counters.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stats {
+    pub frames_sent: u64,
+    pub frames_delivered: u64,
+    pub ip_sent: u64,
+    pub ip_delivered: u64,
+    pub udp_sent: u64,
+    pub udp_delivered: u64,
+    pub icmp_echo_replied: u64,
+    pub arp_sent: u64,
+    pub drops: BTreeMap<DropReason, u64>,
+}
+
+impl Stats {
+    pub fn drop(&mut self, reason: DropReason) {
+        *self.drops.entry(reason).or_insert(0) += 1;
+    }
+}
+
+/// How the run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// Nothing was left to happen.
+    Idle,
+    /// The time limit (`until`) was reached with events still pending.
+    TimeLimit,
+}
+
+/// The report of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The seed every random stream derived from.
+    pub seed: u64,
+    /// How the run ended.
+    pub end: End,
+    /// Virtual time at the end, ns.
+    pub sim_time_ns: u64,
+    /// Events processed (frame hops, timers, task polls).
+    pub events: u64,
+    /// Machines in the run.
+    pub machines: u64,
+    /// Packet counters for the whole run.
+    pub packets: PacketReport,
+    /// One entry per network, in declaration order.
+    pub networks: Vec<NetworkReport>,
+    /// Application outcomes, aggregated per (machine group, application).
+    pub applications: Vec<AppReport>,
+    /// Individual failures, crashes and still-waiting applications (first
+    /// [`Report::MAX_LISTED`]).
+    pub problems: Vec<Problem>,
+    /// Values published by applications (`ping`'s RTTs…), in order.
+    pub metrics: Vec<MetricReport>,
+    /// Wall-clock measurements (not deterministic).
+    pub performance: Performance,
+}
+
+/// One published value.
+#[derive(Clone, Debug, Serialize)]
+pub struct MetricReport {
+    pub machine: String,
+    pub application: String,
+    pub name: String,
+    pub value: f64,
+}
+
+/// Packet counters.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PacketReport {
+    pub frames_sent: u64,
+    pub frames_delivered: u64,
+    pub ip_sent: u64,
+    pub ip_delivered: u64,
+    pub udp_sent: u64,
+    pub udp_delivered: u64,
+    pub icmp_echo_replied: u64,
+    pub arp_sent: u64,
+    /// Total of `dropped`.
+    pub dropped_total: u64,
+    /// Drops by reason (`loss`, `queue_full`, `bad_checksum(udp)`, …).
+    pub dropped: BTreeMap<String, u64>,
+}
+
+impl From<&Stats> for PacketReport {
+    fn from(s: &Stats) -> Self {
+        PacketReport {
+            frames_sent: s.frames_sent,
+            frames_delivered: s.frames_delivered,
+            ip_sent: s.ip_sent,
+            ip_delivered: s.ip_delivered,
+            udp_sent: s.udp_sent,
+            udp_delivered: s.udp_delivered,
+            icmp_echo_replied: s.icmp_echo_replied,
+            arp_sent: s.arp_sent,
+            dropped_total: s.drops.values().sum(),
+            dropped: s.drops.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        }
+    }
+}
+
+/// One network's configuration and counters.
+#[derive(Clone, Debug, Serialize)]
+pub struct NetworkReport {
+    pub name: String,
+    pub kind: NetworkKind,
+    /// `null` = infinite.
+    pub bandwidth_bps: Option<u64>,
+    pub latency_ns: u64,
+    pub ports: u64,
+    #[serde(flatten)]
+    pub stats: NetStats,
+}
+
+/// Outcomes of one application in one machine group.
+#[derive(Clone, Debug, Serialize)]
+pub struct AppReport {
+    pub group: String,
+    pub application: String,
+    pub instances: u64,
+    pub finished: u64,
+    pub failed: u64,
+    pub crashed: u64,
+    /// Still waiting at the end (fine for daemons, a failure otherwise).
+    pub waiting: u64,
+    pub daemon: bool,
+}
+
+/// One application that did not finish well.
+#[derive(Clone, Debug, Serialize)]
+pub struct Problem {
+    pub machine: String,
+    pub application: String,
+    pub state: TaskState,
+    pub message: String,
+}
+
+/// Wall-clock figures of the run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Performance {
+    pub wall_time_s: f64,
+    pub events_per_s: f64,
+    /// Simulated seconds per wall-clock second.
+    pub speedup: f64,
+    /// Peak resident set size of the whole process, bytes (Linux; 0 if
+    /// unknown).
+    pub peak_rss_bytes: u64,
+}
+
+impl Report {
+    /// How many individual problems are listed.
+    pub const MAX_LISTED: usize = 100;
+
+    /// Returns true when every application finished well (daemons may
+    /// still be waiting) and the run did not end on its time limit with
+    /// applications still waiting.
+    pub fn success(&self) -> bool {
+        self.applications.iter().all(|a| a.failed == 0 && a.crashed == 0 && (a.daemon || a.waiting == 0))
+    }
+
+    /// Returns the count of applications that failed or crashed.
+    pub fn failures(&self) -> u64 {
+        self.applications.iter().map(|a| a.failed + a.crashed).sum()
+    }
+
+    /// Returns the count of non-daemon applications still waiting.
+    pub fn waiting(&self) -> u64 {
+        self.applications.iter().filter(|a| !a.daemon).map(|a| a.waiting).sum()
+    }
+
+    /// Returns the report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Returns the JSON without the wall-clock part (deterministic).
+    pub fn deterministic_json(&self) -> String {
+        let mut r = self.clone();
+        r.performance = Performance::default();
+        r.to_json()
+    }
+}
+
+/// Returns the peak resident set size of this process in bytes, if known.
+pub fn peak_rss_bytes() -> u64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}

@@ -1,0 +1,592 @@
+//! [`Simulation`]: build a world, run it, get a [`Report`].
+
+use crate::api::Host;
+use crate::executor::{AppResult, TaskFuture, TaskId, TaskMeta, TaskState};
+use crate::machine::{Group, Iface, Machine, MachineId, Protocols};
+use crate::net::{NetId, Network, NetworkConfig, NetworkKind};
+use crate::pcap::PcapSet;
+use crate::report::{self, AppReport, End, MetricReport, NetworkReport, Performance, Problem, Report};
+use crate::world::{self, Event, World};
+use elvis_kernel::Time;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::Ipv4Addr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Why building a simulation failed.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SimError {
+    #[error("address {ip} is already used by machine '{owner}'")]
+    AddressConflict { ip: Ipv4Addr, owner: String },
+    #[error("link '{0}' already joins two machines")]
+    LinkFull(String),
+    #[error("no machine with id {0}")]
+    NoSuchMachine(MachineId),
+    #[error("no network with id {0}")]
+    NoSuchNetwork(NetId),
+    #[error("a machine group named '{0}' already exists")]
+    DuplicateName(String),
+    #[error("the simulation is already running")]
+    Running,
+}
+
+/// Limits of one call to [`Simulation::run_with`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunLimits {
+    /// Stop at this virtual time.
+    pub until: Option<Time>,
+}
+
+/// What a progress callback sees.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub sim_time: Time,
+    pub events: u64,
+    pub wall: Duration,
+}
+
+/// A simulation: networks, machines, applications, and the run loop.
+pub struct Simulation {
+    world: Option<World>,
+    futures: Vec<Option<TaskFuture>>,
+    watchdog: Option<Watchdog>,
+    wall: Duration,
+}
+
+/// Shared between the run loop and the watchdog thread.
+struct Heartbeat {
+    polls: AtomicU64,
+    in_poll: AtomicBool,
+    machine: AtomicU32,
+    done: AtomicBool,
+}
+
+struct Watchdog {
+    limit: Duration,
+    on_stuck: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+thread_local! {
+    static IN_SIM: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Installs (once) a panic hook that records panics raised inside a
+/// simulation on this thread instead of printing them.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let captured = IN_SIM.with(|c| {
+                let mut c = c.borrow_mut();
+                match c.as_mut() {
+                    Some(slot) => {
+                        let msg = info
+                            .payload()
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "panic".into());
+                        *slot = match info.location() {
+                            Some(l) => format!("panicked at {}:{}: {msg}", l.file(), l.line()),
+                            None => format!("panicked: {msg}"),
+                        };
+                        true
+                    }
+                    None => false,
+                }
+            });
+            if !captured {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn take_panic_message() -> String {
+    IN_SIM.with(|c| c.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default())
+}
+
+impl Simulation {
+    /// Returns an empty simulation whose random streams derive from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Simulation { world: Some(World::new(seed)), futures: Vec::new(), watchdog: None, wall: Duration::ZERO }
+    }
+
+    fn w(&mut self) -> &mut World {
+        self.world.as_mut().expect("world is present outside run")
+    }
+
+    /// Adds a network; returns its id.
+    pub fn add_network(&mut self, cfg: NetworkConfig) -> NetId {
+        let w = self.w();
+        let id = w.networks.len() as NetId;
+        let seed = w.seed;
+        w.networks.push(Network::new(id, cfg, seed));
+        id
+    }
+
+    /// Adds a group of `count` machines named `name-0` … (or one machine
+    /// named `name` when `count` is `None`); returns the first id. Ids of a
+    /// group are contiguous.
+    ///
+    /// # Errors
+    /// `DuplicateName` if a group of that name exists.
+    pub fn add_group(&mut self, name: &str, count: Option<u32>, protocols: Protocols) -> Result<MachineId, SimError> {
+        let w = self.w();
+        if w.group_by_name.contains_key(name) {
+            return Err(SimError::DuplicateName(name.to_string()));
+        }
+        let gid = w.groups.len() as u32;
+        let first = w.machines.len() as MachineId;
+        let len = count.unwrap_or(1);
+        w.groups.push(Group { name: name.to_string(), counted: count.is_some(), first, len, protocols });
+        w.group_by_name.insert(name.to_string(), gid);
+        w.machines.reserve(len as usize);
+        for _ in 0..len {
+            w.machines.push(Machine::new(gid));
+        }
+        Ok(first)
+    }
+
+    /// Adds one machine running IPv4 and UDP; returns its id.
+    ///
+    /// # Panics
+    /// If a group of that name exists (use [`Simulation::add_group`] to get
+    /// an error instead).
+    pub fn add_machine(&mut self, name: &str) -> MachineId {
+        self.add_group(name, None, Protocols::UDP).expect("machine names are unique")
+    }
+
+    /// Returns each machine's first address, by machine id.
+    pub fn primary_addresses(&self) -> Vec<Option<Ipv4Addr>> {
+        self.world.as_ref().map_or(Vec::new(), |w| w.machines.iter().map(|m| m.primary_ip()).collect())
+    }
+
+    /// Returns the number of machines.
+    pub fn machine_count(&self) -> usize {
+        self.world.as_ref().map_or(0, |w| w.machines.len())
+    }
+
+    /// Plugs machine `m` into network `net` with address `ip`.
+    ///
+    /// # Errors
+    /// `AddressConflict` if another machine on that network has `ip`;
+    /// `LinkFull` if `net` is a link that already joins two machines.
+    pub fn attach(&mut self, m: MachineId, net: NetId, ip: Ipv4Addr) -> Result<(), SimError> {
+        let w = self.w();
+        if m as usize >= w.machines.len() {
+            return Err(SimError::NoSuchMachine(m));
+        }
+        let Some(n) = w.networks.get(net as usize) else { return Err(SimError::NoSuchNetwork(net)) };
+        if let Some(&port) = n.ip_to_port.get(&u32::from(ip)) {
+            let owner = n.ports[port as usize].machine;
+            return Err(SimError::AddressConflict { ip, owner: w.machine_name(owner) });
+        }
+        if n.cfg.kind == NetworkKind::Link && n.ports.len() >= 2 {
+            return Err(SimError::LinkFull(n.cfg.name.clone()));
+        }
+        let iface = w.machines[m as usize].ifaces.len() as u16;
+        let n = &mut w.networks[net as usize];
+        let port = n.add_port(m, iface);
+        n.ip_to_port.insert(u32::from(ip), port);
+        w.machines[m as usize].ifaces.push(Iface { net, port, ip });
+        w.host_by_ip.entry(u32::from(ip)).or_insert(m);
+        Ok(())
+    }
+
+    /// Starts application `app` on machine `m` at time zero.
+    pub fn spawn<F, Fut>(&mut self, m: MachineId, app: &str, f: F)
+    where
+        F: FnOnce(Host) -> Fut,
+        Fut: Future<Output = AppResult> + 'static,
+    {
+        self.spawn_task(m, app, false, Box::pin(f(Host { machine: m })));
+    }
+
+    /// Starts a daemon (a server, a forwarder): one that may still be
+    /// waiting when the run ends without that counting as a failure.
+    pub fn spawn_daemon<F, Fut>(&mut self, m: MachineId, app: &str, f: F)
+    where
+        F: FnOnce(Host) -> Fut,
+        Fut: Future<Output = AppResult> + 'static,
+    {
+        self.spawn_task(m, app, true, Box::pin(f(Host { machine: m })));
+    }
+
+    fn spawn_task(&mut self, m: MachineId, app: &str, daemon: bool, fut: TaskFuture) {
+        let w = self.w();
+        let app = w.tasks.app_index(app);
+        let id = w.tasks.meta.len() as TaskId;
+        w.tasks.meta.push(TaskMeta { machine: m, app, state: TaskState::Pending, queued: false, daemon });
+        w.wake(id);
+        self.futures.push(Some(fut));
+    }
+
+    /// Writes one pcap per network into `dir` during the run.
+    ///
+    /// # Errors
+    /// If the directory or a file cannot be created.
+    pub fn capture_pcap(&mut self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        let w = self.w();
+        let names: Vec<String> = w.networks.iter().map(|n| n.cfg.name.clone()).collect();
+        w.pcap = PcapSet::open(dir, &names)?;
+        Ok(w.pcap.files.clone())
+    }
+
+    /// Calls `on_stuck(machine name)` from another thread when one poll of an
+    /// application (or one event) runs longer than `limit` of wall time: an
+    /// application that never yields. The callback usually reports and exits.
+    pub fn set_watchdog(&mut self, limit: Duration, on_stuck: impl Fn(&str) + Send + Sync + 'static) {
+        self.watchdog = Some(Watchdog { limit, on_stuck: Arc::new(on_stuck) });
+    }
+
+    /// Runs until nothing is left to happen.
+    pub fn run(&mut self) -> Report {
+        self.run_with(RunLimits::default(), &mut |_| {})
+    }
+
+    /// Runs within `limits`, calling `progress` about every 100 ms of wall
+    /// time; returns the report. A later call continues the same run.
+    pub fn run_with(&mut self, limits: RunLimits, progress: &mut dyn FnMut(&Progress)) -> Report {
+        install_panic_hook();
+        let Some(world) = self.world.take() else { unreachable!("world is present outside run") };
+        let group_names: Vec<(MachineId, u32, bool, String)> =
+            world.groups.iter().map(|g| (g.first, g.len, g.counted, g.name.clone())).collect();
+        if let Err(world) = world::install(world) {
+            // Another simulation runs on this thread (a nested run).
+            self.world = Some(world);
+            let mut r = self.report(End::Idle);
+            r.problems.push(Problem {
+                machine: String::new(),
+                application: String::new(),
+                state: TaskState::Failed,
+                message: "a simulation cannot run inside another on the same thread".into(),
+            });
+            return r;
+        }
+        IN_SIM.with(|c| *c.borrow_mut() = Some(String::new()));
+        let beat = Arc::new(Heartbeat {
+            polls: AtomicU64::new(0),
+            in_poll: AtomicBool::new(false),
+            machine: AtomicU32::new(0),
+            done: AtomicBool::new(false),
+        });
+        let dog = self.watchdog.as_ref().map(|d| spawn_watchdog(d, beat.clone(), group_names));
+        let start = Instant::now();
+        let end = self.run_loop(limits, progress, &beat, start);
+        self.wall += start.elapsed();
+        beat.done.store(true, Ordering::Relaxed);
+        if let Some(h) = dog {
+            let _ = h.join();
+        }
+        IN_SIM.with(|c| *c.borrow_mut() = None);
+        let mut world = world::uninstall().expect("world installed for the run");
+        world.pcap.flush();
+        self.world = Some(world);
+        self.report(end)
+    }
+
+    fn run_loop(
+        &mut self,
+        limits: RunLimits,
+        progress: &mut dyn FnMut(&Progress),
+        beat: &Heartbeat,
+        start: Instant,
+    ) -> End {
+        let until = limits.until.unwrap_or(Time::MAX);
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let mut last_progress = Instant::now();
+        let mut since_check = 0u32;
+        loop {
+            // Process events until a task needs polling.
+            let next = world::try_with_world(|w| loop {
+                if w.queue.peek_time().is_none_or(|t| t > until) {
+                    return Err(if w.queue.is_empty() { End::Idle } else { End::TimeLimit });
+                }
+                let Some((_, ev)) = w.queue.pop() else { return Err(End::Idle) };
+                if let Event::Poll(task) = ev {
+                    let meta = &mut w.tasks.meta[task as usize];
+                    meta.queued = false;
+                    if meta.state != TaskState::Pending {
+                        continue;
+                    }
+                    w.current_task = Some(task);
+                    w.current_machine = Some(meta.machine);
+                    return Ok((task, meta.machine));
+                }
+                w.current_machine = None;
+                if catch_unwind(AssertUnwindSafe(|| w.handle(ev))).is_err() {
+                    let msg = take_panic_message();
+                    if let Some(m) = w.current_machine {
+                        w.crashed.push((m, msg));
+                    }
+                    self.reap_in_world(w);
+                }
+            })
+            .unwrap_or(Err(End::Idle));
+            let task = match next {
+                Ok((t, m)) => {
+                    beat.machine.store(m, Ordering::Relaxed);
+                    t
+                }
+                Err(end) => {
+                    if end == End::TimeLimit && until != Time::MAX {
+                        let _ = world::try_with_world(|w| w.queue.advance_to(until));
+                    }
+                    return end;
+                }
+            };
+            self.poll_task(task, &mut cx, beat);
+            since_check += 1;
+            if since_check >= 1024 {
+                since_check = 0;
+                if last_progress.elapsed() >= Duration::from_millis(100) {
+                    last_progress = Instant::now();
+                    if let Ok(p) = world::try_with_world(|w| Progress {
+                        sim_time: w.now(),
+                        events: w.queue.popped(),
+                        wall: start.elapsed(),
+                    }) {
+                        progress(&p);
+                    }
+                }
+            }
+        }
+    }
+
+    fn poll_task(&mut self, task: TaskId, cx: &mut Context<'_>, beat: &Heartbeat) {
+        let Some(mut fut) = self.futures[task as usize].take() else { return };
+        beat.in_poll.store(true, Ordering::Relaxed);
+        let result = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
+        beat.polls.fetch_add(1, Ordering::Relaxed);
+        beat.in_poll.store(false, Ordering::Relaxed);
+        let outcome = match result {
+            Ok(Poll::Pending) => {
+                self.futures[task as usize] = Some(fut);
+                return;
+            }
+            Ok(Poll::Ready(Ok(()))) => (TaskState::Finished, None),
+            Ok(Poll::Ready(Err(e))) => (TaskState::Failed, Some(e.message)),
+            Err(_) => (TaskState::Crashed, Some(take_panic_message())),
+        };
+        drop(fut);
+        let _ = world::try_with_world(|w| {
+            w.current_task = None;
+            let meta = &mut w.tasks.meta[task as usize];
+            meta.state = outcome.0;
+            let machine = meta.machine;
+            if let Some(msg) = outcome.1 {
+                w.tasks.errors.push((task, msg.clone()));
+                if outcome.0 == TaskState::Crashed {
+                    w.crashed.push((machine, msg));
+                }
+            }
+        });
+        self.reap_crashed();
+    }
+
+    /// Marks crashed machines and their tasks (world borrowed).
+    fn reap_in_world(&self, w: &mut World) {
+        for (m, msg) in std::mem::take(&mut w.crashed) {
+            let machine = &mut w.machines[m as usize];
+            if machine.crashed {
+                continue;
+            }
+            machine.crashed = true;
+            machine.sockets.clear();
+            for (i, meta) in w.tasks.meta.iter_mut().enumerate() {
+                if meta.machine == m && meta.state == TaskState::Pending {
+                    meta.state = TaskState::Crashed;
+                    w.tasks.errors.push((i as TaskId, format!("machine crashed: {msg}")));
+                }
+            }
+        }
+    }
+
+    /// Drops the futures of tasks whose machine crashed.
+    fn reap_crashed(&mut self) {
+        let dead: Vec<TaskId> = world::try_with_world(|w| {
+            let any = !w.crashed.is_empty();
+            let mut v = Vec::new();
+            if any {
+                let ms: Vec<MachineId> = w.crashed.iter().map(|c| c.0).collect();
+                for (m, msg) in std::mem::take(&mut w.crashed) {
+                    let machine = &mut w.machines[m as usize];
+                    if machine.crashed {
+                        continue;
+                    }
+                    machine.crashed = true;
+                    for (i, meta) in w.tasks.meta.iter_mut().enumerate() {
+                        if meta.machine == m && meta.state == TaskState::Pending {
+                            meta.state = TaskState::Crashed;
+                            w.tasks.errors.push((i as TaskId, format!("machine crashed: {msg}")));
+                        }
+                    }
+                }
+                for (i, meta) in w.tasks.meta.iter().enumerate() {
+                    if ms.contains(&meta.machine) && meta.state == TaskState::Crashed {
+                        v.push(i as TaskId);
+                    }
+                }
+            }
+            v
+        })
+        .unwrap_or_default();
+        for t in &dead {
+            // Dropping runs socket destructors, which reach the world.
+            drop(self.futures[*t as usize].take());
+        }
+        if !dead.is_empty() {
+            let _ = world::try_with_world(|w| {
+                for (m, machine) in w.machines.iter_mut().enumerate() {
+                    let _ = m;
+                    if machine.crashed {
+                        machine.sockets.clear();
+                    }
+                }
+            });
+        }
+    }
+
+    /// Returns the report of what has run so far.
+    pub fn report(&self, end: End) -> Report {
+        let w = self.world.as_ref().expect("world is present outside run");
+        let mut apps: BTreeMap<(u32, u32), AppReport> = BTreeMap::new();
+        for meta in &w.tasks.meta {
+            let group = w.machines[meta.machine as usize].group;
+            let e = apps.entry((group, meta.app)).or_insert_with(|| AppReport {
+                group: w.groups[group as usize].name.clone(),
+                application: w.tasks.app_names[meta.app as usize].clone(),
+                instances: 0,
+                finished: 0,
+                failed: 0,
+                crashed: 0,
+                waiting: 0,
+                daemon: meta.daemon,
+            });
+            e.instances += 1;
+            match meta.state {
+                TaskState::Pending => e.waiting += 1,
+                TaskState::Finished => e.finished += 1,
+                TaskState::Failed => e.failed += 1,
+                TaskState::Crashed => e.crashed += 1,
+            }
+        }
+        let mut problems: Vec<Problem> = w
+            .tasks
+            .errors
+            .iter()
+            .take(Report::MAX_LISTED)
+            .map(|(t, msg)| {
+                let meta = &w.tasks.meta[*t as usize];
+                Problem {
+                    machine: w.machine_name(meta.machine),
+                    application: w.tasks.app_names[meta.app as usize].clone(),
+                    state: meta.state,
+                    message: msg.clone(),
+                }
+            })
+            .collect();
+        for meta in w.tasks.meta.iter().filter(|m| m.state == TaskState::Pending && !m.daemon) {
+            if problems.len() >= Report::MAX_LISTED {
+                break;
+            }
+            problems.push(Problem {
+                machine: w.machine_name(meta.machine),
+                application: w.tasks.app_names[meta.app as usize].clone(),
+                state: TaskState::Pending,
+                message: "still waiting when the run ended".into(),
+            });
+        }
+        let events = w.queue.popped();
+        let wall = self.wall.as_secs_f64();
+        Report {
+            seed: w.seed,
+            end,
+            sim_time_ns: w.now().as_nanos(),
+            events,
+            machines: w.machines.len() as u64,
+            packets: (&w.stats).into(),
+            networks: w
+                .networks
+                .iter()
+                .map(|n| NetworkReport {
+                    name: n.cfg.name.clone(),
+                    kind: n.cfg.kind,
+                    bandwidth_bps: n.cfg.bandwidth_bps,
+                    latency_ns: n.cfg.latency_ns,
+                    ports: n.ports.len() as u64,
+                    stats: n.stats.clone(),
+                })
+                .collect(),
+            applications: apps.into_values().collect(),
+            problems,
+            metrics: w
+                .metrics
+                .iter()
+                .take(10_000)
+                .map(|m| MetricReport {
+                    machine: w.machine_name(m.machine),
+                    application: m.app.map_or(String::new(), |a| w.tasks.app_names[a as usize].clone()),
+                    name: m.name.clone(),
+                    value: m.value,
+                })
+                .collect(),
+            performance: Performance {
+                wall_time_s: wall,
+                events_per_s: if wall > 0.0 { events as f64 / wall } else { 0.0 },
+                speedup: if wall > 0.0 { w.now().as_secs_f64() / wall } else { 0.0 },
+                peak_rss_bytes: report::peak_rss_bytes(),
+            },
+        }
+    }
+
+    /// Returns the pcap write error of the run, if any.
+    pub fn pcap_error(&self) -> Option<String> {
+        self.world.as_ref().and_then(|w| w.pcap.error.clone())
+    }
+}
+
+fn spawn_watchdog(
+    d: &Watchdog,
+    beat: Arc<Heartbeat>,
+    groups: Vec<(MachineId, u32, bool, String)>,
+) -> std::thread::JoinHandle<()> {
+    let limit = d.limit;
+    let on_stuck = d.on_stuck.clone();
+    std::thread::spawn(move || {
+        let mut last = beat.polls.load(Ordering::Relaxed);
+        let mut stuck_for = Duration::ZERO;
+        let tick = Duration::from_millis(50).min(limit);
+        while !beat.done.load(Ordering::Relaxed) {
+            std::thread::sleep(tick);
+            let now = beat.polls.load(Ordering::Relaxed);
+            if now == last && beat.in_poll.load(Ordering::Relaxed) {
+                stuck_for += tick;
+                if stuck_for >= limit {
+                    let m = beat.machine.load(Ordering::Relaxed);
+                    let name = groups
+                        .iter()
+                        .find(|(first, len, _, _)| m >= *first && m < first + len)
+                        .map(|(first, _, counted, name)| if *counted { format!("{name}-{}", m - first) } else { name.clone() })
+                        .unwrap_or_else(|| format!("#{m}"));
+                    on_stuck(&name);
+                    return;
+                }
+            } else {
+                stuck_for = Duration::ZERO;
+                last = now;
+            }
+        }
+    })
+}

@@ -1,0 +1,417 @@
+//! The socket layer: UNIX-like datagram and ICMP echo sockets.
+//!
+//! A socket handle is (machine, slot); its state lives in the machine's
+//! socket table inside the world. Blocking calls are futures that register
+//! the calling task with the socket (or with the NIC, for a send that finds
+//! it full) and return `Pending`; the stack wakes that task by id.
+//!
+//! | call | errno a C programmer expects |
+//! |---|---|
+//! | `udp_bind` on a taken port | `EADDRINUSE` → [`SocketError::AddrInUse`] |
+//! | `send_to` an address no network reaches | `EHOSTUNREACH` → [`SocketError::HostUnreachable`] |
+//! | `send` on an unconnected socket | `ENOTCONN` → [`SocketError::NotConnected`] |
+//! | a datagram over 65,507 bytes | `EMSGSIZE` → [`SocketError::MessageTooLong`] |
+//! | any call on a closed socket | `EBADF` → [`SocketError::BadDescriptor`] |
+//! | UDP on a machine without UDP | `EPROTONOSUPPORT` → [`SocketError::ProtocolNotAvailable`] |
+
+use crate::api::{current_task, Host};
+use crate::executor::TaskId;
+use crate::machine::MachineId;
+use crate::world::{try_with_world, Unavailable, World};
+use elvis_message::Message;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use thiserror::Error;
+
+/// Why a socket call failed.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SocketError {
+    #[error("address in use (port {0})")]
+    AddrInUse(u16),
+    #[error("address not available: {0}")]
+    AddrNotAvailable(Ipv4Addr),
+    #[error("host unreachable: {0}")]
+    HostUnreachable(Ipv4Addr),
+    #[error("unknown host '{0}'")]
+    UnknownHost(String),
+    #[error("socket is not connected")]
+    NotConnected,
+    #[error("message too long ({0} bytes)")]
+    MessageTooLong(usize),
+    #[error("bad socket descriptor (closed)")]
+    BadDescriptor,
+    #[error("protocol {0} is not available on this machine")]
+    ProtocolNotAvailable(&'static str),
+    #[error("connection refused (ICMP port unreachable)")]
+    ConnectionRefused,
+    #[error("no ephemeral port left")]
+    NoPortsLeft,
+    #[error("the socket API was called outside a running simulation")]
+    NotInSimulation,
+    #[error("the socket API was called re-entrantly")]
+    Reentrant,
+}
+
+impl From<Unavailable> for SocketError {
+    fn from(u: Unavailable) -> Self {
+        match u {
+            Unavailable::NotRunning => SocketError::NotInSimulation,
+            Unavailable::Busy => SocketError::Reentrant,
+        }
+    }
+}
+
+/// Largest UDP payload over IPv4.
+pub const MAX_UDP_PAYLOAD: usize = 65_507;
+/// First ephemeral port (IANA).
+const EPHEMERAL: u16 = 49_152;
+
+/// One entry of a machine's socket table.
+pub(crate) enum SocketSlot {
+    Free,
+    Udp(Box<UdpState>),
+    Icmp(Box<IcmpState>),
+}
+
+/// A received datagram.
+pub(crate) struct Datagram {
+    pub from: SocketAddrV4,
+    pub payload: Message,
+}
+
+pub(crate) struct UdpState {
+    pub port: u16,
+    pub remote: Option<SocketAddrV4>,
+    pub rx: VecDeque<Datagram>,
+    pub rx_bytes: usize,
+    pub rx_cap: usize,
+    pub waiter: Option<TaskId>,
+    pub error: Option<SocketError>,
+}
+
+pub(crate) struct IcmpState {
+    pub ident: u16,
+    pub rx: VecDeque<EchoReply>,
+    pub waiter: Option<TaskId>,
+}
+
+/// An ICMP echo reply received by an [`IcmpSocket`].
+#[derive(Clone, Debug)]
+pub struct EchoReply {
+    pub from: Ipv4Addr,
+    pub seq: u16,
+    pub data: Message,
+    pub ttl: u8,
+}
+
+/// Resolves a machine name to its first address.
+pub(crate) fn resolve(w: &World, name: &str) -> Result<Ipv4Addr, SocketError> {
+    let unknown = || SocketError::UnknownHost(name.to_string());
+    let (group, index) = match w.group_by_name.get(name) {
+        Some(&g) if !w.groups[g as usize].counted => (g, 0),
+        _ => {
+            let (base, idx) = name.rsplit_once('-').ok_or_else(unknown)?;
+            let idx: u32 = idx.parse().map_err(|_| unknown())?;
+            let &g = w.group_by_name.get(base).ok_or_else(unknown)?;
+            if !w.groups[g as usize].counted || idx >= w.groups[g as usize].len {
+                return Err(unknown());
+            }
+            (g, idx)
+        }
+    };
+    let m = w.groups[group as usize].first + index;
+    w.machines[m as usize].primary_ip().ok_or_else(unknown)
+}
+
+pub(crate) fn join_multicast(w: &mut World, m: MachineId, group: Ipv4Addr) -> Result<(), SocketError> {
+    if !group.is_multicast() {
+        return Err(SocketError::AddrNotAvailable(group));
+    }
+    let Some(iface) = w.machines[m as usize].ifaces.first().copied() else {
+        return Err(SocketError::AddrNotAvailable(group));
+    };
+    let mac = elvis_wire::EthernetAddress::from_ipv4_multicast(group).0;
+    let members = w.networks[iface.net as usize].multicast.entry(mac).or_default();
+    if !members.contains(&iface.port) {
+        members.push(iface.port);
+    }
+    let ext = w.machines[m as usize].ext();
+    if !ext.multicast.contains(&group) {
+        ext.multicast.push(group);
+    }
+    Ok(())
+}
+
+fn alloc_slot(w: &mut World, m: MachineId, slot: SocketSlot) -> u32 {
+    let socks = &mut w.machines[m as usize].sockets;
+    if let Some(i) = socks.iter().position(|s| matches!(s, SocketSlot::Free)) {
+        socks[i] = slot;
+        return i as u32;
+    }
+    socks.push(slot);
+    (socks.len() - 1) as u32
+}
+
+fn udp_port_taken(w: &World, m: MachineId, port: u16) -> bool {
+    w.machines[m as usize].sockets.iter().any(|s| matches!(s, SocketSlot::Udp(u) if u.port == port))
+}
+
+/// A UDP socket (`SOCK_DGRAM`). Closed when dropped.
+#[derive(Debug)]
+pub struct UdpSocket {
+    host: Host,
+    slot: u32,
+    port: u16,
+}
+
+impl UdpSocket {
+    pub(crate) fn bind(host: Host, port: u16) -> Result<UdpSocket, SocketError> {
+        try_with_world(|w| {
+            let m = host.machine;
+            let group = w.machines[m as usize].group;
+            if !w.groups[group as usize].protocols.udp {
+                return Err(SocketError::ProtocolNotAvailable("UDP"));
+            }
+            let port = if port == 0 {
+                (EPHEMERAL..=u16::MAX).find(|&p| !udp_port_taken(w, m, p)).ok_or(SocketError::NoPortsLeft)?
+            } else if udp_port_taken(w, m, port) {
+                return Err(SocketError::AddrInUse(port));
+            } else {
+                port
+            };
+            let state = UdpState {
+                port,
+                remote: None,
+                rx: VecDeque::new(),
+                rx_bytes: 0,
+                rx_cap: usize::MAX,
+                waiter: None,
+                error: None,
+            };
+            let slot = alloc_slot(w, m, SocketSlot::Udp(Box::new(state)));
+            Ok(UdpSocket { host, slot, port })
+        })?
+    }
+
+    /// Returns the local port.
+    pub fn local_port(&self) -> u16 {
+        self.port
+    }
+
+    /// Sets the default destination (`connect(2)` on a datagram socket).
+    pub fn connect(&self, to: SocketAddrV4) -> Result<(), SocketError> {
+        self.with_state(|s| {
+            s.remote = Some(to);
+            Ok(())
+        })
+    }
+
+    /// Limits the receive queue to `bytes` of payload; datagrams that do not
+    /// fit are dropped (`SO_RCVBUF`). Unlimited by default.
+    pub fn set_recv_buffer(&self, bytes: usize) -> Result<(), SocketError> {
+        self.with_state(|s| {
+            s.rx_cap = bytes;
+            Ok(())
+        })
+    }
+
+    fn with_state<R>(&self, f: impl FnOnce(&mut UdpState) -> Result<R, SocketError>) -> Result<R, SocketError> {
+        try_with_world(|w| match w.machines[self.host.machine as usize].sockets.get_mut(self.slot as usize) {
+            Some(SocketSlot::Udp(s)) => f(s),
+            _ => Err(SocketError::BadDescriptor),
+        })?
+    }
+
+    /// Sends one datagram to `to`, waiting while the NIC queue is full.
+    pub fn send_to(&self, payload: impl Into<Message>, to: SocketAddrV4) -> SendTo<'_> {
+        SendTo { sock: self, payload: Some(payload.into()), to: Some(to) }
+    }
+
+    /// Sends one datagram to the connected address.
+    pub fn send(&self, payload: impl Into<Message>) -> SendTo<'_> {
+        SendTo { sock: self, payload: Some(payload.into()), to: None }
+    }
+
+    /// Waits for a datagram; returns it with its sender.
+    pub fn recv_from(&self) -> RecvFrom<'_> {
+        RecvFrom { sock: self }
+    }
+
+    /// Waits for a datagram and returns its payload.
+    pub async fn recv(&self) -> Result<Message, SocketError> {
+        self.recv_from().await.map(|(m, _)| m)
+    }
+
+    /// Returns a queued datagram without waiting, if there is one.
+    pub fn try_recv_from(&self) -> Result<Option<(Message, SocketAddrV4)>, SocketError> {
+        self.with_state(|s| Ok(pop_datagram(s)))
+    }
+
+    /// Closes the socket now (dropping it does the same).
+    pub fn close(self) {}
+}
+
+fn pop_datagram(s: &mut UdpState) -> Option<(Message, SocketAddrV4)> {
+    let d = s.rx.pop_front()?;
+    s.rx_bytes -= d.payload.len();
+    Some((d.payload, d.from))
+}
+
+impl Drop for UdpSocket {
+    fn drop(&mut self) {
+        let (m, slot) = (self.host.machine, self.slot as usize);
+        let _ = try_with_world(|w| {
+            if let Some(s) = w.machines[m as usize].sockets.get_mut(slot) {
+                *s = SocketSlot::Free;
+            }
+        });
+    }
+}
+
+/// The future of [`UdpSocket::send_to`].
+pub struct SendTo<'a> {
+    sock: &'a UdpSocket,
+    payload: Option<Message>,
+    to: Option<SocketAddrV4>,
+}
+
+impl Future for SendTo<'_> {
+    type Output = Result<(), SocketError>;
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let (m, slot) = (this.sock.host.machine, this.sock.slot);
+        let r = try_with_world(|w| {
+            let to = match this.to {
+                Some(to) => to,
+                None => match w.machines[m as usize].sockets.get(slot as usize) {
+                    Some(SocketSlot::Udp(s)) => s.remote.ok_or(SocketError::NotConnected)?,
+                    _ => return Err(SocketError::BadDescriptor),
+                },
+            };
+            crate::stack::udp::send(w, m, slot, to, &mut this.payload)
+        });
+        match r {
+            Err(u) => Poll::Ready(Err(u.into())),
+            Ok(Ok(true)) => Poll::Ready(Ok(())),
+            Ok(Ok(false)) => Poll::Pending,
+            Ok(Err(e)) => Poll::Ready(Err(e)),
+        }
+    }
+}
+
+/// The future of [`UdpSocket::recv_from`].
+pub struct RecvFrom<'a> {
+    sock: &'a UdpSocket,
+}
+
+impl Future for RecvFrom<'_> {
+    type Output = Result<(Message, SocketAddrV4), SocketError>;
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let (m, slot) = (self.sock.host.machine, self.sock.slot);
+        let r = try_with_world(|w| {
+            let task = current_task(w);
+            match w.machines[m as usize].sockets.get_mut(slot as usize) {
+                Some(SocketSlot::Udp(s)) => {
+                    if let Some(e) = s.error.take() {
+                        return Some(Err(e));
+                    }
+                    match pop_datagram(s) {
+                        Some(d) => Some(Ok(d)),
+                        None => {
+                            s.waiter = task;
+                            None
+                        }
+                    }
+                }
+                _ => Some(Err(SocketError::BadDescriptor)),
+            }
+        });
+        match r {
+            Err(u) => Poll::Ready(Err(u.into())),
+            Ok(Some(r)) => Poll::Ready(r),
+            Ok(None) => Poll::Pending,
+        }
+    }
+}
+
+/// An ICMP echo socket (like Linux's unprivileged `SOCK_DGRAM`/`IPPROTO_ICMP`).
+#[derive(Debug)]
+pub struct IcmpSocket {
+    host: Host,
+    slot: u32,
+    ident: u16,
+}
+
+impl IcmpSocket {
+    pub(crate) fn open(host: Host, ident: u16) -> Result<IcmpSocket, SocketError> {
+        try_with_world(|w| {
+            let m = host.machine;
+            let taken =
+                w.machines[m as usize].sockets.iter().any(|s| matches!(s, SocketSlot::Icmp(i) if i.ident == ident));
+            if taken {
+                return Err(SocketError::AddrInUse(ident));
+            }
+            let state = IcmpState { ident, rx: VecDeque::new(), waiter: None };
+            let slot = alloc_slot(w, m, SocketSlot::Icmp(Box::new(state)));
+            Ok(IcmpSocket { host, slot, ident })
+        })?
+    }
+
+    /// Sends an echo request with sequence number `seq` and `data`.
+    pub fn send_echo(&self, to: Ipv4Addr, seq: u16, data: impl Into<Message>) -> Result<(), SocketError> {
+        let m = self.host.machine;
+        let ident = self.ident;
+        let data = data.into();
+        try_with_world(|w| crate::stack::icmp::send_echo_request(w, m, to, ident, seq, data))?
+    }
+
+    /// Waits for the next echo reply addressed to this socket.
+    pub fn recv_echo(&self) -> RecvEcho<'_> {
+        RecvEcho { sock: self }
+    }
+}
+
+impl Drop for IcmpSocket {
+    fn drop(&mut self) {
+        let (m, slot) = (self.host.machine, self.slot as usize);
+        let _ = try_with_world(|w| {
+            if let Some(s) = w.machines[m as usize].sockets.get_mut(slot) {
+                *s = SocketSlot::Free;
+            }
+        });
+    }
+}
+
+/// The future of [`IcmpSocket::recv_echo`].
+pub struct RecvEcho<'a> {
+    sock: &'a IcmpSocket,
+}
+
+impl Future for RecvEcho<'_> {
+    type Output = Result<EchoReply, SocketError>;
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let (m, slot) = (self.sock.host.machine, self.sock.slot);
+        let r = try_with_world(|w| {
+            let task = current_task(w);
+            match w.machines[m as usize].sockets.get_mut(slot as usize) {
+                Some(SocketSlot::Icmp(s)) => match s.rx.pop_front() {
+                    Some(r) => Some(Ok(r)),
+                    None => {
+                        s.waiter = task;
+                        None
+                    }
+                },
+                _ => Some(Err(SocketError::BadDescriptor)),
+            }
+        });
+        match r {
+            Err(u) => Poll::Ready(Err(u.into())),
+            Ok(Some(r)) => Poll::Ready(r),
+            Ok(None) => Poll::Pending,
+        }
+    }
+}

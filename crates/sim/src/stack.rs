@@ -1,0 +1,48 @@
+//! The protocol stack of a machine, in the x-kernel style.
+//!
+//! Each protocol is a module with two verbs: `send` (a session pushes a
+//! message down to the protocol below) and `receive` (a protocol demuxes a
+//! message up to the session above). Both are plain synchronous functions
+//! over the world, called while a frame is being processed; only time
+//! (a network hop, a timer) creates an event.
+//!
+//! ```text
+//!   sockets      UdpSocket            IcmpSocket
+//!   transport    udp ───────┐         icmp
+//!   network      ipv4 (routing to attached networks, fragmentation)
+//!   link         ethernet ── arp (or the simulator's static table)
+//!   ─────────────────────────── net (NIC queue, wire) ─────────────
+//! ```
+//!
+//! Drops are counted by reason in the run report
+//! ([`crate::report::DropReason`]); corrupted packets are caught by the
+//! IPv4, UDP and ICMP checksums.
+
+pub mod arp;
+pub mod ethernet;
+pub mod icmp;
+pub mod ipv4;
+pub mod udp;
+
+use crate::machine::MachineId;
+use crate::world::World;
+
+/// A protocol timer of a machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Timer {
+    /// Retransmit (or give up on) an ARP request for `ip` on `iface`.
+    ArpRetry { iface: u16, ip: u32 },
+    /// Drop an incomplete reassembly started at generation `gen`.
+    ReassemblyExpire { gen: u32 },
+}
+
+/// Runs a protocol timer.
+pub(crate) fn on_timer(w: &mut World, m: MachineId, timer: Timer) {
+    if w.machines[m as usize].crashed {
+        return;
+    }
+    match timer {
+        Timer::ArpRetry { iface, ip } => arp::on_retry(w, m, iface, ip),
+        Timer::ReassemblyExpire { gen } => ipv4::on_reassembly_timer(w, m, gen),
+    }
+}

@@ -1,0 +1,46 @@
+//! Ethernet II framing (IEEE 802.3 with EtherType), on a simulated NIC.
+//!
+//! Outgoing frames are padded to the 60-byte minimum with a virtual zero
+//! chunk (no copy). Incoming frames are accepted when addressed to the
+//! interface, to broadcast, or to a multicast group.
+
+use crate::machine::MachineId;
+use crate::net;
+use crate::report::DropReason;
+use crate::world::World;
+use elvis_message::Message;
+use elvis_wire::{ethernet, EtherType, EthernetAddress};
+
+/// Pushes an Ethernet header and hands the frame to the NIC of `iface`.
+pub(crate) fn send(w: &mut World, m: MachineId, iface: u16, dst: EthernetAddress, ty: EtherType, mut msg: Message) {
+    let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else { return };
+    let src = w.networks[ifc.net as usize].mac(ifc.port);
+    let repr = ethernet::Repr { src_addr: src, dst_addr: dst, ethertype: ty };
+    let header = msg.push_front(ethernet::HEADER_LEN);
+    repr.emit(&mut ethernet::Frame::new_unchecked(header));
+    if msg.len() < ethernet::MIN_FRAME_LEN {
+        msg.pad_to(ethernet::MIN_FRAME_LEN);
+    }
+    net::transmit(w, ifc.net, ifc.port, msg);
+}
+
+/// Demuxes an incoming frame to IPv4 or ARP.
+pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, mut frame: Message) {
+    let Some(header) = frame.front(ethernet::HEADER_LEN) else {
+        return w.drop_packet(DropReason::Malformed("ethernet"));
+    };
+    let Ok(repr) = ethernet::Repr::parse(&ethernet::Frame::new_unchecked(header)) else {
+        return w.drop_packet(DropReason::Malformed("ethernet"));
+    };
+    let ifc = w.machines[m as usize].ifaces[iface as usize];
+    let own = w.networks[ifc.net as usize].mac(ifc.port);
+    if repr.dst_addr != own && !repr.dst_addr.is_broadcast() && !repr.dst_addr.is_multicast() {
+        return w.drop_packet(DropReason::NotForUs);
+    }
+    let _ = frame.pop_front(ethernet::HEADER_LEN);
+    match repr.ethertype {
+        EtherType::Ipv4 => super::ipv4::receive(w, m, iface, frame),
+        EtherType::Arp => super::arp::receive(w, m, iface, frame),
+        _ => w.drop_packet(DropReason::Unsupported("ethertype")),
+    }
+}

@@ -1,0 +1,135 @@
+//! ICMPv4 (RFC 792): echo request/reply and destination unreachable.
+//!
+//! Every machine answers echo requests (as a Linux host does). Echo replies
+//! go to the [`crate::IcmpSocket`] whose identifier they carry. A UDP
+//! datagram to a closed port is answered with Port Unreachable, which makes
+//! a *connected* UDP socket's next receive fail with `ConnectionRefused`,
+//! as on Linux.
+
+use super::ipv4;
+use super::udp::sum_message;
+use crate::machine::MachineId;
+use crate::report::DropReason;
+use crate::socket::{EchoReply, SocketError, SocketSlot};
+use crate::world::World;
+use elvis_message::Message;
+use elvis_wire::checksum::Checksum;
+use elvis_wire::IpProtocol;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+const ECHO_REPLY: u8 = 0;
+const DST_UNREACHABLE: u8 = 3;
+const ECHO_REQUEST: u8 = 8;
+const PORT_UNREACHABLE: u8 = 3;
+const HEADER_LEN: usize = 8;
+
+/// Pushes an 8-byte ICMP header (type, code, checksum, `rest`) on `msg`.
+fn push_header(msg: &mut Message, ty: u8, code: u8, rest: [u8; 4]) {
+    let mut sum = Checksum::new();
+    sum.add(&[ty, code, 0, 0]);
+    sum.add(&rest);
+    sum_message(&mut sum, msg);
+    let c = sum.finish().to_be_bytes();
+    msg.push_front_slice(&[ty, code, c[0], c[1], rest[0], rest[1], rest[2], rest[3]]);
+}
+
+/// Sends a stack-originated ICMP message (dropped if the NIC is full).
+fn send_own(w: &mut World, m: MachineId, to: Ipv4Addr, msg: Message) -> Result<(), SocketError> {
+    let route = ipv4::route(w, m, to)?;
+    if ipv4::room(w, m, &route) < ipv4::frames_needed(&route, msg.len()) {
+        w.drop_packet(DropReason::NicQueueFull);
+        return Ok(());
+    }
+    ipv4::send(w, m, route, to, IpProtocol::Icmp, msg);
+    Ok(())
+}
+
+/// Sends an echo request from an ICMP socket.
+pub(crate) fn send_echo_request(
+    w: &mut World,
+    m: MachineId,
+    to: Ipv4Addr,
+    ident: u16,
+    seq: u16,
+    mut data: Message,
+) -> Result<(), SocketError> {
+    let i = ident.to_be_bytes();
+    let s = seq.to_be_bytes();
+    push_header(&mut data, ECHO_REQUEST, 0, [i[0], i[1], s[0], s[1]]);
+    send_own(w, m, to, data)
+}
+
+/// Answers a datagram to a closed UDP port (RFC 1122 §4.1.3.1).
+pub(crate) fn send_port_unreachable(w: &mut World, m: MachineId, ip_header: &[u8], udp_header: &[u8; 8]) {
+    if ip_header.len() < 20 {
+        return;
+    }
+    let to = Ipv4Addr::new(ip_header[12], ip_header[13], ip_header[14], ip_header[15]);
+    let mut body = Vec::with_capacity(ip_header.len() + 8);
+    body.extend_from_slice(ip_header);
+    body.extend_from_slice(udp_header);
+    let mut msg = Message::from_vec(body);
+    push_header(&mut msg, DST_UNREACHABLE, PORT_UNREACHABLE, [0; 4]);
+    let _ = send_own(w, m, to, msg);
+}
+
+/// Checks and handles an incoming ICMP message.
+pub(crate) fn receive(w: &mut World, m: MachineId, src: Ipv4Addr, _dst: Ipv4Addr, mut msg: Message) {
+    let mut sum = Checksum::new();
+    sum_message(&mut sum, &msg);
+    if sum.finish() != 0 {
+        return w.drop_packet(DropReason::BadChecksum("icmp"));
+    }
+    let Some(h) = msg.front(HEADER_LEN) else {
+        return w.drop_packet(DropReason::Malformed("icmp"));
+    };
+    let (ty, code) = (h[0], h[1]);
+    let ident = u16::from_be_bytes([h[4], h[5]]);
+    let seq = u16::from_be_bytes([h[6], h[7]]);
+    let _ = msg.pop_front(HEADER_LEN);
+    match ty {
+        ECHO_REQUEST => {
+            let i = ident.to_be_bytes();
+            let s = seq.to_be_bytes();
+            push_header(&mut msg, ECHO_REPLY, 0, [i[0], i[1], s[0], s[1]]);
+            w.stats.icmp_echo_replied += 1;
+            let _ = send_own(w, m, src, msg);
+        }
+        ECHO_REPLY => {
+            let machine = &mut w.machines[m as usize];
+            let sock = machine.sockets.iter_mut().find_map(|s| match s {
+                SocketSlot::Icmp(i) if i.ident == ident => Some(i),
+                _ => None,
+            });
+            let Some(sock) = sock else { return w.drop_packet(DropReason::NoSocket) };
+            sock.rx.push_back(EchoReply { from: src, seq, data: msg, ttl: 0 });
+            if let Some(t) = sock.waiter.take() {
+                w.wake(t);
+            }
+        }
+        DST_UNREACHABLE if code == PORT_UNREACHABLE => port_unreachable(w, m, msg),
+        _ => w.drop_packet(DropReason::Unsupported("icmp type")),
+    }
+}
+
+/// Reports a Port Unreachable to the connected UDP socket it concerns.
+fn port_unreachable(w: &mut World, m: MachineId, mut body: Message) {
+    let Some(h) = body.front(20) else { return };
+    let ihl = usize::from(h[0] & 0x0f) * 4;
+    let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+    let Some(h) = body.front(ihl + 8) else { return };
+    let src_port = u16::from_be_bytes([h[ihl], h[ihl + 1]]);
+    let dst_port = u16::from_be_bytes([h[ihl + 2], h[ihl + 3]]);
+    let peer = SocketAddrV4::new(dst, dst_port);
+    for s in w.machines[m as usize].sockets.iter_mut() {
+        if let SocketSlot::Udp(u) = s {
+            if u.port == src_port && u.remote == Some(peer) {
+                u.error = Some(SocketError::ConnectionRefused);
+                if let Some(t) = u.waiter.take() {
+                    w.wake(t);
+                }
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! IPv4 (RFC 791): routing to attached networks, fragmentation and
+//! reassembly, header checksum, demux to UDP and ICMP.
+//!
+//! # Routing
+//! A destination is reachable when one of the machine's networks has it
+//! (the connected routes of a host). Broadcast (255.255.255.255) and
+//! multicast leave through the first interface. An own address is looped
+//! back without touching a network.
+//!
+//! # Fragmentation (RFC 791 §2.3, §3.2)
+//! A datagram larger than the outgoing network's MTU is cut into fragments
+//! whose data lengths are multiples of 8 bytes, sharing the payload chunks
+//! (no copy). The receiver reassembles by (src, dst, protocol, id) and drops
+//! an incomplete datagram after [`REASSEMBLY_TIMEOUT`] (Linux: 30 s).
+//!
+//! # Gaps
+//! Forwarding (routers), options other than being skipped, DF/PMTU
+//! discovery.
+
+use super::Timer;
+use crate::machine::MachineId;
+use crate::net;
+use crate::report::DropReason;
+use crate::socket::SocketError;
+use crate::world::{Event, World};
+use elvis_message::Message;
+use elvis_wire::{ipv4, EtherType, EthernetAddress, IpProtocol};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+/// Default time to live of outgoing datagrams (Linux's default).
+pub const DEFAULT_TTL: u8 = 64;
+/// How long an incomplete datagram waits for its missing fragments.
+pub const REASSEMBLY_TIMEOUT: Duration = Duration::from_secs(30);
+const HEADER_LEN: usize = 20;
+
+/// Where a datagram goes next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NextHop {
+    Local,
+    Broadcast,
+    Multicast(Ipv4Addr),
+    /// A neighbour on the interface's network, and its port there.
+    Neighbour(Ipv4Addr, u32),
+}
+
+/// The result of a route lookup.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Route {
+    pub iface: u16,
+    pub src: Ipv4Addr,
+    pub next: NextHop,
+    pub mtu: u32,
+}
+
+/// Finds the interface and next hop for `dst`.
+pub(crate) fn route(w: &World, m: MachineId, dst: Ipv4Addr) -> Result<Route, SocketError> {
+    let machine = &w.machines[m as usize];
+    let first = machine.ifaces.first().ok_or(SocketError::HostUnreachable(dst))?;
+    let mtu_of = |net: u32| w.networks[net as usize].cfg.mtu;
+    if machine.owns(dst) || dst.is_loopback() {
+        return Ok(Route { iface: 0, src: dst, next: NextHop::Local, mtu: u32::MAX });
+    }
+    if dst.is_broadcast() {
+        return Ok(Route { iface: 0, src: first.ip, next: NextHop::Broadcast, mtu: mtu_of(first.net) });
+    }
+    if dst.is_multicast() {
+        return Ok(Route { iface: 0, src: first.ip, next: NextHop::Multicast(dst), mtu: mtu_of(first.net) });
+    }
+    for (i, ifc) in machine.ifaces.iter().enumerate() {
+        if let Some(&port) = w.networks[ifc.net as usize].ip_to_port.get(&u32::from(dst)) {
+            return Ok(Route { iface: i as u16, src: ifc.ip, next: NextHop::Neighbour(dst, port), mtu: mtu_of(ifc.net) });
+        }
+    }
+    Err(SocketError::HostUnreachable(dst))
+}
+
+/// Returns how many frames a payload of `len` bytes takes on `route`.
+pub(crate) fn frames_needed(route: &Route, len: usize) -> u32 {
+    let mtu = route.mtu as usize;
+    if HEADER_LEN + len <= mtu || route.next == NextHop::Local {
+        return 1;
+    }
+    let per = (mtu.saturating_sub(HEADER_LEN) & !7).max(8);
+    len.div_ceil(per) as u32
+}
+
+/// Returns the NIC room left on the route's interface (unbounded for local).
+pub(crate) fn room(w: &World, m: MachineId, route: &Route) -> u32 {
+    if route.next == NextHop::Local {
+        return u32::MAX;
+    }
+    let ifc = w.machines[m as usize].ifaces[route.iface as usize];
+    net::nic_room(w, ifc.net, ifc.port)
+}
+
+/// Pushes an IPv4 header (fragmenting if needed) and sends the datagram.
+pub(crate) fn send(w: &mut World, m: MachineId, route: Route, dst: Ipv4Addr, proto: IpProtocol, payload: Message) {
+    w.stats.ip_sent += 1;
+    if route.next == NextHop::Local {
+        deliver_up(w, m, &[], route.src, dst, proto, payload);
+        return;
+    }
+    let machine = &mut w.machines[m as usize];
+    let ident = machine.ip_ident;
+    machine.ip_ident = machine.ip_ident.wrapping_add(1);
+    let mtu = route.mtu as usize;
+    let total = payload.len();
+    let mut repr = ipv4::Repr {
+        src_addr: route.src,
+        dst_addr: dst,
+        next_header: proto,
+        payload_len: total,
+        hop_limit: DEFAULT_TTL,
+        ident,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+        dscp_ecn: 0,
+    };
+    if HEADER_LEN + total <= mtu {
+        emit_and_send(w, m, &route, &repr, payload);
+        return;
+    }
+    let per = (mtu.saturating_sub(HEADER_LEN) & !7).max(8);
+    let mut offset = 0;
+    while offset < total {
+        let end = (offset + per).min(total);
+        repr.payload_len = end - offset;
+        repr.frag_offset = offset as u16;
+        repr.more_frags = end < total;
+        emit_and_send(w, m, &route, &repr, payload.slice(offset..end));
+        offset = end;
+    }
+}
+
+fn emit_and_send(w: &mut World, m: MachineId, route: &Route, repr: &ipv4::Repr, mut msg: Message) {
+    let header = msg.push_front(HEADER_LEN);
+    let mut packet = ipv4::Packet::new_unchecked(header);
+    repr.emit(&mut packet);
+    let dst_mac = match route.next {
+        NextHop::Local => return,
+        NextHop::Broadcast => EthernetAddress::BROADCAST,
+        NextHop::Multicast(g) => EthernetAddress::from_ipv4_multicast(g),
+        NextHop::Neighbour(ip, port) => {
+            let group = w.machines[m as usize].group;
+            if w.groups[group as usize].protocols.arp {
+                match super::arp::lookup_or_queue(w, m, route.iface, ip, msg) {
+                    Some((mac, msg)) => return super::ethernet::send(w, m, route.iface, mac, EtherType::Ipv4, msg),
+                    None => return,
+                }
+            }
+            let net = w.machines[m as usize].ifaces[route.iface as usize].net;
+            net::port_mac(net, port)
+        }
+    };
+    super::ethernet::send(w, m, route.iface, dst_mac, EtherType::Ipv4, msg);
+}
+
+/// Parses, checks and demuxes an incoming datagram.
+pub(crate) fn receive(w: &mut World, m: MachineId, _iface: u16, mut msg: Message) {
+    let Some(first) = msg.front(HEADER_LEN) else {
+        return w.drop_packet(DropReason::Malformed("ipv4"));
+    };
+    let ihl = usize::from(first[0] & 0x0f) * 4;
+    if first[0] >> 4 != 4 || ihl < HEADER_LEN {
+        return w.drop_packet(DropReason::Malformed("ipv4"));
+    }
+    let Some(header) = msg.front(ihl) else {
+        return w.drop_packet(DropReason::Malformed("ipv4"));
+    };
+    let mut copy = [0u8; 60];
+    copy[..ihl].copy_from_slice(header);
+    let header = &copy[..ihl];
+    let packet = ipv4::Packet::new_unchecked(header);
+    if !packet.verify_checksum() {
+        return w.drop_packet(DropReason::BadChecksum("ipv4"));
+    }
+    let total = usize::from(packet.total_len());
+    let (src, dst) = (packet.src_addr(), packet.dst_addr());
+    let proto = packet.next_header();
+    let (ident, mf, offset) = (packet.ident(), packet.more_frags(), usize::from(packet.frag_offset()));
+    if total < ihl || total > msg.len() {
+        return w.drop_packet(DropReason::Malformed("ipv4"));
+    }
+    let machine = &w.machines[m as usize];
+    let for_us = machine.owns(dst)
+        || dst.is_broadcast()
+        || (dst.is_multicast() && machine.ext.as_ref().is_some_and(|e| e.multicast.contains(&dst)));
+    if !for_us {
+        return w.drop_packet(DropReason::NotForUs);
+    }
+    msg.truncate(total);
+    let _ = msg.pop_front(ihl);
+    if mf || offset > 0 {
+        let key = (u32::from(src), u32::from(dst), u8::from(proto), ident);
+        match reassemble(w, m, key, offset, mf, msg) {
+            Some(whole) => msg = whole,
+            None => return,
+        }
+    }
+    w.stats.ip_delivered += 1;
+    deliver_up(w, m, header, src, dst, proto, msg);
+}
+
+/// Hands a datagram's payload to its transport protocol. `header` is the
+/// IPv4 header as received (empty for loopback), for ICMP errors.
+fn deliver_up(w: &mut World, m: MachineId, header: &[u8], src: Ipv4Addr, dst: Ipv4Addr, proto: IpProtocol, msg: Message) {
+    match proto {
+        IpProtocol::Udp => super::udp::receive(w, m, header, src, dst, msg),
+        IpProtocol::Icmp => super::icmp::receive(w, m, src, dst, msg),
+        _ => {
+            w.drop_packet(DropReason::Unsupported("ip protocol"));
+        }
+    }
+}
+
+/// Fragments of datagrams being reassembled on one machine.
+#[derive(Default)]
+pub(crate) struct Reassembly {
+    entries: Vec<Partial>,
+    next_gen: u32,
+}
+
+struct Partial {
+    key: (u32, u32, u8, u16),
+    gen: u32,
+    /// Fragments sorted by offset, non-overlapping.
+    parts: Vec<(usize, Message)>,
+    total: Option<usize>,
+}
+
+/// Adds a fragment; returns the whole payload once every byte is there.
+fn reassemble(
+    w: &mut World,
+    m: MachineId,
+    key: (u32, u32, u8, u16),
+    offset: usize,
+    more: bool,
+    data: Message,
+) -> Option<Message> {
+    let now = w.now();
+    let r = &mut w.machines[m as usize].ext().reassembly;
+    let idx = match r.entries.iter().position(|p| p.key == key) {
+        Some(i) => i,
+        None => {
+            let gen = r.next_gen;
+            r.next_gen = r.next_gen.wrapping_add(1);
+            r.entries.push(Partial { key, gen, parts: Vec::new(), total: None });
+            w.queue.schedule(now + REASSEMBLY_TIMEOUT, m, Event::Timer { machine: m, timer: Timer::ReassemblyExpire { gen } });
+            w.machines[m as usize].ext().reassembly.entries.len() - 1
+        }
+    };
+    let r = &mut w.machines[m as usize].ext().reassembly;
+    let p = &mut r.entries[idx];
+    let end = offset + data.len();
+    if !more {
+        p.total = Some(end);
+    }
+    let pos = p.parts.partition_point(|(o, _)| *o < offset);
+    let overlaps_prev = pos > 0 && p.parts[pos - 1].0 + p.parts[pos - 1].1.len() > offset;
+    let overlaps_next = pos < p.parts.len() && p.parts[pos].0 < end;
+    if overlaps_prev || overlaps_next {
+        w.drop_packet(DropReason::FragmentOverlap);
+        return None;
+    }
+    p.parts.insert(pos, (offset, data));
+    let total = p.total?;
+    let mut expect = 0;
+    for (o, d) in &p.parts {
+        if *o != expect {
+            return None;
+        }
+        expect += d.len();
+    }
+    if expect != total {
+        return None;
+    }
+    let p = r.entries.swap_remove(idx);
+    let mut parts = p.parts.into_iter();
+    let (_, mut whole) = parts.next()?;
+    for (_, d) in parts {
+        whole.append(d);
+    }
+    Some(whole)
+}
+
+/// Drops the reassembly of generation `gen` if it is still incomplete.
+pub(crate) fn on_reassembly_timer(w: &mut World, m: MachineId, gen: u32) {
+    let r = &mut w.machines[m as usize].ext().reassembly;
+    if let Some(i) = r.entries.iter().position(|p| p.gen == gen) {
+        r.entries.swap_remove(i);
+        w.drop_packet(DropReason::ReassemblyTimeout);
+    }
+}

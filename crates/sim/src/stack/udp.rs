@@ -1,0 +1,122 @@
+//! UDP (RFC 768): checksummed datagrams between ports.
+//!
+//! The checksum covers the IPv4 pseudo-header, the UDP header and the
+//! payload, computed over the message's chunks without copying (virtual
+//! payload bytes are zeros and add nothing). A computed checksum of zero is
+//! sent as 0xffff; a received checksum of zero means "none".
+
+use super::ipv4;
+use crate::api::current_task;
+use crate::machine::MachineId;
+use crate::report::DropReason;
+use crate::socket::{Datagram, SocketError, SocketSlot, MAX_UDP_PAYLOAD};
+use crate::world::World;
+use elvis_message::{ChunkRef, Message};
+use elvis_wire::checksum::{self, Checksum};
+use elvis_wire::{udp, IpProtocol};
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// Adds every byte of `msg` to a running checksum.
+pub(crate) fn sum_message(sum: &mut Checksum, msg: &Message) {
+    for chunk in msg.chunks() {
+        match chunk {
+            ChunkRef::Bytes(b) => sum.add(b),
+            ChunkRef::Zeros(n) => sum.add_zeros(n),
+        }
+    }
+}
+
+/// Sends the datagram in `payload` from socket `slot` to `to`.
+///
+/// Returns `Ok(false)` (and registers the calling task) when the NIC is
+/// full; the payload stays in `payload` for the next try.
+pub(crate) fn send(
+    w: &mut World,
+    m: MachineId,
+    slot: u32,
+    to: SocketAddrV4,
+    payload: &mut Option<Message>,
+) -> Result<bool, SocketError> {
+    let Some(len) = payload.as_ref().map(Message::len) else { return Ok(true) };
+    if len > MAX_UDP_PAYLOAD {
+        return Err(SocketError::MessageTooLong(len));
+    }
+    let src_port = match w.machines[m as usize].sockets.get(slot as usize) {
+        Some(SocketSlot::Udp(s)) => s.port,
+        _ => return Err(SocketError::BadDescriptor),
+    };
+    let route = ipv4::route(w, m, *to.ip())?;
+    let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
+    let room = ipv4::room(w, m, &route);
+    let ifc = w.machines[m as usize].ifaces.get(route.iface as usize).copied();
+    if let Some(ifc) = ifc.filter(|_| route.next != ipv4::NextHop::Local) {
+        let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
+        if room < need.min(cap) {
+            let task = current_task(w);
+            w.networks[ifc.net as usize].ports[ifc.port as usize].waiter = task;
+            return Ok(false);
+        }
+    }
+    let Some(mut msg) = payload.take() else { return Ok(true) };
+    let repr = udp::Repr { src_port, dst_port: to.port() };
+    let mut sum = checksum::pseudo_header(route.src, *to.ip(), IpProtocol::Udp, (len + udp::HEADER_LEN) as u32);
+    sum_message(&mut sum, &msg);
+    let header = msg.push_front(udp::HEADER_LEN);
+    repr.emit_header(&mut udp::Packet::new_unchecked(header), route.src, *to.ip(), len, sum);
+    w.stats.udp_sent += 1;
+    ipv4::send(w, m, route, *to.ip(), IpProtocol::Udp, msg);
+    Ok(true)
+}
+
+/// Checks an incoming datagram and queues it on the socket bound to its
+/// destination port.
+pub(crate) fn receive(
+    w: &mut World,
+    m: MachineId,
+    ip_header: &[u8],
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    mut msg: Message,
+) {
+    let Some(header) = msg.front(udp::HEADER_LEN) else {
+        return w.drop_packet(DropReason::Malformed("udp"));
+    };
+    let mut first8 = [0u8; 8];
+    first8.copy_from_slice(header);
+    let packet = udp::Packet::new_unchecked(&first8[..]);
+    let (src_port, dst_port, len, check) = (packet.src_port(), packet.dst_port(), usize::from(packet.len()), packet.checksum());
+    if len < udp::HEADER_LEN || len > msg.len() {
+        return w.drop_packet(DropReason::Malformed("udp"));
+    }
+    msg.truncate(len);
+    if check != 0 {
+        let mut sum = checksum::pseudo_header(src, dst, IpProtocol::Udp, len as u32);
+        sum_message(&mut sum, &msg);
+        if sum.finish() != 0 {
+            return w.drop_packet(DropReason::BadChecksum("udp"));
+        }
+    }
+    let _ = msg.pop_front(udp::HEADER_LEN);
+    let machine = &mut w.machines[m as usize];
+    let from = SocketAddrV4::new(src, src_port);
+    let sock = machine.sockets.iter_mut().find_map(|s| match s {
+        SocketSlot::Udp(u) if u.port == dst_port && u.remote.is_none_or(|r| r == from) => Some(u),
+        _ => None,
+    });
+    let Some(sock) = sock else {
+        if !dst.is_broadcast() && !dst.is_multicast() {
+            super::icmp::send_port_unreachable(w, m, ip_header, &first8);
+        }
+        return w.drop_packet(DropReason::NoSocket);
+    };
+    if sock.rx_bytes + msg.len() > sock.rx_cap {
+        return w.drop_packet(DropReason::SocketBufferFull);
+    }
+    sock.rx_bytes += msg.len();
+    sock.rx.push_back(Datagram { from, payload: msg });
+    let waiter = sock.waiter.take();
+    w.stats.udp_delivered += 1;
+    if let Some(t) = waiter {
+        w.wake(t);
+    }
+}

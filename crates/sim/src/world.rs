@@ -1,0 +1,179 @@
+//! The world: every piece of state of a running simulation, in arenas.
+//!
+//! `World` is owned by one thread. During [`crate::Simulation::run`] it sits
+//! in a thread-local `RefCell`, borrowed for one event or one system call at
+//! a time; application futures are kept outside it so that polling one never
+//! holds a borrow.
+
+use crate::executor::{TaskId, TaskTable};
+use crate::machine::{Group, Machine, MachineId};
+use crate::net::{FrameId, NetId, Network, QueueRef};
+use crate::pcap::PcapSet;
+use crate::report::{DropReason, Stats};
+use elvis_kernel::{EventQueue, Time};
+use elvis_message::Message;
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+/// Something that happens at an instant.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Event {
+    /// Poll an application task.
+    Poll(TaskId),
+    /// A queue finished serializing its head frame.
+    TxDone(QueueRef),
+    /// A frame reached the switch fabric of `net`, coming from `port`.
+    AtSwitch { net: NetId, from: u32, frame: FrameId },
+    /// A frame reached the machine attached to `port` of `net`.
+    /// `from` is the sender's port when its NIC slot is freed by the
+    /// delivery (ideal networks), else `net::NO_PORT`.
+    Deliver { net: NetId, port: u32, frame: FrameId, from: u32 },
+    /// A protocol timer of a machine fired.
+    Timer { machine: MachineId, timer: crate::stack::Timer },
+}
+
+/// The state of a run.
+pub(crate) struct World {
+    pub seed: u64,
+    pub queue: EventQueue<Event>,
+    pub machines: Vec<Machine>,
+    pub groups: Vec<Group>,
+    pub group_by_name: BTreeMap<String, u32>,
+    pub networks: Vec<Network>,
+    /// Frames in flight (queued or propagating), by id.
+    pub frames: slab::Slab<Message>,
+    pub tasks: TaskTable,
+    /// The task being polled (for blocking calls to register themselves).
+    pub current_task: Option<TaskId>,
+    /// The machine whose code is running (for crash attribution).
+    pub current_machine: Option<MachineId>,
+    pub stats: Stats,
+    pub counters: BTreeMap<String, Counter>,
+    pub pcap: PcapSet,
+    /// IPv4 address → machine, for name resolution and static neighbours.
+    pub host_by_ip: FxHashMap<u32, MachineId>,
+    /// Results published by applications.
+    pub metrics: Vec<Metric>,
+    /// Machines that crashed this event and still need cleaning up.
+    pub crashed: Vec<(MachineId, String)>,
+}
+
+/// A value published by an application.
+pub(crate) struct Metric {
+    pub machine: MachineId,
+    pub app: Option<u32>,
+    pub name: String,
+    pub value: f64,
+}
+
+/// A counter shared across machines (the Elvis `capture` app's
+/// `counter=` option).
+#[derive(Default)]
+pub(crate) struct Counter {
+    pub value: u64,
+    pub waiters: Vec<TaskId>,
+}
+
+impl World {
+    pub fn new(seed: u64) -> Self {
+        World {
+            seed,
+            queue: EventQueue::new(),
+            machines: Vec::new(),
+            groups: Vec::new(),
+            group_by_name: BTreeMap::new(),
+            networks: Vec::new(),
+            frames: slab::Slab::new(),
+            tasks: TaskTable::default(),
+            current_task: None,
+            current_machine: None,
+            stats: Stats::default(),
+            counters: BTreeMap::new(),
+            pcap: PcapSet::default(),
+            host_by_ip: FxHashMap::default(),
+            crashed: Vec::new(),
+            metrics: Vec::new(),
+        }
+    }
+
+    /// Returns the current virtual time.
+    pub fn now(&self) -> Time {
+        self.queue.now()
+    }
+
+    /// Marks `task` runnable (once, however often it is woken).
+    pub fn wake(&mut self, task: TaskId) {
+        if self.tasks.mark_queued(task) {
+            self.queue.schedule_now(Event::Poll(task));
+        }
+    }
+
+    /// Counts a dropped packet.
+    pub fn drop_packet(&mut self, reason: DropReason) {
+        self.stats.drop(reason);
+    }
+
+    /// Returns the printable name of a machine (`name` or `name-i`).
+    pub fn machine_name(&self, m: MachineId) -> String {
+        let machine = &self.machines[m as usize];
+        let group = &self.groups[machine.group as usize];
+        group.instance_name(m - group.first)
+    }
+
+    /// Dispatches one non-poll event.
+    pub fn handle(&mut self, event: Event) {
+        match event {
+            Event::Poll(_) => {}
+            Event::TxDone(q) => crate::net::tx_done(self, q),
+            Event::AtSwitch { net, from, frame } => crate::net::at_switch(self, net, from, frame),
+            Event::Deliver { net, port, frame, from } => crate::net::deliver(self, net, port, frame, from),
+            Event::Timer { machine, timer } => {
+                self.current_machine = Some(machine);
+                crate::stack::on_timer(self, machine, timer);
+            }
+        }
+    }
+}
+
+thread_local! {
+    static WORLD: RefCell<Option<World>> = const { RefCell::new(None) };
+}
+
+/// Why the world could not be reached from application code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unavailable {
+    /// No simulation is running on this thread.
+    NotRunning,
+    /// The world is already borrowed (a socket call made from inside
+    /// another one, e.g. from a `Drop` during a system call).
+    Busy,
+}
+
+/// Runs `f` with the running world, if any.
+pub(crate) fn try_with_world<R>(f: impl FnOnce(&mut World) -> R) -> Result<R, Unavailable> {
+    WORLD.with(|cell| {
+        let mut guard = cell.try_borrow_mut().map_err(|_| Unavailable::Busy)?;
+        let world = guard.as_mut().ok_or(Unavailable::NotRunning)?;
+        Ok(f(world))
+    })
+}
+
+/// Puts `world` into this thread's slot for the duration of a run.
+///
+/// Returns the world back if another simulation is already running here.
+pub(crate) fn install(world: World) -> Result<(), World> {
+    WORLD.with(|cell| {
+        let Ok(mut guard) = cell.try_borrow_mut() else { return Err(world) };
+        if guard.is_some() {
+            return Err(world);
+        }
+        *guard = Some(world);
+        Ok(())
+    })
+}
+
+/// Takes the world back out of this thread's slot.
+pub(crate) fn uninstall() -> Option<World> {
+    WORLD.with(|cell| cell.borrow_mut().take())
+}
