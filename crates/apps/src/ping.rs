@@ -36,11 +36,18 @@ impl RttStats {
     /// Computes the statistics of `samples` out of `sent` probes.
     pub fn of(sent: u64, samples: &[u64]) -> RttStats {
         if samples.is_empty() {
-            return RttStats { sent, ..Default::default() };
+            return RttStats {
+                sent,
+                ..Default::default()
+            };
         }
         let n = samples.len() as f64;
         let mean = samples.iter().map(|&s| s as f64).sum::<f64>() / n;
-        let sq = samples.iter().map(|&s| (s as f64) * (s as f64)).sum::<f64>() / n;
+        let sq = samples
+            .iter()
+            .map(|&s| (s as f64) * (s as f64))
+            .sum::<f64>()
+            / n;
         RttStats {
             sent,
             received: samples.len() as u64,
@@ -84,7 +91,10 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     let loss = 100.0 * (stats.sent - stats.received) as f64 / stats.sent.max(1) as f64;
     host.publish("loss_percent", loss);
     if stats.received == 0 {
-        return Err(AppError::new(format!("no reply from {} ({} sent)", cfg.to, stats.sent)));
+        return Err(AppError::new(format!(
+            "no reply from {} ({} sent)",
+            cfg.to, stats.sent
+        )));
     }
     host.publish("rtt_min_ns", stats.min as f64);
     host.publish("rtt_avg_ns", stats.avg as f64);
@@ -94,7 +104,11 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
 }
 
 /// Runs `fut` until virtual time `deadline`; `None` if it did not finish.
-async fn timeout_at<F: std::future::Future>(host: &Host, deadline: Time, fut: F) -> Option<F::Output> {
+async fn timeout_at<F: std::future::Future>(
+    host: &Host,
+    deadline: Time,
+    fut: F,
+) -> Option<F::Output> {
     use std::future::Future;
     use std::pin::pin;
     use std::task::Poll;
@@ -119,7 +133,10 @@ mod test {
     #[test]
     fn rtt_statistics_match_ping_definitions() {
         let s = RttStats::of(4, &[10, 20, 30]);
-        assert_eq!((s.min, s.avg, s.max, s.received, s.sent), (10, 20, 30, 3, 4));
+        assert_eq!(
+            (s.min, s.avg, s.max, s.received, s.sent),
+            (10, 20, 30, 3, 4)
+        );
         // sqrt(mean of squares − square of mean) = sqrt(466.67 − 400) = 8.16
         assert_eq!(s.mdev, 8);
     }

@@ -10,7 +10,7 @@
 
 use crate::{capture, forward, ping, ping_pong, send_message};
 use elvis_scenario::{Loc, Params};
-use elvis_sim::{Host, Message, MachineId, Simulation};
+use elvis_sim::{Host, MachineId, Message, Simulation};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
 use std::time::Duration;
@@ -25,7 +25,11 @@ pub struct ParamError {
 
 impl ParamError {
     fn new(loc: Loc, message: impl Into<String>) -> Self {
-        ParamError { message: message.into(), hint: None, loc }
+        ParamError {
+            message: message.into(),
+            hint: None,
+            loc,
+        }
     }
     fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
@@ -63,10 +67,24 @@ impl AppFactory {
 
 /// The applications [`build`] knows, with their options.
 pub const APPS: &[(&str, &[&str])] = &[
-    ("send_message", &["message", "to", "port", "message_count", "local_port", "size"]),
+    (
+        "send_message",
+        &[
+            "message",
+            "to",
+            "port",
+            "message_count",
+            "local_port",
+            "size",
+            "interval",
+        ],
+    ),
     ("capture", &["message", "port", "message_count", "counter"]),
     ("forward", &["local_port", "to", "remote_port"]),
-    ("ping_pong", &["starter", "to", "local_port", "remote_port", "count"]),
+    (
+        "ping_pong",
+        &["starter", "to", "local_port", "remote_port", "count"],
+    ),
     ("ping", &["to", "count", "interval", "timeout", "size"]),
 ];
 
@@ -79,13 +97,18 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
     let lname = name.to_ascii_lowercase();
     let Some((canon, keys)) = APPS.iter().find(|(n, _)| *n == lname) else {
         let names: Vec<&str> = APPS.iter().map(|(n, _)| *n).collect();
-        return Err(ParamError::new(ctx.loc, format!("unknown application '{name}'"))
-            .hint(format!("known applications: {}", names.join(", "))));
+        return Err(
+            ParamError::new(ctx.loc, format!("unknown application '{name}'"))
+                .hint(format!("known applications: {}", names.join(", "))),
+        );
     };
     for p in params.iter() {
         if p.key != "ip" && p.key != "name" && !keys.contains(&p.key.as_str()) {
-            return Err(ParamError::new(p.loc, format!("application '{canon}' has no option '{}'", p.key))
-                .hint(format!("its options are: ip, {}", keys.join(", "))));
+            return Err(ParamError::new(
+                p.loc,
+                format!("application '{canon}' has no option '{}'", p.key),
+            )
+            .hint(format!("its options are: ip, {}", keys.join(", "))));
         }
     }
     let o = Opts { params, ctx };
@@ -93,7 +116,9 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "send_message" => {
             let message = match (params.get("size"), params.get("message")) {
                 (Some(size), _) => Message::zeros(o.size(size)?),
-                (None, Some(m)) => Message::from_bytes(bytes::Bytes::from(m.value.clone().into_bytes())),
+                (None, Some(m)) => {
+                    Message::from_bytes(bytes::Bytes::from(m.value.clone().into_bytes()))
+                }
                 (None, None) => Message::from_static(b"Hello!"),
             };
             let cfg = Rc::new(send_message::Config {
@@ -101,6 +126,10 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                 to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
                 count: o.u64_or("message_count", 1)?,
                 local_port: o.port_or("local_port", 0)?,
+                interval: match params.get("interval") {
+                    None => None,
+                    Some(_) => Some(o.duration_or("interval", Duration::ZERO)?),
+                },
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
@@ -111,7 +140,9 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             let cfg = Rc::new(capture::Config {
                 port: o.port("port")?,
                 count: o.u64_or("message_count", 1)?,
-                expect: params.value("message").map(|m| Message::from_bytes(bytes::Bytes::from(m.as_bytes().to_vec()))),
+                expect: params
+                    .value("message")
+                    .map(|m| Message::from_bytes(bytes::Bytes::from(m.as_bytes().to_vec()))),
                 counter: params.value("counter").map(str::to_string),
             });
             factory(canon, false, move |sim, m| {
@@ -161,8 +192,16 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
     Ok(f)
 }
 
-fn factory(name: &'static str, daemon: bool, f: impl Fn(&mut Simulation, MachineId) + 'static) -> AppFactory {
-    AppFactory { name, daemon, spawn: Rc::new(f) }
+fn factory(
+    name: &'static str,
+    daemon: bool,
+    f: impl Fn(&mut Simulation, MachineId) + 'static,
+) -> AppFactory {
+    AppFactory {
+        name,
+        daemon,
+        spawn: Rc::new(f),
+    }
 }
 
 /// Typed access to options with located errors.
@@ -177,16 +216,18 @@ impl Opts<'_> {
     }
 
     fn required(&self, key: &str) -> Result<&elvis_scenario::Param, ParamError> {
-        self.params
-            .get(key)
-            .ok_or_else(|| ParamError::new(self.ctx.loc, format!("missing option '{key}'")).hint(format!("add {key}='…'")))
+        self.params.get(key).ok_or_else(|| {
+            ParamError::new(self.ctx.loc, format!("missing option '{key}'"))
+                .hint(format!("add {key}='…'"))
+        })
     }
 
     fn host(&self, key: &str) -> Result<Ipv4Addr, ParamError> {
         let p = self.required(key)?;
         (self.ctx.resolve)(&p.value).ok_or_else(|| {
-            ParamError::new(p.loc, format!("unknown machine '{}'", p.value))
-                .hint("use a machine name (name, or name-N for counted machines) or an IPv4 address")
+            ParamError::new(p.loc, format!("unknown machine '{}'", p.value)).hint(
+                "use a machine name (name, or name-N for counted machines) or an IPv4 address",
+            )
         })
     }
 
@@ -206,7 +247,8 @@ impl Opts<'_> {
         match self.params.get(key) {
             None => Ok(default),
             Some(p) => p.value.trim().parse().map_err(|_| {
-                ParamError::new(p.loc, format!("'{}' is not a whole number", p.value)).hint(format!("{key}='10'"))
+                ParamError::new(p.loc, format!("'{}' is not a whole number", p.value))
+                    .hint(format!("{key}='10'"))
             }),
         }
     }
@@ -217,7 +259,10 @@ impl Opts<'_> {
             Some(p) => match p.value.to_ascii_lowercase().as_str() {
                 "true" | "yes" | "1" => Ok(true),
                 "false" | "no" | "0" => Ok(false),
-                _ => Err(ParamError::new(p.loc, format!("'{}' is not true or false", p.value))),
+                _ => Err(ParamError::new(
+                    p.loc,
+                    format!("'{}' is not true or false", p.value),
+                )),
             },
         }
     }

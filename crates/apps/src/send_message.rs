@@ -17,12 +17,19 @@ pub struct Config {
     pub count: u64,
     /// Local port (0 = ephemeral).
     pub local_port: u16,
+    /// Pause between two messages (none by default: back to back).
+    pub interval: Option<std::time::Duration>,
 }
 
 /// Sends the configured messages, waiting whenever the NIC is full.
 pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     let sock = host.udp_bind(cfg.local_port)?;
-    for _ in 0..cfg.count {
+    for i in 0..cfg.count {
+        if i > 0 {
+            if let Some(d) = cfg.interval {
+                host.sleep(d).await;
+            }
+        }
         sock.send_to(cfg.message.clone(), cfg.to).await?;
     }
     Ok(())

@@ -105,7 +105,12 @@ fn main() {
         Cmd::HighBandwidth { n, messages } => elvis_file("high-bandwidth", n, messages),
         Cmd::Instantiation { n, processes } => instantiation(n, processes),
         Cmd::Engine { hops, packets } => engine(hops, packets),
-        Cmd::Sweep { scenario, ns, messages, out } => return sweep(&scenario, &ns, messages, out.as_deref()),
+        Cmd::Sweep {
+            scenario,
+            ns,
+            messages,
+            out,
+        } => return sweep(&scenario, &ns, messages, out.as_deref()),
     };
     m.wall_s = start.elapsed().as_secs_f64();
     m.peak_rss_bytes = elvis_sim::report::peak_rss_bytes();
@@ -149,9 +154,12 @@ fn instantiation(n: u64, processes: u64) -> Measurement {
     let t0 = Instant::now();
     let mut sim = Simulation::new(1);
     let lan = sim.add_network(NetworkConfig::ideal("lan"));
-    let first = sim.add_group("m", Some(n as u32), Protocols::UDP).expect("fresh group");
+    let first = sim
+        .add_group("m", Some(n as u32), Protocols::UDP)
+        .expect("fresh group");
     for i in 0..n as u32 {
-        sim.attach(first + i, lan, Ipv4Addr::from(0x0a00_0000 + i + 1)).expect("unique address");
+        sim.attach(first + i, lan, Ipv4Addr::from(0x0a00_0000 + i + 1))
+            .expect("unique address");
         sim.spawn(first + i, "start", |h: Host| async move {
             let _sock = h.udp_bind(7)?;
             Ok(())
@@ -162,7 +170,10 @@ fn instantiation(n: u64, processes: u64) -> Measurement {
     let t1 = Instant::now();
     let mut spawned = 0;
     for _ in 0..processes {
-        if Process::new("/bin/true").status().is_ok_and(|s| s.success()) {
+        if Process::new("/bin/true")
+            .status()
+            .is_ok_and(|s| s.success())
+        {
             spawned += 1;
         }
     }
@@ -189,9 +200,16 @@ fn engine(hops: u32, packets: u64) -> Measurement {
     let t0 = Instant::now();
     let mut sim = Simulation::new(1);
     let links: Vec<u32> = (0..hops)
-        .map(|i| sim.add_network(NetworkConfig { kind: elvis_sim::NetworkKind::Link, ..NetworkConfig::ideal(format!("l{i}")).with_rate(10_000_000_000, 1_000) }))
+        .map(|i| {
+            sim.add_network(NetworkConfig {
+                kind: elvis_sim::NetworkKind::Link,
+                ..NetworkConfig::ideal(format!("l{i}")).with_rate(10_000_000_000, 1_000)
+            })
+        })
         .collect();
-    let first = sim.add_group("node", Some(hops + 1), Protocols::UDP).expect("fresh group");
+    let first = sim
+        .add_group("node", Some(hops + 1), Protocols::UDP)
+        .expect("fresh group");
     let addr = |link: u32, side: u32| Ipv4Addr::from(0x0a00_0000 + (link << 2) + side + 1);
     for (i, &l) in links.iter().enumerate() {
         let i = i as u32;
@@ -257,7 +275,10 @@ fn sweep(scenario: &str, ns: &[u64], messages: u64, out: Option<&std::path::Path
         let wall = t0.elapsed();
         let line = String::from_utf8_lossy(&output.stdout);
         let Ok(mut m) = serde_json::from_str::<Measurement>(line.trim()) else {
-            println!("| {scenario} | {n} | | child failed: {} | | | | | | no |", String::from_utf8_lossy(&output.stderr).trim());
+            println!(
+                "| {scenario} | {n} | | child failed: {} | | | | | | no |",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
             continue;
         };
         m.wall_s = wall.as_secs_f64();
@@ -274,7 +295,11 @@ fn sweep(scenario: &str, ns: &[u64], messages: u64, out: Option<&std::path::Path
         );
         if let Some(path) = out {
             use std::io::Write;
-            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
                 let _ = writeln!(f, "{}", serde_json::to_string(&m).unwrap_or_default());
             }
         }

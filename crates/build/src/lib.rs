@@ -48,12 +48,20 @@ impl std::error::Error for BuildError {}
 
 impl From<ParamError> for BuildError {
     fn from(e: ParamError) -> Self {
-        BuildError { message: e.message, hint: e.hint, loc: e.loc }
+        BuildError {
+            message: e.message,
+            hint: e.hint,
+            loc: e.loc,
+        }
     }
 }
 
 fn err(loc: Loc, message: impl Into<String>) -> BuildError {
-    BuildError { message: message.into(), hint: None, loc }
+    BuildError {
+        message: message.into(),
+        hint: None,
+        loc,
+    }
 }
 
 /// A built simulation and the settings it should run with.
@@ -111,7 +119,9 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
     let mut groups = Vec::new();
     for g in &scenario.machines {
         let protocols = protocols(g)?;
-        let first = sim.add_group(&g.name, g.count, protocols).map_err(|e| err(g.loc, e.to_string()))?;
+        let first = sim
+            .add_group(&g.name, g.count, protocols)
+            .map_err(|e| err(g.loc, e.to_string()))?;
         groups.push((g.name.clone(), first, g.instances()));
         let own_ips = claimed_ips(g)?;
         for i in 0..g.instances() {
@@ -129,7 +139,8 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
                     Some(ip) if pool.lists(ip) || g.networks.len() == 1 || k == 0 => ip,
                     _ => pool.next(),
                 };
-                sim.attach(first + i, net, ip).map_err(|e| err(r.loc, format!("machine '{}': {e}", g.name)))?;
+                sim.attach(first + i, net, ip)
+                    .map_err(|e| err(r.loc, format!("machine '{}': {e}", g.name)))?;
             }
         }
     }
@@ -138,13 +149,23 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
         if spec.kind == NetworkKind::Link {
             let ports = groups_on(scenario, &spec.id);
             if ports != 2 {
-                return Err(err(spec.loc, format!("link '{}' joins {ports} machine(s); a link joins exactly 2", spec.id))
-                    .with_hint("use type='switch' for a LAN"));
+                return Err(err(
+                    spec.loc,
+                    format!(
+                        "link '{}' joins {ports} machine(s); a link joins exactly 2",
+                        spec.id
+                    ),
+                )
+                .with_hint("use type='switch' for a LAN"));
             }
         }
     }
     spawn_apps(&mut sim, scenario, &groups)?;
-    Ok(Built { sim, until: scenario.sim.until.map(Time::from_nanos), groups })
+    Ok(Built {
+        sim,
+        until: scenario.sim.until.map(Time::from_nanos),
+        groups,
+    })
 }
 
 impl BuildError {
@@ -158,13 +179,19 @@ fn groups_on(scenario: &Scenario, net: &str) -> u64 {
     scenario
         .machines
         .iter()
-        .map(|g| u64::from(g.instances()) * g.networks.iter().filter(|r| r.name == net).count() as u64)
+        .map(|g| {
+            u64::from(g.instances()) * g.networks.iter().filter(|r| r.name == net).count() as u64
+        })
         .sum()
 }
 
 /// Returns the protocols a group asks for.
 fn protocols(g: &MachineGroup) -> Result<Protocols, BuildError> {
-    let mut p = Protocols { udp: false, arp: false, tcp: false };
+    let mut p = Protocols {
+        udp: false,
+        arp: false,
+        tcp: false,
+    };
     for spec in &g.protocols {
         match spec.name.to_ascii_lowercase().as_str() {
             "ipv4" | "icmp" | "ethernet" => {}
@@ -175,7 +202,8 @@ fn protocols(g: &MachineGroup) -> Result<Protocols, BuildError> {
                     .with_hint("this version simulates IPv4, ICMP, UDP and ARP"))
             }
             other => {
-                return Err(err(spec.loc, format!("unknown protocol '{other}'")).with_hint("known: IPv4, UDP, ARP, ICMP"))
+                return Err(err(spec.loc, format!("unknown protocol '{other}'"))
+                    .with_hint("known: IPv4, UDP, ARP, ICMP"))
             }
         }
     }
@@ -188,7 +216,9 @@ fn protocols(g: &MachineGroup) -> Result<Protocols, BuildError> {
 fn claimed_ips(g: &MachineGroup) -> Result<Vec<(Option<u32>, (Ipv4Addr, Loc))>, BuildError> {
     let mut out = Vec::new();
     for app in &g.applications {
-        let Some(p) = app.params.get("ip") else { continue };
+        let Some(p) = app.params.get("ip") else {
+            continue;
+        };
         if p.value.contains('{') {
             for i in 0..g.instances() {
                 let v = interpolate(&p.value, i, &instance_name(g, i));
@@ -207,7 +237,9 @@ fn claimed_ips(g: &MachineGroup) -> Result<Vec<(Option<u32>, (Ipv4Addr, Loc))>, 
 }
 
 fn parse_ip(v: &str, loc: Loc) -> Result<Ipv4Addr, BuildError> {
-    v.trim().parse().map_err(|_| err(loc, format!("'{v}' is not an IPv4 address")).with_hint("write it as a.b.c.d"))
+    v.trim().parse().map_err(|_| {
+        err(loc, format!("'{v}' is not an IPv4 address")).with_hint("write it as a.b.c.d")
+    })
 }
 
 fn instance_name(g: &MachineGroup, i: u32) -> String {
@@ -230,18 +262,27 @@ struct Pool {
     cursor: u64,
     skip: rustc_hash::FxHashSet<u32>,
     auto: u32,
-    taken: rustc_hash::FxHashSet<u32>,
 }
 
 impl Pool {
     fn new(spec: &elvis_scenario::NetworkSpec) -> Self {
-        let listed: Vec<(u32, u32)> = spec.addresses.iter().map(|a| (u32::from(a.first), u32::from(a.last))).collect();
+        let listed: Vec<(u32, u32)> = spec
+            .addresses
+            .iter()
+            .map(|a| (u32::from(a.first), u32::from(a.last)))
+            .collect();
         let auto = match (listed.iter().map(|r| r.1).max(), spec.subnet) {
             (Some(last), _) => last,
             (None, Some((base, _))) => u32::from(base),
             (None, None) => u32::from(Ipv4Addr::new(10, 0, 0, 0)),
         };
-        Pool { listed, range: 0, cursor: 0, skip: Default::default(), auto, taken: Default::default() }
+        Pool {
+            listed,
+            range: 0,
+            cursor: 0,
+            skip: Default::default(),
+            auto,
+        }
     }
 
     fn lists(&self, ip: Ipv4Addr) -> bool {
@@ -261,28 +302,38 @@ impl Pool {
             }
             self.cursor += 1;
             let ip = ip as u32;
-            if !self.skip.contains(&ip) && self.taken.insert(ip) {
+            if !self.skip.contains(&ip) {
                 return Ipv4Addr::from(ip);
             }
         }
         loop {
             self.auto = self.auto.wrapping_add(1);
             let last = self.auto & 0xff;
-            if last == 0 || last == 255 || self.skip.contains(&self.auto) || self.lists(Ipv4Addr::from(self.auto)) {
+            if last == 0
+                || last == 255
+                || self.skip.contains(&self.auto)
+                || self.lists(Ipv4Addr::from(self.auto))
+            {
                 continue;
             }
-            if self.taken.insert(self.auto) {
-                return Ipv4Addr::from(self.auto);
-            }
+            return Ipv4Addr::from(self.auto);
         }
     }
 }
 
 /// Checks every application and spawns it on its machines.
-fn spawn_apps(sim: &mut Simulation, scenario: &Scenario, groups: &[(String, u32, u32)]) -> Result<(), BuildError> {
+fn spawn_apps(
+    sim: &mut Simulation,
+    scenario: &Scenario,
+    groups: &[(String, u32, u32)],
+) -> Result<(), BuildError> {
     // Name → address, for `to=` options (resolved once, at build time).
-    let names: BTreeMap<String, (u32, u32, bool)> =
-        scenario.machines.iter().zip(groups).map(|(g, (n, first, len))| (n.clone(), (*first, *len, g.count.is_some()))).collect();
+    let names: BTreeMap<String, (u32, u32, bool)> = scenario
+        .machines
+        .iter()
+        .zip(groups)
+        .map(|(g, (n, first, len))| (n.clone(), (*first, *len, g.count.is_some())))
+        .collect();
     let addresses = sim.primary_addresses();
     let resolve = |name: &str| -> Option<Ipv4Addr> {
         if let Ok(ip) = name.trim().parse::<Ipv4Addr>() {
@@ -305,7 +356,10 @@ fn spawn_apps(sim: &mut Simulation, scenario: &Scenario, groups: &[(String, u32,
     for (g, (_, first, len)) in scenario.machines.iter().zip(groups) {
         for app in &g.applications {
             let per_instance = app.params.iter().any(|p| p.value.contains('{'));
-            let ctx = BuildCtx { resolve: &resolve, loc: app.loc };
+            let ctx = BuildCtx {
+                resolve: &resolve,
+                loc: app.loc,
+            };
             if per_instance {
                 for i in 0..*len {
                     let params = instance_params(app, i, &instance_name(g, i));
@@ -327,7 +381,11 @@ fn instance_params(app: &AppSpec, i: u32, name: &str) -> Params {
     Params(
         app.params
             .iter()
-            .map(|p| Param { key: p.key.clone(), value: interpolate(&p.value, i, name), loc: p.loc })
+            .map(|p| Param {
+                key: p.key.clone(),
+                value: interpolate(&p.value, i, name),
+                loc: p.loc,
+            })
             .collect(),
     )
 }

@@ -27,7 +27,11 @@ use std::time::Duration;
 const DEFAULT_SCENARIO: &str = include_str!("../../../examples/ndl/default.ndl");
 
 #[derive(Parser)]
-#[command(name = "elvis", version, about = "A deterministic virtual Internet on one machine")]
+#[command(
+    name = "elvis",
+    version,
+    about = "A deterministic virtual Internet on one machine"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -112,9 +116,17 @@ fn load(file: Option<&Path>) -> Result<(String, String, elvis_scenario::Scenario
     }
 }
 
-fn build(name: &str, source: &str, scenario: &elvis_scenario::Scenario, seed: Option<u64>) -> Result<elvis_build::Built, ExitCode> {
+fn build(
+    name: &str,
+    source: &str,
+    scenario: &elvis_scenario::Scenario,
+    seed: Option<u64>,
+) -> Result<elvis_build::Built, ExitCode> {
     elvis_build::build(scenario, seed).map_err(|e| {
-        eprint!("{}", render::located(name, source, e.loc, &e.message, e.hint.as_deref()));
+        eprint!(
+            "{}",
+            render::located(name, source, e.loc, &e.message, e.hint.as_deref())
+        );
         ExitCode::from(status::BAD_INPUT)
     })
 }
@@ -138,7 +150,12 @@ fn check(file: &Path) -> ExitCode {
 }
 
 fn run(args: RunArgs) -> ExitCode {
-    let until = match args.until.as_deref().map(elvis_ndl::parse_duration_ns).transpose() {
+    let until = match args
+        .until
+        .as_deref()
+        .map(elvis_ndl::parse_duration_ns)
+        .transpose()
+    {
         Ok(u) => u.map(Time::from_nanos),
         Err(e) => {
             eprintln!("error: --until: {e} (hint: write e.g. --until 10s or --until 250ms)");
@@ -168,7 +185,9 @@ fn run(args: RunArgs) -> ExitCode {
         );
         std::process::exit(i32::from(status::WATCHDOG));
     });
-    let limits = RunLimits { until: until.or(built.until) };
+    let limits = RunLimits {
+        until: until.or(built.until),
+    };
     let mut bar: Option<indicatif::ProgressBar> = None;
     let quiet = args.quiet;
     let mut on_progress = |p: &Progress| {
@@ -181,7 +200,12 @@ fn run(args: RunArgs) -> ExitCode {
             b
         });
         let rate = p.events as f64 / p.wall.as_secs_f64().max(1e-9);
-        b.set_message(format!("sim time {}  events {}  {:.2} M events/s", p.sim_time, p.events, rate / 1e6));
+        b.set_message(format!(
+            "sim time {}  events {}  {:.2} M events/s",
+            p.sim_time,
+            p.events,
+            rate / 1e6
+        ));
         b.tick();
     };
     let report = built.sim.run_with(limits, &mut on_progress);
@@ -209,7 +233,10 @@ fn run(args: RunArgs) -> ExitCode {
         }
     }
     match code {
-        status::FAILED => eprintln!("error: {} application(s) failed or crashed (see problems above)", report.failures()),
+        status::FAILED => eprintln!(
+            "error: {} application(s) failed or crashed (see problems above)",
+            report.failures()
+        ),
         status::WAITING => eprintln!(
             "error: {} application(s) still waiting when the run ended at {} ({})",
             report.waiting(),

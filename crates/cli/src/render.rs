@@ -13,7 +13,10 @@ pub fn located(file: &str, source: &str, loc: Loc, message: &str, hint: Option<&
         out.push('\n');
         return out;
     }
-    out.push_str(&format!("{file}:{}:{}: error: {message}", loc.line, loc.col));
+    out.push_str(&format!(
+        "{file}:{}:{}: error: {message}",
+        loc.line, loc.col
+    ));
     if let Some(h) = hint {
         out.push_str(&format!(" (hint: {h})"));
     }
@@ -22,15 +25,27 @@ pub fn located(file: &str, source: &str, loc: Loc, message: &str, hint: Option<&
         let gutter = loc.line.to_string().len();
         let text = text.replace('\t', "    ");
         let col = source.lines().nth(loc.line as usize - 1).map_or(0, |l| {
-            l.chars().take(loc.col.saturating_sub(1) as usize).map(|c| if c == '\t' { 4 } else { 1 }).sum::<usize>()
+            l.chars()
+                .take(loc.col.saturating_sub(1) as usize)
+                .map(|c| if c == '\t' { 4 } else { 1 })
+                .sum::<usize>()
         });
-        let width = (loc.len as usize).max(1).min(text.len().saturating_sub(col).max(1));
-        out.push_str(&format!("{:gutter$} |\n{} | {text}\n{:gutter$} | {}{}\n", "", loc.line, "", " ".repeat(col), "^".repeat(width)));
+        let width = (loc.len as usize)
+            .max(1)
+            .min(text.len().saturating_sub(col).max(1));
+        out.push_str(&format!(
+            "{:gutter$} |\n{} | {text}\n{:gutter$} | {}{}\n",
+            "",
+            loc.line,
+            "",
+            " ".repeat(col),
+            "^".repeat(width)
+        ));
     }
     out
 }
 
 /// Renders an NDL parse error.
 pub fn ndl_error(e: &elvis_ndl::NdlError, source: &str) -> String {
-    located(e.file(), source, e.loc(), e.message(), e.hint())
+    located(&e.file, source, e.loc, &e.message, e.hint.as_deref())
 }

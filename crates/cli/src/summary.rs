@@ -20,18 +20,45 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
     let p = &r.performance;
     let _ = writeln!(s, "== elvis run: {name} (seed {}) ==", r.seed);
     let _ = writeln!(s, "  simulated time   {}", Time::from_nanos(r.sim_time_ns));
-    let _ = writeln!(s, "  wall time        {:.3} s run + {:.3} s build", p.wall_time_s, build.as_secs_f64());
-    let _ = writeln!(s, "  events           {} ({}events/s)", r.events, si(p.events_per_s));
-    let _ = writeln!(s, "  peak memory      {:.1} MiB", p.peak_rss_bytes as f64 / 1048576.0);
+    let _ = writeln!(
+        s,
+        "  wall time        {:.3} s run + {:.3} s build",
+        p.wall_time_s,
+        build.as_secs_f64()
+    );
+    let _ = writeln!(
+        s,
+        "  events           {} ({}events/s)",
+        r.events,
+        si(p.events_per_s)
+    );
+    let _ = writeln!(
+        s,
+        "  peak memory      {:.1} MiB",
+        p.peak_rss_bytes as f64 / 1048576.0
+    );
     let _ = writeln!(s, "  machines         {}", r.machines);
     let k = &r.packets;
-    let _ = writeln!(s, "  frames           {} sent, {} delivered", k.frames_sent, k.frames_delivered);
-    let _ = writeln!(s, "  UDP datagrams    {} sent, {} delivered", k.udp_sent, k.udp_delivered);
+    let _ = writeln!(
+        s,
+        "  frames           {} sent, {} delivered",
+        k.frames_sent, k.frames_delivered
+    );
+    let _ = writeln!(
+        s,
+        "  UDP datagrams    {} sent, {} delivered",
+        k.udp_sent, k.udp_delivered
+    );
     if k.dropped_total == 0 {
         let _ = writeln!(s, "  dropped          0");
     } else {
         let reasons: Vec<String> = k.dropped.iter().map(|(r, n)| format!("{r} {n}")).collect();
-        let _ = writeln!(s, "  dropped          {} ({})", k.dropped_total, reasons.join(", "));
+        let _ = writeln!(
+            s,
+            "  dropped          {} ({})",
+            k.dropped_total,
+            reasons.join(", ")
+        );
     }
     let _ = writeln!(s, "  applications");
     for a in &r.applications {
@@ -43,15 +70,38 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
             parts.push(format!("{} CRASHED", a.crashed));
         }
         if a.waiting > 0 {
-            parts.push(format!("{} {}", a.waiting, if a.daemon { "running (daemon)" } else { "STILL WAITING" }));
+            parts.push(format!(
+                "{} {}",
+                a.waiting,
+                if a.daemon {
+                    "running (daemon)"
+                } else {
+                    "STILL WAITING"
+                }
+            ));
         }
-        let _ = writeln!(s, "    {:<14} on {:<16} x{:<8} {}", a.application, a.group, a.instances, parts.join(", "));
+        let _ = writeln!(
+            s,
+            "    {:<14} on {:<16} x{:<8} {}",
+            a.application,
+            a.group,
+            a.instances,
+            parts.join(", ")
+        );
     }
     for m in r.metrics.iter().take(20) {
-        let _ = writeln!(s, "    {:<14} on {:<16} {} = {}", m.application, m.machine, m.name, m.value);
+        let _ = writeln!(
+            s,
+            "    {:<14} on {:<16} {} = {}",
+            m.application, m.machine, m.name, m.value
+        );
     }
     for pr in r.problems.iter().take(10) {
-        let _ = writeln!(s, "  ! {} ({}): {:?}: {}", pr.machine, pr.application, pr.state, pr.message);
+        let _ = writeln!(
+            s,
+            "  ! {} ({}): {:?}: {}",
+            pr.machine, pr.application, pr.state, pr.message
+        );
     }
     if r.problems.len() > 10 {
         let _ = writeln!(s, "  ! … {} more in the report", r.problems.len() - 10);

@@ -101,7 +101,11 @@ impl<E> EventQueue<E> {
         let seq = self.lane_seq[idx];
         self.lane_seq[idx] = seq.wrapping_add(1);
         let key = (u64::from(lane) << 32) | u64::from(seq);
-        self.heap.push(Entry { time: time.0, key, event });
+        self.heap.push(Entry {
+            time: time.0,
+            key,
+            event,
+        });
     }
 
     /// Schedules `event` at the current instant, after everything already
@@ -114,7 +118,8 @@ impl<E> EventQueue<E> {
     /// when a run stops at a time limit). Does nothing if `t` is in the past
     /// or an event is due earlier.
     pub fn advance_to(&mut self, t: Time) {
-        if t > self.now && self.present.is_empty() && self.heap.peek().is_none_or(|e| e.time >= t.0) {
+        if t > self.now && self.present.is_empty() && self.heap.peek().is_none_or(|e| e.time >= t.0)
+        {
             self.now = t;
         }
     }

@@ -38,8 +38,14 @@ mod test {
 
     #[test]
     fn the_same_seed_gives_the_same_stream() {
-        let a: Vec<u64> = (0..4).map(|_| 0).scan(stream(7, StreamKind::Machine, 3), |r, _| Some(r.random())).collect();
-        let b: Vec<u64> = (0..4).map(|_| 0).scan(stream(7, StreamKind::Machine, 3), |r, _| Some(r.random())).collect();
+        let a: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(stream(7, StreamKind::Machine, 3), |r, _| Some(r.random()))
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(stream(7, StreamKind::Machine, 3), |r, _| Some(r.random()))
+            .collect();
         assert_eq!(a, b);
     }
 

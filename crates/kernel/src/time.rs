@@ -77,7 +77,12 @@ impl fmt::Display for Time {
         if *self == Time::MAX {
             return f.write_str("never");
         }
-        write!(f, "{}.{:09}s", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09}s",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 

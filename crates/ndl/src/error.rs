@@ -72,7 +72,13 @@ pub struct NdlError {
 
 impl NdlError {
     pub(crate) fn new(kind: ErrorKind, loc: Loc, message: impl Into<String>) -> Self {
-        NdlError { file: String::new(), loc, kind, message: message.into(), hint: None }
+        NdlError {
+            file: String::new(),
+            loc,
+            kind,
+            message: message.into(),
+            hint: None,
+        }
     }
 
     pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
@@ -90,7 +96,10 @@ impl NdlError {
     ///
     /// `source` must be the text the error came from.
     pub fn render_fancy(&self, source: &str) -> String {
-        let fancy = Fancy { err: self, src: NamedSource::new(&self.file, source.to_string()) };
+        let fancy = Fancy {
+            err: self,
+            src: NamedSource::new(&self.file, source.to_string()),
+        };
         let mut out = String::new();
         let handler = GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor());
         if handler.render_report(&mut out, &fancy).is_err() {
@@ -123,7 +132,9 @@ impl Diagnostic for NdlError {
     }
 
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.hint.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
+        self.hint
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
@@ -135,7 +146,11 @@ fn label(err: &NdlError) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
     if !err.loc.is_known() {
         return None;
     }
-    let span = LabeledSpan::new(Some("here".into()), err.loc.offset as usize, err.loc.len as usize);
+    let span = LabeledSpan::new(
+        Some("here".into()),
+        err.loc.offset as usize,
+        err.loc.len as usize,
+    );
     Some(Box::new(std::iter::once(span)))
 }
 

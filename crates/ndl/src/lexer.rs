@@ -18,15 +18,21 @@ use crate::SourceMap;
 /// # Errors
 /// Unterminated quotes or blocks, stray text, bad indentation and keys
 /// given twice in one block.
-pub fn lex(src: &str, map: &SourceMap) -> Result<Vec<Block>, NdlError> {
-    Lexer { src, b: src.as_bytes(), pos: 0, map }.run()
+pub fn lex(src: &str, map: &SourceMap<'_>) -> Result<Vec<Block>, NdlError> {
+    Lexer {
+        src,
+        b: src.as_bytes(),
+        pos: 0,
+        map,
+    }
+    .run()
 }
 
 struct Lexer<'a> {
     src: &'a str,
     b: &'a [u8],
     pos: usize,
-    map: &'a SourceMap,
+    map: &'a SourceMap<'a>,
 }
 
 fn is_ident(c: u8) -> bool {
@@ -53,12 +59,22 @@ impl Lexer<'_> {
 
     /// Returns a span covering the character at `pos` (empty at EOF).
     fn here(&self) -> Span {
-        let len = self.src.get(self.pos..).and_then(|s| s.chars().next()).map_or(0, char::len_utf8);
-        Span { start: self.pos, end: self.pos + len }
+        let len = self
+            .src
+            .get(self.pos..)
+            .and_then(|s| s.chars().next())
+            .map_or(0, char::len_utf8);
+        Span {
+            start: self.pos,
+            end: self.pos + len,
+        }
     }
 
     fn run(mut self) -> Result<Vec<Block>, NdlError> {
         let mut out = Vec::new();
+        if self.src.starts_with('\u{feff}') {
+            self.pos = '\u{feff}'.len_utf8(); // A byte-order mark.
+        }
         while self.pos < self.b.len() {
             let (depth, indent) = self.indentation()?;
             match self.peek() {
@@ -67,8 +83,11 @@ impl Lexer<'_> {
                 Some(b'#') => self.skip_line(),
                 Some(b'/') if self.b.get(self.pos + 1) == Some(&b'/') => self.skip_line(),
                 Some(b'[') => {
-                    if indent.end - indent.start > 0 && depth.1 != 0 {
-                        let msg = format!("indentation has {} stray space(s) (not a multiple of four)", depth.1);
+                    if depth.1 != 0 {
+                        let msg = format!(
+                            "indentation has {} stray space(s) (not a multiple of four)",
+                            depth.1
+                        );
                         return Err(self
                             .err(ErrorKind::Indentation, indent, msg)
                             .hint("indent with tabs, or with exactly four spaces per level"));
@@ -95,9 +114,16 @@ impl Lexer<'_> {
         while let Some(c) = self.peek() {
             match c {
                 b'\t' if spaces != 0 => {
-                    let span = Span { start, end: self.pos + 1 };
+                    let span = Span {
+                        start,
+                        end: self.pos + 1,
+                    };
                     return Err(self
-                        .err(ErrorKind::Indentation, span, "a tab follows spaces that are not a multiple of four")
+                        .err(
+                            ErrorKind::Indentation,
+                            span,
+                            "a tab follows spaces that are not a multiple of four",
+                        )
                         .hint("indent with tabs, or with exactly four spaces per level"));
                 }
                 b'\t' => depth += 1,
@@ -113,7 +139,13 @@ impl Lexer<'_> {
             }
             self.pos += 1;
         }
-        Ok(((depth, spaces), Span { start, end: self.pos }))
+        Ok((
+            (depth, spaces),
+            Span {
+                start,
+                end: self.pos,
+            },
+        ))
     }
 
     fn skip_line(&mut self) {
@@ -150,7 +182,9 @@ impl Lexer<'_> {
             }
             Some(_) => {
                 let msg = format!("unexpected {} after the end of the block", self.found());
-                Err(self.err(ErrorKind::Syntax, self.here(), msg).hint("put each block on its own line"))
+                Err(self
+                    .err(ErrorKind::Syntax, self.here(), msg)
+                    .hint("put each block on its own line"))
             }
         }
     }
@@ -160,8 +194,14 @@ impl Lexer<'_> {
         while self.peek().is_some_and(is_ident) {
             self.pos += 1;
         }
-        let span = Span { start, end: self.pos };
-        Spanned { node: self.src[start..self.pos].to_string(), span }
+        let span = Span {
+            start,
+            end: self.pos,
+        };
+        Spanned {
+            node: self.src[start..self.pos].to_string(),
+            span,
+        }
     }
 
     /// Reads one block starting at its `[`.
@@ -172,7 +212,9 @@ impl Lexer<'_> {
         let keyword = self.ident();
         if keyword.node.is_empty() {
             let msg = format!("expected a keyword after `[`, found {}", self.found());
-            return Err(self.err(ErrorKind::Syntax, self.here(), msg).hint("blocks look like [Keyword key='value']"));
+            return Err(self
+                .err(ErrorKind::Syntax, self.here(), msg)
+                .hint("blocks look like [Keyword key='value']"));
         }
         let mut params: Vec<Param> = Vec::new();
         loop {
@@ -196,24 +238,43 @@ impl Lexer<'_> {
                 }
             }
         }
-        Ok(Block { keyword, params, children: Vec::new(), depth, span: Span { start: open, end: self.pos } })
+        Ok(Block {
+            keyword,
+            params,
+            children: Vec::new(),
+            depth,
+            span: Span {
+                start: open,
+                end: self.pos,
+            },
+        })
     }
 
     fn unclosed(&self, open: usize, keyword: &Spanned<String>) -> NdlError {
-        let span = Span { start: open, end: keyword.span.end };
+        let span = Span {
+            start: open,
+            end: keyword.span.end,
+        };
         let msg = format!("block `[{}` is never closed", keyword.node);
-        self.err(ErrorKind::Syntax, span, msg).hint("add `]` at the end of the block")
+        self.err(ErrorKind::Syntax, span, msg)
+            .hint("add `]` at the end of the block")
     }
 
     fn check_duplicate(&self, params: &[Param], p: &Param) -> Result<(), NdlError> {
-        let Some(first) = params.iter().find(|q| q.key.node.eq_ignore_ascii_case(&p.key.node)) else {
+        let Some(first) = params
+            .iter()
+            .find(|q| q.key.node.eq_ignore_ascii_case(&p.key.node))
+        else {
             return Ok(());
         };
         let at = self.map.loc(first.key.span);
         let msg = format!("key `{}` is given twice in one block", p.key.node);
         Err(self
             .err(ErrorKind::Duplicate, p.key.span, msg)
-            .hint(format!("the first is at line {}, column {}", at.line, at.col)))
+            .hint(format!(
+                "the first is at line {}, column {}",
+                at.line, at.col
+            )))
     }
 
     /// Reads `key = 'value'`.
@@ -222,14 +283,20 @@ impl Lexer<'_> {
         self.skip_blanks(false);
         if self.peek() != Some(b'=') {
             let msg = format!("expected `=` after `{}`, found {}", key.node, self.found());
-            return Err(self.err(ErrorKind::Syntax, self.here(), msg).hint(format!("write {}='value'", key.node)));
+            return Err(self
+                .err(ErrorKind::Syntax, self.here(), msg)
+                .hint(format!("write {}='value'", key.node)));
         }
         self.pos += 1;
         self.skip_blanks(false);
         let value = match self.peek() {
             Some(q @ (b'\'' | b'"')) => self.quoted(q)?,
             _ => {
-                let msg = format!("expected a quoted value after `{}=`, found {}", key.node, self.found());
+                let msg = format!(
+                    "expected a quoted value after `{}=`, found {}",
+                    key.node,
+                    self.found()
+                );
                 let hint = format!("values are quoted: {}='value'", key.node);
                 return Err(self.err(ErrorKind::Syntax, self.here(), msg).hint(hint));
             }
@@ -249,8 +316,15 @@ impl Lexer<'_> {
         loop {
             match self.peek() {
                 None | Some(b'\n') => {
-                    let end = if self.peek().is_some() && self.b[self.pos - 1] == b'\r' { self.pos - 1 } else { self.pos };
-                    let span = Span { start: open, end: end.max(open + 1) };
+                    let end = if self.peek().is_some() && self.b[self.pos - 1] == b'\r' {
+                        self.pos - 1
+                    } else {
+                        self.pos
+                    };
+                    let span = Span {
+                        start: open,
+                        end: end.max(open + 1),
+                    };
                     return Err(self
                         .err(ErrorKind::Syntax, span, "quoted value is never closed")
                         .hint(format!("end the value with {} on the same line", q as char)));
@@ -269,7 +343,10 @@ impl Lexer<'_> {
             }
         }
         value.push_str(&self.src[seg..self.pos]);
-        let span = Span { start, end: self.pos };
+        let span = Span {
+            start,
+            end: self.pos,
+        };
         self.pos += 1;
         Ok(Spanned { node: value, span })
     }

@@ -65,7 +65,11 @@ pub struct SimSettings {
 
 impl Default for SimSettings {
     fn default() -> Self {
-        SimSettings { seed: 1, until: None, loc: Loc::default() }
+        SimSettings {
+            seed: 1,
+            until: None,
+            loc: Loc::default(),
+        }
     }
 }
 
@@ -224,7 +228,11 @@ impl Params {
 
     /// Adds an option (for scenarios built in code).
     pub fn with(mut self, key: &str, value: impl Into<String>) -> Self {
-        self.0.push(Param { key: key.to_ascii_lowercase(), value: value.into(), loc: Loc::default() });
+        self.0.push(Param {
+            key: key.to_ascii_lowercase(),
+            value: value.into(),
+            loc: Loc::default(),
+        });
         self
     }
 

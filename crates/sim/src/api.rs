@@ -40,17 +40,27 @@ impl Host {
 
     /// Returns the machine's first IPv4 address.
     pub fn ip(&self) -> Option<Ipv4Addr> {
-        try_with_world(|w| w.machines[self.machine as usize].primary_ip()).ok().flatten()
+        try_with_world(|w| w.machines[self.machine as usize].primary_ip())
+            .ok()
+            .flatten()
     }
 
     /// Waits for `d` of virtual time.
     pub fn sleep(&self, d: Duration) -> Sleep {
-        Sleep { deadline: self.now() + d, armed: false, machine: self.machine }
+        Sleep {
+            deadline: self.now() + d,
+            armed: false,
+            machine: self.machine,
+        }
     }
 
     /// Waits until virtual time `t`.
     pub fn sleep_until(&self, t: Time) -> Sleep {
-        Sleep { deadline: t, armed: false, machine: self.machine }
+        Sleep {
+            deadline: t,
+            armed: false,
+            machine: self.machine,
+        }
     }
 
     /// Lets every other task runnable at this instant run first.
@@ -92,7 +102,9 @@ impl Host {
             let seed = w.seed;
             let m = self.machine;
             let ext = w.machines[m as usize].ext();
-            ext.rng.get_or_insert_with(|| rng::stream(seed, StreamKind::Machine, u64::from(m))).next_u64()
+            ext.rng
+                .get_or_insert_with(|| rng::stream(seed, StreamKind::Machine, u64::from(m)))
+                .next_u64()
         })
         .unwrap_or(0)
     }
@@ -108,7 +120,12 @@ impl Host {
     pub fn publish(&self, name: &str, value: f64) {
         let _ = try_with_world(|w| {
             let app = w.current_task.map(|t| w.tasks.meta[t as usize].app);
-            w.metrics.push(crate::world::Metric { machine: self.machine, app, name: name.to_string(), value });
+            w.metrics.push(crate::world::Metric {
+                machine: self.machine,
+                app,
+                name: name.to_string(),
+                value,
+            });
         });
     }
 
@@ -129,7 +146,10 @@ impl Host {
 
     /// Waits until the run-wide counter `name` reaches `target`.
     pub fn counter_reached(&self, name: &str, target: u64) -> CounterReached {
-        CounterReached { name: name.to_string(), target }
+        CounterReached {
+            name: name.to_string(),
+            target,
+        }
     }
 }
 
@@ -158,7 +178,7 @@ impl Future for Sleep {
             }
             if !armed {
                 if let Some(task) = current_task(w) {
-                    w.queue.schedule(deadline, machine, Event::Poll(task));
+                    w.queue.schedule(deadline, machine, Event::Wake(task));
                 }
             }
             false

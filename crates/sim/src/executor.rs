@@ -26,7 +26,9 @@ pub struct AppError {
 impl AppError {
     /// Returns an error with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        AppError { message: message.into() }
+        AppError {
+            message: message.into(),
+        }
     }
 }
 
@@ -83,7 +85,9 @@ pub(crate) struct TaskTable {
 impl TaskTable {
     /// Marks `task` queued; returns false if it already was (or is over).
     pub fn mark_queued(&mut self, task: TaskId) -> bool {
-        let Some(m) = self.meta.get_mut(task as usize) else { return false };
+        let Some(m) = self.meta.get_mut(task as usize) else {
+            return false;
+        };
         if m.queued || m.state != TaskState::Pending {
             return false;
         }

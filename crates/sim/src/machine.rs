@@ -31,7 +31,11 @@ pub struct Protocols {
 
 impl Protocols {
     /// IPv4 + UDP, static neighbour resolution: Elvis' usual machine.
-    pub const UDP: Protocols = Protocols { udp: true, arp: false, tcp: false };
+    pub const UDP: Protocols = Protocols {
+        udp: true,
+        arp: false,
+        tcp: false,
+    };
 }
 
 /// A named group of machines sharing settings (`count` instances).
@@ -86,7 +90,14 @@ pub(crate) struct MachineExt {
 
 impl Machine {
     pub fn new(group: u32) -> Self {
-        Machine { group, crashed: false, ip_ident: 0, ifaces: SmallVec::new(), sockets: Vec::new(), ext: None }
+        Machine {
+            group,
+            crashed: false,
+            ip_ident: 0,
+            ifaces: SmallVec::new(),
+            sockets: Vec::new(),
+            ext: None,
+        }
     }
 
     /// Returns the rarely used state, allocating it on first use.
@@ -113,6 +124,10 @@ mod test {
     fn an_idle_machine_is_a_few_words() {
         // The scale budget: ≤ 1 KB per machine everything included; the
         // machine record itself must stay small.
-        assert!(std::mem::size_of::<Machine>() <= 72, "{}", std::mem::size_of::<Machine>());
+        assert!(
+            std::mem::size_of::<Machine>() <= 72,
+            "{}",
+            std::mem::size_of::<Machine>()
+        );
     }
 }

@@ -217,7 +217,13 @@ impl Network {
     /// Adds a port for `machine`'s interface `iface`; returns its number.
     pub fn add_port(&mut self, machine: MachineId, iface: u16) -> u32 {
         let port = self.ports.len() as u32;
-        self.ports.push(Port { machine, iface, inflight: 0, waiter: None, queues: None });
+        self.ports.push(Port {
+            machine,
+            iface,
+            inflight: 0,
+            waiter: None,
+            queues: None,
+        });
         port
     }
 
@@ -235,7 +241,9 @@ pub(crate) fn port_mac(net: NetId, port: u32) -> EthernetAddress {
 /// Returns how many more frames the NIC at `port` takes now.
 pub(crate) fn nic_room(w: &World, net: NetId, port: u32) -> u32 {
     let n = &w.networks[net as usize];
-    n.cfg.txqueuelen.saturating_sub(n.ports[port as usize].inflight)
+    n.cfg
+        .txqueuelen
+        .saturating_sub(n.ports[port as usize].inflight)
 }
 
 /// Hands a complete Ethernet frame to the NIC at `port` of `net`.
@@ -261,7 +269,10 @@ pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: Message) {
         return;
     }
     let id = w.frames.insert(frame) as FrameId;
-    let q = QueueRef { net, port_dir: port << 1 };
+    let q = QueueRef {
+        net,
+        port_dir: port << 1,
+    };
     let fifo = fifo_mut(w, q);
     fifo.frames.push_back(id);
     if !fifo.busy {
@@ -294,7 +305,11 @@ fn start_tx(w: &mut World, q: QueueRef) {
     }
     let ser = w.networks[q.net as usize].cfg.serialization_ns(frame.len());
     let lane = q.net; // networks schedule on their own lanes, after machines
-    w.queue.schedule(now + std::time::Duration::from_nanos(ser), lane_of_net(w, lane), Event::TxDone(q));
+    w.queue.schedule(
+        now + std::time::Duration::from_nanos(ser),
+        lane_of_net(w, lane),
+        Event::TxDone(q),
+    );
 }
 
 fn lane_of_net(w: &World, net: NetId) -> u32 {
@@ -304,26 +319,46 @@ fn lane_of_net(w: &World, net: NetId) -> u32 {
 /// A queue finished serializing its head frame.
 pub(crate) fn tx_done(w: &mut World, q: QueueRef) {
     let fifo = fifo_mut(w, q);
-    let Some(id) = fifo.frames.pop_front() else { return };
+    let Some(id) = fifo.frames.pop_front() else {
+        return;
+    };
     fifo.busy = false;
     let port = q.port_dir >> 1;
     let net = q.net;
     if q.port_dir & 1 == 0 {
         release_nic(w, net, port);
         if let Some(id) = depart(w, net, port, id) {
-            let at = w.now() + std::time::Duration::from_nanos(w.networks[net as usize].cfg.latency_ns);
+            let at =
+                w.now() + std::time::Duration::from_nanos(w.networks[net as usize].cfg.latency_ns);
             let lane = lane_of_net(w, net);
             let n = &w.networks[net as usize];
             match n.cfg.kind {
                 NetworkKind::Link => {
                     let other = if port == 0 { 1 } else { 0 };
                     if (other as usize) < n.ports.len() {
-                        w.queue.schedule(at, lane, Event::Deliver { net, port: other, frame: id, from: NO_PORT });
+                        w.queue.schedule(
+                            at,
+                            lane,
+                            Event::Deliver {
+                                net,
+                                port: other,
+                                frame: id,
+                                from: NO_PORT,
+                            },
+                        );
                     } else {
                         discard(w, id, DropReason::UnknownDestination);
                     }
                 }
-                NetworkKind::Switch => w.queue.schedule(at, lane, Event::AtSwitch { net, from: port, frame: id }),
+                NetworkKind::Switch => w.queue.schedule(
+                    at,
+                    lane,
+                    Event::AtSwitch {
+                        net,
+                        from: port,
+                        frame: id,
+                    },
+                ),
             }
         }
     } else {
@@ -402,8 +437,21 @@ fn route_ideal(w: &mut World, net: NetId, from: u32, id: FrameId, at: elvis_kern
     }
     let mut sender = from;
     for (i, t) in targets.into_iter().enumerate() {
-        let copy = if i == 0 { id } else { w.frames.insert(w.frames[id as usize].clone()) as FrameId };
-        w.queue.schedule(at, lane, Event::Deliver { net, port: t, frame: copy, from: sender });
+        let copy = if i == 0 {
+            id
+        } else {
+            w.frames.insert(w.frames[id as usize].clone()) as FrameId
+        };
+        w.queue.schedule(
+            at,
+            lane,
+            Event::Deliver {
+                net,
+                port: t,
+                frame: copy,
+                from: sender,
+            },
+        );
         sender = NO_PORT;
     }
 }
@@ -412,7 +460,9 @@ fn route_ideal(w: &mut World, net: NetId, from: u32, id: FrameId, at: elvis_kern
 fn egress_ports(w: &World, net: NetId, from: u32, id: FrameId) -> smallvec::SmallVec<[u32; 1]> {
     let n = &w.networks[net as usize];
     let mut out = smallvec::SmallVec::new();
-    let Some(mac) = dst_mac(&w.frames[id as usize]) else { return out };
+    let Some(mac) = dst_mac(&w.frames[id as usize]) else {
+        return out;
+    };
     if mac == [0xff; 6] {
         out.extend((0..n.ports.len() as u32).filter(|&p| p != from));
     } else if mac[0] & 1 == 1 {
@@ -437,9 +487,16 @@ pub(crate) fn at_switch(w: &mut World, net: NetId, from: u32, id: FrameId) {
     let cap = w.networks[net as usize].cfg.queue;
     let mut first = true;
     for t in targets {
-        let copy = if first { id } else { w.frames.insert(w.frames[id as usize].clone()) as FrameId };
+        let copy = if first {
+            id
+        } else {
+            w.frames.insert(w.frames[id as usize].clone()) as FrameId
+        };
         first = false;
-        let q = QueueRef { net, port_dir: (t << 1) | 1 };
+        let q = QueueRef {
+            net,
+            port_dir: (t << 1) | 1,
+        };
         let fifo = fifo_mut(w, q);
         if cap.is_some_and(|c| fifo.frames.len() >= c as usize) {
             w.networks[net as usize].stats.queue_drops += 1;

@@ -26,8 +26,16 @@ pub(crate) struct PcapSet {
 
 /// Returns a file-name-safe version of a network name.
 pub fn file_name(net_name: &str) -> String {
-    let clean: String =
-        net_name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let clean: String = net_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     format!("net-{clean}.pcap")
 }
 
@@ -58,7 +66,9 @@ impl PcapSet {
 
     /// Records `frame` on network `net` at `time`.
     pub fn record(&mut self, net: NetId, time: Time, frame: &Message) {
-        let Some(Some(w)) = self.writers.get_mut(net as usize) else { return };
+        let Some(Some(w)) = self.writers.get_mut(net as usize) else {
+            return;
+        };
         self.scratch.clear();
         frame.copy_to_vec(&mut self.scratch);
         let snap = self.scratch.len().min(262_144);
@@ -72,13 +82,14 @@ impl PcapSet {
         }
     }
 
-    /// Flushes every file.
-    pub fn flush(&mut self) {
+    /// Flushes and closes every file (capturing stops).
+    pub fn close(&mut self) {
         use std::io::Write;
-        for w in self.writers.iter_mut().flatten() {
-            // PcapWriter has no flush of its own; reach the BufWriter.
-            if let Err(e) = w.get_mut().flush() {
-                self.error.get_or_insert(e.to_string());
+        for w in self.writers.iter_mut() {
+            if let Some(w) = w.take() {
+                if let Err(e) = w.into_writer().flush() {
+                    self.error.get_or_insert(e.to_string());
+                }
             }
         }
     }

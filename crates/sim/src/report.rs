@@ -226,7 +226,9 @@ impl Report {
     /// still be waiting) and the run did not end on its time limit with
     /// applications still waiting.
     pub fn success(&self) -> bool {
-        self.applications.iter().all(|a| a.failed == 0 && a.crashed == 0 && (a.daemon || a.waiting == 0))
+        self.applications
+            .iter()
+            .all(|a| a.failed == 0 && a.crashed == 0 && (a.daemon || a.waiting == 0))
     }
 
     /// Returns the count of applications that failed or crashed.
@@ -236,7 +238,11 @@ impl Report {
 
     /// Returns the count of non-daemon applications still waiting.
     pub fn waiting(&self) -> u64 {
-        self.applications.iter().filter(|a| !a.daemon).map(|a| a.waiting).sum()
+        self.applications
+            .iter()
+            .filter(|a| !a.daemon)
+            .map(|a| a.waiting)
+            .sum()
     }
 
     /// Returns the report as pretty JSON.
@@ -254,7 +260,9 @@ impl Report {
 
 /// Returns the peak resident set size of this process in bytes, if known.
 pub fn peak_rss_bytes() -> u64 {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return 0;
+    };
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))

@@ -5,8 +5,10 @@ use crate::executor::{AppResult, TaskFuture, TaskId, TaskMeta, TaskState};
 use crate::machine::{Group, Iface, Machine, MachineId, Protocols};
 use crate::net::{NetId, Network, NetworkConfig, NetworkKind};
 use crate::pcap::PcapSet;
-use crate::report::{self, AppReport, End, MetricReport, NetworkReport, Performance, Problem, Report};
-use crate::world::{self, Event, World};
+use crate::report::{
+    self, AppReport, End, MetricReport, NetworkReport, Performance, Problem, Report,
+};
+use crate::world::{self, World};
 use elvis_kernel::Time;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -112,13 +114,23 @@ fn install_panic_hook() {
 }
 
 fn take_panic_message() -> String {
-    IN_SIM.with(|c| c.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default())
+    IN_SIM.with(|c| {
+        c.borrow_mut()
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    })
 }
 
 impl Simulation {
     /// Returns an empty simulation whose random streams derive from `seed`.
     pub fn new(seed: u64) -> Self {
-        Simulation { world: Some(World::new(seed)), futures: Vec::new(), watchdog: None, wall: Duration::ZERO }
+        Simulation {
+            world: Some(World::new(seed)),
+            futures: Vec::new(),
+            watchdog: None,
+            wall: Duration::ZERO,
+        }
     }
 
     fn w(&mut self) -> &mut World {
@@ -140,7 +152,12 @@ impl Simulation {
     ///
     /// # Errors
     /// `DuplicateName` if a group of that name exists.
-    pub fn add_group(&mut self, name: &str, count: Option<u32>, protocols: Protocols) -> Result<MachineId, SimError> {
+    pub fn add_group(
+        &mut self,
+        name: &str,
+        count: Option<u32>,
+        protocols: Protocols,
+    ) -> Result<MachineId, SimError> {
         let w = self.w();
         if w.group_by_name.contains_key(name) {
             return Err(SimError::DuplicateName(name.to_string()));
@@ -148,7 +165,13 @@ impl Simulation {
         let gid = w.groups.len() as u32;
         let first = w.machines.len() as MachineId;
         let len = count.unwrap_or(1);
-        w.groups.push(Group { name: name.to_string(), counted: count.is_some(), first, len, protocols });
+        w.groups.push(Group {
+            name: name.to_string(),
+            counted: count.is_some(),
+            first,
+            len,
+            protocols,
+        });
         w.group_by_name.insert(name.to_string(), gid);
         w.machines.reserve(len as usize);
         for _ in 0..len {
@@ -163,12 +186,15 @@ impl Simulation {
     /// If a group of that name exists (use [`Simulation::add_group`] to get
     /// an error instead).
     pub fn add_machine(&mut self, name: &str) -> MachineId {
-        self.add_group(name, None, Protocols::UDP).expect("machine names are unique")
+        self.add_group(name, None, Protocols::UDP)
+            .expect("machine names are unique")
     }
 
     /// Returns each machine's first address, by machine id.
     pub fn primary_addresses(&self) -> Vec<Option<Ipv4Addr>> {
-        self.world.as_ref().map_or(Vec::new(), |w| w.machines.iter().map(|m| m.primary_ip()).collect())
+        self.world.as_ref().map_or(Vec::new(), |w| {
+            w.machines.iter().map(|m| m.primary_ip()).collect()
+        })
     }
 
     /// Returns the number of machines.
@@ -186,10 +212,15 @@ impl Simulation {
         if m as usize >= w.machines.len() {
             return Err(SimError::NoSuchMachine(m));
         }
-        let Some(n) = w.networks.get(net as usize) else { return Err(SimError::NoSuchNetwork(net)) };
+        let Some(n) = w.networks.get(net as usize) else {
+            return Err(SimError::NoSuchNetwork(net));
+        };
         if let Some(&port) = n.ip_to_port.get(&u32::from(ip)) {
             let owner = n.ports[port as usize].machine;
-            return Err(SimError::AddressConflict { ip, owner: w.machine_name(owner) });
+            return Err(SimError::AddressConflict {
+                ip,
+                owner: w.machine_name(owner),
+            });
         }
         if n.cfg.kind == NetworkKind::Link && n.ports.len() >= 2 {
             return Err(SimError::LinkFull(n.cfg.name.clone()));
@@ -199,7 +230,6 @@ impl Simulation {
         let port = n.add_port(m, iface);
         n.ip_to_port.insert(u32::from(ip), port);
         w.machines[m as usize].ifaces.push(Iface { net, port, ip });
-        w.host_by_ip.entry(u32::from(ip)).or_insert(m);
         Ok(())
     }
 
@@ -226,12 +256,19 @@ impl Simulation {
         let w = self.w();
         let app = w.tasks.app_index(app);
         let id = w.tasks.meta.len() as TaskId;
-        w.tasks.meta.push(TaskMeta { machine: m, app, state: TaskState::Pending, queued: false, daemon });
+        w.tasks.meta.push(TaskMeta {
+            machine: m,
+            app,
+            state: TaskState::Pending,
+            queued: false,
+            daemon,
+        });
         w.wake(id);
         self.futures.push(Some(fut));
     }
 
-    /// Writes one pcap per network into `dir` during the run.
+    /// Writes one pcap per network into `dir` during the next run (the
+    /// files are closed when that run returns).
     ///
     /// # Errors
     /// If the directory or a file cannot be created.
@@ -245,8 +282,15 @@ impl Simulation {
     /// Calls `on_stuck(machine name)` from another thread when one poll of an
     /// application (or one event) runs longer than `limit` of wall time: an
     /// application that never yields. The callback usually reports and exits.
-    pub fn set_watchdog(&mut self, limit: Duration, on_stuck: impl Fn(&str) + Send + Sync + 'static) {
-        self.watchdog = Some(Watchdog { limit, on_stuck: Arc::new(on_stuck) });
+    pub fn set_watchdog(
+        &mut self,
+        limit: Duration,
+        on_stuck: impl Fn(&str) + Send + Sync + 'static,
+    ) {
+        self.watchdog = Some(Watchdog {
+            limit,
+            on_stuck: Arc::new(on_stuck),
+        });
     }
 
     /// Runs until nothing is left to happen.
@@ -258,9 +302,14 @@ impl Simulation {
     /// time; returns the report. A later call continues the same run.
     pub fn run_with(&mut self, limits: RunLimits, progress: &mut dyn FnMut(&Progress)) -> Report {
         install_panic_hook();
-        let Some(world) = self.world.take() else { unreachable!("world is present outside run") };
-        let group_names: Vec<(MachineId, u32, bool, String)> =
-            world.groups.iter().map(|g| (g.first, g.len, g.counted, g.name.clone())).collect();
+        let Some(world) = self.world.take() else {
+            unreachable!("world is present outside run")
+        };
+        let group_names: Vec<(MachineId, u32, bool, String)> = world
+            .groups
+            .iter()
+            .map(|g| (g.first, g.len, g.counted, g.name.clone()))
+            .collect();
         if let Err(world) = world::install(world) {
             // Another simulation runs on this thread (a nested run).
             self.world = Some(world);
@@ -280,7 +329,10 @@ impl Simulation {
             machine: AtomicU32::new(0),
             done: AtomicBool::new(false),
         });
-        let dog = self.watchdog.as_ref().map(|d| spawn_watchdog(d, beat.clone(), group_names));
+        let dog = self
+            .watchdog
+            .as_ref()
+            .map(|d| spawn_watchdog(d, beat.clone(), group_names));
         let start = Instant::now();
         let end = self.run_loop(limits, progress, &beat, start);
         self.wall += start.elapsed();
@@ -290,7 +342,7 @@ impl Simulation {
         }
         IN_SIM.with(|c| *c.borrow_mut() = None);
         let mut world = world::uninstall().expect("world installed for the run");
-        world.pcap.flush();
+        world.pcap.close();
         self.world = Some(world);
         self.report(end)
     }
@@ -308,22 +360,25 @@ impl Simulation {
         let mut last_progress = Instant::now();
         let mut since_check = 0u32;
         loop {
-            // Process events until a task needs polling.
-            let next = world::try_with_world(|w| loop {
-                if w.queue.peek_time().is_none_or(|t| t > until) {
-                    return Err(if w.queue.is_empty() { End::Idle } else { End::TimeLimit });
-                }
-                let Some((_, ev)) = w.queue.pop() else { return Err(End::Idle) };
-                if let Event::Poll(task) = ev {
+            // Poll the tasks the last event woke, then process the next event.
+            let next = world::try_with_world(|w| {
+                if let Some(task) = w.ready.pop_front() {
                     let meta = &mut w.tasks.meta[task as usize];
                     meta.queued = false;
-                    if meta.state != TaskState::Pending {
-                        continue;
-                    }
                     w.current_task = Some(task);
                     w.current_machine = Some(meta.machine);
-                    return Ok((task, meta.machine));
+                    return Ok(Some((task, meta.machine)));
                 }
+                if w.queue.peek_time().is_none_or(|t| t > until) {
+                    return Err(if w.queue.is_empty() {
+                        End::Idle
+                    } else {
+                        End::TimeLimit
+                    });
+                }
+                let Some((_, ev)) = w.queue.pop() else {
+                    return Err(End::Idle);
+                };
                 w.current_machine = None;
                 if catch_unwind(AssertUnwindSafe(|| w.handle(ev))).is_err() {
                     let msg = take_panic_message();
@@ -332,13 +387,15 @@ impl Simulation {
                     }
                     self.reap_in_world(w);
                 }
+                Ok(None)
             })
             .unwrap_or(Err(End::Idle));
             let task = match next {
-                Ok((t, m)) => {
+                Ok(Some((t, m))) => {
                     beat.machine.store(m, Ordering::Relaxed);
                     t
                 }
+                Ok(None) => continue,
                 Err(end) => {
                     if end == End::TimeLimit && until != Time::MAX {
                         let _ = world::try_with_world(|w| w.queue.advance_to(until));
@@ -365,7 +422,9 @@ impl Simulation {
     }
 
     fn poll_task(&mut self, task: TaskId, cx: &mut Context<'_>, beat: &Heartbeat) {
-        let Some(mut fut) = self.futures[task as usize].take() else { return };
+        let Some(mut fut) = self.futures[task as usize].take() else {
+            return;
+        };
         beat.in_poll.store(true, Ordering::Relaxed);
         let result = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
         beat.polls.fetch_add(1, Ordering::Relaxed);
@@ -407,7 +466,9 @@ impl Simulation {
             for (i, meta) in w.tasks.meta.iter_mut().enumerate() {
                 if meta.machine == m && meta.state == TaskState::Pending {
                     meta.state = TaskState::Crashed;
-                    w.tasks.errors.push((i as TaskId, format!("machine crashed: {msg}")));
+                    w.tasks
+                        .errors
+                        .push((i as TaskId, format!("machine crashed: {msg}")));
                 }
             }
         }
@@ -429,7 +490,9 @@ impl Simulation {
                     for (i, meta) in w.tasks.meta.iter_mut().enumerate() {
                         if meta.machine == m && meta.state == TaskState::Pending {
                             meta.state = TaskState::Crashed;
-                            w.tasks.errors.push((i as TaskId, format!("machine crashed: {msg}")));
+                            w.tasks
+                                .errors
+                                .push((i as TaskId, format!("machine crashed: {msg}")));
                         }
                     }
                 }
@@ -497,7 +560,12 @@ impl Simulation {
                 }
             })
             .collect();
-        for meta in w.tasks.meta.iter().filter(|m| m.state == TaskState::Pending && !m.daemon) {
+        for meta in w
+            .tasks
+            .meta
+            .iter()
+            .filter(|m| m.state == TaskState::Pending && !m.daemon)
+        {
             if problems.len() >= Report::MAX_LISTED {
                 break;
             }
@@ -537,15 +605,25 @@ impl Simulation {
                 .take(10_000)
                 .map(|m| MetricReport {
                     machine: w.machine_name(m.machine),
-                    application: m.app.map_or(String::new(), |a| w.tasks.app_names[a as usize].clone()),
+                    application: m
+                        .app
+                        .map_or(String::new(), |a| w.tasks.app_names[a as usize].clone()),
                     name: m.name.clone(),
                     value: m.value,
                 })
                 .collect(),
             performance: Performance {
                 wall_time_s: wall,
-                events_per_s: if wall > 0.0 { events as f64 / wall } else { 0.0 },
-                speedup: if wall > 0.0 { w.now().as_secs_f64() / wall } else { 0.0 },
+                events_per_s: if wall > 0.0 {
+                    events as f64 / wall
+                } else {
+                    0.0
+                },
+                speedup: if wall > 0.0 {
+                    w.now().as_secs_f64() / wall
+                } else {
+                    0.0
+                },
                 peak_rss_bytes: report::peak_rss_bytes(),
             },
         }
@@ -578,7 +656,13 @@ fn spawn_watchdog(
                     let name = groups
                         .iter()
                         .find(|(first, len, _, _)| m >= *first && m < first + len)
-                        .map(|(first, _, counted, name)| if *counted { format!("{name}-{}", m - first) } else { name.clone() })
+                        .map(|(first, _, counted, name)| {
+                            if *counted {
+                                format!("{name}-{}", m - first)
+                            } else {
+                                name.clone()
+                            }
+                        })
                         .unwrap_or_else(|| format!("#{m}"));
                     on_stuck(&name);
                     return;

@@ -127,7 +127,11 @@ pub(crate) fn resolve(w: &World, name: &str) -> Result<Ipv4Addr, SocketError> {
     w.machines[m as usize].primary_ip().ok_or_else(unknown)
 }
 
-pub(crate) fn join_multicast(w: &mut World, m: MachineId, group: Ipv4Addr) -> Result<(), SocketError> {
+pub(crate) fn join_multicast(
+    w: &mut World,
+    m: MachineId,
+    group: Ipv4Addr,
+) -> Result<(), SocketError> {
     if !group.is_multicast() {
         return Err(SocketError::AddrNotAvailable(group));
     }
@@ -135,7 +139,10 @@ pub(crate) fn join_multicast(w: &mut World, m: MachineId, group: Ipv4Addr) -> Re
         return Err(SocketError::AddrNotAvailable(group));
     };
     let mac = elvis_wire::EthernetAddress::from_ipv4_multicast(group).0;
-    let members = w.networks[iface.net as usize].multicast.entry(mac).or_default();
+    let members = w.networks[iface.net as usize]
+        .multicast
+        .entry(mac)
+        .or_default();
     if !members.contains(&iface.port) {
         members.push(iface.port);
     }
@@ -157,7 +164,10 @@ fn alloc_slot(w: &mut World, m: MachineId, slot: SocketSlot) -> u32 {
 }
 
 fn udp_port_taken(w: &World, m: MachineId, port: u16) -> bool {
-    w.machines[m as usize].sockets.iter().any(|s| matches!(s, SocketSlot::Udp(u) if u.port == port))
+    w.machines[m as usize]
+        .sockets
+        .iter()
+        .any(|s| matches!(s, SocketSlot::Udp(u) if u.port == port))
 }
 
 /// A UDP socket (`SOCK_DGRAM`). Closed when dropped.
@@ -177,7 +187,9 @@ impl UdpSocket {
                 return Err(SocketError::ProtocolNotAvailable("UDP"));
             }
             let port = if port == 0 {
-                (EPHEMERAL..=u16::MAX).find(|&p| !udp_port_taken(w, m, p)).ok_or(SocketError::NoPortsLeft)?
+                (EPHEMERAL..=u16::MAX)
+                    .find(|&p| !udp_port_taken(w, m, p))
+                    .ok_or(SocketError::NoPortsLeft)?
             } else if udp_port_taken(w, m, port) {
                 return Err(SocketError::AddrInUse(port));
             } else {
@@ -219,21 +231,37 @@ impl UdpSocket {
         })
     }
 
-    fn with_state<R>(&self, f: impl FnOnce(&mut UdpState) -> Result<R, SocketError>) -> Result<R, SocketError> {
-        try_with_world(|w| match w.machines[self.host.machine as usize].sockets.get_mut(self.slot as usize) {
-            Some(SocketSlot::Udp(s)) => f(s),
-            _ => Err(SocketError::BadDescriptor),
+    fn with_state<R>(
+        &self,
+        f: impl FnOnce(&mut UdpState) -> Result<R, SocketError>,
+    ) -> Result<R, SocketError> {
+        try_with_world(|w| {
+            match w.machines[self.host.machine as usize]
+                .sockets
+                .get_mut(self.slot as usize)
+            {
+                Some(SocketSlot::Udp(s)) => f(s),
+                _ => Err(SocketError::BadDescriptor),
+            }
         })?
     }
 
     /// Sends one datagram to `to`, waiting while the NIC queue is full.
     pub fn send_to(&self, payload: impl Into<Message>, to: SocketAddrV4) -> SendTo<'_> {
-        SendTo { sock: self, payload: Some(payload.into()), to: Some(to) }
+        SendTo {
+            sock: self,
+            payload: Some(payload.into()),
+            to: Some(to),
+        }
     }
 
     /// Sends one datagram to the connected address.
     pub fn send(&self, payload: impl Into<Message>) -> SendTo<'_> {
-        SendTo { sock: self, payload: Some(payload.into()), to: None }
+        SendTo {
+            sock: self,
+            payload: Some(payload.into()),
+            to: None,
+        }
     }
 
     /// Waits for a datagram; returns it with its sender.
@@ -350,19 +378,30 @@ impl IcmpSocket {
     pub(crate) fn open(host: Host, ident: u16) -> Result<IcmpSocket, SocketError> {
         try_with_world(|w| {
             let m = host.machine;
-            let taken =
-                w.machines[m as usize].sockets.iter().any(|s| matches!(s, SocketSlot::Icmp(i) if i.ident == ident));
+            let taken = w.machines[m as usize]
+                .sockets
+                .iter()
+                .any(|s| matches!(s, SocketSlot::Icmp(i) if i.ident == ident));
             if taken {
                 return Err(SocketError::AddrInUse(ident));
             }
-            let state = IcmpState { ident, rx: VecDeque::new(), waiter: None };
+            let state = IcmpState {
+                ident,
+                rx: VecDeque::new(),
+                waiter: None,
+            };
             let slot = alloc_slot(w, m, SocketSlot::Icmp(Box::new(state)));
             Ok(IcmpSocket { host, slot, ident })
         })?
     }
 
     /// Sends an echo request with sequence number `seq` and `data`.
-    pub fn send_echo(&self, to: Ipv4Addr, seq: u16, data: impl Into<Message>) -> Result<(), SocketError> {
+    pub fn send_echo(
+        &self,
+        to: Ipv4Addr,
+        seq: u16,
+        data: impl Into<Message>,
+    ) -> Result<(), SocketError> {
         let m = self.host.machine;
         let ident = self.ident;
         let data = data.into();

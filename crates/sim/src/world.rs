@@ -12,25 +12,36 @@ use crate::pcap::PcapSet;
 use crate::report::{DropReason, Stats};
 use elvis_kernel::{EventQueue, Time};
 use elvis_message::Message;
-use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Event {
-    /// Poll an application task.
-    Poll(TaskId),
+    /// Wake an application task (a timer it set expired).
+    Wake(TaskId),
     /// A queue finished serializing its head frame.
     TxDone(QueueRef),
     /// A frame reached the switch fabric of `net`, coming from `port`.
-    AtSwitch { net: NetId, from: u32, frame: FrameId },
+    AtSwitch {
+        net: NetId,
+        from: u32,
+        frame: FrameId,
+    },
     /// A frame reached the machine attached to `port` of `net`.
     /// `from` is the sender's port when its NIC slot is freed by the
     /// delivery (ideal networks), else `net::NO_PORT`.
-    Deliver { net: NetId, port: u32, frame: FrameId, from: u32 },
+    Deliver {
+        net: NetId,
+        port: u32,
+        frame: FrameId,
+        from: u32,
+    },
     /// A protocol timer of a machine fired.
-    Timer { machine: MachineId, timer: crate::stack::Timer },
+    Timer {
+        machine: MachineId,
+        timer: crate::stack::Timer,
+    },
 }
 
 /// The state of a run.
@@ -44,6 +55,8 @@ pub(crate) struct World {
     /// Frames in flight (queued or propagating), by id.
     pub frames: slab::Slab<Message>,
     pub tasks: TaskTable,
+    /// Tasks woken and not yet polled, in wake order.
+    pub ready: std::collections::VecDeque<TaskId>,
     /// The task being polled (for blocking calls to register themselves).
     pub current_task: Option<TaskId>,
     /// The machine whose code is running (for crash attribution).
@@ -51,8 +64,6 @@ pub(crate) struct World {
     pub stats: Stats,
     pub counters: BTreeMap<String, Counter>,
     pub pcap: PcapSet,
-    /// IPv4 address → machine, for name resolution and static neighbours.
-    pub host_by_ip: FxHashMap<u32, MachineId>,
     /// Results published by applications.
     pub metrics: Vec<Metric>,
     /// Machines that crashed this event and still need cleaning up.
@@ -86,12 +97,12 @@ impl World {
             networks: Vec::new(),
             frames: slab::Slab::new(),
             tasks: TaskTable::default(),
+            ready: std::collections::VecDeque::new(),
             current_task: None,
             current_machine: None,
             stats: Stats::default(),
             counters: BTreeMap::new(),
             pcap: PcapSet::default(),
-            host_by_ip: FxHashMap::default(),
             crashed: Vec::new(),
             metrics: Vec::new(),
         }
@@ -102,10 +113,11 @@ impl World {
         self.queue.now()
     }
 
-    /// Marks `task` runnable (once, however often it is woken).
+    /// Marks `task` runnable (once, however often it is woken). Woken tasks
+    /// are polled right after the event that woke them.
     pub fn wake(&mut self, task: TaskId) {
         if self.tasks.mark_queued(task) {
-            self.queue.schedule_now(Event::Poll(task));
+            self.ready.push_back(task);
         }
     }
 
@@ -124,10 +136,15 @@ impl World {
     /// Dispatches one non-poll event.
     pub fn handle(&mut self, event: Event) {
         match event {
-            Event::Poll(_) => {}
+            Event::Wake(task) => self.wake(task),
             Event::TxDone(q) => crate::net::tx_done(self, q),
             Event::AtSwitch { net, from, frame } => crate::net::at_switch(self, net, from, frame),
-            Event::Deliver { net, port, frame, from } => crate::net::deliver(self, net, port, frame, from),
+            Event::Deliver {
+                net,
+                port,
+                frame,
+                from,
+            } => crate::net::deliver(self, net, port, frame, from),
             Event::Timer { machine, timer } => {
                 self.current_machine = Some(machine);
                 crate::stack::on_timer(self, machine, timer);
@@ -164,7 +181,9 @@ pub(crate) fn try_with_world<R>(f: impl FnOnce(&mut World) -> R) -> Result<R, Un
 /// Returns the world back if another simulation is already running here.
 pub(crate) fn install(world: World) -> Result<(), World> {
     WORLD.with(|cell| {
-        let Ok(mut guard) = cell.try_borrow_mut() else { return Err(world) };
+        let Ok(mut guard) = cell.try_borrow_mut() else {
+            return Err(world);
+        };
         if guard.is_some() {
             return Err(world);
         }

@@ -3,7 +3,8 @@
 //! Machines without ARP resolve neighbours through the simulator's static
 //! table (the network knows which port has which address), as Elvis' Rust
 //! API does: a million senders then do not flood one LAN with a million
-//! broadcast requests. With ARP on, an unresolved next hop queues up to
+//! broadcast requests. They still answer requests for their own address, so
+//! ARP and non-ARP machines mix on one LAN. With ARP on, an unresolved next hop queues up to
 //! [`MAX_QUEUED`] datagrams, broadcasts a request, retries every
 //! [`RETRY`] up to [`MAX_TRIES`] times, then drops what waited
 //! (`arp_failed`). Replies and requests addressed to us fill the cache.
@@ -44,7 +45,10 @@ struct Pending {
 
 impl ArpCache {
     fn lookup(&self, ip: u32) -> Option<EthernetAddress> {
-        self.entries.iter().find(|(i, _)| *i == ip).map(|(_, mac)| *mac)
+        self.entries
+            .iter()
+            .find(|(i, _)| *i == ip)
+            .map(|(_, mac)| *mac)
     }
 
     fn insert(&mut self, ip: u32, mac: EthernetAddress) {
@@ -77,7 +81,12 @@ pub(crate) fn lookup_or_queue(
         }
         return None;
     }
-    cache.pending.push(Pending { ip: key, iface, tries: 1, queued: vec![msg] });
+    cache.pending.push(Pending {
+        ip: key,
+        iface,
+        tries: 1,
+        queued: vec![msg],
+    });
     send_request(w, m, iface, ip);
     None
 }
@@ -93,7 +102,17 @@ fn send_request(w: &mut World, m: MachineId, iface: u16, ip: Ipv4Addr) {
     };
     send_repr(w, m, iface, EthernetAddress::BROADCAST, &repr);
     let at = w.now() + RETRY;
-    w.queue.schedule(at, m, Event::Timer { machine: m, timer: Timer::ArpRetry { iface, ip: u32::from(ip) } });
+    w.queue.schedule(
+        at,
+        m,
+        Event::Timer {
+            machine: m,
+            timer: Timer::ArpRetry {
+                iface,
+                ip: u32::from(ip),
+            },
+        },
+    );
 }
 
 fn send_repr(w: &mut World, m: MachineId, iface: u16, dst: EthernetAddress, repr: &arp::Repr) {
@@ -109,22 +128,34 @@ fn send_repr(w: &mut World, m: MachineId, iface: u16, dst: EthernetAddress, repr
 }
 
 /// Handles an incoming ARP packet.
+///
+/// A machine without ARP still answers requests for its own address (so
+/// that ARP machines can reach it) but learns nothing; requests for other
+/// addresses are ignored silently, as every host does.
 pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, mut msg: Message) {
     let group = w.machines[m as usize].group;
-    if !w.groups[group as usize].protocols.arp {
-        return w.drop_packet(DropReason::Unsupported("arp (not enabled)"));
-    }
-    let Some(bytes) = msg.front(28) else { return w.drop_packet(DropReason::Malformed("arp")) };
+    let runs_arp = w.groups[group as usize].protocols.arp;
+    let Some(bytes) = msg.front(28) else {
+        return w.drop_packet(DropReason::Malformed("arp"));
+    };
     let Ok(repr) = arp::Packet::new_checked(bytes).and_then(|p| arp::Repr::parse(&p)) else {
         return w.drop_packet(DropReason::Malformed("arp"));
     };
-    let arp::Repr::EthernetIpv4 { operation, source_hardware_addr, source_protocol_addr, target_protocol_addr, .. } =
-        repr
-    else {
-        return w.drop_packet(DropReason::Unsupported("arp"));
-    };
+    let arp::Repr::EthernetIpv4 {
+        operation,
+        source_hardware_addr,
+        source_protocol_addr,
+        target_protocol_addr,
+        ..
+    } = repr;
     let ifc = w.machines[m as usize].ifaces[iface as usize];
     let for_us = target_protocol_addr == ifc.ip;
+    if !runs_arp {
+        if for_us && operation == arp::Operation::Request {
+            reply(w, m, iface, source_hardware_addr, source_protocol_addr);
+        }
+        return;
+    }
     let sender = u32::from(source_protocol_addr);
     let cache = &mut w.machines[m as usize].ext().arp;
     // RFC 826: merge if known, add if the packet is for us.
@@ -139,21 +170,33 @@ pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, mut msg: Message)
         super::ethernet::send(w, m, iface, source_hardware_addr, EtherType::Ipv4, datagram);
     }
     if for_us && operation == arp::Operation::Request {
-        let reply = arp::Repr::EthernetIpv4 {
-            operation: arp::Operation::Reply,
-            source_hardware_addr: w.networks[ifc.net as usize].mac(ifc.port),
-            source_protocol_addr: ifc.ip,
-            target_hardware_addr: source_hardware_addr,
-            target_protocol_addr: source_protocol_addr,
-        };
-        send_repr(w, m, iface, source_hardware_addr, &reply);
+        reply(w, m, iface, source_hardware_addr, source_protocol_addr);
     }
+}
+
+/// Answers a request from `mac`/`ip` for our address on `iface`.
+fn reply(w: &mut World, m: MachineId, iface: u16, mac: EthernetAddress, ip: Ipv4Addr) {
+    let ifc = w.machines[m as usize].ifaces[iface as usize];
+    let reply = arp::Repr::EthernetIpv4 {
+        operation: arp::Operation::Reply,
+        source_hardware_addr: w.networks[ifc.net as usize].mac(ifc.port),
+        source_protocol_addr: ifc.ip,
+        target_hardware_addr: mac,
+        target_protocol_addr: ip,
+    };
+    send_repr(w, m, iface, mac, &reply);
 }
 
 /// Retries or gives up an unanswered request.
 pub(crate) fn on_retry(w: &mut World, m: MachineId, iface: u16, ip: u32) {
     let cache = &mut w.machines[m as usize].ext().arp;
-    let Some(i) = cache.pending.iter().position(|p| p.ip == ip && p.iface == iface) else { return };
+    let Some(i) = cache
+        .pending
+        .iter()
+        .position(|p| p.ip == ip && p.iface == iface)
+    else {
+        return;
+    };
     if cache.pending[i].tries >= MAX_TRIES {
         let p = cache.pending.swap_remove(i);
         for _ in p.queued {

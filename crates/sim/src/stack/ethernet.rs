@@ -12,10 +12,23 @@ use elvis_message::Message;
 use elvis_wire::{ethernet, EtherType, EthernetAddress};
 
 /// Pushes an Ethernet header and hands the frame to the NIC of `iface`.
-pub(crate) fn send(w: &mut World, m: MachineId, iface: u16, dst: EthernetAddress, ty: EtherType, mut msg: Message) {
-    let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else { return };
+pub(crate) fn send(
+    w: &mut World,
+    m: MachineId,
+    iface: u16,
+    dst: EthernetAddress,
+    ty: EtherType,
+    mut msg: Message,
+) {
+    let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else {
+        return;
+    };
     let src = w.networks[ifc.net as usize].mac(ifc.port);
-    let repr = ethernet::Repr { src_addr: src, dst_addr: dst, ethertype: ty };
+    let repr = ethernet::Repr {
+        src_addr: src,
+        dst_addr: dst,
+        ethertype: ty,
+    };
     let header = msg.push_front(ethernet::HEADER_LEN);
     repr.emit(&mut ethernet::Frame::new_unchecked(header));
     if msg.len() < ethernet::MIN_FRAME_LEN {

@@ -60,7 +60,12 @@ pub(crate) fn send_echo_request(
 }
 
 /// Answers a datagram to a closed UDP port (RFC 1122 §4.1.3.1).
-pub(crate) fn send_port_unreachable(w: &mut World, m: MachineId, ip_header: &[u8], udp_header: &[u8; 8]) {
+pub(crate) fn send_port_unreachable(
+    w: &mut World,
+    m: MachineId,
+    ip_header: &[u8],
+    udp_header: &[u8; 8],
+) {
     if ip_header.len() < 20 {
         return;
     }
@@ -74,7 +79,13 @@ pub(crate) fn send_port_unreachable(w: &mut World, m: MachineId, ip_header: &[u8
 }
 
 /// Checks and handles an incoming ICMP message.
-pub(crate) fn receive(w: &mut World, m: MachineId, src: Ipv4Addr, _dst: Ipv4Addr, mut msg: Message) {
+pub(crate) fn receive(
+    w: &mut World,
+    m: MachineId,
+    src: Ipv4Addr,
+    _dst: Ipv4Addr,
+    mut msg: Message,
+) {
     let mut sum = Checksum::new();
     sum_message(&mut sum, &msg);
     if sum.finish() != 0 {
@@ -101,8 +112,15 @@ pub(crate) fn receive(w: &mut World, m: MachineId, src: Ipv4Addr, _dst: Ipv4Addr
                 SocketSlot::Icmp(i) if i.ident == ident => Some(i),
                 _ => None,
             });
-            let Some(sock) = sock else { return w.drop_packet(DropReason::NoSocket) };
-            sock.rx.push_back(EchoReply { from: src, seq, data: msg, ttl: 0 });
+            let Some(sock) = sock else {
+                return w.drop_packet(DropReason::NoSocket);
+            };
+            sock.rx.push_back(EchoReply {
+                from: src,
+                seq,
+                data: msg,
+                ttl: 0,
+            });
             if let Some(t) = sock.waiter.take() {
                 w.wake(t);
             }

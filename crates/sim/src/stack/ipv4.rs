@@ -56,20 +56,43 @@ pub(crate) struct Route {
 /// Finds the interface and next hop for `dst`.
 pub(crate) fn route(w: &World, m: MachineId, dst: Ipv4Addr) -> Result<Route, SocketError> {
     let machine = &w.machines[m as usize];
-    let first = machine.ifaces.first().ok_or(SocketError::HostUnreachable(dst))?;
+    let first = machine
+        .ifaces
+        .first()
+        .ok_or(SocketError::HostUnreachable(dst))?;
     let mtu_of = |net: u32| w.networks[net as usize].cfg.mtu;
     if machine.owns(dst) || dst.is_loopback() {
-        return Ok(Route { iface: 0, src: dst, next: NextHop::Local, mtu: u32::MAX });
+        return Ok(Route {
+            iface: 0,
+            src: dst,
+            next: NextHop::Local,
+            mtu: u32::MAX,
+        });
     }
     if dst.is_broadcast() {
-        return Ok(Route { iface: 0, src: first.ip, next: NextHop::Broadcast, mtu: mtu_of(first.net) });
+        return Ok(Route {
+            iface: 0,
+            src: first.ip,
+            next: NextHop::Broadcast,
+            mtu: mtu_of(first.net),
+        });
     }
     if dst.is_multicast() {
-        return Ok(Route { iface: 0, src: first.ip, next: NextHop::Multicast(dst), mtu: mtu_of(first.net) });
+        return Ok(Route {
+            iface: 0,
+            src: first.ip,
+            next: NextHop::Multicast(dst),
+            mtu: mtu_of(first.net),
+        });
     }
     for (i, ifc) in machine.ifaces.iter().enumerate() {
         if let Some(&port) = w.networks[ifc.net as usize].ip_to_port.get(&u32::from(dst)) {
-            return Ok(Route { iface: i as u16, src: ifc.ip, next: NextHop::Neighbour(dst, port), mtu: mtu_of(ifc.net) });
+            return Ok(Route {
+                iface: i as u16,
+                src: ifc.ip,
+                next: NextHop::Neighbour(dst, port),
+                mtu: mtu_of(ifc.net),
+            });
         }
     }
     Err(SocketError::HostUnreachable(dst))
@@ -95,7 +118,14 @@ pub(crate) fn room(w: &World, m: MachineId, route: &Route) -> u32 {
 }
 
 /// Pushes an IPv4 header (fragmenting if needed) and sends the datagram.
-pub(crate) fn send(w: &mut World, m: MachineId, route: Route, dst: Ipv4Addr, proto: IpProtocol, payload: Message) {
+pub(crate) fn send(
+    w: &mut World,
+    m: MachineId,
+    route: Route,
+    dst: Ipv4Addr,
+    proto: IpProtocol,
+    payload: Message,
+) {
     w.stats.ip_sent += 1;
     if route.next == NextHop::Local {
         deliver_up(w, m, &[], route.src, dst, proto, payload);
@@ -146,7 +176,9 @@ fn emit_and_send(w: &mut World, m: MachineId, route: &Route, repr: &ipv4::Repr, 
             let group = w.machines[m as usize].group;
             if w.groups[group as usize].protocols.arp {
                 match super::arp::lookup_or_queue(w, m, route.iface, ip, msg) {
-                    Some((mac, msg)) => return super::ethernet::send(w, m, route.iface, mac, EtherType::Ipv4, msg),
+                    Some((mac, msg)) => {
+                        return super::ethernet::send(w, m, route.iface, mac, EtherType::Ipv4, msg)
+                    }
                     None => return,
                 }
             }
@@ -179,14 +211,22 @@ pub(crate) fn receive(w: &mut World, m: MachineId, _iface: u16, mut msg: Message
     let total = usize::from(packet.total_len());
     let (src, dst) = (packet.src_addr(), packet.dst_addr());
     let proto = packet.next_header();
-    let (ident, mf, offset) = (packet.ident(), packet.more_frags(), usize::from(packet.frag_offset()));
+    let (ident, mf, offset) = (
+        packet.ident(),
+        packet.more_frags(),
+        usize::from(packet.frag_offset()),
+    );
     if total < ihl || total > msg.len() {
         return w.drop_packet(DropReason::Malformed("ipv4"));
     }
     let machine = &w.machines[m as usize];
     let for_us = machine.owns(dst)
         || dst.is_broadcast()
-        || (dst.is_multicast() && machine.ext.as_ref().is_some_and(|e| e.multicast.contains(&dst)));
+        || (dst.is_multicast()
+            && machine
+                .ext
+                .as_ref()
+                .is_some_and(|e| e.multicast.contains(&dst)));
     if !for_us {
         return w.drop_packet(DropReason::NotForUs);
     }
@@ -205,7 +245,15 @@ pub(crate) fn receive(w: &mut World, m: MachineId, _iface: u16, mut msg: Message
 
 /// Hands a datagram's payload to its transport protocol. `header` is the
 /// IPv4 header as received (empty for loopback), for ICMP errors.
-fn deliver_up(w: &mut World, m: MachineId, header: &[u8], src: Ipv4Addr, dst: Ipv4Addr, proto: IpProtocol, msg: Message) {
+fn deliver_up(
+    w: &mut World,
+    m: MachineId,
+    header: &[u8],
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    proto: IpProtocol,
+    msg: Message,
+) {
     match proto {
         IpProtocol::Udp => super::udp::receive(w, m, header, src, dst, msg),
         IpProtocol::Icmp => super::icmp::receive(w, m, src, dst, msg),
@@ -246,8 +294,20 @@ fn reassemble(
         None => {
             let gen = r.next_gen;
             r.next_gen = r.next_gen.wrapping_add(1);
-            r.entries.push(Partial { key, gen, parts: Vec::new(), total: None });
-            w.queue.schedule(now + REASSEMBLY_TIMEOUT, m, Event::Timer { machine: m, timer: Timer::ReassemblyExpire { gen } });
+            r.entries.push(Partial {
+                key,
+                gen,
+                parts: Vec::new(),
+                total: None,
+            });
+            w.queue.schedule(
+                now + REASSEMBLY_TIMEOUT,
+                m,
+                Event::Timer {
+                    machine: m,
+                    timer: Timer::ReassemblyExpire { gen },
+                },
+            );
             w.machines[m as usize].ext().reassembly.entries.len() - 1
         }
     };

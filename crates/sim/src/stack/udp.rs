@@ -37,7 +37,9 @@ pub(crate) fn send(
     to: SocketAddrV4,
     payload: &mut Option<Message>,
 ) -> Result<bool, SocketError> {
-    let Some(len) = payload.as_ref().map(Message::len) else { return Ok(true) };
+    let Some(len) = payload.as_ref().map(Message::len) else {
+        return Ok(true);
+    };
     if len > MAX_UDP_PAYLOAD {
         return Err(SocketError::MessageTooLong(len));
     }
@@ -48,7 +50,10 @@ pub(crate) fn send(
     let route = ipv4::route(w, m, *to.ip())?;
     let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
     let room = ipv4::room(w, m, &route);
-    let ifc = w.machines[m as usize].ifaces.get(route.iface as usize).copied();
+    let ifc = w.machines[m as usize]
+        .ifaces
+        .get(route.iface as usize)
+        .copied();
     if let Some(ifc) = ifc.filter(|_| route.next != ipv4::NextHop::Local) {
         let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
         if room < need.min(cap) {
@@ -57,12 +62,23 @@ pub(crate) fn send(
             return Ok(false);
         }
     }
-    let Some(mut msg) = payload.take() else { return Ok(true) };
-    let repr = udp::Repr { src_port, dst_port: to.port() };
-    let mut sum = checksum::pseudo_header(route.src, *to.ip(), IpProtocol::Udp, (len + udp::HEADER_LEN) as u32);
+    let Some(mut msg) = payload.take() else {
+        return Ok(true);
+    };
+    let repr = udp::Repr {
+        src_port,
+        dst_port: to.port(),
+    };
+    let mut sum = Checksum::new();
     sum_message(&mut sum, &msg);
     let header = msg.push_front(udp::HEADER_LEN);
-    repr.emit_header(&mut udp::Packet::new_unchecked(header), route.src, *to.ip(), len, sum);
+    repr.emit_header(
+        &mut udp::Packet::new_unchecked(header),
+        route.src,
+        *to.ip(),
+        len,
+        sum,
+    );
     w.stats.udp_sent += 1;
     ipv4::send(w, m, route, *to.ip(), IpProtocol::Udp, msg);
     Ok(true)
@@ -84,7 +100,12 @@ pub(crate) fn receive(
     let mut first8 = [0u8; 8];
     first8.copy_from_slice(header);
     let packet = udp::Packet::new_unchecked(&first8[..]);
-    let (src_port, dst_port, len, check) = (packet.src_port(), packet.dst_port(), usize::from(packet.len()), packet.checksum());
+    let (src_port, dst_port, len, check) = (
+        packet.src_port(),
+        packet.dst_port(),
+        usize::from(packet.len()),
+        packet.checksum(),
+    );
     if len < udp::HEADER_LEN || len > msg.len() {
         return w.drop_packet(DropReason::Malformed("udp"));
     }

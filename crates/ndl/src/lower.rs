@@ -1,0 +1,263 @@
+//! Lowering: the block tree to a [`Scenario`], checking everything that can
+//! be checked without building the simulation.
+//!
+//! Checked here: section and block keywords, the keys each block accepts,
+//! required keys, duplicate network ids and machine names, references from
+//! machines to networks, numbers, units, addresses, ranges and subnets,
+//! addresses listed or claimed (by an application's `ip=`) twice,
+//! placeholders in per-instance values, and that a `type='link'` network
+//! joins exactly two machine interfaces.
+//!
+//! Not checked here (the builder does, with the `Loc`s stored on every
+//! value): application and protocol option values, `to=` machine names.
+//!
+//! Errors are collected, not stopped at, so one run reports them all.
+
+use crate::error::{ErrorKind, NdlError};
+use crate::parser::{Block, Param, Span};
+use crate::units::{parse_duration_ns, parse_u64};
+use crate::{suggest, SourceMap};
+use elvis_scenario::{Loc, Scenario};
+use std::collections::{BTreeMap, HashMap};
+
+const SECTIONS: &[&str] = &["Networks", "Machines", "Simulation", "Template"];
+const NETWORK_KEYS: &[&str] = &[
+    "id",
+    "type",
+    "bandwidth",
+    "latency",
+    "loss",
+    "corruption",
+    "mtu",
+    "queue",
+    "subnet",
+];
+const MACHINE_SECTIONS: &[&str] = &["Networks", "Protocols", "Applications"];
+
+/// Lowers the top-level blocks of a file.
+///
+/// # Errors
+/// Every problem found, in source order.
+pub fn lower(roots: &[Block], map: &SourceMap<'_>) -> Result<Scenario, Vec<NdlError>> {
+    let mut l = Lower {
+        map,
+        errors: Vec::new(),
+        sc: Scenario::default(),
+        net_ids: HashMap::new(),
+        link_locs: HashMap::new(),
+        machine_names: HashMap::new(),
+        listed: BTreeMap::new(),
+        claimed: BTreeMap::new(),
+        sim: None,
+    };
+    for b in roots {
+        l.section(b);
+    }
+    l.resolve_networks();
+    l.check_links();
+    l.check_instance_names();
+    if l.errors.is_empty() {
+        Ok(l.sc)
+    } else {
+        l.errors.sort_by_key(|e| e.loc.offset);
+        Err(l.errors)
+    }
+}
+
+struct Lower<'a> {
+    map: &'a SourceMap<'a>,
+    errors: Vec<NdlError>,
+    sc: Scenario,
+    /// Network id → where it was declared.
+    net_ids: HashMap<String, Loc>,
+    /// Network id → the `type='link'` value, for links only.
+    link_locs: HashMap<String, Loc>,
+    machine_names: HashMap<String, Loc>,
+    /// Addresses listed by `[IP]` blocks: first → (last, where).
+    listed: BTreeMap<u32, (u32, Loc)>,
+    /// Addresses claimed by applications' `ip=`: first → (last, where).
+    claimed: BTreeMap<u32, (u32, Loc)>,
+    /// Where the `[Simulation]` block was, once seen.
+    sim: Option<Loc>,
+}
+
+/// Returns the earlier entry of `set` overlapping `first..=last`, or
+/// records the range. The ranges in `set` never overlap each other.
+fn take(
+    set: &mut BTreeMap<u32, (u32, Loc)>,
+    first: u32,
+    last: u32,
+    loc: Loc,
+) -> Result<(), (u32, Loc)> {
+    if let Some((&f, &(l, at))) = set.range(..=last).next_back() {
+        if l >= first {
+            return Err((f.max(first), at));
+        }
+    }
+    set.insert(first, (last, loc));
+    Ok(())
+}
+
+fn at(loc: Loc) -> String {
+    format!("line {}, column {}", loc.line, loc.col)
+}
+
+impl Lower<'_> {
+    fn loc(&self, span: Span) -> Loc {
+        self.map.loc(span)
+    }
+
+    fn error(&mut self, kind: ErrorKind, span: Span, msg: impl Into<String>, hint: Option<String>) {
+        let e = NdlError::new(kind, self.loc(span), msg).maybe_hint(hint);
+        self.errors.push(e);
+    }
+
+    /// Reports every key of `b` that is not in `allowed`.
+    fn keys(&mut self, b: &Block, allowed: &[&str]) {
+        for p in &b.params {
+            if allowed.iter().any(|k| p.key.node.eq_ignore_ascii_case(k)) {
+                continue;
+            }
+            let kw = &b.keyword.node;
+            let (msg, hint) = if allowed.is_empty() {
+                (
+                    format!("`[{kw}]` takes no options, found `{}`", p.key.node),
+                    None,
+                )
+            } else {
+                let hint = match suggest(&p.key.node, allowed) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!("`[{kw}]` accepts {}", allowed.join(", ")),
+                };
+                (
+                    format!("unknown key `{}` in `[{kw}]`", p.key.node),
+                    Some(hint),
+                )
+            };
+            self.error(ErrorKind::UnknownKey, p.key.span, msg, hint);
+        }
+    }
+
+    /// Returns the required option `key`, reporting it when missing.
+    fn required<'b>(&mut self, b: &'b Block, key: &str) -> Option<&'b Param> {
+        let p = b.param(key);
+        if p.is_none() {
+            let kw = &b.keyword.node;
+            let hint = Some(format!("write [{kw} {key}='…']"));
+            let a = if key.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                "an"
+            } else {
+                "a"
+            };
+            let msg = format!("`[{kw}]` needs {a} `{key}`");
+            self.error(ErrorKind::MissingKey, b.head(), msg, hint);
+        }
+        p
+    }
+
+    /// Reports a block that may not appear inside `parent`.
+    fn unexpected(&mut self, b: &Block, parent: Option<&str>, expected: &[&str]) {
+        let kw = &b.keyword.node;
+        let msg = match parent {
+            None => format!("unknown section `[{kw}]`"),
+            Some(p) => format!("`[{kw}]` cannot appear inside `[{p}]`"),
+        };
+        let hint = match (suggest(kw, expected), expected) {
+            (Some(s), _) => format!("did you mean `[{s}]`?"),
+            (None, []) => format!("`[{}]` takes no nested blocks", parent.unwrap_or_default()),
+            (None, _) => format!(
+                "expected {}",
+                expected
+                    .iter()
+                    .map(|e| format!("[{e}]"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        self.error(ErrorKind::UnknownKeyword, b.head(), msg, Some(hint));
+    }
+
+    fn no_children(&mut self, b: &Block) {
+        for c in &b.children {
+            self.unexpected(c, Some(&b.keyword.node), &[]);
+        }
+    }
+
+    /// Parses option `p` with `f`, reporting a failure with an example.
+    fn value<T>(
+        &mut self,
+        p: &Param,
+        f: impl Fn(&str) -> Result<T, String>,
+        example: &str,
+    ) -> Option<T> {
+        match f(&p.value.node) {
+            Ok(v) => Some(v),
+            Err(why) => {
+                let msg = format!(
+                    "bad {} '{}': {why}",
+                    p.key.node.to_ascii_lowercase(),
+                    p.value.node
+                );
+                self.error(
+                    ErrorKind::BadValue,
+                    p.value.span,
+                    msg,
+                    Some(format!("write e.g. {example}")),
+                );
+                None
+            }
+        }
+    }
+
+    fn section(&mut self, b: &Block) {
+        if b.is("Template") || b.is("Templates") {
+            return; // Accepted and ignored, as Elvis does.
+        }
+        if b.is("Simulation") {
+            return self.simulation(b);
+        }
+        let (child, f): (&str, fn(&mut Self, &Block)) = if b.is("Networks") {
+            ("Network", Self::network)
+        } else if b.is("Machines") {
+            ("Machine", Self::machine)
+        } else {
+            return self.unexpected(b, None, SECTIONS);
+        };
+        self.keys(b, &[]);
+        for c in &b.children {
+            if c.is(child) {
+                f(self, c);
+            } else {
+                self.unexpected(c, Some(&b.keyword.node), &[child]);
+            }
+        }
+    }
+
+    fn simulation(&mut self, b: &Block) {
+        let here = self.loc(b.head());
+        if let Some(first) = self.sim {
+            let hint = Some(format!("the first is at {}", at(first)));
+            return self.error(
+                ErrorKind::Duplicate,
+                b.head(),
+                "only one `[Simulation]` block is allowed",
+                hint,
+            );
+        }
+        self.sim = Some(here);
+        self.sc.sim.loc = here;
+        self.keys(b, &["seed", "until"]);
+        self.no_children(b);
+        if let Some(p) = b.param("seed") {
+            if let Some(v) = self.value(p, parse_u64, "seed='42'") {
+                self.sc.sim.seed = v;
+            }
+        }
+        if let Some(p) = b.param("until") {
+            self.sc.sim.until = self.value(p, parse_duration_ns, "until='10s'");
+        }
+    }
+}
+
+mod machines;
+mod networks;

@@ -1,0 +1,294 @@
+//! `[Machines]`: machine groups with their networks, protocols and
+//! applications, per-instance placeholders and `ip=` claims.
+
+use super::{at, take, Lower, MACHINE_SECTIONS};
+use crate::error::ErrorKind;
+use crate::parser::{Block, Param};
+use crate::units::parse_u64;
+use elvis_scenario as sc;
+use elvis_scenario::{MachineGroup, Ref};
+use std::net::Ipv4Addr;
+
+/// The placeholders a per-instance value may contain.
+const PLACEHOLDERS: &[&str] = &["i", "name"];
+
+/// Checks the `{…}` placeholders in `v`: returns the first problem.
+fn check_braces(v: &str, counted: bool) -> Result<(), (String, String)> {
+    let mut rest = v;
+    while let Some(i) = rest.find(['{', '}']) {
+        if rest[i..].starts_with('}') {
+            return Err((
+                "unmatched `}`".into(),
+                "placeholders look like {i} or {name}".into(),
+            ));
+        }
+        let Some(close) = rest[i..].find('}') else {
+            return Err((
+                "unclosed `{`".into(),
+                "placeholders look like {i} or {name}".into(),
+            ));
+        };
+        let name = &rest[i + 1..i + close];
+        if !PLACEHOLDERS.contains(&name) {
+            let hint = "use {i} (instance number) or {name} (instance name)".to_string();
+            return Err((format!("unknown placeholder `{{{name}}}`"), hint));
+        }
+        if name == "i" && !counted {
+            let hint = "add count='N' to the machine, or write the value out".to_string();
+            return Err((
+                "`{i}` is only meaningful in a machine with a count".into(),
+                hint,
+            ));
+        }
+        rest = &rest[i + close + 1..];
+    }
+    Ok(())
+}
+
+impl Lower<'_> {
+    fn params(&mut self, b: &Block, counted: bool) -> sc::Params {
+        let mut out = Vec::new();
+        // A protocol's or application's `name` is its identity, not an option.
+        for p in b
+            .params
+            .iter()
+            .filter(|p| !(is_named(b) && p.key.node.eq_ignore_ascii_case("name")))
+        {
+            if let Err((msg, hint)) = check_braces(&p.value.node, counted) {
+                self.error(
+                    ErrorKind::BadValue,
+                    p.value.span,
+                    format!("in {}='{}': {msg}", p.key.node, p.value.node),
+                    Some(hint),
+                );
+            }
+            out.push(sc::Param {
+                key: p.key.node.to_ascii_lowercase(),
+                value: p.value.node.clone(),
+                loc: self.loc(p.value.span),
+            });
+        }
+        sc::Params(out)
+    }
+
+    /// Keeps a block nested in an application as a generic block.
+    fn generic(&mut self, b: &Block, counted: bool) -> sc::Block {
+        let params = self.params(b, counted);
+        let children = b
+            .children
+            .iter()
+            .map(|c| self.generic(c, counted))
+            .collect();
+        sc::Block {
+            keyword: b.keyword.node.clone(),
+            params,
+            children,
+            loc: self.loc(b.head()),
+        }
+    }
+
+    pub(super) fn machine(&mut self, b: &Block) {
+        self.keys(b, &["name", "count"]);
+        let Some(name) = self.required(b, "name") else {
+            return;
+        };
+        let count = b
+            .param("count")
+            .and_then(|p| self.value(p, parse_count, "count='100'"));
+        let mut g = MachineGroup {
+            name: name.value.node.clone(),
+            count,
+            networks: Vec::new(),
+            protocols: Vec::new(),
+            applications: Vec::new(),
+            loc: self.loc(b.head()),
+        };
+        self.check_name(name);
+        for c in &b.children {
+            if c.is("Networks") {
+                self.keys(c, &[]);
+                self.each(c, "Network", |l, n| l.attach(n, &mut g));
+            } else if c.is("Protocols") {
+                self.keys(c, &[]);
+                self.each(c, "Protocol", |l, p| l.protocol(p, &mut g));
+            } else if c.is("Applications") {
+                self.keys(c, &[]);
+                self.each(c, "Application", |l, a| l.application(a, &mut g));
+            } else {
+                self.unexpected(c, Some(&b.keyword.node), MACHINE_SECTIONS);
+            }
+        }
+        self.claim_ips(&g);
+        self.sc.machines.push(g);
+    }
+
+    /// Calls `f` on every child of `b` that is a `kw` block; reports others.
+    fn each(&mut self, b: &Block, kw: &str, mut f: impl FnMut(&mut Self, &Block)) {
+        for c in &b.children {
+            if c.is(kw) {
+                f(self, c);
+            } else {
+                self.unexpected(c, Some(&b.keyword.node), &[kw]);
+            }
+        }
+    }
+
+    fn check_name(&mut self, name: &Param) {
+        let n = &name.value.node;
+        if n.trim().is_empty() {
+            let hint = Some("write e.g. name='server'".into());
+            return self.error(
+                ErrorKind::BadValue,
+                name.value.span,
+                "machine name is empty",
+                hint,
+            );
+        }
+        if let Some(&first) = self.machine_names.get(n) {
+            let msg = format!("machine name '{n}' is used twice");
+            return self.error(
+                ErrorKind::Duplicate,
+                name.value.span,
+                msg,
+                Some(format!("the first is at {}", at(first))),
+            );
+        }
+        let loc = self.loc(name.value.span);
+        self.machine_names.insert(n.clone(), loc);
+    }
+
+    fn attach(&mut self, n: &Block, g: &mut MachineGroup) {
+        self.keys(n, &["id"]);
+        self.no_children(n);
+        let Some(id) = self.required(n, "id") else {
+            return;
+        };
+        if let Some(first) = g.networks.iter().find(|r| r.name == id.value.node) {
+            let msg = format!(
+                "machine '{}' is attached to network '{}' twice",
+                g.name, id.value.node
+            );
+            let hint = Some(format!("the first is at {}", at(first.loc)));
+            return self.error(ErrorKind::Duplicate, id.value.span, msg, hint);
+        }
+        g.networks.push(Ref {
+            name: id.value.node.clone(),
+            loc: self.loc(id.value.span),
+        });
+    }
+
+    fn protocol(&mut self, p: &Block, g: &mut MachineGroup) {
+        self.no_children(p);
+        let Some(name) = self.required(p, "name") else {
+            return;
+        };
+        let params = self.params(p, g.count.is_some());
+        g.protocols.push(sc::ProtocolSpec {
+            name: name.value.node.clone(),
+            params,
+            loc: self.loc(p.head()),
+        });
+    }
+
+    fn application(&mut self, a: &Block, g: &mut MachineGroup) {
+        let Some(name) = self.required(a, "name") else {
+            return;
+        };
+        let counted = g.count.is_some();
+        let params = self.params(a, counted);
+        let children = a
+            .children
+            .iter()
+            .map(|c| self.generic(c, counted))
+            .collect();
+        let app = sc::AppSpec {
+            name: name.value.node.clone(),
+            params,
+            children,
+            loc: self.loc(a.head()),
+        };
+        g.applications.push(app);
+    }
+
+    /// Records the addresses that the group's applications claim with a
+    /// fixed `ip=`; values with placeholders are left to the builder.
+    fn claim_ips(&mut self, g: &MachineGroup) {
+        for p in g.applications.iter().filter_map(|a| a.params.get("ip")) {
+            if p.value.contains('{') {
+                continue;
+            }
+            let Ok(ip) = p.value.trim().parse::<Ipv4Addr>() else {
+                let msg = format!("ip='{}' is not an IPv4 address", p.value);
+                let hint = "write it as a.b.c.d, or per instance with {i}";
+                self.errors
+                    .push(crate::NdlError::new(ErrorKind::BadValue, p.loc, msg).hint(hint));
+                continue;
+            };
+            if g.instances() > 1 {
+                let msg = format!(
+                    "all {} machines named '{}' would have address {ip}",
+                    g.instances(),
+                    g.name
+                );
+                let hint = "use a per-instance value such as ip='10.0.{i}.1', or drop ip= to number them automatically";
+                self.errors
+                    .push(crate::NdlError::new(ErrorKind::Duplicate, p.loc, msg).hint(hint));
+                continue;
+            }
+            if let Err((_, first)) = take(&mut self.claimed, ip.into(), ip.into(), p.loc) {
+                let msg = format!("address {ip} is claimed by two applications");
+                let hint = format!("the first claim is at {}", at(first));
+                self.errors
+                    .push(crate::NdlError::new(ErrorKind::Duplicate, p.loc, msg).hint(hint));
+            }
+        }
+    }
+
+    /// Checks that no plain machine is named like an instance of a counted
+    /// group (`sender-3` next to `[Machine name='sender' count='10']`).
+    pub(super) fn check_instance_names(&mut self) {
+        let mut errors = Vec::new();
+        for m in self.sc.machines.iter().filter(|m| m.count.is_none()) {
+            let Some((base, n)) = m.name.rsplit_once('-') else {
+                continue;
+            };
+            let Ok(n) = n.parse::<u32>() else { continue };
+            if let Some(g) = self
+                .sc
+                .machines
+                .iter()
+                .find(|g| g.name == base && g.count.is_some_and(|c| n < c))
+            {
+                let msg = format!(
+                    "machine name '{}' clashes with an instance of the counted group '{}'",
+                    m.name, g.name
+                );
+                let hint = format!(
+                    "'{}' has {} instances, named {}-0 to {}-{}",
+                    g.name,
+                    g.instances(),
+                    g.name,
+                    g.name,
+                    g.instances() - 1
+                );
+                errors.push(crate::NdlError::new(ErrorKind::Duplicate, m.loc, msg).hint(hint));
+            }
+        }
+        self.errors.extend(errors);
+    }
+}
+
+/// Returns true for the blocks whose `name=` is their identity rather
+/// than an option (protocols and applications).
+fn is_named(b: &Block) -> bool {
+    b.is("Protocol") || b.is("Application")
+}
+
+fn parse_count(s: &str) -> Result<u32, String> {
+    match parse_u64(s)? {
+        0 => Err("a machine group has at least 1 machine".into()),
+        n => {
+            u32::try_from(n).map_err(|_| format!("{n} machines is too many (at most {})", u32::MAX))
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The parser: the lexer's flat block list to a tree, by indentation.
+//!
+//! A block at depth `d` is a child of the nearest preceding block at depth
+//! `d - 1`; a top-level block has depth 0. A block indented more than one
+//! level deeper than the block before it is an error (there is no parent
+//! for it to nest in).
+
+use crate::error::{ErrorKind, NdlError};
+use crate::SourceMap;
+
+/// The deepest nesting accepted (keeps recursion over the tree shallow).
+pub const MAX_DEPTH: usize = 64;
+
+/// A byte range `start..end` in the source.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A value with the span of the text it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spanned<T> {
+    pub node: T,
+    pub span: Span,
+}
+
+/// One `key='value'`: the key as written, the value unescaped; the value's
+/// span is the text inside the quotes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub key: Spanned<String>,
+    pub value: Spanned<String>,
+}
+
+/// A generic `[Keyword key='value' …]` block and the blocks nested in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// The keyword as written (matching is case-insensitive).
+    pub keyword: Spanned<String>,
+    /// Options in written order; no key appears twice (case-insensitive).
+    pub params: Vec<Param>,
+    pub children: Vec<Block>,
+    /// Indentation level (tabs, or groups of four spaces).
+    pub depth: usize,
+    /// From the `[` to just past the `]`.
+    pub span: Span,
+}
+
+impl Block {
+    /// Returns true when the keyword is `kw` (case-insensitive).
+    pub fn is(&self, kw: &str) -> bool {
+        self.keyword.node.eq_ignore_ascii_case(kw)
+    }
+
+    /// Returns the option named `key` (case-insensitive).
+    pub fn param(&self, key: &str) -> Option<&Param> {
+        self.params
+            .iter()
+            .find(|p| p.key.node.eq_ignore_ascii_case(key))
+    }
+
+    /// Returns the span of `[Keyword`, where block-level errors point.
+    pub fn head(&self) -> Span {
+        Span {
+            start: self.span.start,
+            end: self.keyword.span.end,
+        }
+    }
+}
+
+/// Parses `src` into its top-level blocks.
+///
+/// # Errors
+/// Everything [`crate::lexer::lex`] reports, and blocks indented too deep.
+pub fn parse_blocks(src: &str, map: &SourceMap<'_>) -> Result<Vec<Block>, NdlError> {
+    let flat = crate::lexer::lex(src, map)?;
+    let mut roots = Vec::new();
+    // The open path from a root down to the last block seen.
+    let mut stack: Vec<Block> = Vec::new();
+    for b in flat {
+        if b.depth > MAX_DEPTH {
+            let msg = format!("blocks are nested more than {MAX_DEPTH} levels deep");
+            return Err(NdlError::new(
+                ErrorKind::Indentation,
+                map.loc(b.head()),
+                msg,
+            ));
+        }
+        if b.depth > stack.len() {
+            return Err(too_deep(&b, stack.last(), map));
+        }
+        while stack.len() > b.depth {
+            close(&mut stack, &mut roots);
+        }
+        stack.push(b);
+    }
+    while !stack.is_empty() {
+        close(&mut stack, &mut roots);
+    }
+    Ok(roots)
+}
+
+fn close(stack: &mut Vec<Block>, roots: &mut Vec<Block>) {
+    if let Some(done) = stack.pop() {
+        match stack.last_mut() {
+            Some(parent) => parent.children.push(done),
+            None => roots.push(done),
+        }
+    }
+}
+
+fn too_deep(b: &Block, parent: Option<&Block>, map: &SourceMap<'_>) -> NdlError {
+    let hint =
+        "a nested block is indented exactly one level (a tab or four spaces) more than its parent";
+    let msg = match parent {
+        None => format!(
+            "`[{}]` is indented, but there is no block above it to nest in",
+            b.keyword.node
+        ),
+        Some(p) => format!(
+            "`[{}]` is indented {} levels, but `[{}]` above it (line {}) is at level {}",
+            b.keyword.node,
+            b.depth,
+            p.keyword.node,
+            map.loc(p.span).line,
+            p.depth
+        ),
+    };
+    NdlError::new(ErrorKind::Indentation, map.loc(b.head()), msg).hint(hint)
+}

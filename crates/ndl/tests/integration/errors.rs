@@ -1,0 +1,397 @@
+//! Every error, with its message and exact `line:col`.
+
+use crate::{fails, FIG2};
+use elvis_ndl::ErrorKind;
+
+fn kind(src: &str) -> ErrorKind {
+    elvis_ndl::parse(src, "t.ndl").unwrap_err().kind
+}
+
+const NETS: &str = "[Networks]\n\t[Network id='1']\n";
+
+/// Returns a file with network 1 and one machine whose body is `body`
+/// (lines at depth 2).
+fn machine(head: &str, body: &str) -> String {
+    format!("{NETS}[Machines]\n\t[Machine {head}]\n{body}")
+}
+
+#[test]
+fn unknown_keyword_reports_line_and_column() {
+    assert_eq!(
+        fails("[Networks]\n[Netwroks]\n"),
+        "t.ndl:2:1: error: unknown section `[Netwroks]` (hint: did you mean `[Networks]`?)"
+    );
+    assert_eq!(kind("[Banana]"), ErrorKind::UnknownKeyword);
+}
+
+#[test]
+fn misplaced_block_names_its_parent() {
+    assert_eq!(
+        fails("[Networks]\n\t[Machine name='a']\n"),
+        "t.ndl:2:2: error: `[Machine]` cannot appear inside `[Networks]` (hint: expected [Network])"
+    );
+    assert_eq!(
+        fails(&machine("name='a'", "\t\t[Network id='1']\n")),
+        "t.ndl:5:3: error: `[Network]` cannot appear inside `[Machine]` (hint: did you mean `[Networks]`?)"
+    );
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1']\n\t\t[IP ip='1.2.3.4']\n\t\t\t[IP ip='1.2.3.5']\n"),
+        "t.ndl:4:4: error: `[IP]` cannot appear inside `[IP]` (hint: `[IP]` takes no nested blocks)"
+    );
+}
+
+#[test]
+fn unknown_key_suggests_the_closest() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1' latncy='2ms']\n"),
+        "t.ndl:2:18: error: unknown key `latncy` in `[Network]` (hint: did you mean `latency`?)"
+    );
+    assert_eq!(
+        fails("[Networks x='1']\n"),
+        "t.ndl:1:11: error: `[Networks]` takes no options, found `x`"
+    );
+    assert_eq!(kind("[Simulation sead='1']"), ErrorKind::UnknownKey);
+}
+
+#[test]
+fn missing_id_and_name_are_reported_at_the_block() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network]\n"),
+        "t.ndl:2:2: error: `[Network]` needs an `id` (hint: write [Network id='…'])"
+    );
+    assert_eq!(
+        fails("[Machines]\n\t[Machine count='2']\n"),
+        "t.ndl:2:2: error: `[Machine]` needs a `name` (hint: write [Machine name='…'])"
+    );
+    assert_eq!(
+        fails(&machine(
+            "name='a'",
+            "\t\t[Applications]\n\t\t\t[Application port='1']\n"
+        )),
+        "t.ndl:6:4: error: `[Application]` needs a `name` (hint: write [Application name='…'])"
+    );
+    assert_eq!(
+        kind("[Networks]\n\t[Network id='1']\n\t\t[IP]\n"),
+        ErrorKind::MissingKey
+    );
+}
+
+#[test]
+fn duplicate_network_id_points_at_the_second() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='3']\n\t[Network id='3']\n"),
+        "t.ndl:3:15: error: network id '3' is declared twice (hint: the first is at line 2, column 2)"
+    );
+}
+
+#[test]
+fn duplicate_machine_name_points_at_the_second() {
+    assert_eq!(
+        fails("[Machines]\n\t[Machine name='a']\n\t[Machine name='a']\n"),
+        "t.ndl:3:17: error: machine name 'a' is used twice (hint: the first is at line 2, column 17)"
+    );
+}
+
+#[test]
+fn machine_named_like_an_instance_is_a_duplicate() {
+    let src = "[Machines]\n\t[Machine name='s' count='3']\n\t[Machine name='s-2']\n";
+    assert_eq!(
+        fails(src),
+        "t.ndl:3:2: error: machine name 's-2' clashes with an instance of the counted group 's' (hint: 's' has 3 instances, named s-0 to s-2)"
+    );
+}
+
+#[test]
+fn duplicate_key_in_a_block() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1' ID='2']\n"),
+        "t.ndl:2:18: error: key `ID` is given twice in one block (hint: the first is at line 2, column 11)"
+    );
+}
+
+#[test]
+fn unknown_network_reference_suggests_declared_ids() {
+    assert_eq!(
+        fails(&machine("name='a'", "\t\t[Networks]\n\t\t\t[Network id='4']\n")),
+        "t.ndl:6:17: error: machine 'a' is on network '4', which is not declared (hint: did you mean '1'?)"
+    );
+    assert_eq!(
+        kind("[Machines]\n\t[Machine name='a']\n\t\t[Networks]\n\t\t\t[Network id='x']\n"),
+        ErrorKind::UnknownReference
+    );
+}
+
+#[test]
+fn same_network_twice_on_a_machine() {
+    let src = machine(
+        "name='a'",
+        "\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t\t[Network id='1']\n",
+    );
+    assert_eq!(
+        fails(&src),
+        "t.ndl:7:17: error: machine 'a' is attached to network '1' twice (hint: the first is at line 6, column 17)"
+    );
+}
+
+#[test]
+fn bad_count_is_a_bad_value() {
+    assert_eq!(
+        fails("[Machines]\n\t[Machine name='a' count='abc']\n"),
+        "t.ndl:2:27: error: bad count 'abc': `abc` is not a whole number (hint: write e.g. count='100')"
+    );
+    assert_eq!(
+        fails("[Machines]\n\t[Machine name='a' count='0']\n"),
+        "t.ndl:2:27: error: bad count '0': a machine group has at least 1 machine (hint: write e.g. count='100')"
+    );
+    assert_eq!(
+        kind("[Machines]\n\t[Machine name='a' count='99999999999']\n"),
+        ErrorKind::BadValue
+    );
+}
+
+#[test]
+fn bad_ip_and_ranges_are_rejected() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1']\n\t\t[IP range='1.2.3.9-4']\n"),
+        "t.ndl:3:14: error: bad range '1.2.3.9-4': the range ends (1.2.3.4) before it starts (1.2.3.9) (hint: write e.g. range='10.0.0.1-20')"
+    );
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1']\n\t\t[IP ip='1.2.3']\n"),
+        "t.ndl:3:11: error: bad ip '1.2.3': not an IPv4 address (hint: write e.g. ip='10.0.0.1')"
+    );
+    assert_eq!(
+        kind("[Networks]\n\t[Network id='1']\n\t\t[IP range='1.2.3.4-300']\n"),
+        ErrorKind::BadValue
+    );
+}
+
+#[test]
+fn bad_subnets_are_rejected() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1']\n\t\t[IP subnet='10.0.0.1/24']\n"),
+        "t.ndl:3:15: error: bad subnet '10.0.0.1/24': 10.0.0.1/24 has host bits set (did you mean 10.0.0.0/24?) (hint: write e.g. subnet='10.0.0.0/24')"
+    );
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1' subnet='10.0.0.0/24']\n\t\t[IP ip='10.0.1.1']\n"),
+        "t.ndl:3:11: error: address 10.0.1.1 is outside the network's subnet 10.0.0.0/24 (hint: list only addresses inside the subnet, or widen it)"
+    );
+    assert_eq!(
+        kind("[Networks]\n\t[Network id='1' subnet='10.0.0.0/33']\n"),
+        ErrorKind::BadValue
+    );
+}
+
+#[test]
+fn bad_units_are_rejected_with_an_example() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1' latency='5 parsecs']\n"),
+        "t.ndl:2:27: error: bad latency '5 parsecs': unknown time unit `parsecs` (use ns, us, ms or s) (hint: write e.g. latency='2ms')"
+    );
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1' latency='1.5ns']\n"),
+        "t.ndl:2:27: error: bad latency '1.5ns': `1.5` is not a whole number of nanoseconds (the smallest step is 1ns) (hint: write e.g. latency='2ms')"
+    );
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1' bandwidth='10MBps']\n"),
+        "t.ndl:2:29: error: bad bandwidth '10MBps': `MBps` is a byte rate; bandwidth is in bits per second (bps, kbps, Mbps, Gbps, Tbps) (hint: write e.g. bandwidth='100Mbps')"
+    );
+    for bad in [
+        "loss='2'",
+        "corruption='x'",
+        "mtu='40'",
+        "queue='0'",
+        "type='hub'",
+    ] {
+        assert_eq!(
+            kind(&format!("[Networks]\n\t[Network id='1' {bad}]\n")),
+            ErrorKind::BadValue,
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn bad_link_type_suggests_a_kind() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1' type='lnk']\n"),
+        "t.ndl:2:24: error: bad type 'lnk': a network is a `switch` or a `link` (hint: did you mean 'link'?)"
+    );
+}
+
+#[test]
+fn link_with_three_ends_is_a_topology_error() {
+    let src = "[Networks]\n\t[Network id='1' type='link']\n[Machines]\n\t[Machine name='a' count='3']\n\t\t[Networks]\n\t\t\t[Network id='1']\n";
+    assert_eq!(
+        fails(src),
+        "t.ndl:2:24: error: link network '1' joins 3 machine interface(s); a link joins exactly 2 (hint: use type='switch' for more than two machines)"
+    );
+    assert_eq!(
+        kind("[Networks]\n\t[Network id='1' type='link']\n"),
+        ErrorKind::Topology
+    );
+}
+
+#[test]
+fn address_listed_twice_is_a_duplicate() {
+    let src = "[Networks]\n\t[Network id='1']\n\t\t[IP range='10.0.0.1-9']\n\t[Network id='2']\n\t\t[IP ip='10.0.0.5']\n";
+    assert_eq!(
+        fails(src),
+        "t.ndl:5:11: error: address 10.0.0.5 is listed twice (hint: it is first listed at line 3, column 14)"
+    );
+}
+
+#[test]
+fn address_claimed_by_two_applications_is_a_duplicate() {
+    let app = "\t\t[Applications]\n\t\t\t[Application name='capture' ip='1.2.3.4']\n";
+    let src = format!("[Machines]\n\t[Machine name='a']\n{app}\t[Machine name='b']\n{app}");
+    assert_eq!(
+        fails(&src),
+        "t.ndl:7:36: error: address 1.2.3.4 is claimed by two applications (hint: the first claim is at line 4, column 36)"
+    );
+    let counted = "[Machines]\n\t[Machine name='a' count='2']\n\t\t[Applications]\n\t\t\t[Application name='x' ip='1.2.3.4']\n";
+    assert!(fails(counted).contains("all 2 machines named 'a' would have address 1.2.3.4"));
+    let bad = "[Machines]\n\t[Machine name='a']\n\t\t[Applications]\n\t\t\t[Application name='x' ip='nope']\n";
+    assert!(fails(bad).starts_with("t.ndl:4:30: error: ip='nope' is not an IPv4 address"));
+}
+
+#[test]
+fn bad_placeholders_are_rejected() {
+    let app = |v: &str, count: &str| {
+        format!("[Machines]\n\t[Machine name='a'{count}]\n\t\t[Applications]\n\t\t\t[Application name='x' to='{v}']\n")
+    };
+    assert_eq!(
+        fails(&app("h{j}", " count='2'")),
+        "t.ndl:4:30: error: in to='h{j}': unknown placeholder `{j}` (hint: use {i} (instance number) or {name} (instance name))"
+    );
+    assert!(fails(&app("h{i", " count='2'")).contains("unclosed `{`"));
+    assert!(fails(&app("h}", " count='2'")).contains("unmatched `}`"));
+    assert!(fails(&app("h{i}", "")).contains("`{i}` is only meaningful in a machine with a count"));
+}
+
+#[test]
+fn block_indented_too_deep_is_an_indentation_error() {
+    assert_eq!(
+        fails("[Networks]\n\t\t[Network id='1']\n"),
+        "t.ndl:2:3: error: `[Network]` is indented 2 levels, but `[Networks]` above it (line 1) is at level 0 (hint: a nested block is indented exactly one level (a tab or four spaces) more than its parent)"
+    );
+    assert_eq!(
+        fails("\t[Networks]\n"),
+        "t.ndl:1:2: error: `[Networks]` is indented, but there is no block above it to nest in (hint: a nested block is indented exactly one level (a tab or four spaces) more than its parent)"
+    );
+}
+
+#[test]
+fn spaces_that_are_not_a_multiple_of_four_are_an_indentation_error() {
+    assert_eq!(
+        fails("[Networks]\n      [Network id='1']\n"),
+        "t.ndl:2:1: error: indentation has 2 stray space(s) (not a multiple of four) (hint: indent with tabs, or with exactly four spaces per level)"
+    );
+    assert_eq!(
+        kind("[Networks]\n  \t[Network id='1']\n"),
+        ErrorKind::Indentation
+    );
+}
+
+#[test]
+fn unterminated_quote_points_at_the_opening_quote() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='3]\n[Machines]\n"),
+        "t.ndl:2:14: error: quoted value is never closed (hint: end the value with ' on the same line)"
+    );
+}
+
+#[test]
+fn unterminated_bracket_points_at_the_block() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='3'\n[Machines]\n"),
+        "t.ndl:2:2: error: block `[Network` is never closed (hint: add `]` at the end of the block)"
+    );
+    assert_eq!(kind("[Networks"), ErrorKind::Syntax);
+}
+
+#[test]
+fn stray_text_is_a_syntax_error() {
+    assert_eq!(
+        fails("[Networks]\nid='3'\n"),
+        "t.ndl:2:1: error: expected `[` to start a block, found `i` (hint: each line holds one [Keyword key='value'] block, a comment (# or //), or nothing)"
+    );
+    assert_eq!(
+        fails("[Networks] [Machines]\n"),
+        "t.ndl:1:12: error: unexpected `[` after the end of the block (hint: put each block on its own line)"
+    );
+    assert_eq!(
+        fails("[Networks]\n\t[Network id=3]\n"),
+        "t.ndl:2:14: error: expected a quoted value after `id=`, found `3` (hint: values are quoted: id='value')"
+    );
+    assert_eq!(
+        fails("[Networks]\n\t[Network id '3']\n"),
+        "t.ndl:2:14: error: expected `=` after `id`, found `'` (hint: write id='value')"
+    );
+    assert_eq!(kind("[]"), ErrorKind::Syntax);
+    assert_eq!(kind("[Networks, id='1']"), ErrorKind::Syntax);
+}
+
+#[test]
+fn second_simulation_block_is_a_duplicate() {
+    assert_eq!(
+        fails("[Simulation seed='1']\n[Simulation seed='2']\n"),
+        "t.ndl:2:1: error: only one `[Simulation]` block is allowed (hint: the first is at line 1, column 1)"
+    );
+    assert!(fails("[Simulation until='forever']\n")
+        .starts_with("t.ndl:1:20: error: bad until 'forever'"));
+}
+
+#[test]
+fn columns_count_characters_not_bytes() {
+    assert_eq!(
+        fails("[Machines]\n\t[Machine name='µ' count='x']\n"),
+        "t.ndl:2:27: error: bad count 'x': `x` is not a whole number (hint: write e.g. count='100')"
+    );
+}
+
+#[test]
+fn missing_file_is_an_io_error() {
+    let e = elvis_ndl::parse_file("/nonexistent/x.ndl").unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Io);
+    assert!(e
+        .to_string()
+        .starts_with("/nonexistent/x.ndl: error: cannot read the file"));
+}
+
+#[test]
+fn fancy_rendering_puts_a_caret_under_the_offending_text() {
+    let src = FIG2.replace("id='3']\n\t\t[IP", "id='3' latency='5 parsecs']\n\t\t[IP");
+    let e = elvis_ndl::parse(&src, "fig2.ndl").unwrap_err();
+    let out = e.render_fancy(&src);
+    assert!(out.contains("bad latency '5 parsecs'"), "{out}");
+    assert!(out.contains("fig2.ndl:2:"), "{out}");
+    assert!(
+        out.contains("[Network id='3' latency='5 parsecs']"),
+        "{out}"
+    );
+    assert!(out.contains("─┬─") || out.contains('^'), "{out}");
+    assert!(out.contains("help: write e.g. latency='2ms'"), "{out}");
+    assert!(out.contains("ndl::bad_value"), "{out}");
+}
+
+#[test]
+#[ignore = "prints a sample; run with --ignored --nocapture"]
+fn print_fancy_sample() {
+    let src = "[Networks]\n\t[Network id='1' latency='5 parsecs']\n";
+    println!(
+        "{}",
+        elvis_ndl::parse(src, "lan.ndl")
+            .unwrap_err()
+            .render_fancy(src)
+    );
+}
+
+#[test]
+fn nesting_deeper_than_the_limit_is_an_indentation_error() {
+    let src: String = (0..=elvis_ndl::MAX_DEPTH + 1)
+        .map(|d| format!("{}[B]\n", "\t".repeat(d)))
+        .collect();
+    let e = elvis_ndl::parse(&src, "t.ndl").unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Indentation);
+    assert!(e.message.contains("more than 64 levels"), "{e}");
+}
