@@ -8,7 +8,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Err(e) = elvis_ndl::parse(text, "fuzz.ndl") {
         assert!(e.loc.offset as usize <= text.len());
         let _ = e.render_fancy(text);
