@@ -55,6 +55,9 @@ pub struct AppFactory {
     pub name: &'static str,
     /// Whether it runs forever (a server), so waiting at the end is fine.
     pub daemon: bool,
+    /// Whether it only reacts to traffic (a receiver): the builder starts
+    /// these before the applications that send, at the same instant.
+    pub passive: bool,
     spawn: Rc<SpawnFn>,
 }
 
@@ -168,10 +171,13 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                 count: u8::try_from(o.u64_or("count", 255)?)
                     .map_err(|_| ParamError::new(o.loc("count"), "count must be at most 255"))?,
             });
-            factory(canon, false, move |sim, m| {
+            let passive = !cfg.starter;
+            let mut f = factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
                 sim.spawn(m, "ping_pong", move |h: Host| ping_pong::run(h, cfg));
-            })
+            });
+            f.passive = passive;
+            f
         }
         "ping" => {
             let cfg = Rc::new(ping::Config {
@@ -200,6 +206,7 @@ fn factory(
     AppFactory {
         name,
         daemon,
+        passive: matches!(name, "capture" | "forward"),
         spawn: Rc::new(f),
     }
 }

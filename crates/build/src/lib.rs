@@ -12,6 +12,13 @@
 //!    taken on that network. Elvis' benchmark files list one address and
 //!    declare `count='1000000'` senders: they get 123.45.67.90, .91, … .
 //!
+//! # Start order
+//! Every application starts at time zero. Applications that only react to
+//! traffic (`capture`, `forward`, a `ping_pong` that is not the starter)
+//! start first, then the others, each in declaration order; so a receiver
+//! has bound its socket before the first datagram reaches it, even on an
+//! ideal network where delivery takes no time.
+//!
 //! # Per-instance values
 //! In a counted machine, option values may contain `{i}` (the instance
 //! number) and `{name}` (the instance name); such applications are
@@ -353,6 +360,8 @@ fn spawn_apps(
         };
         addresses.get(id as usize).copied().flatten()
     };
+    // Receivers start before senders at the same instant (see crate docs).
+    let mut spawns: Vec<(elvis_apps::AppFactory, u32, u32)> = Vec::new();
     for (g, (_, first, len)) in scenario.machines.iter().zip(groups) {
         for app in &g.applications {
             let per_instance = app.params.iter().any(|p| p.value.contains('{'));
@@ -363,14 +372,17 @@ fn spawn_apps(
             if per_instance {
                 for i in 0..*len {
                     let params = instance_params(app, i, &instance_name(g, i));
-                    let f = registry::build(&app.name, &params, &ctx)?;
-                    f.spawn(sim, first + i);
+                    spawns.push((registry::build(&app.name, &params, &ctx)?, first + i, 1));
                 }
             } else {
-                let f = registry::build(&app.name, &app.params, &ctx)?;
-                for i in 0..*len {
-                    f.spawn(sim, first + i);
-                }
+                spawns.push((registry::build(&app.name, &app.params, &ctx)?, *first, *len));
+            }
+        }
+    }
+    for passive in [true, false] {
+        for (f, first, len) in spawns.iter().filter(|s| s.0.passive == passive) {
+            for m in *first..first + len {
+                f.spawn(sim, m);
             }
         }
     }

@@ -260,11 +260,37 @@ pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: Message) {
     w.stats.frames_sent += 1;
     if n.is_ideal() {
         w.pcap.record(net, now, &frame);
-        let id = w.frames.insert(frame) as FrameId;
-        let at = now + std::time::Duration::from_nanos(w.networks[net as usize].cfg.latency_ns);
-        match depart(w, net, port, id) {
-            Some(id) => route_ideal(w, net, port, id, at),
-            None => release_nic(w, net, port),
+        let mut frame = frame;
+        let n = &mut w.networks[net as usize];
+        if let Err(reason) = draw_fate(n, &mut frame) {
+            release_nic(w, net, port);
+            return w.drop_packet(reason);
+        }
+        let targets = egress_ports(&w.networks[net as usize], port, &frame);
+        if targets.is_empty() {
+            release_nic(w, net, port);
+            return w.drop_packet(DropReason::UnknownDestination);
+        }
+        let latency = w.networks[net as usize].cfg.latency_ns;
+        if latency == 0 && w.sync_depth < MAX_SYNC_DEPTH {
+            // Zero delay: deliver now, without an event or a frame slot.
+            release_nic(w, net, port);
+            let last = targets.len() - 1;
+            for (i, t) in targets.into_iter().enumerate() {
+                let copy = if i == last { std::mem::take(&mut frame) } else { frame.clone() };
+                deliver_now(w, net, t, copy);
+            }
+            return;
+        }
+        let at = now + std::time::Duration::from_nanos(latency);
+        let lane = lane_of_net(w, net);
+        let mut sender = port;
+        let last = targets.len() - 1;
+        for (i, t) in targets.into_iter().enumerate() {
+            let copy = if i == last { std::mem::take(&mut frame) } else { frame.clone() };
+            let id = w.frames.insert(copy) as FrameId;
+            w.queue.schedule(at, lane, Event::Deliver { net, port: t, frame: id, from: sender });
+            sender = NO_PORT;
         }
         return;
     }
@@ -327,7 +353,10 @@ pub(crate) fn tx_done(w: &mut World, q: QueueRef) {
     let net = q.net;
     if q.port_dir & 1 == 0 {
         release_nic(w, net, port);
-        if let Some(id) = depart(w, net, port, id) {
+        let (n, frame) = (&mut w.networks[net as usize], &mut w.frames[id as usize]);
+        if let Err(reason) = draw_fate(n, frame) {
+            discard(w, id, reason);
+        } else {
             let at =
                 w.now() + std::time::Duration::from_nanos(w.networks[net as usize].cfg.latency_ns);
             let lane = lane_of_net(w, net);
@@ -378,25 +407,21 @@ fn release_nic(w: &mut World, net: NetId, port: u32) {
     }
 }
 
-/// Applies loss and corruption as a frame leaves the sender; returns the
-/// frame if it survives.
-fn depart(w: &mut World, net: NetId, _port: u32, id: FrameId) -> Option<FrameId> {
-    let n = &mut w.networks[net as usize];
+/// Applies loss and corruption as a frame leaves the sender.
+fn draw_fate(n: &mut Network, frame: &mut Message) -> Result<(), DropReason> {
     if n.cfg.loss > 0.0 && n.rng.random::<f64>() < n.cfg.loss {
         n.stats.lost += 1;
-        discard(w, id, DropReason::Loss);
-        return None;
+        return Err(DropReason::Loss);
     }
     if n.cfg.corruption > 0.0 && n.rng.random::<f64>() < n.cfg.corruption {
         n.stats.corrupted += 1;
-        let frame = &mut w.frames[id as usize];
         let bits = frame.len() * 8;
         if bits > 0 {
             let bit = n.rng.random_range(0..bits);
             frame.flip_bit(bit);
         }
     }
-    Some(id)
+    Ok(())
 }
 
 fn discard(w: &mut World, id: FrameId, reason: DropReason) {
@@ -407,60 +432,21 @@ fn discard(w: &mut World, id: FrameId, reason: DropReason) {
 /// Returns the destination MAC of a frame (`None` if it is too short).
 fn dst_mac(frame: &Message) -> Option<[u8; 6]> {
     let mut mac = [0u8; 6];
-    for (i, b) in mac.iter_mut().enumerate() {
-        *b = frame.byte_at(i)?;
-    }
+    frame.copy_to_slice(0, &mut mac).ok()?;
     Some(mac)
 }
 
-/// Sends a frame across an ideal network (no queues): arrival at `at`.
-///
-/// The sender's NIC slot is held until the frame (its first copy) is
-/// delivered, which is what bounds the frames in flight.
-fn route_ideal(w: &mut World, net: NetId, from: u32, id: FrameId, at: elvis_kernel::Time) {
-    let lane = lane_of_net(w, net);
-    let targets: smallvec::SmallVec<[u32; 1]> = match w.networks[net as usize].cfg.kind {
-        NetworkKind::Link => {
-            let other = if from == 0 { 1 } else { 0 };
-            if (other as usize) < w.networks[net as usize].ports.len() {
-                smallvec::smallvec![other]
-            } else {
-                smallvec::SmallVec::new()
-            }
-        }
-        NetworkKind::Switch => egress_ports(w, net, from, id),
-    };
-    if targets.is_empty() {
-        discard(w, id, DropReason::UnknownDestination);
-        release_nic(w, net, from);
-        return;
-    }
-    let mut sender = from;
-    for (i, t) in targets.into_iter().enumerate() {
-        let copy = if i == 0 {
-            id
-        } else {
-            w.frames.insert(w.frames[id as usize].clone()) as FrameId
-        };
-        w.queue.schedule(
-            at,
-            lane,
-            Event::Deliver {
-                net,
-                port: t,
-                frame: copy,
-                from: sender,
-            },
-        );
-        sender = NO_PORT;
-    }
-}
-
 /// Returns the ports a frame from `from` goes out of.
-fn egress_ports(w: &World, net: NetId, from: u32, id: FrameId) -> smallvec::SmallVec<[u32; 1]> {
-    let n = &w.networks[net as usize];
+fn egress_ports(n: &Network, from: u32, frame: &Message) -> smallvec::SmallVec<[u32; 1]> {
     let mut out = smallvec::SmallVec::new();
-    let Some(mac) = dst_mac(&w.frames[id as usize]) else {
+    if n.cfg.kind == NetworkKind::Link {
+        let other = if from == 0 { 1 } else { 0 };
+        if (other as usize) < n.ports.len() {
+            out.push(other);
+        }
+        return out;
+    }
+    let Some(mac) = dst_mac(frame) else {
         return out;
     };
     if mac == [0xff; 6] {
@@ -479,7 +465,7 @@ fn egress_ports(w: &World, net: NetId, from: u32, id: FrameId) -> smallvec::Smal
 
 /// A frame reached the switch fabric: queue it on the egress port(s).
 pub(crate) fn at_switch(w: &mut World, net: NetId, from: u32, id: FrameId) {
-    let targets = egress_ports(w, net, from, id);
+    let targets = egress_ports(&w.networks[net as usize], from, &w.frames[id as usize]);
     if targets.is_empty() {
         discard(w, id, DropReason::UnknownDestination);
         return;
@@ -519,6 +505,29 @@ pub(crate) fn deliver(w: &mut World, net: NetId, port: u32, id: FrameId, from: u
         release_nic(w, net, from);
     }
     let frame = w.frames.remove(id as usize);
+    receive(w, net, port, frame);
+}
+
+/// How deep zero-delay deliveries may nest (a reply to a reply …) before
+/// the next one goes through the event queue instead.
+const MAX_SYNC_DEPTH: u8 = 4;
+
+/// Delivers a frame synchronously, in the middle of the sender's work; a
+/// panic in the receiver's stack crashes the receiver, not the sender.
+fn deliver_now(w: &mut World, net: NetId, port: u32, frame: Message) {
+    let caller = w.current_machine;
+    w.sync_depth += 1;
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| receive(w, net, port, frame)));
+    w.sync_depth -= 1;
+    if r.is_err() {
+        let m = w.networks[net as usize].ports[port as usize].machine;
+        let msg = crate::simulation::take_panic_message();
+        w.crashed.push((m, msg));
+    }
+    w.current_machine = caller;
+}
+
+fn receive(w: &mut World, net: NetId, port: u32, frame: Message) {
     let n = &mut w.networks[net as usize];
     n.stats.frames_delivered += 1;
     let p = &n.ports[port as usize];

@@ -113,7 +113,7 @@ fn install_panic_hook() {
     });
 }
 
-fn take_panic_message() -> String {
+pub(crate) fn take_panic_message() -> String {
     IN_SIM.with(|c| {
         c.borrow_mut()
             .as_mut()
@@ -263,7 +263,10 @@ impl Simulation {
             queued: false,
             daemon,
         });
-        w.wake(id);
+        // Start through the event queue, so that tasks woken by the first
+        // ones run before later tasks start (what they send is consumed as
+        // it arrives instead of piling up).
+        w.queue.schedule_now(crate::world::Event::Wake(id));
         self.futures.push(Some(fut));
     }
 

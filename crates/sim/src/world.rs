@@ -64,6 +64,8 @@ pub(crate) struct World {
     pub stats: Stats,
     pub counters: BTreeMap<String, Counter>,
     pub pcap: PcapSet,
+    /// Nesting depth of zero-delay deliveries in progress.
+    pub sync_depth: u8,
     /// Results published by applications.
     pub metrics: Vec<Metric>,
     /// Machines that crashed this event and still need cleaning up.
@@ -105,6 +107,7 @@ impl World {
             pcap: PcapSet::default(),
             crashed: Vec::new(),
             metrics: Vec::new(),
+            sync_depth: 0,
         }
     }
 

@@ -1,0 +1,16 @@
+//! Integration tests of `elvis-sim`: whole simulations run through the
+//! public API, checked against closed forms (the timing model of
+//! `elvis_sim::net`), binomial bounds, protocol constants and an external
+//! decoder (`tshark`). One test binary, per `STYLE.md`.
+#![forbid(unsafe_code)]
+
+mod common;
+mod delivery;
+mod determinism;
+mod faults;
+mod fragmentation;
+mod queues;
+mod robustness;
+mod sockets;
+mod timing;
+mod tshark;
