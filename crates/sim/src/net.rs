@@ -251,7 +251,7 @@ pub(crate) fn nic_room(w: &World, net: NetId, port: u32) -> u32 {
 /// Callers check [`nic_room`] first: sockets wait for room, the stack's own
 /// frames are dropped when there is none. The fragments of one datagram may
 /// overshoot the queue's capacity (a datagram is queued whole).
-pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: Message) {
+pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
     let now = w.now();
     let n = &mut w.networks[net as usize];
     n.ports[port as usize].inflight += 1;
@@ -259,14 +259,13 @@ pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: Message) {
     n.stats.bytes_sent += frame.len() as u64;
     w.stats.frames_sent += 1;
     if n.is_ideal() {
-        w.pcap.record(net, now, &frame);
-        let mut frame = frame;
+        w.pcap.record(net, now, frame);
         let n = &mut w.networks[net as usize];
-        if let Err(reason) = draw_fate(n, &mut frame) {
+        if let Err(reason) = draw_fate(n, frame) {
             release_nic(w, net, port);
             return w.drop_packet(reason);
         }
-        let targets = egress_ports(&w.networks[net as usize], port, &frame);
+        let targets = egress_ports(&w.networks[net as usize], port, frame);
         if targets.is_empty() {
             release_nic(w, net, port);
             return w.drop_packet(DropReason::UnknownDestination);
@@ -277,8 +276,11 @@ pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: Message) {
             release_nic(w, net, port);
             let last = targets.len() - 1;
             for (i, t) in targets.into_iter().enumerate() {
-                let copy = if i == last { std::mem::take(&mut frame) } else { frame.clone() };
-                deliver_now(w, net, t, copy);
+                if i == last {
+                    deliver_now(w, net, t, frame);
+                } else {
+                    deliver_now(w, net, t, &mut frame.clone());
+                }
             }
             return;
         }
@@ -287,14 +289,27 @@ pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: Message) {
         let mut sender = port;
         let last = targets.len() - 1;
         for (i, t) in targets.into_iter().enumerate() {
-            let copy = if i == last { std::mem::take(&mut frame) } else { frame.clone() };
+            let copy = if i == last {
+                std::mem::take(frame)
+            } else {
+                frame.clone()
+            };
             let id = w.frames.insert(copy) as FrameId;
-            w.queue.schedule(at, lane, Event::Deliver { net, port: t, frame: id, from: sender });
+            w.queue.schedule(
+                at,
+                lane,
+                Event::Deliver {
+                    net,
+                    port: t,
+                    frame: id,
+                    from: sender,
+                },
+            );
             sender = NO_PORT;
         }
         return;
     }
-    let id = w.frames.insert(frame) as FrameId;
+    let id = w.frames.insert(std::mem::take(frame)) as FrameId;
     let q = QueueRef {
         net,
         port_dir: port << 1,
@@ -504,8 +519,8 @@ pub(crate) fn deliver(w: &mut World, net: NetId, port: u32, id: FrameId, from: u
     if from != NO_PORT {
         release_nic(w, net, from);
     }
-    let frame = w.frames.remove(id as usize);
-    receive(w, net, port, frame);
+    let mut frame = w.frames.remove(id as usize);
+    receive(w, net, port, &mut frame);
 }
 
 /// How deep zero-delay deliveries may nest (a reply to a reply …) before
@@ -514,10 +529,12 @@ const MAX_SYNC_DEPTH: u8 = 4;
 
 /// Delivers a frame synchronously, in the middle of the sender's work; a
 /// panic in the receiver's stack crashes the receiver, not the sender.
-fn deliver_now(w: &mut World, net: NetId, port: u32, frame: Message) {
+fn deliver_now(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
     let caller = w.current_machine;
     w.sync_depth += 1;
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| receive(w, net, port, frame)));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        receive(w, net, port, frame)
+    }));
     w.sync_depth -= 1;
     if r.is_err() {
         let m = w.networks[net as usize].ports[port as usize].machine;
@@ -527,7 +544,7 @@ fn deliver_now(w: &mut World, net: NetId, port: u32, frame: Message) {
     w.current_machine = caller;
 }
 
-fn receive(w: &mut World, net: NetId, port: u32, frame: Message) {
+fn receive(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
     let n = &mut w.networks[net as usize];
     n.stats.frames_delivered += 1;
     let p = &n.ports[port as usize];

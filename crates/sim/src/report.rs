@@ -108,7 +108,7 @@ pub struct Report {
     pub end: End,
     /// Virtual time at the end, ns.
     pub sim_time_ns: u64,
-    /// Events processed (frame hops, timers, task polls).
+    /// Events processed: frame hops, timer expiries and task polls.
     pub events: u64,
     /// Machines in the run.
     pub machines: u64,

@@ -61,6 +61,8 @@ pub struct Simulation {
     futures: Vec<Option<TaskFuture>>,
     watchdog: Option<Watchdog>,
     wall: Duration,
+    /// Task polls so far (counted as events in the report).
+    polls: u64,
 }
 
 /// Shared between the run loop and the watchdog thread.
@@ -130,6 +132,7 @@ impl Simulation {
             futures: Vec::new(),
             watchdog: None,
             wall: Duration::ZERO,
+            polls: 0,
         }
     }
 
@@ -431,6 +434,7 @@ impl Simulation {
         beat.in_poll.store(true, Ordering::Relaxed);
         let result = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
         beat.polls.fetch_add(1, Ordering::Relaxed);
+        self.polls += 1;
         beat.in_poll.store(false, Ordering::Relaxed);
         let outcome = match result {
             Ok(Poll::Pending) => {
@@ -579,7 +583,7 @@ impl Simulation {
                 message: "still waiting when the run ended".into(),
             });
         }
-        let events = w.queue.popped();
+        let events = w.queue.popped() + self.polls;
         let wall = self.wall.as_secs_f64();
         Report {
             seed: w.seed,

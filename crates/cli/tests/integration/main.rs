@@ -6,6 +6,14 @@
 //! kind of bad input); the examples in `examples/ndl/` are used unmodified.
 #![forbid(unsafe_code)]
 
+/// Builds an argument array from strings and paths:
+/// `elvis(args!["run", &path, "--seed", "7"])`.
+macro_rules! args {
+    ($($arg:expr),* $(,)?) => {
+        [$(::std::ffi::OsStr::new(&$arg)),*]
+    };
+}
+
 mod bad_input;
 mod determinism;
 mod fuzz;
@@ -132,7 +140,12 @@ pub fn application<'a>(report: &'a Value, group: &str, application: &str) -> &'a
 pub fn file_names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            e.expect("a directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     names.sort();
     names
@@ -153,7 +166,11 @@ pub struct Frame {
 #[track_caller]
 pub fn read_pcap(path: &Path) -> Vec<Frame> {
     let bytes = std::fs::read(path).expect("the pcap exists");
-    assert!(bytes.len() >= 24, "pcap header missing in {}", path.display());
+    assert!(
+        bytes.len() >= 24,
+        "pcap header missing in {}",
+        path.display()
+    );
     assert_eq!(
         &bytes[..4],
         &[0x4d, 0x3c, 0xb2, 0xa1],

@@ -66,13 +66,14 @@ pub(crate) fn lookup_or_queue(
     m: MachineId,
     iface: u16,
     ip: Ipv4Addr,
-    msg: Message,
-) -> Option<(EthernetAddress, Message)> {
+    msg: &mut Message,
+) -> Option<EthernetAddress> {
     let key = u32::from(ip);
     let cache = &mut w.machines[m as usize].ext().arp;
     if let Some(mac) = cache.lookup(key) {
-        return Some((mac, msg));
+        return Some(mac);
     }
+    let msg = std::mem::take(msg);
     if let Some(p) = cache.pending.iter_mut().find(|p| p.ip == key) {
         if p.queued.len() >= MAX_QUEUED {
             w.drop_packet(DropReason::ArpQueueFull);
@@ -124,7 +125,7 @@ fn send_repr(w: &mut World, m: MachineId, iface: u16, dst: EthernetAddress, repr
     let buf = msg.push_front(repr.buffer_len());
     repr.emit(&mut arp::Packet::new_unchecked(buf));
     w.stats.arp_sent += 1;
-    super::ethernet::send(w, m, iface, dst, EtherType::Arp, msg);
+    super::ethernet::send(w, m, iface, dst, EtherType::Arp, &mut msg);
 }
 
 /// Handles an incoming ARP packet.
@@ -132,7 +133,7 @@ fn send_repr(w: &mut World, m: MachineId, iface: u16, dst: EthernetAddress, repr
 /// A machine without ARP still answers requests for its own address (so
 /// that ARP machines can reach it) but learns nothing; requests for other
 /// addresses are ignored silently, as every host does.
-pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, mut msg: Message) {
+pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, msg: &mut Message) {
     let group = w.machines[m as usize].group;
     let runs_arp = w.groups[group as usize].protocols.arp;
     let Some(bytes) = msg.front(28) else {
@@ -166,8 +167,15 @@ pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, mut msg: Message)
         Some(i) if for_us || cache.lookup(sender).is_some() => cache.pending.swap_remove(i).queued,
         _ => Vec::new(),
     };
-    for datagram in ready {
-        super::ethernet::send(w, m, iface, source_hardware_addr, EtherType::Ipv4, datagram);
+    for mut datagram in ready {
+        super::ethernet::send(
+            w,
+            m,
+            iface,
+            source_hardware_addr,
+            EtherType::Ipv4,
+            &mut datagram,
+        );
     }
     if for_us && operation == arp::Operation::Request {
         reply(w, m, iface, source_hardware_addr, source_protocol_addr);

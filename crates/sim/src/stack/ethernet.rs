@@ -18,7 +18,7 @@ pub(crate) fn send(
     iface: u16,
     dst: EthernetAddress,
     ty: EtherType,
-    mut msg: Message,
+    msg: &mut Message,
 ) {
     let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else {
         return;
@@ -38,7 +38,7 @@ pub(crate) fn send(
 }
 
 /// Demuxes an incoming frame to IPv4 or ARP.
-pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, mut frame: Message) {
+pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) {
     let Some(header) = frame.front(ethernet::HEADER_LEN) else {
         return w.drop_packet(DropReason::Malformed("ethernet"));
     };

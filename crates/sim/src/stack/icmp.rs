@@ -34,13 +34,18 @@ fn push_header(msg: &mut Message, ty: u8, code: u8, rest: [u8; 4]) {
 }
 
 /// Sends a stack-originated ICMP message (dropped if the NIC is full).
-fn send_own(w: &mut World, m: MachineId, to: Ipv4Addr, msg: Message) -> Result<(), SocketError> {
+fn send_own(
+    w: &mut World,
+    m: MachineId,
+    to: Ipv4Addr,
+    mut msg: Message,
+) -> Result<(), SocketError> {
     let route = ipv4::route(w, m, to)?;
     if ipv4::room(w, m, &route) < ipv4::frames_needed(&route, msg.len()) {
         w.drop_packet(DropReason::NicQueueFull);
         return Ok(());
     }
-    ipv4::send(w, m, route, to, IpProtocol::Icmp, msg);
+    ipv4::send(w, m, route, to, IpProtocol::Icmp, &mut msg);
     Ok(())
 }
 
@@ -84,7 +89,7 @@ pub(crate) fn receive(
     m: MachineId,
     src: Ipv4Addr,
     _dst: Ipv4Addr,
-    mut msg: Message,
+    msg: &mut Message,
 ) {
     let mut sum = Checksum::new();
     sum_message(&mut sum, &msg);
@@ -102,9 +107,9 @@ pub(crate) fn receive(
         ECHO_REQUEST => {
             let i = ident.to_be_bytes();
             let s = seq.to_be_bytes();
-            push_header(&mut msg, ECHO_REPLY, 0, [i[0], i[1], s[0], s[1]]);
+            push_header(msg, ECHO_REPLY, 0, [i[0], i[1], s[0], s[1]]);
             w.stats.icmp_echo_replied += 1;
-            let _ = send_own(w, m, src, msg);
+            let _ = send_own(w, m, src, std::mem::take(msg));
         }
         ECHO_REPLY => {
             let machine = &mut w.machines[m as usize];
@@ -118,7 +123,7 @@ pub(crate) fn receive(
             sock.rx.push_back(EchoReply {
                 from: src,
                 seq,
-                data: msg,
+                data: std::mem::take(msg),
                 ttl: 0,
             });
             if let Some(t) = sock.waiter.take() {
@@ -131,7 +136,7 @@ pub(crate) fn receive(
 }
 
 /// Reports a Port Unreachable to the connected UDP socket it concerns.
-fn port_unreachable(w: &mut World, m: MachineId, mut body: Message) {
+fn port_unreachable(w: &mut World, m: MachineId, body: &mut Message) {
     let Some(h) = body.front(20) else { return };
     let ihl = usize::from(h[0] & 0x0f) * 4;
     let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);

@@ -124,7 +124,7 @@ pub(crate) fn send(
     route: Route,
     dst: Ipv4Addr,
     proto: IpProtocol,
-    payload: Message,
+    payload: &mut Message,
 ) {
     w.stats.ip_sent += 1;
     if route.next == NextHop::Local {
@@ -159,12 +159,12 @@ pub(crate) fn send(
         repr.payload_len = end - offset;
         repr.frag_offset = offset as u16;
         repr.more_frags = end < total;
-        emit_and_send(w, m, &route, &repr, payload.slice(offset..end));
+        emit_and_send(w, m, &route, &repr, &mut payload.slice(offset..end));
         offset = end;
     }
 }
 
-fn emit_and_send(w: &mut World, m: MachineId, route: &Route, repr: &ipv4::Repr, mut msg: Message) {
+fn emit_and_send(w: &mut World, m: MachineId, route: &Route, repr: &ipv4::Repr, msg: &mut Message) {
     let header = msg.push_front(HEADER_LEN);
     let mut packet = ipv4::Packet::new_unchecked(header);
     repr.emit(&mut packet);
@@ -176,7 +176,7 @@ fn emit_and_send(w: &mut World, m: MachineId, route: &Route, repr: &ipv4::Repr, 
             let group = w.machines[m as usize].group;
             if w.groups[group as usize].protocols.arp {
                 match super::arp::lookup_or_queue(w, m, route.iface, ip, msg) {
-                    Some((mac, msg)) => {
+                    Some(mac) => {
                         return super::ethernet::send(w, m, route.iface, mac, EtherType::Ipv4, msg)
                     }
                     None => return,
@@ -190,7 +190,7 @@ fn emit_and_send(w: &mut World, m: MachineId, route: &Route, repr: &ipv4::Repr, 
 }
 
 /// Parses, checks and demuxes an incoming datagram.
-pub(crate) fn receive(w: &mut World, m: MachineId, _iface: u16, mut msg: Message) {
+pub(crate) fn receive(w: &mut World, m: MachineId, _iface: u16, msg: &mut Message) {
     let Some(first) = msg.front(HEADER_LEN) else {
         return w.drop_packet(DropReason::Malformed("ipv4"));
     };
@@ -234,8 +234,8 @@ pub(crate) fn receive(w: &mut World, m: MachineId, _iface: u16, mut msg: Message
     let _ = msg.pop_front(ihl);
     if mf || offset > 0 {
         let key = (u32::from(src), u32::from(dst), u8::from(proto), ident);
-        match reassemble(w, m, key, offset, mf, msg) {
-            Some(whole) => msg = whole,
+        match reassemble(w, m, key, offset, mf, std::mem::take(msg)) {
+            Some(whole) => *msg = whole,
             None => return,
         }
     }
@@ -252,7 +252,7 @@ fn deliver_up(
     src: Ipv4Addr,
     dst: Ipv4Addr,
     proto: IpProtocol,
-    msg: Message,
+    msg: &mut Message,
 ) {
     match proto {
         IpProtocol::Udp => super::udp::receive(w, m, header, src, dst, msg),

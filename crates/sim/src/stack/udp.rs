@@ -80,7 +80,7 @@ pub(crate) fn send(
         sum,
     );
     w.stats.udp_sent += 1;
-    ipv4::send(w, m, route, *to.ip(), IpProtocol::Udp, msg);
+    ipv4::send(w, m, route, *to.ip(), IpProtocol::Udp, &mut msg);
     Ok(true)
 }
 
@@ -92,7 +92,7 @@ pub(crate) fn receive(
     ip_header: &[u8],
     src: Ipv4Addr,
     dst: Ipv4Addr,
-    mut msg: Message,
+    msg: &mut Message,
 ) {
     let Some(header) = msg.front(udp::HEADER_LEN) else {
         return w.drop_packet(DropReason::Malformed("udp"));
@@ -134,7 +134,10 @@ pub(crate) fn receive(
         return w.drop_packet(DropReason::SocketBufferFull);
     }
     sock.rx_bytes += msg.len();
-    sock.rx.push_back(Datagram { from, payload: msg });
+    sock.rx.push_back(Datagram {
+        from,
+        payload: std::mem::take(msg),
+    });
     let waiter = sock.waiter.take();
     w.stats.udp_delivered += 1;
     if let Some(t) = waiter {

@@ -30,8 +30,10 @@ fn scenario(seed: u64, dir: &TempDir) -> (String, Vec<(String, Vec<u8>)>) {
         sim.attach(senders + i, lan, nth_ip(1 + i)).unwrap();
     }
     let far = sim.add_machine("far");
-    sim.attach(far, wire, "192.168.0.2".parse().unwrap()).unwrap();
-    sim.attach(sink, wire, "192.168.0.1".parse().unwrap()).unwrap();
+    sim.attach(far, wire, "192.168.0.2".parse().unwrap())
+        .unwrap();
+    sim.attach(sink, wire, "192.168.0.1".parse().unwrap())
+        .unwrap();
     sim.spawn_daemon(sink, "sink", |host: Host| async move {
         let sock = host.udp_bind(7)?;
         loop {

@@ -1,0 +1,165 @@
+//! Robustness: randomly damaged copies of Fig. 2 never make `elvis check`
+//! panic; each is either accepted or rejected with a located error.
+
+use crate::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+const FIG2: &str = include_str!("../../../../examples/ndl/fig2.ndl");
+const MUTANTS: usize = 300;
+
+/// SplitMix64: a small seeded generator, so every run tests the same
+/// mutants.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Returns a number in `0..n` (`n > 0`).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Applies one random mutation to `src`.
+fn mutate(src: &mut Vec<u8>, rng: &mut Rng) {
+    if src.is_empty() {
+        src.push(b'[');
+        return;
+    }
+    match rng.below(6) {
+        // Flip one bit of one byte.
+        0 => {
+            let at = rng.below(src.len());
+            src[at] ^= 1 << rng.below(8);
+        }
+        // Replace one byte with an NDL-significant character.
+        1 => {
+            let at = rng.below(src.len());
+            const SIGNIFICANT: &[u8] = b"[]'\"=\t\n \\{}#/0x";
+            src[at] = SIGNIFICANT[rng.below(SIGNIFICANT.len())];
+        }
+        // Delete a few bytes.
+        2 => {
+            let at = rng.below(src.len());
+            let end = (at + 1 + rng.below(8)).min(src.len());
+            src.drain(at..end);
+        }
+        // Duplicate a line, right after itself or elsewhere.
+        3 => {
+            let text = String::from_utf8_lossy(src).into_owned();
+            let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+            let from = rng.below(lines.len());
+            let to = rng.below(lines.len() + 1);
+            let line = lines[from];
+            lines.insert(to, line);
+            *src = lines.concat().into_bytes();
+        }
+        // Swap a quote for the other kind, or for its neighbour.
+        _ => {
+            let quotes: Vec<usize> = (0..src.len())
+                .filter(|&i| src[i] == b'\'' || src[i] == b'"')
+                .collect();
+            if quotes.is_empty() {
+                return;
+            }
+            let at = quotes[rng.below(quotes.len())];
+            if rng.below(2) == 0 {
+                src[at] = if src[at] == b'\'' { b'"' } else { b'\'' };
+            } else if at + 1 < src.len() {
+                src.swap(at, at + 1);
+            }
+        }
+    }
+}
+
+/// What `check` made of one mutant.
+enum Verdict {
+    Ok,
+    Rejected,
+}
+
+/// Parses and builds `source` like `elvis check`; panics (with the source)
+/// when an error is not located inside the file.
+fn check(source: &str) -> Verdict {
+    let lines = source.lines().count().max(1) as u32;
+    let scenario = match elvis_ndl::parse(source, "fuzz.ndl") {
+        Ok(s) => s,
+        Err(e) => {
+            assert_eq!(e.file, "fuzz.ndl");
+            assert!(
+                e.loc.is_known() && e.loc.line <= lines + 1 && e.loc.col >= 1,
+                "parse error without a place in the file: {e}\n--- source\n{source}"
+            );
+            assert!(e.loc.offset as usize <= source.len(), "{e:?}");
+            let place = format!("fuzz.ndl:{}:{}: error: ", e.loc.line, e.loc.col);
+            assert!(e.to_string().starts_with(&place), "{e}");
+            assert!(!e.message.is_empty());
+            return Verdict::Rejected;
+        }
+    };
+    match elvis_build::build(&scenario, None) {
+        Ok(_) => Verdict::Ok,
+        Err(e) => {
+            assert!(
+                e.loc.is_known() && e.loc.line <= lines && e.loc.col >= 1,
+                "build error without a place in the file: {e} at {:?}\n--- source\n{source}",
+                e.loc
+            );
+            assert!(!e.message.is_empty());
+            Verdict::Rejected
+        }
+    }
+}
+
+#[test]
+fn three_hundred_damaged_copies_of_fig2_never_panic_and_errors_are_located() {
+    let mut rng = Rng(0x5eed_e1f1_5000);
+    let mut accepted = 0;
+    let mut rejected = 0;
+    let mut panics = Vec::new();
+    let dir = temp_dir();
+    for n in 0..MUTANTS {
+        let mut bytes = FIG2.as_bytes().to_vec();
+        for _ in 0..1 + rng.below(3) {
+            mutate(&mut bytes, &mut rng);
+        }
+        let source = String::from_utf8_lossy(&bytes).into_owned();
+        match catch_unwind(AssertUnwindSafe(|| check(&source))) {
+            Ok(Verdict::Ok) => accepted += 1,
+            Ok(Verdict::Rejected) => rejected += 1,
+            Err(_) => panics.push(source.clone()),
+        }
+        // Every tenth mutant also goes through the binary itself.
+        if n % 10 == 0 {
+            let path = dir.path().join("fuzz.ndl");
+            std::fs::write(&path, &bytes).unwrap();
+            let out = elvis_in(dir.path(), args!["check", "fuzz.ndl"]);
+            match out.code {
+                Some(0) => assert!(out.stdout.starts_with("fuzz.ndl: ok ("), "{out:?}"),
+                Some(2) => assert!(
+                    out.first_stderr_line().starts_with("fuzz.ndl:")
+                        || out.first_stderr_line().starts_with("error: cannot read"),
+                    "{out:?}\n--- source\n{source}"
+                ),
+                _ => panic!("elvis check: {out:?}\n--- source\n{source}"),
+            }
+        }
+    }
+    assert!(
+        panics.is_empty(),
+        "{} of {MUTANTS} mutants panicked or gave an unlocated error; the first:\n{}",
+        panics.len(),
+        panics[0]
+    );
+    // The mutations are neither all harmless nor all fatal.
+    assert!(
+        accepted > 0 && rejected > 0,
+        "{accepted} ok, {rejected} rejected"
+    );
+}

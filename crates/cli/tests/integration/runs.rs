@@ -1,0 +1,250 @@
+//! Good scenarios: Fig. 2, Elvis benchmark files, the default scenario, and
+//! the exit statuses of runs that end with waiting or failed applications.
+
+use crate::*;
+use std::collections::BTreeSet;
+
+#[test]
+fn the_papers_fig2_file_runs_unmodified_and_its_capture_finishes() {
+    let dir = temp_dir();
+    let report_path = dir.path().join("fig2.json");
+    let out = elvis(args!["run", &example("fig2.ndl"), "--report", &report_path]);
+    out.expect_code(0);
+    // The summary's applications table: `capture on capturer x1 1 finished`.
+    let capture_line = out
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("capture ") && l.contains("capturer"))
+        .unwrap_or_else(|| panic!("no capture line in the summary:\n{}", out.stdout));
+    assert!(
+        capture_line.trim_end().ends_with("1 finished"),
+        "the capture did not finish: {capture_line}"
+    );
+    let sender_line = out
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("send_message ") && l.contains("sender"))
+        .unwrap_or_else(|| panic!("no send_message line in the summary:\n{}", out.stdout));
+    assert!(
+        sender_line.trim_end().ends_with("1 finished"),
+        "{sender_line}"
+    );
+    assert!(out.stderr.is_empty(), "stderr: {}", out.stderr);
+
+    let r = read_report(&report_path);
+    assert_eq!(packets(&r, "udp_sent"), 1);
+    assert_eq!(packets(&r, "udp_delivered"), 1);
+    assert_eq!(packets(&r, "dropped_total"), 0);
+    assert_eq!(r["machines"], 2);
+    let capture = application(&r, "capturer", "capture");
+    assert_eq!(capture["finished"], 1);
+    assert_eq!(capture["waiting"], 0);
+    assert_eq!(capture["failed"], 0);
+    assert_eq!(application(&r, "sender", "send_message")["finished"], 1);
+    assert_eq!(r["problems"], serde_json::json!([]));
+}
+
+/// Runs a 10000-sender benchmark-style file and checks every message
+/// arrived; returns the pcap directory's path (inside `dir`).
+fn run_ten_thousand_senders(file: &Path, dir: &Path) -> PathBuf {
+    let report_path = dir.join("report.json");
+    let pcap_dir = dir.join("pcap");
+    let out = elvis(args![
+        "run",
+        "--quiet",
+        &file,
+        "--report",
+        &report_path,
+        "--pcap",
+        &pcap_dir,
+    ]);
+    out.expect_code(0);
+    let r = read_report(&report_path);
+    assert_eq!(r["machines"], 10_001);
+    assert_eq!(packets(&r, "udp_sent"), 10_000);
+    assert_eq!(packets(&r, "udp_delivered"), 10_000);
+    assert_eq!(packets(&r, "dropped_total"), 0);
+    let senders = application(&r, "sender", "send_message");
+    assert_eq!(senders["instances"], 10_000);
+    assert_eq!(senders["finished"], 10_000);
+    let capture = application(&r, "capturer", "capture");
+    assert_eq!(capture["finished"], 1);
+    assert_eq!(capture["waiting"], 0);
+    assert_eq!(r["problems"], serde_json::json!([]));
+    pcap_dir
+}
+
+/// Writes `text` with CRLF line endings into `dir/name` and returns the path.
+fn with_crlf(text: &str, dir: &Path, name: &str) -> PathBuf {
+    assert!(!text.contains('\r'), "the fixture is expected to use LF");
+    let path = dir.join(name);
+    std::fs::write(&path, text.replace('\n', "\r\n")).expect("write the CRLF copy");
+    path
+}
+
+#[test]
+fn the_basic_fixture_differs_from_elvis_benchmark_file_only_in_its_count() {
+    let ours = std::fs::read_to_string(fixture("elvis-basic-10000.ndl")).unwrap();
+    let theirs = std::fs::read_to_string(example("elvis-basic-1000000.ndl")).unwrap();
+    assert_eq!(ours.replace("10000'", "1000000'"), theirs);
+    // Elvis' benchmark files are indented with four spaces, not tabs.
+    assert!(!ours.contains('\t'));
+    assert!(ours.contains("\n    [Network id='3']"));
+    assert!(ours.contains("port='0xbeef'"));
+}
+
+#[test]
+fn an_elvis_benchmark_file_with_ten_thousand_senders_delivers_every_message() {
+    let dir = temp_dir();
+    run_ten_thousand_senders(&fixture("elvis-basic-10000.ndl"), dir.path());
+}
+
+#[test]
+fn an_elvis_benchmark_file_with_crlf_line_endings_delivers_every_message() {
+    let dir = temp_dir();
+    let text = std::fs::read_to_string(fixture("elvis-basic-10000.ndl")).unwrap();
+    let file = with_crlf(&text, dir.path(), "crlf.ndl");
+    run_ten_thousand_senders(&file, dir.path());
+}
+
+#[test]
+fn senders_on_an_ip_range_network_take_the_listed_addresses_first() {
+    let dir = temp_dir();
+    // Four-space indentation, CRLF, hex ports in both cases, an
+    // `[IP range='10.20.30.1-200']` whose last address the capturer claims.
+    let text = std::fs::read_to_string(fixture("elvis-range-10000.ndl")).unwrap();
+    assert!(text.contains("[IP range='10.20.30.1-200']") && text.contains("port='0xBEEF'"));
+    let file = with_crlf(&text, dir.path(), "range-crlf.ndl");
+    let pcap_dir = run_ten_thousand_senders(&file, dir.path());
+    assert_eq!(file_names(&pcap_dir), ["net-7.pcap"]);
+    let frames = read_pcap(&pcap_dir.join("net-7.pcap"));
+    assert_eq!(frames.len(), 10_000);
+    let capturer = [10, 20, 30, 200];
+    let mut sources = BTreeSet::new();
+    for f in &frames {
+        assert_eq!(f.ip_dst, Some(capturer));
+        assert_eq!(f.udp_dst_port, Some(0xbeef));
+        sources.insert(f.ip_src.expect("an IPv4 frame"));
+    }
+    // Every sender has its own address …
+    assert_eq!(sources.len(), 10_000);
+    // … the listed ones first (the capturer's own excepted) …
+    for last in 1..=199 {
+        assert!(
+            sources.contains(&[10, 20, 30, last]),
+            "10.20.30.{last} unused"
+        );
+    }
+    assert!(!sources.contains(&capturer));
+    // … then counting up past the range, skipping .0 and .255.
+    assert!(sources.contains(&[10, 20, 30, 201]));
+    assert!(sources.contains(&[10, 20, 31, 1]));
+    assert!(sources.iter().all(|a| a[3] != 0 && a[3] != 255));
+}
+
+#[test]
+fn run_without_a_file_runs_the_embedded_default_scenario() {
+    let dir = temp_dir();
+    let report_path = dir.path().join("default.json");
+    let out = elvis(args!["run", "--report", &report_path]);
+    out.expect_code(0);
+    assert!(
+        out.stdout
+            .starts_with("== elvis run: default.ndl (seed 42) =="),
+        "{}",
+        out.stdout
+    );
+    let r = read_report(&report_path);
+    assert_eq!(r["seed"], 42);
+    // 200 senders, a capturer, a pinger, ping, pong and the two WAN pingers.
+    assert_eq!(r["machines"], 206);
+    assert_eq!(application(&r, "capturer", "capture")["finished"], 1);
+    assert_eq!(application(&r, "sender", "send_message")["finished"], 200);
+    for app in r["applications"].as_array().unwrap() {
+        assert_eq!(app["finished"], app["instances"], "{app}");
+    }
+}
+
+#[test]
+fn example_prints_the_scenario_that_run_uses_by_default() {
+    let out = elvis(args!["example"]);
+    out.expect_code(0);
+    let file = std::fs::read_to_string(example("default.ndl")).unwrap();
+    assert_eq!(out.stdout, file);
+}
+
+#[test]
+fn a_capture_still_waiting_for_a_message_exits_with_status_3() {
+    let dir = temp_dir();
+    let report_path = dir.path().join("r.json");
+    let out = elvis(args![
+        "run",
+        &fixture("capture-still-waiting.ndl"),
+        "--report",
+        &report_path,
+    ]);
+    out.expect_code(3);
+    assert!(
+        out.stderr.contains("still waiting") && out.stderr.contains("nothing left to happen"),
+        "stderr: {}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("STILL WAITING"), "{}", out.stdout);
+    let r = read_report(&report_path);
+    assert_eq!(r["end"], "idle");
+    assert_eq!(packets(&r, "udp_delivered"), 1);
+    let capture = application(&r, "capturer", "capture");
+    assert_eq!(
+        (&capture["finished"], &capture["waiting"]),
+        (&0.into(), &1.into())
+    );
+    let problems = r["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["machine"], "capturer");
+    assert_eq!(problems[0]["state"], "pending");
+}
+
+#[test]
+fn a_run_cut_short_by_until_exits_with_status_3() {
+    let dir = temp_dir();
+    let report_path = dir.path().join("r.json");
+    // The default scenario's WAN pinger alone needs about 20 s.
+    let out = elvis(args!["run", "--until", "100ms", "--report", &report_path,]);
+    out.expect_code(3);
+    assert!(
+        out.stderr.contains("still waiting") && out.stderr.contains("time limit"),
+        "stderr: {}",
+        out.stderr
+    );
+    let r = read_report(&report_path);
+    assert_eq!(r["end"], "time_limit");
+    assert_eq!(r["sim_time_ns"], 100_000_000);
+    assert!(!r["problems"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_capture_receiving_the_wrong_message_fails_with_status_1() {
+    let dir = temp_dir();
+    let report_path = dir.path().join("r.json");
+    let out = elvis(args![
+        "run",
+        &fixture("capture-wrong-message.ndl"),
+        "--report",
+        &report_path,
+    ]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("failed"), "stderr: {}", out.stderr);
+    assert!(out.stdout.contains("FAILED"), "{}", out.stdout);
+    let r = read_report(&report_path);
+    assert_eq!(application(&r, "capturer", "capture")["failed"], 1);
+    let problems = r["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["machine"], "capturer");
+    assert_eq!(problems[0]["application"], "capture");
+    assert_eq!(problems[0]["state"], "failed");
+    let message = problems[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("Bye!") && message.contains("Hello!"),
+        "{message}"
+    );
+}

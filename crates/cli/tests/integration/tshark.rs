@@ -1,0 +1,211 @@
+//! Golden test against Wireshark's dissectors: the pcaps of the default
+//! scenario must hold well-formed frames with correct checksums.
+//!
+//! Skipped, with a notice, when `tshark` is not installed (CI installs it).
+
+use crate::*;
+use std::process::Command;
+
+/// Runs tshark with `args`; returns its stdout, panicking on failure.
+#[track_caller]
+fn tshark(args: &[&str]) -> String {
+    let out = Command::new("tshark")
+        .args(args)
+        .output()
+        .expect("tshark runs");
+    assert!(
+        out.status.success(),
+        "tshark {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn tshark_installed() -> bool {
+    Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The `-o PREF:TRUE` options that turn on checksum validation, for the
+/// preferences this tshark has (ICMP checksums are always validated by
+/// some versions and have no preference there).
+fn checksum_options() -> Vec<String> {
+    let prefs = tshark(&["-G", "defaultprefs"]);
+    let known: Vec<&str> = prefs
+        .lines()
+        .filter_map(|l| l.trim_start_matches('#').split(':').next())
+        .map(str::trim)
+        .collect();
+    for required in ["ip.check_checksum", "udp.check_checksum"] {
+        assert!(known.contains(&required), "tshark has no {required}");
+    }
+    [
+        "ip.check_checksum",
+        "udp.check_checksum",
+        "icmp.check_checksum",
+    ]
+    .into_iter()
+    .filter(|p| known.contains(p))
+    .flat_map(|p| ["-o".to_string(), format!("{p}:TRUE")])
+    .collect()
+}
+
+/// The checksum status fields this tshark knows (`ip.checksum.status` …).
+fn checksum_status_fields() -> Vec<String> {
+    let fields = tshark(&["-G", "fields"]);
+    let wanted = [
+        "ip.checksum.status",
+        "udp.checksum.status",
+        "icmp.checksum.status",
+    ];
+    let known: Vec<String> = fields
+        .lines()
+        .filter_map(|l| l.split('\t').nth(2))
+        .filter(|f| wanted.contains(f))
+        .map(str::to_string)
+        .collect();
+    for f in wanted {
+        assert!(known.iter().any(|k| k == f), "tshark has no field {f}");
+    }
+    known
+}
+
+/// Reads `pcap` with checksum validation on, applying display filter
+/// `filter`, and returns the matching frames' numbers.
+fn frames_matching(pcap: &str, options: &[String], filter: &str) -> Vec<String> {
+    let mut args: Vec<&str> = vec!["-n", "-r", pcap];
+    args.extend(options.iter().map(String::as_str));
+    args.extend(["-Y", filter, "-T", "fields", "-e", "frame.number"]);
+    tshark(&args)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The dissected `fields` of every frame of `pcap`: per frame, per field,
+/// its values (a field may occur more than once, or not at all).
+fn dissect(pcap: &str, options: &[String], fields: &[&str]) -> Vec<Vec<Vec<String>>> {
+    let mut args: Vec<&str> = vec!["-n", "-r", pcap];
+    args.extend(options.iter().map(String::as_str));
+    args.extend(["-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]);
+    for f in fields {
+        args.extend(["-e", f]);
+    }
+    tshark(&args)
+        .lines()
+        .map(|l| {
+            l.split('\t')
+                .map(|v| {
+                    v.split(',')
+                        .filter(|x| !x.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn tshark_finds_well_formed_frames_with_good_checksums_in_the_default_scenario() {
+    if !tshark_installed() {
+        eprintln!("notice: tshark is not installed; skipping the tshark golden test");
+        return;
+    }
+    let dir = temp_dir();
+    let report_path = dir.path().join("report.json");
+    let pcap_dir = dir.path().join("pcap");
+    elvis(args![
+        "run",
+        "--quiet",
+        "--report",
+        &report_path,
+        "--pcap",
+        &pcap_dir
+    ])
+    .expect_code(0);
+    let report = read_report(&report_path);
+    let options = checksum_options();
+    let status_fields = checksum_status_fields();
+    // 0 is "Bad" in Wireshark's checksum status (1 Good, 2 Unverified).
+    let bad_checksum = status_fields
+        .iter()
+        .map(|f| format!("{f} == 0"))
+        .collect::<Vec<_>>()
+        .join(" || ");
+
+    let networks = report["networks"].as_array().unwrap();
+    let mut expected_files: Vec<String> = networks
+        .iter()
+        .map(|n| format!("net-{}.pcap", n["name"].as_str().unwrap()))
+        .collect();
+    expected_files.sort();
+    assert_eq!(file_names(&pcap_dir), expected_files);
+
+    for net in networks {
+        let name = net["name"].as_str().unwrap();
+        let path = pcap_dir.join(format!("net-{name}.pcap"));
+        let pcap = path.to_str().unwrap();
+
+        // Everything dissects: not one malformed packet …
+        let mut args: Vec<&str> = vec!["-n", "-r", pcap];
+        args.extend(options.iter().map(String::as_str));
+        args.extend(["-Y", "_ws.malformed"]);
+        let malformed = tshark(&args);
+        assert!(
+            malformed.trim().is_empty(),
+            "{name}: malformed:\n{malformed}"
+        );
+        // … and not one bad checksum.
+        let bad = frames_matching(pcap, &options, &bad_checksum);
+        assert!(bad.is_empty(), "{name}: bad checksums in frames {bad:?}");
+
+        let frames = dissect(pcap, &options, &["frame.number", "ip.checksum.status"]);
+        // One frame per frame the report says was sent.
+        assert_eq!(
+            frames.len() as u64,
+            net["frames_sent"].as_u64().unwrap(),
+            "{name}: frame count"
+        );
+        // Checksums were really validated (status 1, "Good", not 2,
+        // "Unverified"): every IPv4 header is good.
+        let ip: Vec<_> = frames.iter().filter(|f| !f[1].is_empty()).collect();
+        assert!(!ip.is_empty(), "{name}: no IPv4 frames");
+        for f in ip {
+            assert!(f[1].iter().all(|s| s == "1"), "{name}: frame {f:?}");
+        }
+    }
+
+    // The LAN carries the pinger's ARP exchange, its ICMP echoes and the
+    // senders' UDP greetings to port 0xbeef.
+    let lan = pcap_dir.join("net-lan.pcap");
+    let fields = [
+        "arp.opcode",
+        "icmp.type",
+        "udp.dstport",
+        "ip.dst",
+        "udp.checksum.status",
+    ];
+    let frames = dissect(lan.to_str().unwrap(), &options, &fields);
+    let count = |field: usize, value: &str| {
+        frames
+            .iter()
+            .filter(|f| f.get(field).is_some_and(|v| v.iter().any(|x| x == value)))
+            .count()
+    };
+    assert!(count(0, "1") > 0, "no ARP request on the LAN");
+    assert!(count(0, "2") > 0, "no ARP reply on the LAN");
+    assert!(count(1, "8") > 0, "no ICMP echo request on the LAN");
+    assert!(count(1, "0") > 0, "no ICMP echo reply on the LAN");
+    assert!(count(2, "48879") > 0, "no UDP to port 48879 on the LAN");
+    assert!(count(4, "1") > 0, "no UDP checksum was validated");
+    // Every greeting is there: 200 senders × 5 messages to the capturer.
+    let greetings = frames
+        .iter()
+        .filter(|f| f[2] == ["48879"] && f[3] == ["10.0.0.250"])
+        .count();
+    assert_eq!(greetings, 1000);
+}

@@ -1,0 +1,198 @@
+//! A golden scenario decoded by `tshark`: our frames must be well formed,
+//! carry good checksums, reassemble, and show the protocols we claim.
+
+use crate::common::*;
+use elvis_sim::{Host, Protocols, Report, Simulation};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const GROUP: Ipv4Addr = Ipv4Addr::new(239, 1, 2, 3);
+const BIG: usize = 4000;
+
+/// UDP (ARP-resolved), ICMP echo, a fragmented datagram, broadcast and
+/// multicast on one switched LAN.
+fn golden(dir: &TempDir) -> (Report, PathBuf) {
+    let mut sim = Simulation::new(99);
+    let lan = sim.add_network(switch("golden", Some(100_000_000), 10_000));
+    let arp = Protocols {
+        arp: true,
+        udp: true,
+        tcp: false,
+    };
+    let pair = sim.add_group("arp", Some(2), arp).unwrap();
+    let big = sim.add_machine("big");
+    let sink = sim.add_machine("sink");
+    let member = sim.add_machine("member");
+    for (i, m) in [pair, pair + 1, big, sink, member].into_iter().enumerate() {
+        sim.attach(m, lan, nth_ip(i as u32)).unwrap();
+    }
+    sim.spawn_daemon(pair + 1, "echo", |host: Host| async move {
+        let sock = host.udp_bind(7)?;
+        loop {
+            let (msg, from) = sock.recv_from().await?;
+            sock.send_to(msg, from).await?;
+        }
+    });
+    sim.spawn(pair, "client", |host: Host| async move {
+        let sock = host.udp_bind(0)?;
+        sock.send_to(b"hello over arp".to_vec(), sa(nth_ip(1), 7))
+            .await?;
+        let back = sock.recv().await?;
+        assert_eq!(back.to_vec(), b"hello over arp");
+        let icmp = host.icmp_socket(0x4242)?;
+        icmp.send_echo(nth_ip(1), 1, b"ping payload 0123456789".to_vec())?;
+        let reply = icmp.recv_echo().await?;
+        assert_eq!(reply.seq, 1);
+        assert_eq!(reply.data.to_vec(), b"ping payload 0123456789");
+        Ok(())
+    });
+    for m in [sink, member] {
+        sim.spawn_daemon(m, "listen", move |host: Host| async move {
+            if m == member {
+                host.join_multicast(GROUP)?;
+            }
+            let sock = host.udp_bind(9)?;
+            loop {
+                sock.recv().await?;
+            }
+        });
+    }
+    sim.spawn(big, "blaster", |host: Host| async move {
+        let sock = host.udp_bind(0)?;
+        host.sleep(Duration::from_millis(1)).await;
+        let body: Vec<u8> = (0..BIG).map(|i| (i % 251) as u8).collect();
+        sock.send_to(body, sa(nth_ip(3), 9)).await?;
+        sock.send_to(b"to everyone".to_vec(), sa(Ipv4Addr::BROADCAST, 9))
+            .await?;
+        sock.send_to(b"to the group".to_vec(), sa(GROUP, 9)).await?;
+        Ok(())
+    });
+    let files = sim.capture_pcap(&dir.0).unwrap();
+    let report = sim.run();
+    assert_success(&report);
+    (report, files[0].clone())
+}
+
+/// Runs tshark on `file` with checksum validation on; returns one line per
+/// frame with `fields` separated by tabs (repeated values by commas).
+fn tshark(file: &Path, filter: Option<&str>, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r").arg(file);
+    for pref in ["ip.check_checksum:TRUE", "udp.check_checksum:TRUE"] {
+        cmd.args(["-o", pref]);
+    }
+    if let Some(f) = filter {
+        cmd.args(["-Y", f]);
+    }
+    cmd.args(["-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("run tshark");
+    assert!(
+        out.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+fn count(file: &Path, filter: &str) -> usize {
+    tshark(file, Some(filter), &["frame.number"]).len()
+}
+
+fn have_tshark() -> bool {
+    let ok = Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("NOTICE: tshark is not on PATH; skipping the tshark check");
+    }
+    ok
+}
+
+#[test]
+fn tshark_decodes_our_golden_capture_without_errors() {
+    if !have_tshark() {
+        return;
+    }
+    let dir = TempDir::new("tshark");
+    let (report, file) = golden(&dir);
+    let net = &report.networks[0].stats;
+
+    // Every frame, with the right lengths.
+    let frames = tshark(&file, None, &["frame.len"]);
+    assert_eq!(frames.len() as u64, net.frames_sent);
+    let bytes: u64 = frames.iter().map(|f| f[0].parse::<u64>().unwrap()).sum();
+    assert_eq!(bytes, net.bytes_sent);
+
+    // Nothing malformed, no expert error, no bad checksum; good ones seen.
+    assert_eq!(count(&file, "_ws.malformed"), 0);
+    assert_eq!(count(&file, "_ws.expert.severity == error"), 0);
+    for proto in ["ip", "udp", "icmp"] {
+        let bad = format!("{proto}.checksum.status == 2");
+        assert_eq!(count(&file, &bad), 0, "{bad}");
+        let good = format!("{proto}.checksum.status == 1");
+        assert!(count(&file, &good) > 0, "no {good}: checks were off");
+    }
+
+    // ARP request and reply (arp-0 resolves arp-1, then only unicast).
+    assert!(count(&file, "arp.opcode == 1") >= 1);
+    assert!(count(&file, "arp.opcode == 2") >= 1);
+    assert_eq!(
+        count(&file, "arp") as u64,
+        report.packets.arp_sent,
+        "ARP frames"
+    );
+
+    // ICMP echo request and reply carrying our identifier.
+    assert_eq!(count(&file, "icmp.type == 8 && icmp.ident == 0x4242"), 1);
+    assert_eq!(count(&file, "icmp.type == 0 && icmp.ident == 0x4242"), 1);
+
+    // The 4000-byte datagram: three fragments at the offsets RFC 791
+    // gives, reassembled by tshark into one UDP datagram of 4008 bytes.
+    let frags = tshark(
+        &file,
+        Some("ip.flags.mf == 1 || ip.frag_offset > 0"),
+        &["ip.frag_offset"],
+    );
+    let offsets: Vec<usize> = frags.iter().map(|f| f[0].parse().unwrap()).collect();
+    let per = fragment_data(1500);
+    assert_eq!(offsets, vec![0, per, 2 * per]);
+    let whole = tshark(
+        &file,
+        Some("ip.reassembled.length"),
+        &["ip.reassembled.length", "udp.length", "udp.dstport"],
+    );
+    assert_eq!(
+        whole,
+        vec![vec![
+            (BIG + UDP_HEADER).to_string(),
+            (BIG + UDP_HEADER).to_string(),
+            "9".to_string()
+        ]]
+    );
+
+    // Broadcast and multicast datagrams, with their link addresses.
+    assert_eq!(
+        count(
+            &file,
+            "ip.dst == 255.255.255.255 && eth.dst == ff:ff:ff:ff:ff:ff && udp"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &file,
+            "ip.dst == 239.1.2.3 && eth.dst == 01:00:5e:01:02:03 && udp"
+        ),
+        1
+    );
+}
