@@ -69,7 +69,8 @@ struct RunArgs {
     /// No progress bar and no summary.
     #[arg(long, short)]
     quiet: bool,
-    /// Seconds of wall time one application may run without yielding.
+    /// Seconds of wall time one application may run without yielding
+    /// (`inf`: no limit).
     #[arg(long, default_value_t = 10.0)]
     watchdog: f64,
 }
@@ -162,6 +163,12 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(status::BAD_INPUT);
         }
     };
+    // `inf` (or any limit too large for a Duration) means no limit.
+    if args.watchdog.is_nan() {
+        eprintln!("error: --watchdog: not a number (hint: write e.g. --watchdog 10, in seconds)");
+        return ExitCode::from(status::BAD_INPUT);
+    }
+    let watchdog = Duration::try_from_secs_f64(args.watchdog.max(0.05)).unwrap_or(Duration::MAX);
     let (name, source, scenario) = match load(args.file.as_deref()) {
         Ok(x) => x,
         Err(c) => return c,
@@ -178,7 +185,7 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(status::OUTPUT);
         }
     }
-    built.sim.set_watchdog(Duration::from_secs_f64(args.watchdog.max(0.05)), |machine| {
+    built.sim.set_watchdog(watchdog, |machine| {
         eprintln!(
             "error: an application on machine '{machine}' has not yielded for the watchdog limit; \
              it loops without awaiting a socket or timer (hint: await sleep/recv/yield_now in long loops)"

@@ -96,6 +96,27 @@ impl Host {
         IcmpSocket::open(*self, ident)
     }
 
+    /// Returns the id of the task calling this (for a user protocol that
+    /// wakes it with [`crate::stack::custom::ProtocolCtx::wake`]).
+    pub fn task_id(&self) -> Option<u32> {
+        try_with_world(|w| w.current_task).ok().flatten()
+    }
+
+    /// Sends `msg` to `dst` as a raw IPv4 datagram with protocol number
+    /// `proto` (for applications of user-defined protocols).
+    ///
+    /// # Errors
+    /// `HostUnreachable` when no attached network has `dst`.
+    pub fn send_ip(
+        &self,
+        dst: Ipv4Addr,
+        proto: u8,
+        msg: impl Into<elvis_message::Message>,
+    ) -> Result<(), SocketError> {
+        let msg = msg.into();
+        try_with_world(|w| crate::stack::custom::push(w, self.machine, proto, dst, msg))?
+    }
+
     /// Returns 64 random bits from the machine's own stream.
     pub fn random_u64(&self) -> u64 {
         try_with_world(|w| {

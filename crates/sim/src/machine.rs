@@ -86,6 +86,8 @@ pub(crate) struct MachineExt {
     pub reassembly: Reassembly,
     pub rng: Option<Rng>,
     pub multicast: Vec<Ipv4Addr>,
+    /// User-defined protocols above IPv4.
+    pub protocols: Vec<Box<dyn crate::stack::custom::Protocol>>,
 }
 
 impl Machine {

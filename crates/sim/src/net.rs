@@ -12,7 +12,8 @@
 //!   frame, it propagates for `L` to the switch, waits in the output queue
 //!   of the receiver's port and is serialized again onto that port:
 //!   arrival = `S/B + L + S/B` on an idle LAN. Output queues are drop-tail
-//!   with `queue` packets each (unbounded if not set).
+//!   with `queue` packets each (unbounded if not set), not counting the
+//!   frame being serialized onto the port.
 //! - **Ideal** (no bandwidth given): no serialization and no queues;
 //!   arrival = `L`. This is Elvis' default network.
 //!
@@ -499,7 +500,9 @@ pub(crate) fn at_switch(w: &mut World, net: NetId, from: u32, id: FrameId) {
             port_dir: (t << 1) | 1,
         };
         let fifo = fifo_mut(w, q);
-        if cap.is_some_and(|c| fifo.frames.len() >= c as usize) {
+        // `queue` counts the frames waiting, not the one on the wire.
+        let waiting = fifo.frames.len() - usize::from(fifo.busy);
+        if cap.is_some_and(|c| waiting >= c as usize) {
             w.networks[net as usize].stats.queue_drops += 1;
             discard(w, copy, DropReason::QueueFull);
             continue;

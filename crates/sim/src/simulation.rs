@@ -236,6 +236,24 @@ impl Simulation {
         Ok(())
     }
 
+    /// Adds a user-defined protocol above IPv4 to machine `m`.
+    ///
+    /// # Errors
+    /// `NoSuchMachine` for a bad id.
+    pub fn add_protocol(
+        &mut self,
+        m: MachineId,
+        p: Box<dyn crate::stack::custom::Protocol>,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let machine = w
+            .machines
+            .get_mut(m as usize)
+            .ok_or(SimError::NoSuchMachine(m))?;
+        machine.ext().protocols.push(p);
+        Ok(())
+    }
+
     /// Starts application `app` on machine `m` at time zero.
     pub fn spawn<F, Fut>(&mut self, m: MachineId, app: &str, f: F)
     where

@@ -19,6 +19,7 @@
 //! IPv4, UDP and ICMP checksums.
 
 pub mod arp;
+pub mod custom;
 pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
@@ -34,6 +35,8 @@ pub(crate) enum Timer {
     ArpRetry { iface: u16, ip: u32 },
     /// Drop an incomplete reassembly started at generation `gen`.
     ReassemblyExpire { gen: u32 },
+    /// A user protocol's timer.
+    Custom { proto: u8, token: u64 },
 }
 
 /// Runs a protocol timer.
@@ -44,5 +47,6 @@ pub(crate) fn on_timer(w: &mut World, m: MachineId, timer: Timer) {
     match timer {
         Timer::ArpRetry { iface, ip } => arp::on_retry(w, m, iface, ip),
         Timer::ReassemblyExpire { gen } => ipv4::on_reassembly_timer(w, m, gen),
+        Timer::Custom { proto, token } => custom::on_timer(w, m, proto, token),
     }
 }

@@ -278,3 +278,15 @@ fn check_of_a_missing_file_is_bad_input() {
         out.stderr
     );
 }
+
+#[test]
+fn a_watchdog_of_nan_is_bad_input() {
+    let out_dir = temp_dir();
+    let report = out_dir.path().join("report.json");
+    let out = elvis(args!["run", "--watchdog", "NaN", "--report", &report]);
+    out.expect_code(2);
+    let first = out.first_stderr_line();
+    assert!(first.starts_with("error: --watchdog: "), "{}", out.stderr);
+    assert!(first.contains("(hint: "), "{first}");
+    assert!(!report.exists());
+}

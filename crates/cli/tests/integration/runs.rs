@@ -248,3 +248,60 @@ fn a_capture_receiving_the_wrong_message_fails_with_status_1() {
         "{message}"
     );
 }
+
+#[test]
+fn an_infinite_watchdog_means_no_watchdog() {
+    // Used to panic converting `inf` seconds to a Duration (exit 101).
+    let out = elvis(args![
+        "run",
+        "--quiet",
+        &example("fig2.ndl"),
+        "--watchdog",
+        "inf"
+    ]);
+    out.expect_code(0);
+    assert!(out.stderr.is_empty(), "stderr: {}", out.stderr);
+}
+
+#[test]
+fn a_report_that_cannot_be_written_exits_with_status_5() {
+    let dir = temp_dir();
+    let report = dir.path().join("no-such-directory/report.json");
+    let out = elvis(args![
+        "run",
+        "--quiet",
+        &example("fig2.ndl"),
+        "--report",
+        &report
+    ]);
+    out.expect_code(5);
+    assert!(
+        out.stderr.contains("cannot write report"),
+        "stderr: {}",
+        out.stderr
+    );
+    assert!(!report.exists());
+}
+
+#[test]
+fn a_pcap_directory_that_is_a_file_exits_with_status_5() {
+    let dir = temp_dir();
+    let not_a_dir = dir.path().join("file");
+    std::fs::write(&not_a_dir, b"").unwrap();
+    let report = dir.path().join("report.json");
+    let out = elvis(args![
+        "run",
+        "--quiet",
+        &example("fig2.ndl"),
+        "--pcap",
+        &not_a_dir,
+        "--report",
+        &report
+    ]);
+    out.expect_code(5);
+    assert!(
+        out.stderr.contains("cannot write pcaps"),
+        "stderr: {}",
+        out.stderr
+    );
+}

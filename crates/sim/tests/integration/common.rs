@@ -37,7 +37,7 @@ pub fn udp_frame_len(payload: usize) -> usize {
 pub fn ser_ns(bytes: usize, bps: u64) -> u64 {
     let bits = bytes as u128 * 8 * 1_000_000_000;
     let bps = u128::from(bps);
-    ((bits + bps - 1) / bps) as u64
+    bits.div_ceil(bps) as u64
 }
 
 /// Returns the data bytes per fragment on a network of `mtu` (RFC 791: the

@@ -5,7 +5,6 @@ use crate::common::*;
 use elvis_sim::report::End;
 use elvis_sim::{Host, RunLimits, Time};
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 /// A recognizable payload: no byte pattern repeats within 251 bytes.
 fn pattern(len: usize, salt: u8) -> Vec<u8> {
@@ -98,7 +97,8 @@ fn incomplete_datagrams_are_dropped_after_the_30_s_reassembly_timeout() {
     sim.spawn_daemon(b, "sink", move |host: Host| async move {
         let sock = host.udp_bind(7)?;
         loop {
-            rx.borrow_mut().push(sock.recv().await?.to_vec());
+            let msg = sock.recv().await?;
+            rx.borrow_mut().push(msg.to_vec());
         }
     });
     sim.spawn(a, "source", move |host: Host| async move {

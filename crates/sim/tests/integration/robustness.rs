@@ -145,15 +145,8 @@ fn a_hundred_thousand_senders_reach_one_capture_machine() {
     let capture = sim.add_machine("capture");
     sim.attach(capture, lan, nth_ip(0)).unwrap();
     let first = sim.add_group("sender", Some(N), Protocols::UDP).unwrap();
-    for i in 0..N {
-        sim.attach(first + i, lan, nth_ip(1 + i)).unwrap();
-        sim.spawn(first + i, "send", move |host: Host| async move {
-            let sock = host.udp_bind(0)?;
-            sock.send_to(i.to_be_bytes().to_vec(), sa(nth_ip(0), 7))
-                .await?;
-            Ok(())
-        });
-    }
+    // The capture machine starts first (as the NDL builder does): it
+    // must be bound before the zero-latency datagrams arrive.
     let seen = std::rc::Rc::new(std::cell::RefCell::new(vec![false; N as usize]));
     let rx = seen.clone();
     sim.spawn(capture, "capture", move |host: Host| async move {
@@ -168,6 +161,15 @@ fn a_hundred_thousand_senders_reach_one_capture_machine() {
         }
         Ok(())
     });
+    for i in 0..N {
+        sim.attach(first + i, lan, nth_ip(1 + i)).unwrap();
+        sim.spawn(first + i, "send", move |host: Host| async move {
+            let sock = host.udp_bind(0)?;
+            sock.send_to(i.to_be_bytes().to_vec(), sa(nth_ip(0), 7))
+                .await?;
+            Ok(())
+        });
+    }
     let start = Instant::now();
     let report = sim.run();
     let wall = start.elapsed();
