@@ -5,7 +5,14 @@ use crate::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 const FIG2: &str = include_str!("../../../../examples/ndl/fig2.ndl");
-const MUTANTS: usize = 300;
+/// How many mutants; `ELVIS_CLI_FUZZ_MUTANTS=100000` tries more (only the
+/// first 300 also go through the binary).
+fn mutants() -> usize {
+    std::env::var("ELVIS_CLI_FUZZ_MUTANTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
 
 /// SplitMix64: a small seeded generator, so every run tests the same
 /// mutants.
@@ -146,7 +153,8 @@ fn three_hundred_damaged_copies_of_fig2_never_panic_and_errors_are_located() {
     let mut unbuilt = 0;
     let mut panics = Vec::new();
     let dir = temp_dir();
-    for n in 0..MUTANTS {
+    let total = mutants();
+    for n in 0..total {
         let mut bytes = FIG2.as_bytes().to_vec();
         for _ in 0..1 + rng.below(2) {
             mutate(&mut bytes, &mut rng);
@@ -159,7 +167,7 @@ fn three_hundred_damaged_copies_of_fig2_never_panic_and_errors_are_located() {
             Err(_) => panics.push(source.clone()),
         }
         // Every tenth mutant also goes through the binary itself.
-        if n % 10 == 0 {
+        if n % 10 == 0 && n < 300 {
             let path = dir.path().join("fuzz.ndl");
             std::fs::write(&path, &bytes).unwrap();
             let out = elvis_in(dir.path(), args!["check", "fuzz.ndl"]);
@@ -176,12 +184,12 @@ fn three_hundred_damaged_copies_of_fig2_never_panic_and_errors_are_located() {
     }
     assert!(
         panics.is_empty(),
-        "{} of {MUTANTS} mutants panicked or gave an unlocated error; the first:\n{}",
+        "{} of {total} mutants panicked or gave an unlocated error; the first:\n{}",
         panics.len(),
         panics[0]
     );
     let counts = format!(
-        "{MUTANTS} mutants of fig2.ndl: {accepted} accepted, {unparsed} rejected by the parser, \
+        "{total} mutants of fig2.ndl: {accepted} accepted, {unparsed} rejected by the parser, \
          {unbuilt} by the builder"
     );
     eprintln!("{counts}");

@@ -84,13 +84,17 @@ pub(crate) fn send_port_unreachable(
 }
 
 /// Checks and handles an incoming ICMP message.
+///
+/// `ip_header` is the IPv4 header as received (empty for loopback).
 pub(crate) fn receive(
     w: &mut World,
     m: MachineId,
+    ip_header: &[u8],
     src: Ipv4Addr,
     _dst: Ipv4Addr,
     msg: &mut Message,
 ) {
+    let ttl = ip_header.get(8).copied().unwrap_or(super::ipv4::DEFAULT_TTL);
     let mut sum = Checksum::new();
     sum_message(&mut sum, &msg);
     if sum.finish() != 0 {
@@ -124,7 +128,7 @@ pub(crate) fn receive(
                 from: src,
                 seq,
                 data: std::mem::take(msg),
-                ttl: 0,
+                ttl,
             });
             if let Some(t) = sock.waiter.take() {
                 w.wake(t);
