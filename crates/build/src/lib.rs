@@ -257,6 +257,18 @@ fn instance_name(g: &MachineGroup, i: u32) -> String {
     }
 }
 
+/// Parses the instance number of `name-N`: plain decimal digits, no sign,
+/// no leading zero (so `sender-05` names nothing, as it was never a name).
+fn parse_index(s: &str) -> Option<u32> {
+    let canonical =
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
+    if canonical {
+        s.parse().ok()
+    } else {
+        None
+    }
+}
+
 /// Replaces `{i}` and `{name}` in `v`.
 pub fn interpolate(v: &str, i: u32, name: &str) -> String {
     v.replace("{i}", &i.to_string()).replace("{name}", name)
@@ -351,7 +363,7 @@ fn spawn_apps(
             _ => {
                 let (base, idx) = name.rsplit_once('-')?;
                 let &(first, len, counted) = names.get(base)?;
-                let idx: u32 = idx.parse().ok()?;
+                let idx = parse_index(idx)?;
                 if !counted || idx >= len {
                     return None;
                 }

@@ -261,7 +261,11 @@ fn run(args: RunArgs) -> ExitCode {
 /// Writes `bytes` to `path` via a temporary file, so a reader never sees
 /// half a report.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".elvis-partial");
+    let tmp = path.with_file_name(name);
     std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }

@@ -115,6 +115,12 @@ pub(crate) fn resolve(w: &World, name: &str) -> Result<Ipv4Addr, SocketError> {
         Some(&g) if !w.groups[g as usize].counted => (g, 0),
         _ => {
             let (base, idx) = name.rsplit_once('-').ok_or_else(unknown)?;
+            let canonical = !idx.is_empty()
+                && idx.bytes().all(|b| b.is_ascii_digit())
+                && (idx == "0" || !idx.starts_with('0'));
+            if !canonical {
+                return Err(unknown());
+            }
             let idx: u32 = idx.parse().map_err(|_| unknown())?;
             let &g = w.group_by_name.get(base).ok_or_else(unknown)?;
             if !w.groups[g as usize].counted || idx >= w.groups[g as usize].len {

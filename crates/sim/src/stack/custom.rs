@@ -271,6 +271,10 @@ mod test {
         assert_eq!(ticks.borrow().len(), 1);
         // The timer fired 5 ms after the first reply arrived.
         assert_eq!(report.sim_time_ns, ticks.borrow()[0].as_nanos());
-        assert!(report.sim_time_ns > 5_000_000 && report.sim_time_ns < 6_000_000, "{}", report.sim_time_ns);
+        assert!(
+            report.sim_time_ns > 5_000_000 && report.sim_time_ns < 6_000_000,
+            "{}",
+            report.sim_time_ns
+        );
     }
 }

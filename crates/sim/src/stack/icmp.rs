@@ -94,7 +94,10 @@ pub(crate) fn receive(
     _dst: Ipv4Addr,
     msg: &mut Message,
 ) {
-    let ttl = ip_header.get(8).copied().unwrap_or(super::ipv4::DEFAULT_TTL);
+    let ttl = ip_header
+        .get(8)
+        .copied()
+        .unwrap_or(super::ipv4::DEFAULT_TTL);
     let mut sum = Checksum::new();
     sum_message(&mut sum, &msg);
     if sum.finish() != 0 {
