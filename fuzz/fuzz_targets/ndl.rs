@@ -1,8 +1,8 @@
 //! Parses arbitrary UTF-8 text as NDL; an error must point inside the text
 //! and render with a caret. `cargo test -p elvis-ndl` runs the same checks
-//! as proptests (arbitrary strings and mutations of Fig. 2). Seed a corpus
-//! from `examples/ndl/*.ndl` (copy them: libFuzzer writes into the first
-//! corpus folder).
+//! as proptests (arbitrary strings and mutations of Fig. 2), and runs this
+//! body over `fuzz/corpus/ndl/` (the examples and the CLI's bad-input
+//! fixtures).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

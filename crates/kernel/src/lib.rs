@@ -25,6 +25,14 @@
 //! instant go to a FIFO queue that runs after every event already due at
 //! that instant: they are causally later than all of them.
 //!
+//! # Timers
+//! A timer is an event scheduled at a future instant. Cancellation is lazy:
+//! a cancelled timer's event stays queued and is ignored when it fires
+//! (protocol timers carry a generation number that must still match; an
+//! application task woken by a stale timer re-checks what it waits on and
+//! sleeps again). This keeps scheduling a push onto a heap, with no lookup
+//! structure per timer.
+//!
 //! Random numbers come from [`rng::stream`], one independent stream per
 //! `(seed, kind, id)`, so adding a machine never perturbs another's draws.
 #![forbid(unsafe_code)]

@@ -1,6 +1,7 @@
 //! Integration tests of `elvis-ndl`: the Elvis dialect, the extensions,
 //! every error with its place, and no panics on any input.
 
+mod corpus;
 mod dialect;
 mod errors;
 mod props;
