@@ -409,7 +409,6 @@ impl Simulation {
                     if let Some(m) = w.current_machine {
                         w.crashed.push((m, msg));
                     }
-                    self.reap_in_world(w);
                 }
                 Ok(None)
             })
@@ -419,7 +418,10 @@ impl Simulation {
                     beat.machine.store(m, Ordering::Relaxed);
                     t
                 }
-                Ok(None) => continue,
+                Ok(None) => {
+                    self.reap_crashed();
+                    continue;
+                }
                 Err(end) => {
                     if end == End::TimeLimit && until != Time::MAX {
                         let _ = world::try_with_world(|w| w.queue.advance_to(until));
@@ -479,70 +481,16 @@ impl Simulation {
         self.reap_crashed();
     }
 
-    /// Marks crashed machines and their tasks (world borrowed).
-    fn reap_in_world(&self, w: &mut World) {
-        for (m, msg) in std::mem::take(&mut w.crashed) {
-            let machine = &mut w.machines[m as usize];
-            if machine.crashed {
-                continue;
-            }
-            machine.crashed = true;
-            machine.sockets.clear();
-            for (i, meta) in w.tasks.meta.iter_mut().enumerate() {
-                if meta.machine == m && meta.state == TaskState::Pending {
-                    meta.state = TaskState::Crashed;
-                    w.tasks
-                        .errors
-                        .push((i as TaskId, format!("machine crashed: {msg}")));
-                }
-            }
-        }
-    }
-
-    /// Drops the futures of tasks whose machine crashed.
+    /// Marks the machines that crashed since the last call, and their
+    /// pending tasks; drops those tasks' futures (their sockets close).
     fn reap_crashed(&mut self) {
-        let dead: Vec<TaskId> = world::try_with_world(|w| {
-            let any = !w.crashed.is_empty();
-            let mut v = Vec::new();
-            if any {
-                let ms: Vec<MachineId> = w.crashed.iter().map(|c| c.0).collect();
-                for (m, msg) in std::mem::take(&mut w.crashed) {
-                    let machine = &mut w.machines[m as usize];
-                    if machine.crashed {
-                        continue;
-                    }
-                    machine.crashed = true;
-                    for (i, meta) in w.tasks.meta.iter_mut().enumerate() {
-                        if meta.machine == m && meta.state == TaskState::Pending {
-                            meta.state = TaskState::Crashed;
-                            w.tasks
-                                .errors
-                                .push((i as TaskId, format!("machine crashed: {msg}")));
-                        }
-                    }
-                }
-                for (i, meta) in w.tasks.meta.iter().enumerate() {
-                    if ms.contains(&meta.machine) && meta.state == TaskState::Crashed {
-                        v.push(i as TaskId);
-                    }
-                }
-            }
-            v
-        })
-        .unwrap_or_default();
+        let dead = world::try_with_world(World::mark_crashed).unwrap_or_default();
+        if dead.is_empty() {
+            return;
+        }
         for t in &dead {
             // Dropping runs socket destructors, which reach the world.
             drop(self.futures[*t as usize].take());
-        }
-        if !dead.is_empty() {
-            let _ = world::try_with_world(|w| {
-                for (m, machine) in w.machines.iter_mut().enumerate() {
-                    let _ = m;
-                    if machine.crashed {
-                        machine.sockets.clear();
-                    }
-                }
-            });
         }
     }
 

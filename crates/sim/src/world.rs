@@ -5,7 +5,7 @@
 //! a time; application futures are kept outside it so that polling one never
 //! holds a borrow.
 
-use crate::executor::{TaskId, TaskTable};
+use crate::executor::{TaskId, TaskState, TaskTable};
 use crate::machine::{Group, Machine, MachineId};
 use crate::net::{FrameId, NetId, Network, QueueRef};
 use crate::pcap::PcapSet;
@@ -134,6 +134,31 @@ impl World {
         let machine = &self.machines[m as usize];
         let group = &self.groups[machine.group as usize];
         group.instance_name(m - group.first)
+    }
+
+    /// Marks the machines listed in `crashed` as crashed (their sockets
+    /// closed, frames to them dropped) and their pending tasks as crashed;
+    /// returns those tasks so that the caller drops their futures.
+    pub fn mark_crashed(&mut self) -> Vec<TaskId> {
+        let mut dead = Vec::new();
+        for (m, msg) in std::mem::take(&mut self.crashed) {
+            let machine = &mut self.machines[m as usize];
+            if machine.crashed {
+                continue;
+            }
+            machine.crashed = true;
+            machine.sockets.clear();
+            for (i, meta) in self.tasks.meta.iter_mut().enumerate() {
+                if meta.machine == m && meta.state == TaskState::Pending {
+                    meta.state = TaskState::Crashed;
+                    self.tasks
+                        .errors
+                        .push((i as TaskId, format!("machine crashed: {msg}")));
+                    dead.push(i as TaskId);
+                }
+            }
+        }
+        dead
     }
 
     /// Dispatches one non-poll event.

@@ -12,7 +12,11 @@ fn every_file_of_the_fuzz_corpus_parses_or_fails_with_a_location_inside_it() {
         let text = std::fs::read_to_string(&path).expect("corpus files are UTF-8");
         seen += 1;
         if let Err(e) = elvis_ndl::parse(&text, "corpus.ndl") {
-            assert!(e.loc.offset as usize <= text.len(), "{}: {e}", path.display());
+            assert!(
+                e.loc.offset as usize <= text.len(),
+                "{}: {e}",
+                path.display()
+            );
             assert!(e.loc.line >= 1, "{}: {e}", path.display());
             assert!(!e.render_fancy(&text).is_empty());
         }
