@@ -57,7 +57,7 @@ pub struct Progress {
 
 /// A simulation: networks, machines, applications, and the run loop.
 pub struct Simulation {
-    world: Option<World>,
+    world: Option<Box<World>>,
     futures: Vec<Option<TaskFuture>>,
     watchdog: Option<Watchdog>,
     wall: Duration,
@@ -128,7 +128,7 @@ impl Simulation {
     /// Returns an empty simulation whose random streams derive from `seed`.
     pub fn new(seed: u64) -> Self {
         Simulation {
-            world: Some(World::new(seed)),
+            world: Some(Box::new(World::new(seed))),
             futures: Vec::new(),
             watchdog: None,
             wall: Duration::ZERO,

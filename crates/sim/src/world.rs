@@ -182,7 +182,7 @@ impl World {
 }
 
 thread_local! {
-    static WORLD: RefCell<Option<World>> = const { RefCell::new(None) };
+    static WORLD: RefCell<Option<Box<World>>> = const { RefCell::new(None) };
 }
 
 /// Why the world could not be reached from application code.
@@ -207,7 +207,7 @@ pub(crate) fn try_with_world<R>(f: impl FnOnce(&mut World) -> R) -> Result<R, Un
 /// Puts `world` into this thread's slot for the duration of a run.
 ///
 /// Returns the world back if another simulation is already running here.
-pub(crate) fn install(world: World) -> Result<(), World> {
+pub(crate) fn install(world: Box<World>) -> Result<(), Box<World>> {
     WORLD.with(|cell| {
         let Ok(mut guard) = cell.try_borrow_mut() else {
             return Err(world);
@@ -221,6 +221,6 @@ pub(crate) fn install(world: World) -> Result<(), World> {
 }
 
 /// Takes the world back out of this thread's slot.
-pub(crate) fn uninstall() -> Option<World> {
+pub(crate) fn uninstall() -> Option<Box<World>> {
     WORLD.with(|cell| cell.borrow_mut().take())
 }

@@ -99,7 +99,7 @@ pub(crate) fn receive(
         .copied()
         .unwrap_or(super::ipv4::DEFAULT_TTL);
     let mut sum = Checksum::new();
-    sum_message(&mut sum, &msg);
+    sum_message(&mut sum, msg);
     if sum.finish() != 0 {
         return w.drop_packet(DropReason::BadChecksum("icmp"));
     }

@@ -112,7 +112,7 @@ pub(crate) fn receive(
     msg.truncate(len);
     if check != 0 {
         let mut sum = checksum::pseudo_header(src, dst, IpProtocol::Udp, len as u32);
-        sum_message(&mut sum, &msg);
+        sum_message(&mut sum, msg);
         if sum.finish() != 0 {
             return w.drop_packet(DropReason::BadChecksum("udp"));
         }
