@@ -1,4 +1,8 @@
 //! `capture`: receive messages on a port until `message_count` arrived.
+//!
+//! Over TCP (`transport='tcp'`) it accepts connections one after another
+//! and reads length-prefixed messages (as `send_message` writes them) from
+//! each until it closes.
 
 use crate::Host;
 use elvis_sim::{AppError, AppResult, Message};
@@ -14,6 +18,7 @@ pub struct Config {
     pub expect: Option<Message>,
     /// A run-wide counter shared by several capture machines.
     pub counter: Option<String>,
+    pub transport: crate::send_message::Transport,
 }
 
 /// Receives until the expected number of messages arrived.
@@ -21,6 +26,9 @@ pub struct Config {
 /// # Errors
 /// When a message differs from the expected content.
 pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
+    if cfg.transport == crate::send_message::Transport::Tcp {
+        return run_tcp(host, cfg).await;
+    }
     let sock = host.udp_bind(cfg.port)?;
     let mut got = 0u64;
     loop {
@@ -81,4 +89,43 @@ async fn first_of(
         Poll::Pending
     })
     .await
+}
+
+/// Checks one received message against the expected content.
+fn check(cfg: &Config, got: u64, msg: &Message) -> AppResult {
+    if let Some(expect) = &cfg.expect {
+        if msg != expect {
+            return Err(AppError::new(format!(
+                "message {} was {:?}, expected {:?}",
+                got + 1,
+                String::from_utf8_lossy(&msg.to_vec()),
+                String::from_utf8_lossy(&expect.to_vec())
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The TCP variant: length-prefixed messages over accepted connections.
+async fn run_tcp(host: Host, cfg: Rc<Config>) -> AppResult {
+    let listener = host.tcp_listen(cfg.port, 1024)?;
+    let mut got = 0u64;
+    while got < cfg.count {
+        let (stream, _) = listener.accept().await?;
+        loop {
+            let len = stream.read_exact(4).await?;
+            if len.len() < 4 {
+                break;
+            }
+            let mut b = [0u8; 4];
+            let _ = len.copy_to_slice(0, &mut b);
+            let msg = stream.read_exact(u32::from_be_bytes(b) as usize).await?;
+            check(&cfg, got, &msg)?;
+            got += 1;
+            if let Some(name) = &cfg.counter {
+                host.counter_add(name, 1);
+            }
+        }
+    }
+    Ok(())
 }

@@ -10,14 +10,20 @@
 //! | `forward` | relays datagrams from `local_port` to `to`:`remote_port` | never (daemon) |
 //! | `ping_pong` | bounces a counter between two machines | the counter reaches 0 |
 //! | `ping` | ICMP echo with RTT statistics | `count` probes done |
+//! | `bulk_send` | connects over TCP and writes `bytes` (virtual payload by default) | all written |
+//! | `bulk_receive` | accepts one TCP connection and reads `bytes` | all received |
+//! | `tcp_echo_server` | echoes every TCP connection | never (daemon) |
+//! | `tcp_echo_client` | sends `message` `message_count` times over TCP and checks the echoes | all echoed |
 #![forbid(unsafe_code)]
 
+pub mod bulk;
 pub mod capture;
 pub mod forward;
 pub mod ping;
 pub mod ping_pong;
 pub mod registry;
 pub mod send_message;
+pub mod tcp_echo;
 
 pub use registry::{AppFactory, BuildCtx, ParamError};
 

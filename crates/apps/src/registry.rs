@@ -8,7 +8,7 @@
 //! Every application also accepts `ip` (the machine's own address, used by
 //! the builder).
 
-use crate::{capture, forward, ping, ping_pong, send_message};
+use crate::{bulk, capture, forward, ping, ping_pong, send_message, tcp_echo};
 use elvis_scenario::{Loc, Params};
 use elvis_sim::{Host, MachineId, Message, Simulation};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -72,23 +72,16 @@ impl AppFactory {
 pub const APPS: &[(&str, &[&str])] = &[
     (
         "send_message",
-        &[
-            "message",
-            "to",
-            "port",
-            "message_count",
-            "local_port",
-            "size",
-            "interval",
-        ],
+        &["message", "to", "port", "message_count", "local_port", "size", "interval", "transport", "congestion"],
     ),
-    ("capture", &["message", "port", "message_count", "counter"]),
+    ("capture", &["message", "port", "message_count", "counter", "transport"]),
     ("forward", &["local_port", "to", "remote_port"]),
-    (
-        "ping_pong",
-        &["starter", "to", "local_port", "remote_port", "count"],
-    ),
+    ("ping_pong", &["starter", "to", "local_port", "remote_port", "count"]),
     ("ping", &["to", "count", "interval", "timeout", "size"]),
+    ("bulk_send", &["to", "port", "bytes", "payload", "congestion"]),
+    ("bulk_receive", &["port", "bytes"]),
+    ("tcp_echo_server", &["port"]),
+    ("tcp_echo_client", &["to", "port", "message", "message_count"]),
 ];
 
 /// Checks `params` for application `name` and returns its factory.
@@ -133,6 +126,8 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                     None => None,
                     Some(_) => Some(o.duration_or("interval", Duration::ZERO)?),
                 },
+                transport: o.transport()?,
+                congestion: o.congestion()?,
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
@@ -147,6 +142,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                     .value("message")
                     .map(|m| Message::from_bytes(bytes::Bytes::from(m.as_bytes().to_vec()))),
                 counter: params.value("counter").map(str::to_string),
+                transport: o.transport()?,
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
@@ -193,6 +189,52 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                 sim.spawn(m, "ping", move |h: Host| ping::run(h, cfg));
             })
         }
+        "bulk_send" => {
+            let real = match params.get("payload") {
+                None => false,
+                Some(p) => match p.value.to_ascii_lowercase().as_str() {
+                    "virtual" => false,
+                    "real" => true,
+                    _ => return Err(ParamError::new(p.loc, format!("payload '{}' is neither virtual nor real", p.value))),
+                },
+            };
+            let cfg = Rc::new(bulk::SendConfig {
+                to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
+                bytes: o.size(o.required("bytes")?)?,
+                real,
+                congestion: o.congestion()?,
+            });
+            factory(canon, false, move |sim, m| {
+                let cfg = cfg.clone();
+                sim.spawn(m, "bulk_send", move |h: Host| bulk::send(h, cfg));
+            })
+        }
+        "bulk_receive" => {
+            let cfg = Rc::new(bulk::ReceiveConfig { port: o.port("port")?, bytes: o.size(o.required("bytes")?)? });
+            factory(canon, false, move |sim, m| {
+                let cfg = cfg.clone();
+                sim.spawn(m, "bulk_receive", move |h: Host| bulk::receive(h, cfg));
+            })
+        }
+        "tcp_echo_server" => {
+            let port = o.port("port")?;
+            factory(canon, true, move |sim, m| {
+                sim.spawn_daemon(m, "tcp_echo_server", move |h: Host| tcp_echo::server(h, port));
+            })
+        }
+        "tcp_echo_client" => {
+            let cfg = Rc::new(tcp_echo::ClientConfig {
+                to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
+                message: Message::from_bytes(bytes::Bytes::from(
+                    params.value("message").unwrap_or("Hello!").as_bytes().to_vec(),
+                )),
+                count: o.u64_or("message_count", 1)?,
+            });
+            factory(canon, false, move |sim, m| {
+                let cfg = cfg.clone();
+                sim.spawn(m, "tcp_echo_client", move |h: Host| tcp_echo::client(h, cfg));
+            })
+        }
         _ => unreachable!("every name in APPS is handled"),
     };
     Ok(f)
@@ -206,7 +248,7 @@ fn factory(
     AppFactory {
         name,
         daemon,
-        passive: matches!(name, "capture" | "forward"),
+        passive: matches!(name, "capture" | "forward" | "bulk_receive" | "tcp_echo_server"),
         spawn: Rc::new(f),
     }
 }
@@ -280,6 +322,28 @@ impl Opts<'_> {
             Some(p) => elvis_ndl::parse_duration_ns(&p.value)
                 .map(Duration::from_nanos)
                 .map_err(|e| ParamError::new(p.loc, e)),
+        }
+    }
+
+    fn transport(&self) -> Result<send_message::Transport, ParamError> {
+        match self.params.get("transport") {
+            None => Ok(send_message::Transport::Udp),
+            Some(p) => match p.value.to_ascii_lowercase().as_str() {
+                "udp" => Ok(send_message::Transport::Udp),
+                "tcp" => Ok(send_message::Transport::Tcp),
+                _ => Err(ParamError::new(p.loc, format!("transport '{}' is neither udp nor tcp", p.value))
+                    .hint("transport='udp' or transport='tcp'")),
+            },
+        }
+    }
+
+    fn congestion(&self) -> Result<Option<elvis_sim::Congestion>, ParamError> {
+        match self.params.get("congestion") {
+            None => Ok(None),
+            Some(p) => p.value.parse().map(Some).map_err(|_| {
+                ParamError::new(p.loc, format!("unknown congestion control '{}'", p.value))
+                    .hint("congestion='newreno', 'cubic' or 'compound'")
+            }),
         }
     }
 

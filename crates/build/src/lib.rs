@@ -204,13 +204,10 @@ fn protocols(g: &MachineGroup) -> Result<Protocols, BuildError> {
             "ipv4" | "icmp" | "ethernet" => {}
             "udp" => p.udp = true,
             "arp" => p.arp = true,
-            "tcp" => {
-                return Err(err(spec.loc, "protocol 'TCP' is not available yet")
-                    .with_hint("this version simulates IPv4, ICMP, UDP and ARP"))
-            }
+            "tcp" => p.tcp = true,
             other => {
                 return Err(err(spec.loc, format!("unknown protocol '{other}'"))
-                    .with_hint("known: IPv4, UDP, ARP, ICMP"))
+                    .with_hint("known: IPv4, UDP, TCP, ARP, ICMP"))
             }
         }
     }

@@ -91,6 +91,27 @@ impl Host {
         UdpSocket::bind(*self, port)
     }
 
+    /// Listens for TCP connections on `port` with room for `backlog`
+    /// connections not yet accepted.
+    ///
+    /// # Errors
+    /// `AddrInUse`; `ProtocolNotAvailable` without TCP on the machine.
+    pub fn tcp_listen(&self, port: u16, backlog: usize) -> Result<crate::socket::TcpListener, SocketError> {
+        crate::socket::TcpListener::bind(*self, port, backlog)
+    }
+
+    /// Connects to `to` (a blocking `connect(2)`), with the machine's
+    /// default congestion control.
+    pub fn tcp_connect(&self, to: std::net::SocketAddrV4) -> crate::socket::Connect {
+        crate::socket::TcpStream::connect(*self, to, None)
+    }
+
+    /// Connects to `to` using congestion-control algorithm `alg`
+    /// (`TCP_CONGESTION`).
+    pub fn tcp_connect_with(&self, to: std::net::SocketAddrV4, alg: elvis_tcpcc::Algorithm) -> crate::socket::Connect {
+        crate::socket::TcpStream::connect(*self, to, Some(alg))
+    }
+
     /// Opens an ICMP echo socket (for `ping`) with identifier `ident`.
     pub fn icmp_socket(&self, ident: u16) -> Result<IcmpSocket, SocketError> {
         IcmpSocket::open(*self, ident)

@@ -68,4 +68,6 @@ pub use machine::{MachineId, Protocols};
 pub use net::{NetId, NetworkConfig, NetworkKind};
 pub use report::{DropReason, Report};
 pub use simulation::{Progress, RunLimits, SimError, Simulation};
-pub use socket::{EchoReply, IcmpSocket, SocketError, UdpSocket};
+pub use elvis_tcpcc::Algorithm as Congestion;
+pub use socket::{EchoReply, IcmpSocket, Shutdown, SocketError, TcpListener, TcpStream, UdpSocket};
+pub use stack::tcp::{TcpConfig, TcpStats};

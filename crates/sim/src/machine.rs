@@ -25,7 +25,7 @@ pub struct Protocols {
     /// Neighbours are resolved with real ARP instead of the simulator's
     /// static table.
     pub arp: bool,
-    /// TCP was requested (not implemented yet: refused at build time).
+    /// TCP sockets are available.
     pub tcp: bool,
 }
 
@@ -35,6 +35,12 @@ impl Protocols {
         udp: true,
         arp: false,
         tcp: false,
+    };
+    /// IPv4 + UDP + TCP, static neighbour resolution.
+    pub const UDP_TCP: Protocols = Protocols {
+        udp: true,
+        arp: false,
+        tcp: true,
     };
 }
 

@@ -44,6 +44,8 @@ pub enum DropReason {
     ArpQueueFull,
     /// ARP got no answer.
     ArpFailed,
+    /// A SYN found the listener's backlog full.
+    ListenQueueFull,
 }
 
 impl fmt::Display for DropReason {
@@ -65,6 +67,7 @@ impl fmt::Display for DropReason {
             DropReason::FragmentOverlap => f.write_str("fragment_overlap"),
             DropReason::ArpQueueFull => f.write_str("arp_queue_full"),
             DropReason::ArpFailed => f.write_str("arp_failed"),
+            DropReason::ListenQueueFull => f.write_str("listen_queue_full"),
         }
     }
 }
@@ -80,6 +83,8 @@ pub(crate) struct Stats {
     pub udp_delivered: u64,
     pub icmp_echo_replied: u64,
     pub arp_sent: u64,
+    pub tcp_sent: u64,
+    pub tcp_received: u64,
     pub drops: BTreeMap<DropReason, u64>,
 }
 
@@ -147,6 +152,9 @@ pub struct PacketReport {
     pub udp_delivered: u64,
     pub icmp_echo_replied: u64,
     pub arp_sent: u64,
+    /// TCP segments sent / received (checksum good).
+    pub tcp_sent: u64,
+    pub tcp_received: u64,
     /// Total of `dropped`.
     pub dropped_total: u64,
     /// Drops by reason (`loss`, `queue_full`, `bad_checksum(udp)`, …).
@@ -164,6 +172,8 @@ impl From<&Stats> for PacketReport {
             udp_delivered: s.udp_delivered,
             icmp_echo_replied: s.icmp_echo_replied,
             arp_sent: s.arp_sent,
+            tcp_sent: s.tcp_sent,
+            tcp_received: s.tcp_received,
             dropped_total: s.drops.values().sum(),
             dropped: s.drops.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         }

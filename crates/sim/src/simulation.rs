@@ -236,6 +236,11 @@ impl Simulation {
         Ok(())
     }
 
+    /// Sets the TCP settings of every connection opened from now on.
+    pub fn set_tcp_config(&mut self, cfg: crate::stack::tcp::TcpConfig) {
+        self.w().tcp = cfg;
+    }
+
     /// Adds a user-defined protocol above IPv4 to machine `m`.
     ///
     /// # Errors

@@ -46,8 +46,14 @@ pub enum SocketError {
     BadDescriptor,
     #[error("protocol {0} is not available on this machine")]
     ProtocolNotAvailable(&'static str),
-    #[error("connection refused (ICMP port unreachable)")]
+    #[error("connection refused")]
     ConnectionRefused,
+    #[error("connection reset by peer")]
+    ConnectionReset,
+    #[error("connection timed out")]
+    TimedOut,
+    #[error("broken pipe (the connection can no longer send)")]
+    BrokenPipe,
     #[error("no ephemeral port left")]
     NoPortsLeft,
     #[error("the socket API was called outside a running simulation")]
@@ -70,11 +76,18 @@ pub const MAX_UDP_PAYLOAD: usize = 65_507;
 /// First ephemeral port (IANA).
 const EPHEMERAL: u16 = 49_152;
 
+mod tcp;
+pub use tcp::{Accept, Connect, Recv as TcpRecv, Send as TcpSend, Shutdown, TcpListener, TcpStream};
+
 /// One entry of a machine's socket table.
 pub(crate) enum SocketSlot {
     Free,
+    /// Taken out for processing (a TCP connection being driven).
+    Busy,
     Udp(Box<UdpState>),
     Icmp(Box<IcmpState>),
+    Tcp(Box<crate::stack::tcp::TcpSock>),
+    TcpListener(Box<crate::stack::tcp::Listener>),
 }
 
 /// A received datagram.

@@ -22,6 +22,7 @@ pub mod arp;
 pub mod custom;
 pub mod ethernet;
 pub mod icmp;
+pub mod tcp;
 pub mod ipv4;
 pub mod udp;
 
@@ -37,6 +38,8 @@ pub(crate) enum Timer {
     ReassemblyExpire { gen: u32 },
     /// A user protocol's timer.
     Custom { proto: u8, token: u64 },
+    /// A TCP connection's timer (generation `gen` of socket `slot`).
+    Tcp { slot: u32, gen: u32 },
 }
 
 /// Runs a protocol timer.
@@ -48,5 +51,6 @@ pub(crate) fn on_timer(w: &mut World, m: MachineId, timer: Timer) {
         Timer::ArpRetry { iface, ip } => arp::on_retry(w, m, iface, ip),
         Timer::ReassemblyExpire { gen } => ipv4::on_reassembly_timer(w, m, gen),
         Timer::Custom { proto, token } => custom::on_timer(w, m, proto, token),
+        Timer::Tcp { slot, gen } => tcp::on_timer(w, m, slot, gen),
     }
 }

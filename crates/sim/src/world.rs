@@ -64,6 +64,8 @@ pub(crate) struct World {
     pub stats: Stats,
     pub counters: BTreeMap<String, Counter>,
     pub pcap: PcapSet,
+    /// TCP settings.
+    pub tcp: crate::stack::tcp::TcpConfig,
     /// Nesting depth of zero-delay deliveries in progress.
     pub sync_depth: u8,
     /// Results published by applications.
@@ -108,6 +110,7 @@ impl World {
             crashed: Vec::new(),
             metrics: Vec::new(),
             sync_depth: 0,
+            tcp: Default::default(),
         }
     }
 

@@ -257,6 +257,7 @@ fn deliver_up(
     match proto {
         IpProtocol::Udp => super::udp::receive(w, m, header, src, dst, msg),
         IpProtocol::Icmp => super::icmp::receive(w, m, header, src, dst, msg),
+        IpProtocol::Tcp => super::tcp::receive(w, m, src, dst, msg),
         other => {
             if !super::custom::demux(w, m, u8::from(other), src, dst, msg) {
                 w.drop_packet(DropReason::Unsupported("ip protocol"));

@@ -1,0 +1,46 @@
+//! `tcp_echo_server` / `tcp_echo_client`: the classic echo pair over TCP.
+//! The server (a daemon) echoes every byte back on every connection it
+//! accepts, one connection at a time; the client sends `message`
+//! `message_count` times and checks each echo.
+
+use crate::Host;
+use elvis_sim::{AppError, AppResult, Message};
+use std::net::SocketAddrV4;
+use std::rc::Rc;
+
+/// Options of `tcp_echo_client`.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    pub to: SocketAddrV4,
+    pub message: Message,
+    pub count: u64,
+}
+
+/// Echoes forever.
+pub async fn server(host: Host, port: u16) -> AppResult {
+    let listener = host.tcp_listen(port, 128)?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        loop {
+            let m = stream.recv(1 << 16).await?;
+            if m.is_empty() {
+                break;
+            }
+            stream.write_all(m).await?;
+        }
+    }
+}
+
+/// Sends and checks the echoes.
+pub async fn client(host: Host, cfg: Rc<ClientConfig>) -> AppResult {
+    let stream = host.tcp_connect(cfg.to).await?;
+    stream.set_nodelay(true)?;
+    for i in 0..cfg.count {
+        stream.write_all(cfg.message.clone()).await?;
+        let back = stream.read_exact(cfg.message.len()).await?;
+        if back != cfg.message {
+            return Err(AppError::new(format!("echo {} differs from what was sent", i + 1)));
+        }
+    }
+    Ok(())
+}

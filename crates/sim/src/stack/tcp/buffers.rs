@@ -1,0 +1,366 @@
+//! TCP's byte buffers: the send rope, the receive queue with out-of-order
+//! reassembly, and the sender's SACK scoreboard.
+//!
+//! All three hold [`Message`]s and slice or append them, so payload bytes
+//! are never copied (and a virtual payload stays virtual end to end).
+
+use elvis_message::Message;
+use elvis_wire::tcp::SeqNumber;
+use std::collections::VecDeque;
+
+/// Bytes written by the application and not yet acknowledged, from
+/// `snd_una` on.
+#[derive(Default)]
+pub(crate) struct SendBuffer {
+    chunks: VecDeque<Message>,
+    len: usize,
+}
+
+impl SendBuffer {
+    /// Returns the bytes held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Appends `m`.
+    pub fn push(&mut self, m: Message) {
+        if m.is_empty() {
+            return;
+        }
+        self.len += m.len();
+        self.chunks.push_back(m);
+    }
+
+    /// Returns `len` bytes starting `offset` bytes after the front (shared,
+    /// not copied). Short if the buffer ends first.
+    pub fn slice(&self, offset: usize, len: usize) -> Message {
+        let mut out = Message::new();
+        let mut skip = offset;
+        let mut want = len;
+        for c in &self.chunks {
+            if want == 0 {
+                break;
+            }
+            if skip >= c.len() {
+                skip -= c.len();
+                continue;
+            }
+            let take = (c.len() - skip).min(want);
+            if skip == 0 && take == c.len() {
+                out.append(c.clone());
+            } else {
+                out.append(c.slice(skip..skip + take));
+            }
+            want -= take;
+            skip = 0;
+        }
+        out
+    }
+
+    /// Drops `n` acknowledged bytes from the front.
+    pub fn consume(&mut self, mut n: usize) {
+        n = n.min(self.len);
+        self.len -= n;
+        while n > 0 {
+            let Some(front) = self.chunks.front_mut() else { break };
+            if front.len() <= n {
+                n -= front.len();
+                self.chunks.pop_front();
+            } else {
+                let _ = front.pop_front(n);
+                n = 0;
+            }
+        }
+    }
+}
+
+/// Data received in order (for the application) and out of order (waiting
+/// for a hole to fill).
+#[derive(Default)]
+pub(crate) struct RecvBuffer {
+    ready: VecDeque<Message>,
+    ready_len: usize,
+    /// Out-of-order segments: (first sequence number, data), sorted, not
+    /// overlapping.
+    ooo: Vec<(SeqNumber, Message)>,
+    ooo_len: usize,
+}
+
+impl RecvBuffer {
+    /// Returns the in-order bytes waiting for the application.
+    pub fn ready_len(&self) -> usize {
+        self.ready_len
+    }
+
+    /// Returns all bytes held (in order and out of order).
+    pub fn held(&self) -> usize {
+        self.ready_len + self.ooo_len
+    }
+
+    /// Takes up to `max` in-order bytes.
+    pub fn take(&mut self, max: usize) -> Message {
+        let mut out = Message::new();
+        let mut want = max;
+        while want > 0 {
+            let Some(mut front) = self.ready.pop_front() else { break };
+            if front.len() > want {
+                let rest = front.split_off(want);
+                self.ready.push_front(rest);
+            }
+            want -= front.len();
+            self.ready_len -= front.len();
+            if out.is_empty() {
+                out = front;
+            } else {
+                out.append(front);
+            }
+        }
+        out
+    }
+
+    /// Adds a segment's data starting at `seq`; `rcv_nxt` is the next
+    /// expected sequence number. Returns the new `rcv_nxt`.
+    pub fn insert(&mut self, rcv_nxt: SeqNumber, seq: SeqNumber, mut data: Message) -> SeqNumber {
+        // Trim what was already received.
+        if seq < rcv_nxt {
+            let dup = (rcv_nxt - seq) as usize;
+            if dup >= data.len() {
+                return rcv_nxt;
+            }
+            let _ = data.pop_front(dup);
+            return self.insert(rcv_nxt, rcv_nxt, data);
+        }
+        if seq == rcv_nxt {
+            let mut next = rcv_nxt + data.len();
+            self.push_ready(data);
+            // Pull now-contiguous out-of-order segments.
+            while let Some((s, _)) = self.ooo.first() {
+                if *s > next {
+                    break;
+                }
+                let (s, mut d) = self.ooo.remove(0);
+                self.ooo_len -= d.len();
+                let dup = (next - s) as usize;
+                if dup < d.len() {
+                    let _ = d.pop_front(dup);
+                    next = next + d.len();
+                    self.push_ready(d);
+                }
+            }
+            return next;
+        }
+        self.insert_ooo(seq, data);
+        rcv_nxt
+    }
+
+    fn push_ready(&mut self, d: Message) {
+        if !d.is_empty() {
+            self.ready_len += d.len();
+            self.ready.push_back(d);
+        }
+    }
+
+    /// Stores an out-of-order segment, keeping only bytes not held yet.
+    fn insert_ooo(&mut self, mut seq: SeqNumber, mut data: Message) {
+        let mut i = 0;
+        while i < self.ooo.len() && !data.is_empty() {
+            let (s, ref d) = self.ooo[i];
+            let e = s + d.len();
+            if e <= seq {
+                i += 1;
+                continue;
+            }
+            if seq + data.len() <= s {
+                break;
+            }
+            if seq < s {
+                // Keep the part before this segment, continue with the rest.
+                let head_len = (s - seq) as usize;
+                let rest = data.split_off(head_len);
+                self.ooo_len += data.len();
+                self.ooo.insert(i, (seq, data));
+                i += 2;
+                data = rest;
+                seq = s;
+            }
+            // Drop the overlap with [s, e).
+            let overlap = ((e - seq) as usize).min(data.len());
+            let _ = data.pop_front(overlap);
+            seq = seq + overlap;
+        }
+        if !data.is_empty() {
+            let pos = self.ooo.partition_point(|(s, _)| *s < seq);
+            self.ooo_len += data.len();
+            self.ooo.insert(pos, (seq, data));
+        }
+    }
+
+    /// Returns up to `n` out-of-order ranges (for SACK blocks), the one
+    /// containing `first` (the most recent) first, as RFC 2018 asks.
+    pub fn sack_blocks(&self, first: Option<SeqNumber>, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+        let mut ranges: Vec<(SeqNumber, SeqNumber)> = Vec::new();
+        for (s, d) in &self.ooo {
+            let e = *s + d.len();
+            match ranges.last_mut() {
+                Some(last) if last.1 == *s => last.1 = e,
+                _ => ranges.push((*s, e)),
+            }
+        }
+        if let Some(f) = first {
+            if let Some(i) = ranges.iter().position(|(s, e)| *s <= f && f < *e) {
+                let r = ranges.remove(i);
+                ranges.insert(0, r);
+            }
+        }
+        ranges.truncate(n);
+        ranges
+    }
+}
+
+/// The sender's record of what the receiver reported with SACK
+/// (RFC 2018, RFC 6675 §3), as merged ranges above `snd_una`.
+#[derive(Default)]
+pub(crate) struct Scoreboard {
+    ranges: Vec<(SeqNumber, SeqNumber)>,
+}
+
+impl Scoreboard {
+    /// Adds a SACK block, ignoring anything at or below `snd_una` or beyond
+    /// `snd_nxt` (a bogus block).
+    pub fn add(&mut self, una: SeqNumber, nxt: SeqNumber, mut s: SeqNumber, mut e: SeqNumber) {
+        if s < una {
+            s = una;
+        }
+        if e > nxt {
+            e = nxt;
+        }
+        if e <= s {
+            return;
+        }
+        self.ranges.push((s, e));
+        self.ranges.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        let mut merged: Vec<(SeqNumber, SeqNumber)> = Vec::with_capacity(self.ranges.len());
+        for &(s, e) in &self.ranges {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => {
+                    if e > last.1 {
+                        last.1 = e;
+                    }
+                }
+                _ => merged.push((s, e)),
+            }
+        }
+        self.ranges = merged;
+    }
+
+    /// Forgets everything below `una`.
+    pub fn advance(&mut self, una: SeqNumber) {
+        self.ranges.retain(|r| r.1 > una);
+        for r in &mut self.ranges {
+            if r.0 < una {
+                r.0 = una;
+            }
+        }
+    }
+
+    /// Forgets everything (after a timeout, RFC 6675 §5.1 allows it).
+    pub fn clear(&mut self) {
+        self.ranges.clear();
+    }
+
+    /// Returns the bytes SACKed.
+    pub fn sacked_bytes(&self) -> usize {
+        self.ranges.iter().map(|(s, e)| (*e - *s) as usize).sum()
+    }
+
+    /// Returns the highest SACKed sequence number, if any.
+    pub fn highest(&self) -> Option<SeqNumber> {
+        self.ranges.last().map(|r| r.1)
+    }
+
+    /// Returns true when `seq` was SACKed.
+    pub fn contains(&self, seq: SeqNumber) -> bool {
+        self.ranges.iter().any(|(s, e)| *s <= seq && seq < *e)
+    }
+
+    /// Returns the first un-SACKed hole at or after `from` and below the
+    /// highest SACKed byte, as (start, length).
+    pub fn next_hole(&self, from: SeqNumber) -> Option<(SeqNumber, usize)> {
+        let mut at = from;
+        for (s, e) in &self.ranges {
+            if *e <= at {
+                continue;
+            }
+            if *s > at {
+                return Some((at, (*s - at) as usize));
+            }
+            at = *e;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn m(bytes: &[u8]) -> Message {
+        Message::from_vec(bytes.to_vec())
+    }
+
+    #[test]
+    fn send_buffer_slices_across_chunks_and_consumes_acked_bytes() {
+        let mut b = SendBuffer::default();
+        b.push(m(b"hello "));
+        b.push(m(b"world"));
+        assert_eq!(b.slice(3, 6).to_vec(), b"lo wor");
+        b.consume(4);
+        assert_eq!(b.len(), 7);
+        assert_eq!(b.slice(0, 100).to_vec(), b"o world");
+    }
+
+    #[test]
+    fn out_of_order_segments_are_reassembled_when_the_hole_fills() {
+        let mut r = RecvBuffer::default();
+        let base = SeqNumber(u32::MAX - 3); // across the wrap
+        let mut nxt = base;
+        nxt = r.insert(nxt, base + 6, m(b"ghi"));
+        nxt = r.insert(nxt, base + 3, m(b"def"));
+        assert_eq!(nxt, base);
+        assert_eq!(r.sack_blocks(None, 4), vec![(base + 3, base + 9)]);
+        nxt = r.insert(nxt, base, m(b"abc"));
+        assert_eq!(nxt, base + 9);
+        assert_eq!(r.take(100).to_vec(), b"abcdefghi");
+        assert_eq!(r.held(), 0);
+    }
+
+    #[test]
+    fn overlapping_and_duplicate_segments_keep_each_byte_once() {
+        let mut r = RecvBuffer::default();
+        let base = SeqNumber(1000);
+        let mut nxt = base;
+        nxt = r.insert(nxt, base + 4, m(b"efgh"));
+        nxt = r.insert(nxt, base + 2, m(b"cdefghij"));
+        nxt = r.insert(nxt, base + 4, m(b"efgh"));
+        nxt = r.insert(nxt, base, m(b"abcd"));
+        nxt = r.insert(nxt, base, m(b"abcd"));
+        assert_eq!(nxt, base + 10);
+        assert_eq!(r.take(100).to_vec(), b"abcdefghij");
+    }
+
+    #[test]
+    fn scoreboard_merges_blocks_and_finds_holes() {
+        let mut s = Scoreboard::default();
+        let una = SeqNumber(100);
+        let nxt = SeqNumber(1000);
+        s.add(una, nxt, SeqNumber(300), SeqNumber(400));
+        s.add(una, nxt, SeqNumber(400), SeqNumber(500));
+        s.add(una, nxt, SeqNumber(700), SeqNumber(800));
+        assert_eq!(s.sacked_bytes(), 300);
+        assert_eq!(s.next_hole(una), Some((SeqNumber(100), 200)));
+        assert_eq!(s.next_hole(SeqNumber(300)), Some((SeqNumber(500), 200)));
+        assert_eq!(s.next_hole(SeqNumber(750)), None);
+        s.advance(SeqNumber(450));
+        assert_eq!(s.sacked_bytes(), 150);
+    }
+}

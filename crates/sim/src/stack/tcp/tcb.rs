@@ -1,0 +1,1183 @@
+//! The transmission control block: one connection's state machine, with no
+//! I/O of its own (sans-IO, as in quinn-proto).
+//!
+//! The caller hands each arriving segment to [`Tcb::input`] with the current
+//! time, and asks [`Tcb::output`] for the segments to send; timers are a
+//! single deadline ([`Tcb::deadline`]) that the caller schedules and reports
+//! back with [`Tcb::on_timer`]. What the application should learn (data,
+//! end of stream, an error, a new connection) is returned as [`Effects`].
+//!
+//! Input processing follows RFC 9293 §3.10.7, split by state: `syn_sent`,
+//! `syn_received`, then the synchronized states, each step quoted next to
+//! its code. RST and SYN in synchronized states follow RFC 5961 (challenge
+//! ACKs). Loss recovery is SACK-based (RFC 6675) with FACK-style loss
+//! marking (every un-SACKed byte below the highest SACKed one counts as
+//! lost), NewReno partial-ACK handling (RFC 6582) without SACK.
+
+use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+use super::TcpConfig;
+use crate::socket::SocketError;
+use elvis_kernel::Time;
+use elvis_message::Message;
+use elvis_tcpcc::{AckEvent, CongestionControl};
+use elvis_wire::tcp::{Control, Repr, SeqNumber};
+use serde::Serialize;
+use std::net::SocketAddrV4;
+use std::time::Duration;
+
+/// Connection states (RFC 9293 §3.3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum State {
+    SynSent,
+    SynReceived,
+    Established,
+    FinWait1,
+    FinWait2,
+    CloseWait,
+    Closing,
+    LastAck,
+    TimeWait,
+    Closed,
+}
+
+/// Per-connection statistics, readable by applications and in reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TcpStats {
+    pub segments_sent: u64,
+    pub segments_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub retransmitted_segments: u64,
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    pub rtt_samples: u64,
+    /// Smoothed RTT, ns (0 before the first sample).
+    pub srtt_ns: u64,
+    pub min_rtt_ns: u64,
+    /// Current congestion window, bytes.
+    pub cwnd: u64,
+    pub ssthresh: u64,
+}
+
+/// A segment to send: header fields and payload (addresses are the
+/// connection's).
+pub(crate) struct Segment {
+    pub repr: Repr,
+    pub payload: Message,
+}
+
+/// What the application side should learn after a call.
+#[derive(Default, Debug)]
+pub(crate) struct Effects {
+    /// Data or end of stream became readable, or an error happened.
+    pub readable: bool,
+    /// Send-buffer space was freed (or the connection failed).
+    pub writable: bool,
+    /// The connection became established (for `connect` and `accept`).
+    pub established: bool,
+    /// The connection is over and its slot can be freed.
+    pub closed: bool,
+}
+
+/// Transmission control block.
+pub(crate) struct Tcb {
+    pub state: State,
+    pub local: SocketAddrV4,
+    pub remote: SocketAddrV4,
+    // Send sequence space (RFC 9293 §3.3.1).
+    iss: SeqNumber,
+    snd_una: SeqNumber,
+    snd_nxt: SeqNumber,
+    /// Highest sequence number sent so far (+1).
+    snd_max: SeqNumber,
+    snd_wnd: u64,
+    snd_wl1: SeqNumber,
+    snd_wl2: SeqNumber,
+    snd_wscale: u8,
+    pub sndbuf: SendBuffer,
+    pub sndbuf_cap: usize,
+    /// The application shut down writing: send FIN after the data.
+    fin_queued: bool,
+    // Receive sequence space.
+    rcv_nxt: SeqNumber,
+    pub rcvbuf: RecvBuffer,
+    pub rcvbuf_cap: usize,
+    rcv_wscale: u8,
+    /// Highest right edge of the window advertised so far.
+    rcv_adv: SeqNumber,
+    pub fin_received: bool,
+    // Options.
+    mss: usize,
+    ts_enabled: bool,
+    ts_recent: u32,
+    sack_enabled: bool,
+    /// The peer offered these in its SYN (for a passive open).
+    peer_syn_opts: Option<(Option<u16>, Option<u8>, bool, bool)>,
+    // Round-trip time (RFC 6298).
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    rto: Duration,
+    min_rtt: Option<Duration>,
+    /// Classic timed segment when timestamps are off: (seq, send time).
+    timed: Option<(SeqNumber, Time)>,
+    // Congestion control and recovery.
+    cc: Box<dyn CongestionControl>,
+    dupacks: u32,
+    recovery: Option<SeqNumber>,
+    scoreboard: Scoreboard,
+    /// Next sequence number to consider for retransmission in recovery.
+    rexmit_next: SeqNumber,
+    rexmit_bytes_in_recovery: usize,
+    // Timers (deadlines).
+    rto_at: Option<Time>,
+    delack_at: Option<Time>,
+    persist_at: Option<Time>,
+    timewait_at: Option<Time>,
+    persist_backoff: u32,
+    syn_retries: u32,
+    /// Segments received since our last ACK.
+    ack_pending: u32,
+    ack_now: bool,
+    /// The most recent out-of-order segment (first SACK block).
+    last_ooo: Option<SeqNumber>,
+    // Application side.
+    pub error: Option<SocketError>,
+    pub nodelay: bool,
+    pub stats: TcpStats,
+    cfg: TcpConfig,
+}
+
+/// Sequence-number helpers.
+fn seq_between(lo: SeqNumber, x: SeqNumber, hi: SeqNumber) -> bool {
+    lo <= x && x <= hi
+}
+
+const TCP_OPTIONS_TS: usize = 12;
+
+impl Tcb {
+    fn new(
+        cfg: &TcpConfig,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNumber,
+        cc: Box<dyn CongestionControl>,
+        mtu: usize,
+        state: State,
+    ) -> Tcb {
+        let rcv_wscale = wscale_for(cfg.rcvbuf);
+        Tcb {
+            state,
+            local,
+            remote,
+            iss,
+            snd_una: iss,
+            snd_nxt: iss,
+            snd_max: iss,
+            snd_wnd: 0,
+            snd_wl1: SeqNumber(0),
+            snd_wl2: iss,
+            snd_wscale: 0,
+            sndbuf: SendBuffer::default(),
+            sndbuf_cap: cfg.sndbuf,
+            fin_queued: false,
+            rcv_nxt: SeqNumber(0),
+            rcvbuf: RecvBuffer::default(),
+            rcvbuf_cap: cfg.rcvbuf,
+            rcv_wscale,
+            rcv_adv: SeqNumber(0),
+            fin_received: false,
+            mss: mtu.saturating_sub(40).max(64),
+            ts_enabled: false,
+            ts_recent: 0,
+            sack_enabled: false,
+            peer_syn_opts: None,
+            srtt: None,
+            rttvar: Duration::ZERO,
+            rto: cfg.initial_rto,
+            min_rtt: None,
+            timed: None,
+            cc,
+            dupacks: 0,
+            recovery: None,
+            scoreboard: Scoreboard::default(),
+            rexmit_next: iss,
+            rexmit_bytes_in_recovery: 0,
+            rto_at: None,
+            delack_at: None,
+            persist_at: None,
+            timewait_at: None,
+            persist_backoff: 0,
+            syn_retries: 0,
+            ack_pending: 0,
+            ack_now: false,
+            last_ooo: None,
+            error: None,
+            nodelay: false,
+            stats: TcpStats::default(),
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// Returns a connection actively opened to `remote` (state SYN-SENT).
+    pub fn connect(
+        cfg: &TcpConfig,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNumber,
+        cc: Box<dyn CongestionControl>,
+        mtu: usize,
+    ) -> Tcb {
+        Tcb::new(cfg, local, remote, iss, cc, mtu, State::SynSent)
+    }
+
+    /// Returns a connection passively opened by the SYN `syn` (state
+    /// SYN-RECEIVED), RFC 9293 §3.10.7.2 "third, check for a SYN".
+    pub fn accept(
+        cfg: &TcpConfig,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNumber,
+        cc: Box<dyn CongestionControl>,
+        mtu: usize,
+        syn: &Repr,
+    ) -> Tcb {
+        let mut t = Tcb::new(cfg, local, remote, iss, cc, mtu, State::SynReceived);
+        // "Set RCV.NXT to SEG.SEQ+1, IRS is set to SEG.SEQ"
+        t.rcv_nxt = syn.seq_number + 1;
+        t.rcv_adv = t.rcv_nxt;
+        t.snd_wl1 = syn.seq_number;
+        t.peer_syn_opts = Some((syn.max_seg_size, syn.window_scale, syn.sack_permitted, syn.timestamp.is_some()));
+        t.apply_syn_options(syn);
+        t.snd_wnd = u64::from(syn.window_len);
+        t
+    }
+
+    /// Negotiates options from the peer's SYN (RFC 7323 §1.3, §2.2; RFC
+    /// 2018 §2).
+    fn apply_syn_options(&mut self, syn: &Repr) {
+        if let Some(mss) = syn.max_seg_size {
+            self.mss = self.mss.min(usize::from(mss).max(64));
+        } else {
+            // RFC 9293 §3.7.1: default send MSS 536.
+            self.mss = self.mss.min(536);
+        }
+        match syn.window_scale {
+            Some(s) => self.snd_wscale = s.min(14),
+            None => {
+                self.snd_wscale = 0;
+                self.rcv_wscale = 0;
+            }
+        }
+        self.sack_enabled = syn.sack_permitted && self.cfg.sack;
+        if let Some((tsval, _)) = syn.timestamp.filter(|_| self.cfg.timestamps) {
+            self.ts_enabled = true;
+            self.ts_recent = tsval;
+        }
+    }
+
+    /// Returns the payload bytes per full segment (MSS less options).
+    fn smss(&self) -> usize {
+        if self.ts_enabled {
+            self.mss - TCP_OPTIONS_TS
+        } else {
+            self.mss
+        }
+    }
+
+    /// Returns true in states where data may be sent.
+    fn can_send_data(&self) -> bool {
+        matches!(self.state, State::Established | State::CloseWait)
+    }
+
+    /// Returns the bytes the application may still write.
+    pub fn send_space(&self) -> usize {
+        if self.fin_queued || !matches!(self.state, State::SynSent | State::SynReceived | State::Established | State::CloseWait) {
+            return 0;
+        }
+        self.sndbuf_cap.saturating_sub(self.sndbuf.len())
+    }
+
+    /// Queues application data (the caller checked [`Tcb::send_space`]).
+    pub fn write(&mut self, data: Message) {
+        self.sndbuf.push(data);
+    }
+
+    /// Returns true when no more data will arrive (FIN received).
+    pub fn at_eof(&self) -> bool {
+        self.fin_received && self.rcvbuf.ready_len() == 0
+    }
+
+    /// Takes up to `max` received bytes; opens the window if that frees
+    /// enough (RFC 9293 §3.8.6.2.2 receiver SWS avoidance).
+    pub fn read(&mut self, max: usize) -> Message {
+        let m = self.rcvbuf.take(max);
+        if !m.is_empty() {
+            let before = self.rcv_adv - self.rcv_nxt;
+            let window = self.rcv_window();
+            // Send a window update when it grows by 2 MSS or half the buffer.
+            if window > before.max(0) as usize + (2 * self.smss()).min(self.rcvbuf_cap / 2) {
+                self.ack_now = true;
+            }
+        }
+        m
+    }
+
+    /// The application closes its writing side (`shutdown(Write)` or close).
+    pub fn shutdown_write(&mut self) {
+        if !self.fin_queued {
+            self.fin_queued = true;
+            if self.state == State::SynSent {
+                self.state = State::Closed;
+            }
+        }
+    }
+
+    /// Aborts: returns the RST to send, if any (RFC 9293 §3.10.5 ABORT).
+    pub fn abort(&mut self) -> Option<Segment> {
+        let rst = match self.state {
+            State::SynReceived | State::Established | State::FinWait1 | State::FinWait2 | State::CloseWait => {
+                Some(self.segment(Control::Rst, self.snd_nxt, Message::new(), false))
+            }
+            _ => None,
+        };
+        self.state = State::Closed;
+        rst
+    }
+
+    /// Returns our receive window in bytes.
+    fn rcv_window(&self) -> usize {
+        self.rcvbuf_cap.saturating_sub(self.rcvbuf.held())
+    }
+
+    /// Returns bytes sent and not acknowledged.
+    fn flight(&self) -> usize {
+        (self.snd_nxt - self.snd_una).max(0) as usize
+    }
+
+    /// Returns the data sent and still in the network, RFC 6675 "pipe"
+    /// (FACK-style: holes below the highest SACK are lost).
+    fn pipe(&self) -> usize {
+        let outstanding = (self.snd_max - self.snd_una).max(0) as usize;
+        match (self.recovery, self.scoreboard.highest()) {
+            (Some(_), Some(high)) => {
+                let below_high = (high - self.snd_una).max(0) as usize;
+                let lost = below_high.saturating_sub(self.scoreboard.sacked_bytes());
+                outstanding.saturating_sub(self.scoreboard.sacked_bytes() + lost) + self.rexmit_bytes_in_recovery
+            }
+            _ => outstanding,
+        }
+    }
+
+    /// Builds a segment with the current ACK and window.
+    fn segment(&mut self, control: Control, seq: SeqNumber, payload: Message, now_ts: bool) -> Segment {
+        let syn = control == Control::Syn;
+        let window = self.rcv_window();
+        let scaled = if syn { window.min(65_535) } else { (window >> self.rcv_wscale).min(65_535) };
+        let ack_number = if self.state == State::SynSent && syn { None } else { Some(self.rcv_nxt) };
+        let right = self.rcv_nxt + ((scaled as usize) << if syn { 0 } else { self.rcv_wscale });
+        if right > self.rcv_adv {
+            self.rcv_adv = right;
+        }
+        let mut repr = Repr {
+            src_port: self.local.port(),
+            dst_port: self.remote.port(),
+            control,
+            seq_number: seq,
+            ack_number: if control == Control::Rst && self.state == State::SynSent { None } else { ack_number },
+            window_len: scaled as u16,
+            window_scale: None,
+            max_seg_size: None,
+            sack_permitted: false,
+            sack_ranges: [None; 4],
+            timestamp: None,
+            ece: false,
+            cwr: false,
+            payload_len: payload.len(),
+        };
+        let _ = now_ts;
+        if syn {
+            repr.max_seg_size = Some(self.mss.min(65_535) as u16);
+            let offer = match self.peer_syn_opts {
+                None => (true, true, true), // active open: offer everything
+                Some((_, ws, sack, ts)) => (ws.is_some(), sack, ts),
+            };
+            if offer.0 {
+                repr.window_scale = Some(self.rcv_wscale);
+            }
+            repr.sack_permitted = offer.1 && self.cfg.sack;
+            if offer.2 && self.cfg.timestamps {
+                repr.timestamp = Some((0, self.ts_recent));
+            }
+        } else if self.ts_enabled {
+            repr.timestamp = Some((0, self.ts_recent));
+        }
+        if self.sack_enabled && control != Control::Syn && control != Control::Rst {
+            let blocks = self.rcvbuf.sack_blocks(self.last_ooo, if self.ts_enabled { 3 } else { 4 });
+            for (i, (s, e)) in blocks.into_iter().enumerate() {
+                repr.sack_ranges[i] = Some((s.0, e.0));
+            }
+        }
+        Segment { repr, payload }
+    }
+
+    /// Stamps TSval on an outgoing segment (µs clock, RFC 7323 §5.4 allows
+    /// any rate from 1 ms to 1 s per tick; finer ticks only help RTTM).
+    pub fn stamp(seg: &mut Segment, now: Time) {
+        if let Some((_, ecr)) = seg.repr.timestamp {
+            seg.repr.timestamp = Some((ts_clock(now), ecr));
+        }
+    }
+
+    /// Returns the earliest timer deadline, if any.
+    pub fn deadline(&self) -> Option<Time> {
+        [self.rto_at, self.delack_at, self.persist_at, self.timewait_at].into_iter().flatten().min()
+    }
+
+    // ------------------------------------------------------------------
+    // Output
+    // ------------------------------------------------------------------
+
+    /// Appends the segments to send now to `out`.
+    pub fn output(&mut self, now: Time, out: &mut Vec<Segment>) {
+        match self.state {
+            State::SynSent | State::SynReceived => {
+                if self.snd_max == self.iss {
+                    let control = Control::Syn;
+                    let seg = self.segment(control, self.iss, Message::new(), true);
+                    self.snd_nxt = self.iss + 1;
+                    self.snd_max = self.snd_nxt;
+                    self.push(seg, now, out, false);
+                    self.arm_rto(now);
+                }
+                return;
+            }
+            State::Closed | State::TimeWait => {
+                self.flush_ack(now, out);
+                return;
+            }
+            _ => {}
+        }
+        if self.recovery.is_some() && self.sack_enabled {
+            self.retransmit_holes(now, out);
+        }
+        self.send_new_data(now, out);
+        self.send_fin(now, out);
+        self.flush_ack(now, out);
+    }
+
+    fn push(&mut self, seg: Segment, now: Time, out: &mut Vec<Segment>, is_retransmit: bool) {
+        self.stats.segments_sent += 1;
+        let len = seg.payload.len();
+        self.stats.bytes_sent += len as u64;
+        if is_retransmit {
+            self.stats.retransmitted_segments += 1;
+            self.stats.retransmitted_bytes += len as u64;
+        }
+        if seg.repr.ack_number.is_some() {
+            self.ack_pending = 0;
+            self.ack_now = false;
+            self.delack_at = None;
+        }
+        let mut seg = seg;
+        Tcb::stamp(&mut seg, now);
+        out.push(seg);
+    }
+
+    fn arm_rto(&mut self, now: Time) {
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rto);
+        }
+    }
+
+    /// Sends new data allowed by the windows, Nagle and the receiver.
+    fn send_new_data(&mut self, now: Time, out: &mut Vec<Segment>) {
+        if !self.can_send_data() {
+            return;
+        }
+        let smss = self.smss();
+        loop {
+            let sent_unacked = (self.snd_nxt - self.snd_una).max(0) as usize;
+            let available = self.sndbuf.len().saturating_sub(sent_unacked);
+            if available == 0 {
+                break;
+            }
+            let cwnd = self.cc.window() as usize;
+            let in_net = if self.recovery.is_some() { self.pipe() } else { self.flight() };
+            let peer_room = (self.snd_wnd as usize).saturating_sub(sent_unacked);
+            let cc_room = cwnd.saturating_sub(in_net);
+            let room = peer_room.min(cc_room);
+            if peer_room == 0 && sent_unacked == 0 && self.persist_at.is_none() {
+                // Zero window: probe later (RFC 9293 §3.8.6.1).
+                self.persist_at = Some(now + self.rto);
+            }
+            let len = available.min(smss).min(room);
+            if len == 0 {
+                break;
+            }
+            // Nagle (RFC 896 / RFC 9293 §3.7.4): hold a small segment while
+            // data is unacknowledged.
+            if len < smss && len < available.min(smss) {
+                break;
+            }
+            if len < smss && !self.nodelay && sent_unacked > 0 {
+                break;
+            }
+            let payload = self.sndbuf.slice(sent_unacked, len);
+            let mut seg = self.segment(Control::None, self.snd_nxt, payload, true);
+            if len == available {
+                seg.repr.control = Control::Psh;
+            }
+            let is_rexmit = self.snd_nxt < self.snd_max;
+            if self.timed.is_none() && !self.ts_enabled && !is_rexmit {
+                self.timed = Some((self.snd_nxt, now));
+            }
+            self.snd_nxt = self.snd_nxt + len;
+            if self.snd_nxt > self.snd_max {
+                self.snd_max = self.snd_nxt;
+            }
+            self.push(seg, now, out, is_rexmit);
+            self.arm_rto(now);
+        }
+    }
+
+    /// In SACK recovery, retransmits holes while the pipe allows
+    /// (RFC 6675 §5 step (C)).
+    fn retransmit_holes(&mut self, now: Time, out: &mut Vec<Segment>) {
+        let smss = self.smss();
+        while self.pipe() + smss <= self.cc.window() as usize {
+            let from = if self.rexmit_next < self.snd_una { self.snd_una } else { self.rexmit_next };
+            let Some((start, len)) = self.scoreboard.next_hole(from) else { break };
+            let len = len.min(smss);
+            let offset = (start - self.snd_una) as usize;
+            let payload = self.sndbuf.slice(offset, len);
+            if payload.is_empty() {
+                break;
+            }
+            let seg = self.segment(Control::None, start, payload, true);
+            self.rexmit_next = start + len;
+            self.rexmit_bytes_in_recovery += len;
+            self.push(seg, now, out, true);
+            self.arm_rto(now);
+        }
+    }
+
+    /// Retransmits the segment at `snd_una` (fast retransmit, RTO, partial
+    /// ACK).
+    fn retransmit_first(&mut self, now: Time, out: &mut Vec<Segment>) {
+        let len = self.sndbuf.len().min(self.smss()).min((self.snd_max - self.snd_una).max(0) as usize);
+        if len == 0 {
+            // Only a FIN (or SYN) is outstanding.
+            if self.fin_queued && self.snd_max == self.snd_una + self.sndbuf.len() + 1 {
+                let seg = self.segment(Control::Fin, self.snd_una + self.sndbuf.len(), Message::new(), true);
+                self.push(seg, now, out, true);
+            }
+            return;
+        }
+        let payload = self.sndbuf.slice(0, len);
+        let seg = self.segment(Control::None, self.snd_una, payload, true);
+        if self.recovery.is_some() {
+            self.rexmit_next = self.snd_una + len;
+            self.rexmit_bytes_in_recovery += len;
+        }
+        self.timed = None; // Karn: never time a retransmitted segment
+        self.push(seg, now, out, true);
+    }
+
+    fn send_fin(&mut self, now: Time, out: &mut Vec<Segment>) {
+        if !self.fin_queued || !matches!(self.state, State::Established | State::CloseWait) {
+            return;
+        }
+        let fin_seq = self.snd_una + self.sndbuf.len();
+        if self.snd_nxt != fin_seq {
+            return; // data still to send first
+        }
+        let seg = self.segment(Control::Fin, fin_seq, Message::new(), true);
+        self.snd_nxt = fin_seq + 1;
+        if self.snd_nxt > self.snd_max {
+            self.snd_max = self.snd_nxt;
+        }
+        self.state = if self.state == State::Established { State::FinWait1 } else { State::LastAck };
+        self.push(seg, now, out, false);
+        self.arm_rto(now);
+    }
+
+    /// Sends a pure ACK if one is due; arms the delayed-ACK timer otherwise.
+    fn flush_ack(&mut self, now: Time, out: &mut Vec<Segment>) {
+        if matches!(self.state, State::SynSent | State::SynReceived | State::Closed) {
+            return;
+        }
+        if self.ack_now || self.ack_pending >= 2 {
+            let seg = self.segment(Control::None, self.snd_nxt, Message::new(), false);
+            self.push(seg, now, out, false);
+        } else if self.ack_pending > 0 && self.delack_at.is_none() {
+            self.delack_at = Some(now + self.cfg.delayed_ack);
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Timers
+    // ------------------------------------------------------------------
+
+    /// Handles expired deadlines; returns effects and appends segments.
+    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Segment>) -> Effects {
+        let mut fx = Effects::default();
+        if self.timewait_at.is_some_and(|t| t <= now) {
+            self.timewait_at = None;
+            self.state = State::Closed;
+            fx.closed = true;
+            return fx;
+        }
+        if self.delack_at.is_some_and(|t| t <= now) {
+            self.delack_at = None;
+            self.ack_now = true;
+        }
+        if self.persist_at.is_some_and(|t| t <= now) {
+            self.persist_at = None;
+            self.zero_window_probe(now, out);
+        }
+        if self.rto_at.is_some_and(|t| t <= now) {
+            self.rto_at = None;
+            self.on_rto(now, out, &mut fx);
+        }
+        if self.state != State::Closed {
+            self.output(now, out);
+        }
+        fx
+    }
+
+    /// Retransmission timeout (RFC 6298 §5.4–5.7).
+    fn on_rto(&mut self, now: Time, out: &mut Vec<Segment>, fx: &mut Effects) {
+        if self.snd_una == self.snd_max {
+            return;
+        }
+        self.stats.timeouts += 1;
+        if matches!(self.state, State::SynSent | State::SynReceived) {
+            self.syn_retries += 1;
+            if self.syn_retries > self.cfg.syn_retries {
+                self.fail(SocketError::TimedOut, fx);
+                return;
+            }
+            self.rto = (self.rto * 2).min(self.cfg.max_rto);
+            let seg = self.segment(Control::Syn, self.iss, Message::new(), true);
+            self.push(seg, now, out, true);
+            self.rto_at = Some(now + self.rto);
+            return;
+        }
+        if self.stats.timeouts > u64::from(self.cfg.max_retries) && self.backoff_exhausted() {
+            self.fail(SocketError::TimedOut, fx);
+            return;
+        }
+        self.cc.on_rto(now.as_nanos(), self.flight() as u64);
+        // "The host MUST set RTO <- RTO * 2 (back off the timer)."
+        self.rto = (self.rto * 2).min(self.cfg.max_rto);
+        self.recovery = None;
+        self.scoreboard.clear();
+        self.dupacks = 0;
+        self.timed = None;
+        // Go back to snd_una and resend from there as the window allows.
+        self.snd_nxt = self.snd_una;
+        if self.fin_queued && matches!(self.state, State::FinWait1 | State::LastAck | State::Closing) {
+            // The FIN is resent once the data before it is.
+            self.state = if self.state == State::LastAck { State::CloseWait } else { State::Established };
+        }
+        self.retransmit_first(now, out);
+        let sent = (self.snd_max - self.snd_una).max(0) as usize;
+        let first = self.sndbuf.len().min(self.smss()).min(sent);
+        self.snd_nxt = self.snd_una + first;
+        self.rto_at = Some(now + self.rto);
+    }
+
+    fn backoff_exhausted(&self) -> bool {
+        self.rto >= self.cfg.max_rto
+    }
+
+    fn zero_window_probe(&mut self, now: Time, out: &mut Vec<Segment>) {
+        if !self.can_send_data() || self.snd_wnd > 0 {
+            return;
+        }
+        let sent_unacked = (self.snd_nxt - self.snd_una).max(0) as usize;
+        if self.sndbuf.len() > sent_unacked {
+            // One byte beyond the window (RFC 9293 §3.8.6.1).
+            let payload = self.sndbuf.slice(sent_unacked, 1);
+            let seg = self.segment(Control::None, self.snd_nxt, payload, true);
+            self.push(seg, now, out, false);
+        } else {
+            let seg = self.segment(Control::None, self.snd_nxt - 1, Message::new(), false);
+            self.push(seg, now, out, false);
+        }
+        self.persist_backoff = (self.persist_backoff + 1).min(6);
+        self.persist_at = Some(now + (self.rto * (1 << self.persist_backoff)).min(self.cfg.max_rto));
+    }
+
+    fn fail(&mut self, e: SocketError, fx: &mut Effects) {
+        self.error = Some(e);
+        self.state = State::Closed;
+        self.rto_at = None;
+        self.persist_at = None;
+        self.delack_at = None;
+        fx.readable = true;
+        fx.writable = true;
+        fx.established = true;
+        fx.closed = true;
+    }
+
+    // ------------------------------------------------------------------
+    // Input
+    // ------------------------------------------------------------------
+
+    /// Processes an arriving segment (RFC 9293 §3.10.7).
+    pub fn input(&mut self, now: Time, seg: &Repr, payload: Message, out: &mut Vec<Segment>) -> Effects {
+        let mut fx = Effects::default();
+        self.stats.segments_received += 1;
+        match self.state {
+            State::Closed => {}
+            State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
+            _ => self.input_synchronized(now, seg, payload, out, &mut fx),
+        }
+        if self.state != State::Closed {
+            self.output(now, out);
+        }
+        self.update_cc_stats();
+        fx
+    }
+
+    /// RFC 9293 §3.10.7.3: SYN-SENT.
+    fn input_syn_sent(&mut self, now: Time, seg: &Repr, out: &mut Vec<Segment>, fx: &mut Effects) {
+        // "first check the ACK bit": unacceptable if SEG.ACK =< ISS or > SND.NXT.
+        if let Some(ack) = seg.ack_number {
+            if ack <= self.iss || ack > self.snd_nxt {
+                if seg.control != Control::Rst {
+                    out.push(Segment { repr: rst_for(seg, 0), payload: Message::new() });
+                }
+                return;
+            }
+        }
+        // "second check the RST bit": with an acceptable ACK the connection is refused.
+        if seg.control == Control::Rst {
+            if seg.ack_number.is_some() {
+                self.fail(SocketError::ConnectionRefused, fx);
+            }
+            return;
+        }
+        if seg.control != Control::Syn {
+            return;
+        }
+        // "fourth check the SYN bit"
+        self.rcv_nxt = seg.seq_number + 1;
+        self.rcv_adv = self.rcv_nxt;
+        self.apply_syn_options(seg);
+        if let Some(ack) = seg.ack_number {
+            // Our SYN is acknowledged: ESTABLISHED.
+            self.snd_una = ack;
+            self.snd_wnd = u64::from(seg.window_len) << self.snd_wscale;
+            self.snd_wl1 = seg.seq_number;
+            self.snd_wl2 = ack;
+            self.rto_at = None;
+            if self.syn_retries == 0 {
+                self.rtt_sample(now, self.ts_rtt(seg, now).unwrap_or_else(|| now - self.syn_time(now)));
+            }
+            self.state = State::Established;
+            self.ack_now = true;
+            fx.established = true;
+            fx.writable = true;
+        } else {
+            // Simultaneous open: "enter SYN-RECEIVED, form a SYN,ACK".
+            self.state = State::SynReceived;
+            self.snd_wnd = u64::from(seg.window_len);
+            self.snd_wl1 = seg.seq_number;
+            let syn_ack = self.segment(Control::Syn, self.iss, Message::new(), true);
+            self.push(syn_ack, now, out, true);
+        }
+    }
+
+    fn syn_time(&self, now: Time) -> Time {
+        // Without timestamps the SYN's send time is now − elapsed RTO window;
+        // use the RTO deadline: sent at rto_at − rto.
+        self.rto_at.map_or(now, |t| Time::from_nanos(t.as_nanos().saturating_sub(self.rto.as_nanos() as u64)))
+    }
+
+    /// Returns the RTT measured from a timestamp echo, if any.
+    fn ts_rtt(&self, seg: &Repr, now: Time) -> Option<Duration> {
+        if !self.ts_enabled {
+            return None;
+        }
+        let (_, ecr) = seg.timestamp?;
+        if ecr == 0 {
+            return None;
+        }
+        let d = ts_clock(now).wrapping_sub(ecr);
+        (d < 1 << 31).then(|| Duration::from_micros(u64::from(d)))
+    }
+
+    /// Returns true if the segment is acceptable (RFC 9293 §3.10.7.4 "first,
+    /// check sequence number", the four cases).
+    fn acceptable(&self, seg: &Repr, len: usize) -> bool {
+        let wnd = self.rcv_window();
+        let seq = seg.seq_number;
+        match (len, wnd) {
+            (0, 0) => seq == self.rcv_nxt,
+            (0, _) => seq >= self.rcv_nxt && seq < self.rcv_nxt + wnd,
+            (_, 0) => false,
+            (_, _) => {
+                let last = seq + (len - 1);
+                (seq >= self.rcv_nxt && seq < self.rcv_nxt + wnd) || (last >= self.rcv_nxt && last < self.rcv_nxt + wnd)
+            }
+        }
+    }
+
+    fn input_synchronized(&mut self, now: Time, seg: &Repr, mut payload: Message, out: &mut Vec<Segment>, fx: &mut Effects) {
+        let seg_len = payload.len() + usize::from(seg.control == Control::Syn) + usize::from(seg.control == Control::Fin);
+        // First: sequence number check.
+        if !self.acceptable(seg, seg_len) {
+            // A zero-window probe or an old duplicate: "send an
+            // acknowledgment ... and drop" (unless RST).
+            if seg.control != Control::Rst {
+                self.ack_now = true;
+                if self.state == State::TimeWait && seg.control == Control::Fin {
+                    self.timewait_at = Some(now + self.cfg.msl * 2);
+                }
+            }
+            return;
+        }
+        // Second: RST (RFC 5961 §3.2).
+        if seg.control == Control::Rst {
+            if seg.seq_number == self.rcv_nxt {
+                let e = match self.state {
+                    State::SynReceived => SocketError::ConnectionRefused,
+                    State::Closing | State::LastAck | State::TimeWait => {
+                        self.state = State::Closed;
+                        fx.closed = true;
+                        return;
+                    }
+                    _ => SocketError::ConnectionReset,
+                };
+                self.fail(e, fx);
+            } else {
+                self.challenge_ack(now, out);
+            }
+            return;
+        }
+        // Fourth: SYN in a synchronized state (RFC 5961 §4.2): challenge ACK.
+        if seg.control == Control::Syn && self.state != State::SynReceived {
+            self.challenge_ack(now, out);
+            return;
+        }
+        // Timestamps: remember TSval (RFC 7323 §4.3).
+        if let Some((tsval, _)) = seg.timestamp {
+            if self.ts_enabled && seg.seq_number <= self.rcv_nxt {
+                self.ts_recent = tsval;
+            }
+        }
+        // Fifth: the ACK field.
+        let Some(ack) = seg.ack_number else { return };
+        if self.state == State::SynReceived {
+            // "If SND.UNA < SEG.ACK =< SND.NXT, then enter ESTABLISHED".
+            if self.snd_una < ack && ack <= self.snd_nxt {
+                self.state = State::Established;
+                self.snd_wnd = u64::from(seg.window_len) << self.snd_wscale;
+                self.snd_wl1 = seg.seq_number;
+                self.snd_wl2 = ack;
+                fx.established = true;
+                fx.writable = true;
+                if self.syn_retries == 0 {
+                    let rtt = self.ts_rtt(seg, now).unwrap_or_else(|| now - self.syn_time(now));
+                    self.rtt_sample(now, rtt);
+                }
+                self.snd_una = ack;
+                self.rto_at = None;
+            } else {
+                out.push(Segment { repr: rst_for(seg, payload.len()), payload: Message::new() });
+                return;
+            }
+        } else {
+            self.process_ack(now, seg, ack, payload.len(), out, fx);
+            if self.state == State::Closed {
+                return;
+            }
+        }
+        // Seventh: segment text.
+        if !payload.is_empty() && matches!(self.state, State::Established | State::FinWait1 | State::FinWait2) {
+            let in_order = seg.seq_number <= self.rcv_nxt;
+            // Trim anything beyond the window.
+            let wnd_end = self.rcv_nxt + self.rcv_window();
+            if seg.seq_number + payload.len() > wnd_end {
+                let keep = (wnd_end - seg.seq_number).max(0) as usize;
+                payload.truncate(keep);
+            }
+            let n = payload.len();
+            let before = self.rcv_nxt;
+            self.rcv_nxt = self.rcvbuf.insert(self.rcv_nxt, seg.seq_number, payload);
+            let advanced = (self.rcv_nxt - before).max(0) as u64;
+            self.stats.bytes_received += advanced;
+            if advanced > 0 {
+                fx.readable = true;
+            }
+            if !in_order {
+                // Out of order: ACK at once with SACK (RFC 5681 §4.2).
+                self.last_ooo = Some(seg.seq_number);
+                self.ack_now = true;
+            } else if self.rcvbuf.held() > self.rcvbuf.ready_len() || n < self.smss() {
+                // Filled a hole, or a short (PSH) segment: ACK at once.
+                self.ack_now = true;
+            } else {
+                self.ack_pending += 1;
+            }
+        }
+        // Eighth: FIN.
+        if seg.control == Control::Fin {
+            let fin_seq = seg.seq_number + payload_len_of(seg);
+            if fin_seq == self.rcv_nxt && !self.fin_received {
+                self.rcv_nxt = self.rcv_nxt + 1;
+                self.fin_received = true;
+                self.ack_now = true;
+                fx.readable = true;
+                match self.state {
+                    State::SynReceived | State::Established => self.state = State::CloseWait,
+                    State::FinWait1 => {
+                        // Our FIN not yet acknowledged: simultaneous close.
+                        self.state = State::Closing;
+                    }
+                    State::FinWait2 => self.enter_time_wait(now),
+                    _ => {}
+                }
+            } else if fin_seq > self.rcv_nxt {
+                self.ack_now = true; // FIN beyond a hole: remember nothing, ACK
+            }
+        }
+    }
+
+    fn challenge_ack(&mut self, now: Time, out: &mut Vec<Segment>) {
+        let seg = self.segment(Control::None, self.snd_nxt, Message::new(), false);
+        self.push(seg, now, out, false);
+    }
+
+    fn enter_time_wait(&mut self, now: Time) {
+        self.state = State::TimeWait;
+        self.rto_at = None;
+        self.persist_at = None;
+        self.timewait_at = Some(now + self.cfg.msl * 2);
+    }
+
+    /// RFC 9293 §3.10.7.4 "fifth, check the ACK field" in ESTABLISHED and
+    /// later states, with RFC 5681/6675 congestion control.
+    fn process_ack(&mut self, now: Time, seg: &Repr, ack: SeqNumber, payload_len: usize, out: &mut Vec<Segment>, fx: &mut Effects) {
+        if ack > self.snd_max {
+            // "If the ACK acks something not yet sent ... send an ACK, drop".
+            self.ack_now = true;
+            return;
+        }
+        if self.sack_enabled {
+            for (s, e) in seg.sack_ranges.iter().flatten() {
+                self.scoreboard.add(self.snd_una, self.snd_max, SeqNumber(*s), SeqNumber(*e));
+            }
+        }
+        let window = u64::from(seg.window_len) << self.snd_wscale;
+        if ack > self.snd_una {
+            let acked = (ack - self.snd_una) as usize;
+            let in_flight_before = self.flight() as u64;
+            // Data bytes acknowledged (a FIN takes one sequence number).
+            let data_acked = acked.min(self.sndbuf.len());
+            self.sndbuf.consume(data_acked);
+            self.stats.bytes_acked += data_acked as u64;
+            self.snd_una = ack;
+            if self.snd_nxt < self.snd_una {
+                self.snd_nxt = self.snd_una;
+            }
+            self.scoreboard.advance(ack);
+            self.dupacks = 0;
+            self.persist_backoff = 0;
+            // RTT (RFC 6298 §2, Karn's rule via the timed segment or TS).
+            let sample = match self.ts_rtt(seg, now) {
+                Some(r) => Some(r),
+                None => match self.timed {
+                    Some((s, t)) if ack > s => {
+                        self.timed = None;
+                        Some(now - t)
+                    }
+                    _ => None,
+                },
+            };
+            if let Some(r) = sample {
+                self.rtt_sample(now, r);
+            }
+            match self.recovery {
+                Some(point) if ack >= point => {
+                    // Full ACK: recovery is over (RFC 6582 §3.2 step 3).
+                    self.recovery = None;
+                    self.rexmit_bytes_in_recovery = 0;
+                    self.cc.on_recovery_end(now.as_nanos());
+                }
+                Some(_) => {
+                    // Partial ACK: retransmit the next hole at once.
+                    self.rexmit_bytes_in_recovery = self.rexmit_bytes_in_recovery.saturating_sub(acked);
+                    if !self.sack_enabled {
+                        self.retransmit_first(now, out);
+                    }
+                }
+                None => {
+                    let ev = AckEvent {
+                        now_ns: now.as_nanos(),
+                        acked_bytes: data_acked as u64,
+                        rtt_ns: sample.map(|d| d.as_nanos() as u64),
+                        min_rtt_ns: self.min_rtt.map_or(0, |d| d.as_nanos() as u64),
+                        in_flight_bytes: in_flight_before,
+                        app_limited: (self.sndbuf.len() as u64) < self.cc.window(),
+                    };
+                    self.cc.on_ack(&ev);
+                }
+            }
+            // Restart or stop the retransmission timer (RFC 6298 §5.2, 5.3).
+            self.rto_at = if self.snd_una == self.snd_max { None } else { Some(now + self.rto) };
+            fx.writable = true;
+            // Our FIN acknowledged?
+            let fin_acked = self.fin_queued && self.sndbuf.len() == 0 && ack == self.snd_max;
+            match self.state {
+                State::FinWait1 if fin_acked => self.state = State::FinWait2,
+                State::Closing if fin_acked => self.enter_time_wait(now),
+                State::LastAck if fin_acked => {
+                    self.state = State::Closed;
+                    fx.closed = true;
+                    return;
+                }
+                _ => {}
+            }
+        } else if ack == self.snd_una
+            && payload_len == 0
+            && seg.control == Control::None
+            && window == self.snd_wnd
+            && self.snd_max > self.snd_una
+        {
+            // A duplicate ACK (RFC 5681 §2).
+            self.dupacks += 1;
+            let sack_loss = self.sack_enabled
+                && self.scoreboard.sacked_bytes() >= 3 * self.smss()
+                && self.scoreboard.next_hole(self.snd_una).is_some();
+            if self.recovery.is_none() && (self.dupacks >= 3 || sack_loss) {
+                // Enter fast recovery (RFC 6675 §5 / RFC 6582 §3.2 step 2).
+                self.stats.fast_recoveries += 1;
+                self.recovery = Some(self.snd_max);
+                self.rexmit_bytes_in_recovery = 0;
+                self.rexmit_next = self.snd_una;
+                self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
+                self.timed = None;
+                self.retransmit_first(now, out);
+                self.rto_at = Some(now + self.rto);
+            }
+        }
+        // Window update (RFC 9293 §3.10.7.4: SND.WL1/WL2 rule).
+        if self.snd_wl1 < seg.seq_number || (self.snd_wl1 == seg.seq_number && self.snd_wl2 <= ack) {
+            let opened = window > 0 && self.snd_wnd == 0;
+            self.snd_wnd = window;
+            self.snd_wl1 = seg.seq_number;
+            self.snd_wl2 = ack;
+            if opened {
+                self.persist_at = None;
+                self.persist_backoff = 0;
+            }
+        }
+    }
+
+    /// Updates SRTT, RTTVAR and RTO (RFC 6298 §2.2–2.3).
+    fn rtt_sample(&mut self, _now: Time, r: Duration) {
+        let r = r.max(Duration::from_nanos(1));
+        self.stats.rtt_samples += 1;
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = r / 2;
+            }
+            Some(srtt) => {
+                // RTTVAR <- (1 - 1/4) * RTTVAR + 1/4 * |SRTT - R'|
+                let diff = if srtt > r { srtt - r } else { r - srtt };
+                self.rttvar = self.rttvar * 3 / 4 + diff / 4;
+                // SRTT <- (1 - 1/8) * SRTT + 1/8 * R'
+                self.srtt = Some(srtt * 7 / 8 + r / 8);
+            }
+        }
+        let srtt = self.srtt.unwrap_or(r);
+        // RTO <- SRTT + max (G, K*RTTVAR), K = 4, then the minimum.
+        let g = Duration::from_micros(1);
+        self.rto = (srtt + (self.rttvar * 4).max(g)).max(self.cfg.min_rto).min(self.cfg.max_rto);
+    }
+
+    fn update_cc_stats(&mut self) {
+        self.stats.cwnd = self.cc.window();
+        self.stats.ssthresh = self.cc.ssthresh();
+        self.stats.srtt_ns = self.srtt.map_or(0, |d| d.as_nanos() as u64);
+        self.stats.min_rtt_ns = self.min_rtt.map_or(0, |d| d.as_nanos() as u64);
+    }
+
+    /// Returns the congestion-control algorithm's name.
+    pub fn cc_name(&self) -> &'static str {
+        self.cc.name()
+    }
+
+    /// Replaces the congestion-control algorithm (before data flows).
+    pub fn set_cc(&mut self, cc: Box<dyn CongestionControl>) {
+        self.cc = cc;
+    }
+
+    /// Returns the current statistics.
+    pub fn stats(&mut self) -> TcpStats {
+        self.update_cc_stats();
+        self.stats.clone()
+    }
+
+    /// Returns true if `seq` is within the window of acceptable SYN-ACK acks.
+    #[allow(dead_code)]
+    fn in_flight(&self, seq: SeqNumber) -> bool {
+        seq_between(self.snd_una, seq, self.snd_max)
+    }
+}
+
+/// Length of a segment's payload implied by the header (for FIN position).
+fn payload_len_of(seg: &Repr) -> usize {
+    seg.payload_len
+}
+
+/// The timestamp clock: microseconds of virtual time, wrapping.
+fn ts_clock(now: Time) -> u32 {
+    // 0 means "no echo" to us, so never emit it.
+    ((now.as_nanos() / 1_000) as u32).max(1)
+}
+
+/// Returns the window-scale shift that lets `buf` bytes be advertised.
+fn wscale_for(buf: usize) -> u8 {
+    let mut s = 0;
+    while s < 14 && (65_535usize << s) < buf {
+        s += 1;
+    }
+    s
+}
+
+/// Returns the RST answering `seg` (RFC 9293 §3.10.7.1 / §3.5.2).
+pub(crate) fn rst_for(seg: &Repr, payload_len: usize) -> Repr {
+    let (seq, ack) = match seg.ack_number {
+        // "<SEQ=SEG.ACK><CTL=RST>"
+        Some(a) => (a, None),
+        // "<SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>"
+        None => {
+            let len = payload_len + usize::from(seg.control == Control::Syn) + usize::from(seg.control == Control::Fin);
+            (SeqNumber(0), Some(seg.seq_number + len))
+        }
+    };
+    Repr {
+        src_port: seg.dst_port,
+        dst_port: seg.src_port,
+        control: Control::Rst,
+        seq_number: seq,
+        ack_number: ack,
+        window_len: 0,
+        window_scale: None,
+        max_seg_size: None,
+        sack_permitted: false,
+        sack_ranges: [None; 4],
+        timestamp: None,
+        ece: false,
+        cwr: false,
+        payload_len: 0,
+    }
+}
