@@ -34,7 +34,9 @@ const PIECE: u64 = 1 << 20;
 /// Returns `len` bytes of the pattern used by real payloads: byte `i` of
 /// the stream is `i mod 251` (a prime, so pieces never line up).
 pub fn pattern(offset: u64, len: usize) -> Vec<u8> {
-    (0..len as u64).map(|i| ((offset + i) % 251) as u8).collect()
+    (0..len as u64)
+        .map(|i| ((offset + i) % 251) as u8)
+        .collect()
 }
 
 /// Sends the configured bytes.
@@ -47,12 +49,19 @@ pub async fn send(host: Host, cfg: Rc<SendConfig>) -> AppResult {
     let mut sent = 0u64;
     while sent < cfg.bytes {
         let n = (cfg.bytes - sent).min(PIECE);
-        let piece = if cfg.real { Message::from_vec(pattern(sent, n as usize)) } else { Message::zeros(n) };
+        let piece = if cfg.real {
+            Message::from_vec(pattern(sent, n as usize))
+        } else {
+            Message::zeros(n)
+        };
         let written = stream.send(piece).await? as u64;
         sent += written;
     }
     let stats = stream.stats()?;
-    host.publish("retransmitted_segments", stats.retransmitted_segments as f64);
+    host.publish(
+        "retransmitted_segments",
+        stats.retransmitted_segments as f64,
+    );
     host.publish("timeouts", stats.timeouts as f64);
     host.publish("srtt_ns", stats.srtt_ns as f64);
     drop(stream);
@@ -69,7 +78,10 @@ pub async fn receive(host: Host, cfg: Rc<ReceiveConfig>) -> AppResult {
     while got < cfg.bytes {
         let m = stream.recv(1 << 20).await?;
         if m.is_empty() {
-            return Err(AppError::new(format!("connection closed after {got} of {} bytes", cfg.bytes)));
+            return Err(AppError::new(format!(
+                "connection closed after {got} of {} bytes",
+                cfg.bytes
+            )));
         }
         got += m.len() as u64;
     }

@@ -72,16 +72,38 @@ impl AppFactory {
 pub const APPS: &[(&str, &[&str])] = &[
     (
         "send_message",
-        &["message", "to", "port", "message_count", "local_port", "size", "interval", "transport", "congestion"],
+        &[
+            "message",
+            "to",
+            "port",
+            "message_count",
+            "local_port",
+            "size",
+            "interval",
+            "transport",
+            "congestion",
+        ],
     ),
-    ("capture", &["message", "port", "message_count", "counter", "transport"]),
+    (
+        "capture",
+        &["message", "port", "message_count", "counter", "transport"],
+    ),
     ("forward", &["local_port", "to", "remote_port"]),
-    ("ping_pong", &["starter", "to", "local_port", "remote_port", "count"]),
+    (
+        "ping_pong",
+        &["starter", "to", "local_port", "remote_port", "count"],
+    ),
     ("ping", &["to", "count", "interval", "timeout", "size"]),
-    ("bulk_send", &["to", "port", "bytes", "payload", "congestion"]),
+    (
+        "bulk_send",
+        &["to", "port", "bytes", "payload", "congestion"],
+    ),
     ("bulk_receive", &["port", "bytes"]),
     ("tcp_echo_server", &["port"]),
-    ("tcp_echo_client", &["to", "port", "message", "message_count"]),
+    (
+        "tcp_echo_client",
+        &["to", "port", "message", "message_count"],
+    ),
 ];
 
 /// Checks `params` for application `name` and returns its factory.
@@ -195,7 +217,12 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                 Some(p) => match p.value.to_ascii_lowercase().as_str() {
                     "virtual" => false,
                     "real" => true,
-                    _ => return Err(ParamError::new(p.loc, format!("payload '{}' is neither virtual nor real", p.value))),
+                    _ => {
+                        return Err(ParamError::new(
+                            p.loc,
+                            format!("payload '{}' is neither virtual nor real", p.value),
+                        ))
+                    }
                 },
             };
             let cfg = Rc::new(bulk::SendConfig {
@@ -210,7 +237,10 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             })
         }
         "bulk_receive" => {
-            let cfg = Rc::new(bulk::ReceiveConfig { port: o.port("port")?, bytes: o.size(o.required("bytes")?)? });
+            let cfg = Rc::new(bulk::ReceiveConfig {
+                port: o.port("port")?,
+                bytes: o.size(o.required("bytes")?)?,
+            });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
                 sim.spawn(m, "bulk_receive", move |h: Host| bulk::receive(h, cfg));
@@ -219,20 +249,28 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "tcp_echo_server" => {
             let port = o.port("port")?;
             factory(canon, true, move |sim, m| {
-                sim.spawn_daemon(m, "tcp_echo_server", move |h: Host| tcp_echo::server(h, port));
+                sim.spawn_daemon(m, "tcp_echo_server", move |h: Host| {
+                    tcp_echo::server(h, port)
+                });
             })
         }
         "tcp_echo_client" => {
             let cfg = Rc::new(tcp_echo::ClientConfig {
                 to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
                 message: Message::from_bytes(bytes::Bytes::from(
-                    params.value("message").unwrap_or("Hello!").as_bytes().to_vec(),
+                    params
+                        .value("message")
+                        .unwrap_or("Hello!")
+                        .as_bytes()
+                        .to_vec(),
                 )),
                 count: o.u64_or("message_count", 1)?,
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
-                sim.spawn(m, "tcp_echo_client", move |h: Host| tcp_echo::client(h, cfg));
+                sim.spawn(m, "tcp_echo_client", move |h: Host| {
+                    tcp_echo::client(h, cfg)
+                });
             })
         }
         _ => unreachable!("every name in APPS is handled"),
@@ -248,7 +286,10 @@ fn factory(
     AppFactory {
         name,
         daemon,
-        passive: matches!(name, "capture" | "forward" | "bulk_receive" | "tcp_echo_server"),
+        passive: matches!(
+            name,
+            "capture" | "forward" | "bulk_receive" | "tcp_echo_server"
+        ),
         spawn: Rc::new(f),
     }
 }
@@ -331,8 +372,11 @@ impl Opts<'_> {
             Some(p) => match p.value.to_ascii_lowercase().as_str() {
                 "udp" => Ok(send_message::Transport::Udp),
                 "tcp" => Ok(send_message::Transport::Tcp),
-                _ => Err(ParamError::new(p.loc, format!("transport '{}' is neither udp nor tcp", p.value))
-                    .hint("transport='udp' or transport='tcp'")),
+                _ => Err(ParamError::new(
+                    p.loc,
+                    format!("transport '{}' is neither udp nor tcp", p.value),
+                )
+                .hint("transport='udp' or transport='tcp'")),
             },
         }
     }

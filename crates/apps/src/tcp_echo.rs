@@ -39,7 +39,10 @@ pub async fn client(host: Host, cfg: Rc<ClientConfig>) -> AppResult {
         stream.write_all(cfg.message.clone()).await?;
         let back = stream.read_exact(cfg.message.len()).await?;
         if back != cfg.message {
-            return Err(AppError::new(format!("echo {} differs from what was sent", i + 1)));
+            return Err(AppError::new(format!(
+                "echo {} differs from what was sent",
+                i + 1
+            )));
         }
     }
     Ok(())

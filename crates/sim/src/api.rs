@@ -96,7 +96,11 @@ impl Host {
     ///
     /// # Errors
     /// `AddrInUse`; `ProtocolNotAvailable` without TCP on the machine.
-    pub fn tcp_listen(&self, port: u16, backlog: usize) -> Result<crate::socket::TcpListener, SocketError> {
+    pub fn tcp_listen(
+        &self,
+        port: u16,
+        backlog: usize,
+    ) -> Result<crate::socket::TcpListener, SocketError> {
         crate::socket::TcpListener::bind(*self, port, backlog)
     }
 
@@ -108,7 +112,11 @@ impl Host {
 
     /// Connects to `to` using congestion-control algorithm `alg`
     /// (`TCP_CONGESTION`).
-    pub fn tcp_connect_with(&self, to: std::net::SocketAddrV4, alg: elvis_tcpcc::Algorithm) -> crate::socket::Connect {
+    pub fn tcp_connect_with(
+        &self,
+        to: std::net::SocketAddrV4,
+        alg: elvis_tcpcc::Algorithm,
+    ) -> crate::socket::Connect {
         crate::socket::TcpStream::connect(*self, to, Some(alg))
     }
 

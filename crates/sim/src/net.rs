@@ -148,6 +148,8 @@ pub(crate) struct Fifo {
 pub(crate) struct PortQueues {
     up: Fifo,
     down: Fifo,
+    /// TCP connections (machine, socket slot) waiting for NIC room.
+    tcp_waiters: Vec<(MachineId, u32)>,
 }
 
 /// Where a machine's interface plugs into a network.
@@ -420,6 +422,25 @@ fn release_nic(w: &mut World, net: NetId, port: u32) {
     p.inflight = p.inflight.saturating_sub(1);
     if let Some(task) = p.waiter.take() {
         w.wake(task);
+    }
+    let p = &mut w.networks[net as usize].ports[port as usize];
+    let waiting = match p.queues.as_mut() {
+        Some(q) if !q.tcp_waiters.is_empty() => std::mem::take(&mut q.tcp_waiters),
+        _ => return,
+    };
+    for (m, slot) in waiting {
+        let timer = crate::stack::Timer::TcpKick { slot };
+        w.queue.schedule_now(Event::Timer { machine: m, timer });
+    }
+}
+
+/// Registers TCP connection `slot` of machine `m` to be kicked when the
+/// NIC at `port` frees a slot.
+pub(crate) fn wait_for_room(w: &mut World, net: NetId, port: u32, m: MachineId, slot: u32) {
+    let p = &mut w.networks[net as usize].ports[port as usize];
+    let q = p.queues.get_or_insert_with(Default::default);
+    if !q.tcp_waiters.contains(&(m, slot)) {
+        q.tcp_waiters.push((m, slot));
     }
 }
 

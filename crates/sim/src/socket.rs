@@ -77,7 +77,9 @@ pub const MAX_UDP_PAYLOAD: usize = 65_507;
 const EPHEMERAL: u16 = 49_152;
 
 mod tcp;
-pub use tcp::{Accept, Connect, Recv as TcpRecv, Send as TcpSend, Shutdown, TcpListener, TcpStream};
+pub use tcp::{
+    Accept, Connect, Recv as TcpRecv, Send as TcpSend, Shutdown, TcpListener, TcpStream,
+};
 
 /// One entry of a machine's socket table.
 pub(crate) enum SocketSlot {

@@ -22,8 +22,8 @@ pub mod arp;
 pub mod custom;
 pub mod ethernet;
 pub mod icmp;
-pub mod tcp;
 pub mod ipv4;
+pub mod tcp;
 pub mod udp;
 
 use crate::machine::MachineId;
@@ -40,6 +40,8 @@ pub(crate) enum Timer {
     Custom { proto: u8, token: u64 },
     /// A TCP connection's timer (generation `gen` of socket `slot`).
     Tcp { slot: u32, gen: u32 },
+    /// The NIC has room again for TCP connection `slot`.
+    TcpKick { slot: u32 },
 }
 
 /// Runs a protocol timer.
@@ -52,5 +54,6 @@ pub(crate) fn on_timer(w: &mut World, m: MachineId, timer: Timer) {
         Timer::ReassemblyExpire { gen } => ipv4::on_reassembly_timer(w, m, gen),
         Timer::Custom { proto, token } => custom::on_timer(w, m, proto, token),
         Timer::Tcp { slot, gen } => tcp::on_timer(w, m, slot, gen),
+        Timer::TcpKick { slot } => tcp::kick(w, m, slot),
     }
 }

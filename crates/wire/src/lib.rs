@@ -32,11 +32,12 @@
 //!
 //! Checksums ([`checksum`]) can be computed over a message given in pieces,
 //! including runs of zeros with no memory behind them (the simulator's
-//! *virtual payload*), so UDP and ICMP offer `emit_header` / `verify_*_with`
-//! variants that take the checksum of a payload instead of its bytes.
+//! *virtual payload*), so UDP, TCP and ICMP offer `emit_header` /
+//! `verify_*_with` variants that take the checksum of a payload instead of
+//! its bytes.
 //!
 //! # Gaps
-//! - No TCP, IPv6, IGMP, DNS or DHCP yet.
+//! - No IPv6, IGMP, DNS or DHCP yet.
 //! - IPv4 options are skipped, never interpreted or emitted.
 //! - ICMP redirects, parameter problems and timestamps parse as
 //!   [`Error::Unsupported`].
@@ -50,6 +51,7 @@ pub mod ethernet;
 pub mod fuzz_bodies;
 pub mod icmpv4;
 pub mod ipv4;
+pub mod tcp;
 pub mod udp;
 
 pub use arp::{Operation as ArpOperation, Packet as ArpPacket, Repr as ArpRepr};
@@ -62,6 +64,9 @@ pub use icmpv4::{
     Repr as Icmpv4Repr, TimeExceeded as Icmpv4TimeExceeded,
 };
 pub use ipv4::{Packet as Ipv4Packet, Protocol as IpProtocol, Repr as Ipv4Repr};
+pub use tcp::{
+    Control as TcpControl, Packet as TcpPacket, Repr as TcpRepr, SeqNumber as TcpSeqNumber,
+};
 pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 
 use std::fmt;

@@ -46,10 +46,19 @@ pub struct TcpStream {
     slot: u32,
 }
 
-fn with_sock<R>(host: Host, slot: u32, f: impl FnOnce(&mut TcpSock) -> R) -> Result<R, SocketError> {
-    try_with_world(|w| match w.machines[host.machine as usize].sockets.get_mut(slot as usize) {
-        Some(SocketSlot::Tcp(t)) => Ok(f(t)),
-        _ => Err(SocketError::BadDescriptor),
+fn with_sock<R>(
+    host: Host,
+    slot: u32,
+    f: impl FnOnce(&mut TcpSock) -> R,
+) -> Result<R, SocketError> {
+    try_with_world(|w| {
+        match w.machines[host.machine as usize]
+            .sockets
+            .get_mut(slot as usize)
+        {
+            Some(SocketSlot::Tcp(t)) => Ok(f(t)),
+            _ => Err(SocketError::BadDescriptor),
+        }
     })?
 }
 
@@ -117,7 +126,12 @@ impl Future for Accept<'_> {
 
 impl TcpStream {
     pub(crate) fn connect(host: Host, to: SocketAddrV4, alg: Option<Algorithm>) -> Connect {
-        Connect { host, to, alg, slot: None }
+        Connect {
+            host,
+            to,
+            alg,
+            slot: None,
+        }
     }
 
     /// Returns the local address.
@@ -133,7 +147,10 @@ impl TcpStream {
     /// Writes some of `data`: as much as the send buffer takes (at least 1
     /// byte), waiting while it is full. Returns the bytes written.
     pub fn send(&self, data: impl Into<Message>) -> Send<'_> {
-        Send { s: self, data: Some(data.into()) }
+        Send {
+            s: self,
+            data: Some(data.into()),
+        }
     }
 
     /// Writes all of `data`, waiting as needed.
@@ -169,7 +186,10 @@ impl TcpStream {
     pub fn shutdown(&self, how: Shutdown) -> Result<(), SocketError> {
         let (m, slot) = (self.host.machine, self.slot);
         try_with_world(|w| {
-            if !matches!(w.machines[m as usize].sockets.get(slot as usize), Some(SocketSlot::Tcp(_))) {
+            if !matches!(
+                w.machines[m as usize].sockets.get(slot as usize),
+                Some(SocketSlot::Tcp(_))
+            ) {
                 return Err(SocketError::BadDescriptor);
             }
             if matches!(how, Shutdown::Write | Shutdown::Both) {
@@ -180,7 +200,9 @@ impl TcpStream {
                 });
             }
             if matches!(how, Shutdown::Read | Shutdown::Both) {
-                if let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize) {
+                if let Some(SocketSlot::Tcp(t)) =
+                    w.machines[m as usize].sockets.get_mut(slot as usize)
+                {
                     let n = t.tcb.rcvbuf.ready_len();
                     let _ = t.tcb.read(n);
                 }
@@ -244,7 +266,10 @@ impl Future for Connect {
                 },
             };
             this.slot = Some(slot);
-            match w.machines[host.machine as usize].sockets.get_mut(slot as usize) {
+            match w.machines[host.machine as usize]
+                .sockets
+                .get_mut(slot as usize)
+            {
                 Some(SocketSlot::Tcp(t)) => {
                     if let Some(e) = t.tcb.error.clone() {
                         return Some(Err(e));
@@ -280,7 +305,10 @@ impl Drop for Connect {
     fn drop(&mut self) {
         // A connect abandoned half-way (e.g. by a timeout) closes its socket.
         if let Some(slot) = self.slot.take() {
-            drop(TcpStream { host: self.host, slot });
+            drop(TcpStream {
+                host: self.host,
+                slot,
+            });
         }
     }
 }
@@ -299,11 +327,16 @@ impl Future for Send<'_> {
         let r = try_with_world(|w| {
             let task = current_task(w);
             let m = host.machine;
-            let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize) else {
+            let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize)
+            else {
                 return Some(Err(SocketError::BadDescriptor));
             };
             if let Some(e) = t.tcb.error.clone() {
-                return Some(Err(if e == SocketError::ConnectionReset { e } else { SocketError::BrokenPipe }));
+                return Some(Err(if e == SocketError::ConnectionReset {
+                    e
+                } else {
+                    SocketError::BrokenPipe
+                }));
             }
             if matches!(t.tcb.state, State::SynSent | State::SynReceived) {
                 t.writer = task;
@@ -350,7 +383,8 @@ impl Future for Recv<'_> {
         let r = try_with_world(|w| {
             let task = current_task(w);
             let m = host.machine;
-            let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize) else {
+            let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize)
+            else {
                 return Some(Err(SocketError::BadDescriptor));
             };
             if t.tcb.rcvbuf.ready_len() > 0 {

@@ -19,8 +19,10 @@
 //! | congestion control | CUBIC | yes |
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
 //!
-//! TCP may overshoot the NIC's `txqueuelen`: it is bounded by its windows,
-//! as Linux's TCP small queues bound it.
+//! TCP does not block on the NIC as a UDP sender does: its windows bound
+//! what it sends, and beyond [`NIC_LIMIT`] queued frames (Linux's default
+//! `txqueuelen`) its segments are dropped at the NIC, which it sees as
+//! loss (Linux's TCP small queues would throttle earlier; not modelled).
 //!
 //! # Gaps
 //! Keep-alive, urgent data, ECN (the bits parse but are not acted on),
@@ -156,27 +158,53 @@ fn check_tcp_enabled(w: &World, m: MachineId) -> Result<(), SocketError> {
 }
 
 /// Opens a listening socket on `port` (`listen(2)` with `backlog`).
-pub(crate) fn listen(w: &mut World, m: MachineId, port: u16, backlog: usize) -> Result<u32, SocketError> {
+pub(crate) fn listen(
+    w: &mut World,
+    m: MachineId,
+    port: u16,
+    backlog: usize,
+) -> Result<u32, SocketError> {
     check_tcp_enabled(w, m)?;
     if port_taken(w, m, port) {
         return Err(SocketError::AddrInUse(port));
     }
-    let l = Listener { port, backlog: backlog.max(1), ready: VecDeque::new(), embryonic: 0, waiter: None };
+    let l = Listener {
+        port,
+        backlog: backlog.max(1),
+        ready: VecDeque::new(),
+        embryonic: 0,
+        waiter: None,
+    };
     Ok(alloc_slot(w, m, SocketSlot::TcpListener(Box::new(l))))
 }
 
 /// Starts an active open to `remote`; returns the connection's slot.
-pub(crate) fn connect(w: &mut World, m: MachineId, remote: SocketAddrV4, alg: Option<Algorithm>) -> Result<u32, SocketError> {
+pub(crate) fn connect(
+    w: &mut World,
+    m: MachineId,
+    remote: SocketAddrV4,
+    alg: Option<Algorithm>,
+) -> Result<u32, SocketError> {
     check_tcp_enabled(w, m)?;
     let route = super::ipv4::route(w, m, *remote.ip())?;
-    let port = (49_152..=u16::MAX).find(|&p| !port_taken(w, m, p)).ok_or(SocketError::NoPortsLeft)?;
+    let port = (49_152..=u16::MAX)
+        .find(|&p| !port_taken(w, m, p))
+        .ok_or(SocketError::NoPortsLeft)?;
     let local = SocketAddrV4::new(route.src, port);
     let iss = initial_seq(w, m, local, remote);
     let mtu = mtu_towards(w, m, *remote.ip())?;
     let cfg = w.tcp.clone();
     let cc = new_cc(w, alg.unwrap_or(cfg.congestion), mtu - 40);
     let tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
-    let sock = TcpSock { tcb, reader: None, writer: None, listener: None, orphan: false, timer_gen: 0, timer_at: None };
+    let sock = TcpSock {
+        tcb,
+        reader: None,
+        writer: None,
+        listener: None,
+        orphan: false,
+        timer_gen: 0,
+        timer_at: None,
+    };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     drive(w, m, slot, |tcb, now, out| {
         tcb.output(now, out);
@@ -188,14 +216,40 @@ pub(crate) fn connect(w: &mut World, m: MachineId, remote: SocketAddrV4, alg: Op
 /// Runs `f` on the connection in `slot` (taken out of the table so that
 /// the world stays usable), then sends what it produced, wakes tasks and
 /// reschedules the connection's timer.
-pub(crate) fn drive(w: &mut World, m: MachineId, slot: u32, f: impl FnOnce(&mut Tcb, Time, &mut Vec<Segment>) -> Effects) {
+pub(crate) fn drive(
+    w: &mut World,
+    m: MachineId,
+    slot: u32,
+    f: impl FnOnce(&mut Tcb, Time, &mut Vec<Segment>) -> Effects,
+) {
     let socks = &mut w.machines[m as usize].sockets;
-    let Some(entry) = socks.get_mut(slot as usize) else { return };
+    let Some(entry) = socks.get_mut(slot as usize) else {
+        return;
+    };
     let SocketSlot::Tcp(_) = entry else { return };
-    let SocketSlot::Tcp(mut sock) = std::mem::replace(entry, SocketSlot::Busy) else { return };
+    let SocketSlot::Tcp(mut sock) = std::mem::replace(entry, SocketSlot::Busy) else {
+        return;
+    };
     let now = w.now();
     let mut out = Vec::new();
+    // NIC room for data segments (TCP waits for the NIC as Linux's TSQ
+    // makes it do, instead of overflowing the queue).
+    let nic = super::ipv4::route(w, m, *sock.tcb.remote.ip())
+        .ok()
+        .and_then(|r| {
+            (r.next != super::ipv4::NextHop::Local)
+                .then(|| w.machines[m as usize].ifaces[r.iface as usize])
+        });
+    sock.tcb.budget = nic.map_or(usize::MAX, |ifc| {
+        crate::net::nic_room(w, ifc.net, ifc.port) as usize
+    });
+    sock.tcb.nic_blocked = false;
     let fx = f(&mut sock.tcb, now, &mut out);
+    if sock.tcb.nic_blocked {
+        if let Some(ifc) = nic {
+            crate::net::wait_for_room(w, ifc.net, ifc.port, m, slot);
+        }
+    }
     let (local, remote) = (sock.tcb.local, sock.tcb.remote);
     // Listener bookkeeping and wake-ups.
     let mut wake: Vec<TaskId> = Vec::new();
@@ -214,18 +268,31 @@ pub(crate) fn drive(w: &mut World, m: MachineId, slot: u32, f: impl FnOnce(&mut 
     }
     let free = fx.closed && sock.orphan || (sock.tcb.state == State::Closed && sock.orphan);
     // Timer.
-    let deadline = if sock.tcb.state == State::Closed { None } else { sock.tcb.deadline() };
+    let deadline = if sock.tcb.state == State::Closed {
+        None
+    } else {
+        sock.tcb.deadline()
+    };
     if deadline != sock.timer_at {
         sock.timer_gen = sock.timer_gen.wrapping_add(1);
         sock.timer_at = deadline;
         if let Some(at) = deadline {
-            let timer = super::Timer::Tcp { slot, gen: sock.timer_gen };
+            let timer = super::Timer::Tcp {
+                slot,
+                gen: sock.timer_gen,
+            };
             w.queue.schedule(at, m, Event::Timer { machine: m, timer });
         }
     }
-    w.machines[m as usize].sockets[slot as usize] = if free { SocketSlot::Free } else { SocketSlot::Tcp(sock) };
+    w.machines[m as usize].sockets[slot as usize] = if free {
+        SocketSlot::Free
+    } else {
+        SocketSlot::Tcp(sock)
+    };
     if let Some((l, ok)) = to_listener {
-        if let Some(SocketSlot::TcpListener(lst)) = w.machines[m as usize].sockets.get_mut(l as usize) {
+        if let Some(SocketSlot::TcpListener(lst)) =
+            w.machines[m as usize].sockets.get_mut(l as usize)
+        {
             lst.embryonic = lst.embryonic.saturating_sub(1);
             if ok {
                 lst.ready.push_back(slot);
@@ -241,32 +308,72 @@ pub(crate) fn drive(w: &mut World, m: MachineId, slot: u32, f: impl FnOnce(&mut 
     }
 }
 
+/// Frames TCP may keep in a NIC before its segments are dropped there
+/// (Linux's default `txqueuelen` under pfifo_fast).
+pub const NIC_LIMIT: u32 = 1000;
+
 /// Pushes one segment down to IPv4.
 fn transmit(w: &mut World, m: MachineId, local: SocketAddrV4, remote: SocketAddrV4, seg: Segment) {
     let Ok(route) = super::ipv4::route(w, m, *remote.ip()) else {
         return w.drop_packet(DropReason::Unsupported("tcp: no route"));
     };
+    if route.next != super::ipv4::NextHop::Local {
+        let ifc = w.machines[m as usize].ifaces[route.iface as usize];
+        let n = &w.networks[ifc.net as usize];
+        let limit = n.cfg.txqueuelen.max(NIC_LIMIT);
+        if n.ports[ifc.port as usize].inflight >= limit {
+            return w.drop_packet(DropReason::NicQueueFull);
+        }
+    }
     let mut msg = seg.payload;
     let mut sum = Checksum::new();
     super::udp::sum_message(&mut sum, &msg);
     let len = msg.len();
     let header = msg.push_front(seg.repr.header_len());
-    seg.repr.emit_header(&mut tcp::Packet::new_unchecked(header), *local.ip(), *remote.ip(), len, sum);
+    seg.repr.emit_header(
+        &mut tcp::Packet::new_unchecked(header),
+        *local.ip(),
+        *remote.ip(),
+        len,
+        sum,
+    );
     w.stats.tcp_sent += 1;
     super::ipv4::send(w, m, route, *remote.ip(), IpProtocol::Tcp, &mut msg);
 }
 
 /// Sends a bare RST answering `seg` (no connection matched).
-fn send_rst(w: &mut World, m: MachineId, local: SocketAddrV4, remote: SocketAddrV4, seg: &Repr, payload_len: usize) {
+fn send_rst(
+    w: &mut World,
+    m: MachineId,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    seg: &Repr,
+    payload_len: usize,
+) {
     if seg.control == Control::Rst {
         return;
     }
     let repr = tcb::rst_for(seg, payload_len);
-    transmit(w, m, local, remote, Segment { repr, payload: Message::new() });
+    transmit(
+        w,
+        m,
+        local,
+        remote,
+        Segment {
+            repr,
+            payload: Message::new(),
+        },
+    );
 }
 
 /// Checks, parses and demuxes an arriving segment (RFC 9293 §3.10.7).
-pub(crate) fn receive(w: &mut World, m: MachineId, src: Ipv4Addr, dst: Ipv4Addr, msg: &mut Message) {
+pub(crate) fn receive(
+    w: &mut World,
+    m: MachineId,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    msg: &mut Message,
+) {
     if check_tcp_enabled(w, m).is_err() {
         return w.drop_packet(DropReason::Unsupported("tcp (not enabled)"));
     }
@@ -288,7 +395,12 @@ pub(crate) fn receive(w: &mut World, m: MachineId, src: Ipv4Addr, dst: Ipv4Addr,
     };
     let mut copy = [0u8; 60];
     copy[..hlen].copy_from_slice(header);
-    let Ok(mut repr) = Repr::parse(&tcp::Packet::new_unchecked(&copy[..hlen]), src, dst, Checksums::Ignore) else {
+    let Ok(mut repr) = Repr::parse(
+        &tcp::Packet::new_unchecked(&copy[..hlen]),
+        src,
+        dst,
+        Checksums::Ignore,
+    ) else {
         return w.drop_packet(DropReason::Malformed("tcp"));
     };
     let _ = msg.pop_front(hlen);
@@ -301,10 +413,14 @@ pub(crate) fn receive(w: &mut World, m: MachineId, src: Ipv4Addr, dst: Ipv4Addr,
     let socks = &w.machines[m as usize].sockets;
     let conn = socks.iter().position(|s| matches!(s, SocketSlot::Tcp(t) if t.tcb.local.port() == local.port() && t.tcb.remote == remote));
     if let Some(slot) = conn {
-        drive(w, m, slot as u32, |tcb, now, out| tcb.input(now, &repr, payload, out));
+        drive(w, m, slot as u32, |tcb, now, out| {
+            tcb.input(now, &repr, payload, out)
+        });
         return;
     }
-    let listener = socks.iter().position(|s| matches!(s, SocketSlot::TcpListener(l) if l.port == local.port()));
+    let listener = socks
+        .iter()
+        .position(|s| matches!(s, SocketSlot::TcpListener(l) if l.port == local.port()));
     match listener {
         Some(l) if repr.control == Control::Syn && repr.ack_number.is_none() => {
             passive_open(w, m, l as u32, local, remote, &repr);
@@ -324,8 +440,18 @@ pub(crate) fn receive(w: &mut World, m: MachineId, src: Ipv4Addr, dst: Ipv4Addr,
 }
 
 /// A SYN reached a listener: create a connection in SYN-RECEIVED.
-fn passive_open(w: &mut World, m: MachineId, l: u32, local: SocketAddrV4, remote: SocketAddrV4, syn: &Repr) {
-    let Some(SocketSlot::TcpListener(lst)) = w.machines[m as usize].sockets.get_mut(l as usize) else { return };
+fn passive_open(
+    w: &mut World,
+    m: MachineId,
+    l: u32,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    syn: &Repr,
+) {
+    let Some(SocketSlot::TcpListener(lst)) = w.machines[m as usize].sockets.get_mut(l as usize)
+    else {
+        return;
+    };
     if lst.ready.len() + lst.embryonic >= lst.backlog {
         // Backlog full: drop the SYN (Linux without syncookies); the
         // client retries.
@@ -333,14 +459,34 @@ fn passive_open(w: &mut World, m: MachineId, l: u32, local: SocketAddrV4, remote
     }
     lst.embryonic += 1;
     let iss = initial_seq(w, m, local, remote);
-    let Ok(mtu) = mtu_towards(w, m, *remote.ip()) else { return };
+    let Ok(mtu) = mtu_towards(w, m, *remote.ip()) else {
+        return;
+    };
     let cfg = w.tcp.clone();
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
-    let sock = TcpSock { tcb, reader: None, writer: None, listener: Some(l), orphan: true, timer_gen: 0, timer_at: None };
+    let sock = TcpSock {
+        tcb,
+        reader: None,
+        writer: None,
+        listener: Some(l),
+        orphan: true,
+        timer_gen: 0,
+        timer_at: None,
+    };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     drive(w, m, slot, |tcb, now, out| {
         tcb.output(now, out);
+        Effects::default()
+    });
+}
+
+/// The NIC has room again: let the connection send.
+pub(crate) fn kick(w: &mut World, m: MachineId, slot: u32) {
+    drive(w, m, slot, |tcb, now, out| {
+        if tcb.state != State::Closed {
+            tcb.output(now, out);
+        }
         Effects::default()
     });
 }
@@ -392,8 +538,13 @@ pub(crate) fn release(w: &mut World, m: MachineId, slot: u32) {
 
 /// Closes a listener: pending connections are reset.
 pub(crate) fn close_listener(w: &mut World, m: MachineId, slot: u32) {
-    let Some(SocketSlot::TcpListener(_)) = w.machines[m as usize].sockets.get(slot as usize) else { return };
-    let SocketSlot::TcpListener(l) = std::mem::replace(&mut w.machines[m as usize].sockets[slot as usize], SocketSlot::Free) else {
+    let Some(SocketSlot::TcpListener(_)) = w.machines[m as usize].sockets.get(slot as usize) else {
+        return;
+    };
+    let SocketSlot::TcpListener(l) = std::mem::replace(
+        &mut w.machines[m as usize].sockets[slot as usize],
+        SocketSlot::Free,
+    ) else {
         return;
     };
     for c in l.ready {
@@ -401,7 +552,10 @@ pub(crate) fn close_listener(w: &mut World, m: MachineId, slot: u32) {
             if let Some(rst) = tcb.abort() {
                 out.push(rst);
             }
-            Effects { closed: true, ..Default::default() }
+            Effects {
+                closed: true,
+                ..Default::default()
+            }
         });
     }
     // Embryonic connections point at this listener; they become orphans.

@@ -12,5 +12,6 @@ mod fragmentation;
 mod queues;
 mod robustness;
 mod sockets;
+mod tcp;
 mod timing;
 mod tshark;

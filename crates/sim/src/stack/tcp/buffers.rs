@@ -62,7 +62,9 @@ impl SendBuffer {
         n = n.min(self.len);
         self.len -= n;
         while n > 0 {
-            let Some(front) = self.chunks.front_mut() else { break };
+            let Some(front) = self.chunks.front_mut() else {
+                break;
+            };
             if front.len() <= n {
                 n -= front.len();
                 self.chunks.pop_front();
@@ -102,7 +104,9 @@ impl RecvBuffer {
         let mut out = Message::new();
         let mut want = max;
         while want > 0 {
-            let Some(mut front) = self.ready.pop_front() else { break };
+            let Some(mut front) = self.ready.pop_front() else {
+                break;
+            };
             if front.len() > want {
                 let rest = front.split_off(want);
                 self.ready.push_front(rest);
@@ -238,7 +242,8 @@ impl Scoreboard {
             return;
         }
         self.ranges.push((s, e));
-        self.ranges.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        self.ranges
+            .sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
         let mut merged: Vec<(SeqNumber, SeqNumber)> = Vec::with_capacity(self.ranges.len());
         for &(s, e) in &self.ranges {
             match merged.last_mut() {
@@ -276,11 +281,6 @@ impl Scoreboard {
     /// Returns the highest SACKed sequence number, if any.
     pub fn highest(&self) -> Option<SeqNumber> {
         self.ranges.last().map(|r| r.1)
-    }
-
-    /// Returns true when `seq` was SACKed.
-    pub fn contains(&self, seq: SeqNumber) -> bool {
-        self.ranges.iter().any(|(s, e)| *s <= seq && seq < *e)
     }
 
     /// Returns the first un-SACKed hole at or after `from` and below the

@@ -142,6 +142,10 @@ pub(crate) struct Tcb {
     ack_now: bool,
     /// The most recent out-of-order segment (first SACK block).
     last_ooo: Option<SeqNumber>,
+    /// Data segments the NIC takes now (set by the caller before each call).
+    pub budget: usize,
+    /// Set when data waited for NIC room.
+    pub nic_blocked: bool,
     // Application side.
     pub error: Option<SocketError>,
     pub nodelay: bool,
@@ -213,6 +217,8 @@ impl Tcb {
             ack_pending: 0,
             ack_now: false,
             last_ooo: None,
+            budget: usize::MAX,
+            nic_blocked: false,
             error: None,
             nodelay: false,
             stats: TcpStats::default(),
@@ -248,7 +254,12 @@ impl Tcb {
         t.rcv_nxt = syn.seq_number + 1;
         t.rcv_adv = t.rcv_nxt;
         t.snd_wl1 = syn.seq_number;
-        t.peer_syn_opts = Some((syn.max_seg_size, syn.window_scale, syn.sack_permitted, syn.timestamp.is_some()));
+        t.peer_syn_opts = Some((
+            syn.max_seg_size,
+            syn.window_scale,
+            syn.sack_permitted,
+            syn.timestamp.is_some(),
+        ));
         t.apply_syn_options(syn);
         t.snd_wnd = u64::from(syn.window_len);
         t
@@ -293,7 +304,12 @@ impl Tcb {
 
     /// Returns the bytes the application may still write.
     pub fn send_space(&self) -> usize {
-        if self.fin_queued || !matches!(self.state, State::SynSent | State::SynReceived | State::Established | State::CloseWait) {
+        if self.fin_queued
+            || !matches!(
+                self.state,
+                State::SynSent | State::SynReceived | State::Established | State::CloseWait
+            )
+        {
             return 0;
         }
         self.sndbuf_cap.saturating_sub(self.sndbuf.len())
@@ -337,7 +353,11 @@ impl Tcb {
     /// Aborts: returns the RST to send, if any (RFC 9293 §3.10.5 ABORT).
     pub fn abort(&mut self) -> Option<Segment> {
         let rst = match self.state {
-            State::SynReceived | State::Established | State::FinWait1 | State::FinWait2 | State::CloseWait => {
+            State::SynReceived
+            | State::Established
+            | State::FinWait1
+            | State::FinWait2
+            | State::CloseWait => {
                 Some(self.segment(Control::Rst, self.snd_nxt, Message::new(), false))
             }
             _ => None,
@@ -364,18 +384,33 @@ impl Tcb {
             (Some(_), Some(high)) => {
                 let below_high = (high - self.snd_una).max(0) as usize;
                 let lost = below_high.saturating_sub(self.scoreboard.sacked_bytes());
-                outstanding.saturating_sub(self.scoreboard.sacked_bytes() + lost) + self.rexmit_bytes_in_recovery
+                outstanding.saturating_sub(self.scoreboard.sacked_bytes() + lost)
+                    + self.rexmit_bytes_in_recovery
             }
             _ => outstanding,
         }
     }
 
     /// Builds a segment with the current ACK and window.
-    fn segment(&mut self, control: Control, seq: SeqNumber, payload: Message, now_ts: bool) -> Segment {
+    fn segment(
+        &mut self,
+        control: Control,
+        seq: SeqNumber,
+        payload: Message,
+        now_ts: bool,
+    ) -> Segment {
         let syn = control == Control::Syn;
         let window = self.rcv_window();
-        let scaled = if syn { window.min(65_535) } else { (window >> self.rcv_wscale).min(65_535) };
-        let ack_number = if self.state == State::SynSent && syn { None } else { Some(self.rcv_nxt) };
+        let scaled = if syn {
+            window.min(65_535)
+        } else {
+            (window >> self.rcv_wscale).min(65_535)
+        };
+        let ack_number = if self.state == State::SynSent && syn {
+            None
+        } else {
+            Some(self.rcv_nxt)
+        };
         let right = self.rcv_nxt + ((scaled as usize) << if syn { 0 } else { self.rcv_wscale });
         if right > self.rcv_adv {
             self.rcv_adv = right;
@@ -385,7 +420,11 @@ impl Tcb {
             dst_port: self.remote.port(),
             control,
             seq_number: seq,
-            ack_number: if control == Control::Rst && self.state == State::SynSent { None } else { ack_number },
+            ack_number: if control == Control::Rst && self.state == State::SynSent {
+                None
+            } else {
+                ack_number
+            },
             window_len: scaled as u16,
             window_scale: None,
             max_seg_size: None,
@@ -414,7 +453,9 @@ impl Tcb {
             repr.timestamp = Some((0, self.ts_recent));
         }
         if self.sack_enabled && control != Control::Syn && control != Control::Rst {
-            let blocks = self.rcvbuf.sack_blocks(self.last_ooo, if self.ts_enabled { 3 } else { 4 });
+            let blocks = self
+                .rcvbuf
+                .sack_blocks(self.last_ooo, if self.ts_enabled { 3 } else { 4 });
             for (i, (s, e)) in blocks.into_iter().enumerate() {
                 repr.sack_ranges[i] = Some((s.0, e.0));
             }
@@ -432,7 +473,15 @@ impl Tcb {
 
     /// Returns the earliest timer deadline, if any.
     pub fn deadline(&self) -> Option<Time> {
-        [self.rto_at, self.delack_at, self.persist_at, self.timewait_at].into_iter().flatten().min()
+        [
+            self.rto_at,
+            self.delack_at,
+            self.persist_at,
+            self.timewait_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     // ------------------------------------------------------------------
@@ -470,6 +519,9 @@ impl Tcb {
     fn push(&mut self, seg: Segment, now: Time, out: &mut Vec<Segment>, is_retransmit: bool) {
         self.stats.segments_sent += 1;
         let len = seg.payload.len();
+        if len > 0 {
+            self.budget = self.budget.saturating_sub(1);
+        }
         self.stats.bytes_sent += len as u64;
         if is_retransmit {
             self.stats.retransmitted_segments += 1;
@@ -504,7 +556,11 @@ impl Tcb {
                 break;
             }
             let cwnd = self.cc.window() as usize;
-            let in_net = if self.recovery.is_some() { self.pipe() } else { self.flight() };
+            let in_net = if self.recovery.is_some() {
+                self.pipe()
+            } else {
+                self.flight()
+            };
             let peer_room = (self.snd_wnd as usize).saturating_sub(sent_unacked);
             let cc_room = cwnd.saturating_sub(in_net);
             let room = peer_room.min(cc_room);
@@ -514,6 +570,10 @@ impl Tcb {
             }
             let len = available.min(smss).min(room);
             if len == 0 {
+                break;
+            }
+            if self.budget == 0 {
+                self.nic_blocked = true;
                 break;
             }
             // Nagle (RFC 896 / RFC 9293 §3.7.4): hold a small segment while
@@ -547,8 +607,18 @@ impl Tcb {
     fn retransmit_holes(&mut self, now: Time, out: &mut Vec<Segment>) {
         let smss = self.smss();
         while self.pipe() + smss <= self.cc.window() as usize {
-            let from = if self.rexmit_next < self.snd_una { self.snd_una } else { self.rexmit_next };
-            let Some((start, len)) = self.scoreboard.next_hole(from) else { break };
+            if self.budget == 0 {
+                self.nic_blocked = true;
+                break;
+            }
+            let from = if self.rexmit_next < self.snd_una {
+                self.snd_una
+            } else {
+                self.rexmit_next
+            };
+            let Some((start, len)) = self.scoreboard.next_hole(from) else {
+                break;
+            };
             let len = len.min(smss);
             let offset = (start - self.snd_una) as usize;
             let payload = self.sndbuf.slice(offset, len);
@@ -566,11 +636,20 @@ impl Tcb {
     /// Retransmits the segment at `snd_una` (fast retransmit, RTO, partial
     /// ACK).
     fn retransmit_first(&mut self, now: Time, out: &mut Vec<Segment>) {
-        let len = self.sndbuf.len().min(self.smss()).min((self.snd_max - self.snd_una).max(0) as usize);
+        let len = self
+            .sndbuf
+            .len()
+            .min(self.smss())
+            .min((self.snd_max - self.snd_una).max(0) as usize);
         if len == 0 {
             // Only a FIN (or SYN) is outstanding.
             if self.fin_queued && self.snd_max == self.snd_una + self.sndbuf.len() + 1 {
-                let seg = self.segment(Control::Fin, self.snd_una + self.sndbuf.len(), Message::new(), true);
+                let seg = self.segment(
+                    Control::Fin,
+                    self.snd_una + self.sndbuf.len(),
+                    Message::new(),
+                    true,
+                );
                 self.push(seg, now, out, true);
             }
             return;
@@ -598,14 +677,21 @@ impl Tcb {
         if self.snd_nxt > self.snd_max {
             self.snd_max = self.snd_nxt;
         }
-        self.state = if self.state == State::Established { State::FinWait1 } else { State::LastAck };
+        self.state = if self.state == State::Established {
+            State::FinWait1
+        } else {
+            State::LastAck
+        };
         self.push(seg, now, out, false);
         self.arm_rto(now);
     }
 
     /// Sends a pure ACK if one is due; arms the delayed-ACK timer otherwise.
     fn flush_ack(&mut self, now: Time, out: &mut Vec<Segment>) {
-        if matches!(self.state, State::SynSent | State::SynReceived | State::Closed) {
+        if matches!(
+            self.state,
+            State::SynSent | State::SynReceived | State::Closed
+        ) {
             return;
         }
         if self.ack_now || self.ack_pending >= 2 {
@@ -678,9 +764,18 @@ impl Tcb {
         self.timed = None;
         // Go back to snd_una and resend from there as the window allows.
         self.snd_nxt = self.snd_una;
-        if self.fin_queued && matches!(self.state, State::FinWait1 | State::LastAck | State::Closing) {
+        if self.fin_queued
+            && matches!(
+                self.state,
+                State::FinWait1 | State::LastAck | State::Closing
+            )
+        {
             // The FIN is resent once the data before it is.
-            self.state = if self.state == State::LastAck { State::CloseWait } else { State::Established };
+            self.state = if self.state == State::LastAck {
+                State::CloseWait
+            } else {
+                State::Established
+            };
         }
         self.retransmit_first(now, out);
         let sent = (self.snd_max - self.snd_una).max(0) as usize;
@@ -708,7 +803,8 @@ impl Tcb {
             self.push(seg, now, out, false);
         }
         self.persist_backoff = (self.persist_backoff + 1).min(6);
-        self.persist_at = Some(now + (self.rto * (1 << self.persist_backoff)).min(self.cfg.max_rto));
+        self.persist_at =
+            Some(now + (self.rto * (1 << self.persist_backoff)).min(self.cfg.max_rto));
     }
 
     fn fail(&mut self, e: SocketError, fx: &mut Effects) {
@@ -728,7 +824,13 @@ impl Tcb {
     // ------------------------------------------------------------------
 
     /// Processes an arriving segment (RFC 9293 §3.10.7).
-    pub fn input(&mut self, now: Time, seg: &Repr, payload: Message, out: &mut Vec<Segment>) -> Effects {
+    pub fn input(
+        &mut self,
+        now: Time,
+        seg: &Repr,
+        payload: Message,
+        out: &mut Vec<Segment>,
+    ) -> Effects {
         let mut fx = Effects::default();
         self.stats.segments_received += 1;
         match self.state {
@@ -749,7 +851,10 @@ impl Tcb {
         if let Some(ack) = seg.ack_number {
             if ack <= self.iss || ack > self.snd_nxt {
                 if seg.control != Control::Rst {
-                    out.push(Segment { repr: rst_for(seg, 0), payload: Message::new() });
+                    out.push(Segment {
+                        repr: rst_for(seg, 0),
+                        payload: Message::new(),
+                    });
                 }
                 return;
             }
@@ -776,7 +881,11 @@ impl Tcb {
             self.snd_wl2 = ack;
             self.rto_at = None;
             if self.syn_retries == 0 {
-                self.rtt_sample(now, self.ts_rtt(seg, now).unwrap_or_else(|| now - self.syn_time(now)));
+                self.rtt_sample(
+                    now,
+                    self.ts_rtt(seg, now)
+                        .unwrap_or_else(|| now - self.syn_time(now)),
+                );
             }
             self.state = State::Established;
             self.ack_now = true;
@@ -795,7 +904,9 @@ impl Tcb {
     fn syn_time(&self, now: Time) -> Time {
         // Without timestamps the SYN's send time is now − elapsed RTO window;
         // use the RTO deadline: sent at rto_at − rto.
-        self.rto_at.map_or(now, |t| Time::from_nanos(t.as_nanos().saturating_sub(self.rto.as_nanos() as u64)))
+        self.rto_at.map_or(now, |t| {
+            Time::from_nanos(t.as_nanos().saturating_sub(self.rto.as_nanos() as u64))
+        })
     }
 
     /// Returns the RTT measured from a timestamp echo, if any.
@@ -822,13 +933,23 @@ impl Tcb {
             (_, 0) => false,
             (_, _) => {
                 let last = seq + (len - 1);
-                (seq >= self.rcv_nxt && seq < self.rcv_nxt + wnd) || (last >= self.rcv_nxt && last < self.rcv_nxt + wnd)
+                (seq >= self.rcv_nxt && seq < self.rcv_nxt + wnd)
+                    || (last >= self.rcv_nxt && last < self.rcv_nxt + wnd)
             }
         }
     }
 
-    fn input_synchronized(&mut self, now: Time, seg: &Repr, mut payload: Message, out: &mut Vec<Segment>, fx: &mut Effects) {
-        let seg_len = payload.len() + usize::from(seg.control == Control::Syn) + usize::from(seg.control == Control::Fin);
+    fn input_synchronized(
+        &mut self,
+        now: Time,
+        seg: &Repr,
+        mut payload: Message,
+        out: &mut Vec<Segment>,
+        fx: &mut Effects,
+    ) {
+        let seg_len = payload.len()
+            + usize::from(seg.control == Control::Syn)
+            + usize::from(seg.control == Control::Fin);
         // First: sequence number check.
         if !self.acceptable(seg, seg_len) {
             // A zero-window probe or an old duplicate: "send an
@@ -882,13 +1003,18 @@ impl Tcb {
                 fx.established = true;
                 fx.writable = true;
                 if self.syn_retries == 0 {
-                    let rtt = self.ts_rtt(seg, now).unwrap_or_else(|| now - self.syn_time(now));
+                    let rtt = self
+                        .ts_rtt(seg, now)
+                        .unwrap_or_else(|| now - self.syn_time(now));
                     self.rtt_sample(now, rtt);
                 }
                 self.snd_una = ack;
                 self.rto_at = None;
             } else {
-                out.push(Segment { repr: rst_for(seg, payload.len()), payload: Message::new() });
+                out.push(Segment {
+                    repr: rst_for(seg, payload.len()),
+                    payload: Message::new(),
+                });
                 return;
             }
         } else {
@@ -898,7 +1024,12 @@ impl Tcb {
             }
         }
         // Seventh: segment text.
-        if !payload.is_empty() && matches!(self.state, State::Established | State::FinWait1 | State::FinWait2) {
+        if !payload.is_empty()
+            && matches!(
+                self.state,
+                State::Established | State::FinWait1 | State::FinWait2
+            )
+        {
             let in_order = seg.seq_number <= self.rcv_nxt;
             // Trim anything beyond the window.
             let wnd_end = self.rcv_nxt + self.rcv_window();
@@ -962,7 +1093,15 @@ impl Tcb {
 
     /// RFC 9293 §3.10.7.4 "fifth, check the ACK field" in ESTABLISHED and
     /// later states, with RFC 5681/6675 congestion control.
-    fn process_ack(&mut self, now: Time, seg: &Repr, ack: SeqNumber, payload_len: usize, out: &mut Vec<Segment>, fx: &mut Effects) {
+    fn process_ack(
+        &mut self,
+        now: Time,
+        seg: &Repr,
+        ack: SeqNumber,
+        payload_len: usize,
+        out: &mut Vec<Segment>,
+        fx: &mut Effects,
+    ) {
         if ack > self.snd_max {
             // "If the ACK acks something not yet sent ... send an ACK, drop".
             self.ack_now = true;
@@ -970,7 +1109,8 @@ impl Tcb {
         }
         if self.sack_enabled {
             for (s, e) in seg.sack_ranges.iter().flatten() {
-                self.scoreboard.add(self.snd_una, self.snd_max, SeqNumber(*s), SeqNumber(*e));
+                self.scoreboard
+                    .add(self.snd_una, self.snd_max, SeqNumber(*s), SeqNumber(*e));
             }
         }
         let window = u64::from(seg.window_len) << self.snd_wscale;
@@ -1011,7 +1151,8 @@ impl Tcb {
                 }
                 Some(_) => {
                     // Partial ACK: retransmit the next hole at once.
-                    self.rexmit_bytes_in_recovery = self.rexmit_bytes_in_recovery.saturating_sub(acked);
+                    self.rexmit_bytes_in_recovery =
+                        self.rexmit_bytes_in_recovery.saturating_sub(acked);
                     if !self.sack_enabled {
                         self.retransmit_first(now, out);
                     }
@@ -1029,7 +1170,11 @@ impl Tcb {
                 }
             }
             // Restart or stop the retransmission timer (RFC 6298 §5.2, 5.3).
-            self.rto_at = if self.snd_una == self.snd_max { None } else { Some(now + self.rto) };
+            self.rto_at = if self.snd_una == self.snd_max {
+                None
+            } else {
+                Some(now + self.rto)
+            };
             fx.writable = true;
             // Our FIN acknowledged?
             let fin_acked = self.fin_queued && self.sndbuf.len() == 0 && ack == self.snd_max;
@@ -1067,7 +1212,8 @@ impl Tcb {
             }
         }
         // Window update (RFC 9293 §3.10.7.4: SND.WL1/WL2 rule).
-        if self.snd_wl1 < seg.seq_number || (self.snd_wl1 == seg.seq_number && self.snd_wl2 <= ack) {
+        if self.snd_wl1 < seg.seq_number || (self.snd_wl1 == seg.seq_number && self.snd_wl2 <= ack)
+        {
             let opened = window > 0 && self.snd_wnd == 0;
             self.snd_wnd = window;
             self.snd_wl1 = seg.seq_number;
@@ -1100,7 +1246,9 @@ impl Tcb {
         let srtt = self.srtt.unwrap_or(r);
         // RTO <- SRTT + max (G, K*RTTVAR), K = 4, then the minimum.
         let g = Duration::from_micros(1);
-        self.rto = (srtt + (self.rttvar * 4).max(g)).max(self.cfg.min_rto).min(self.cfg.max_rto);
+        self.rto = (srtt + (self.rttvar * 4).max(g))
+            .max(self.cfg.min_rto)
+            .min(self.cfg.max_rto);
     }
 
     fn update_cc_stats(&mut self) {
@@ -1113,11 +1261,6 @@ impl Tcb {
     /// Returns the congestion-control algorithm's name.
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()
-    }
-
-    /// Replaces the congestion-control algorithm (before data flows).
-    pub fn set_cc(&mut self, cc: Box<dyn CongestionControl>) {
-        self.cc = cc;
     }
 
     /// Returns the current statistics.
@@ -1160,7 +1303,9 @@ pub(crate) fn rst_for(seg: &Repr, payload_len: usize) -> Repr {
         Some(a) => (a, None),
         // "<SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>"
         None => {
-            let len = payload_len + usize::from(seg.control == Control::Syn) + usize::from(seg.control == Control::Fin);
+            let len = payload_len
+                + usize::from(seg.control == Control::Syn)
+                + usize::from(seg.control == Control::Fin);
             (SeqNumber(0), Some(seg.seq_number + len))
         }
     };

@@ -1,0 +1,511 @@
+//! CUBIC congestion control (RFC 9438).
+//!
+//! Windows are kept in bytes; the curve is evaluated in segments (`f64`),
+//! with `t` in seconds since the start of the congestion avoidance epoch,
+//! converted from integer nanoseconds.
+//!
+//! Window increase function (§4.2, Figure 1 and Figure 2):
+//!
+//! ```text
+//! W_cubic(t) = C·(t − K)³ + W_max          C = 0.4
+//! K = ∛((W_max − cwnd_epoch) / C)          = ∛(W_max·(1 − β_cubic)/C)
+//!                                            when cwnd_epoch = β_cubic·W_max
+//! ```
+//!
+//! On each ACK in congestion avoidance (§4.2, Figure 3), with RTT the
+//! smoothed RTT:
+//!
+//! ```text
+//! target = W_cubic(t + RTT) clamped to [cwnd, 1.5·cwnd]
+//! cwnd  += (target − cwnd) / cwnd           per segment acknowledged
+//! ```
+//!
+//! Reno-friendly region (§4.3, Figure 4):
+//!
+//! ```text
+//! W_est += α_cubic · segments_acked / cwnd  α_cubic = 3(1 − β_cubic)/(1 + β_cubic)
+//!                                           (α_cubic = 1 once W_est ≥ cwnd_prior)
+//! if W_cubic(t) < W_est: cwnd = W_est
+//! ```
+//!
+//! Multiplicative decrease (§4.6, Figure 5), β_cubic = 0.7:
+//!
+//! ```text
+//! ssthresh = max(cwnd · β_cubic, 2·SMSS);  cwnd = ssthresh
+//! ```
+//!
+//! §4.6 prefers `flight_size · β_cubic` but allows `cwnd`, as Linux and
+//! Windows do, for implementations that do not let cwnd grow while the flow
+//! is application-limited; this one does not (§5.8), so it uses `cwnd` and
+//! ignores `in_flight_bytes`.
+//!
+//! Fast convergence (§4.7, Figure 6):
+//!
+//! ```text
+//! if cwnd < W_max: W_max = cwnd · (1 + β_cubic) / 2
+//! else:            W_max = cwnd
+//! ```
+//!
+//! Timeout (§4.8): cwnd = 1 SMSS as Reno, ssthresh as in §4.6; during the
+//! first congestion avoidance stage after it, K = 0 and W_max = W_est =
+//! the window at the start of that stage.
+//!
+//! Slow start is Reno's (RFC 5681 with RFC 3465 byte counting, L = 2·SMSS).
+//! The epoch starts at the first ACK in congestion avoidance (as Linux
+//! does), not at the end of recovery. When the window is already at or
+//! above W_max at the start of an epoch, K = 0 and the curve's plateau is
+//! the current window (Linux's `bic_origin_point`), since §4.2's cube root
+//! would otherwise be of a negative number.
+//!
+//! # Determinism
+//! `t` is computed from integer nanoseconds; the cube root is [`cbrt`],
+//! written with IEEE-754 basic operations only, so every platform computes
+//! the same windows. Fractional increases are carried in an integer
+//! remainder, so nothing is lost to rounding across ACKs.
+//!
+//! # Gaps
+//! - No HyStart++ (RFC 9406).
+//! - No undo of spurious congestion events (§4.9), no ECN (§4.6's 1 SMSS
+//!   floor for ECE).
+
+use crate::{initial, slow_start_increase, AckEvent, CongestionControl};
+
+/// RFC 9438 §5.1: "C SHOULD be set to 0.4".
+pub const C: f64 = 0.4;
+/// RFC 9438 §4.6: "β_cubic SHOULD be set to 0.7", as a fraction.
+pub const BETA_NUM: u64 = 7;
+/// The denominator of β_cubic.
+pub const BETA_DEN: u64 = 10;
+/// β_cubic as a float.
+pub const BETA: f64 = 0.7;
+/// RFC 9438 §4.3: α_cubic = 3(1 − β_cubic)/(1 + β_cubic).
+pub const ALPHA: f64 = 3.0 * (1.0 - BETA) / (1.0 + BETA);
+
+const NS_PER_S: f64 = 1e9;
+
+/// CUBIC congestion control state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cubic {
+    mss: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    fast_convergence: bool,
+    in_recovery: bool,
+    rto_backoff: bool,
+    /// The next congestion avoidance stage follows a timeout (§4.8).
+    after_rto: bool,
+    /// W_max in segments; 0 before the first congestion event.
+    w_max: f64,
+    /// The window before the last reduction, in segments (§4.3's
+    /// cwnd_prior).
+    cwnd_prior: f64,
+    /// The plateau of the current curve, in segments (W_max, or the window
+    /// at the epoch start when that is larger).
+    origin: f64,
+    /// K in seconds.
+    k: f64,
+    /// W_est in segments.
+    w_est: f64,
+    /// Start of the current congestion avoidance epoch.
+    epoch_start_ns: Option<u64>,
+    /// Time of the previous ACK, to leave app-limited time out of `t`.
+    last_ack_ns: Option<u64>,
+    /// Smoothed RTT (RFC 6298 gains), 0 until the first sample.
+    srtt_ns: u64,
+    /// Carry of `(target − cwnd)·acked` not yet worth a byte of cwnd.
+    remainder: u128,
+}
+
+impl Cubic {
+    /// Returns a sender's state with an initial window of
+    /// `initial_window_segments` segments of `mss` bytes and fast
+    /// convergence on.
+    pub fn new(mss: u64, initial_window_segments: u64) -> Self {
+        let (mss, cwnd) = initial(mss, initial_window_segments);
+        Cubic {
+            mss,
+            cwnd,
+            ssthresh: u64::MAX,
+            fast_convergence: true,
+            in_recovery: false,
+            rto_backoff: false,
+            after_rto: false,
+            w_max: 0.0,
+            cwnd_prior: 0.0,
+            origin: 0.0,
+            k: 0.0,
+            w_est: 0.0,
+            epoch_start_ns: None,
+            last_ack_ns: None,
+            srtt_ns: 0,
+            remainder: 0,
+        }
+    }
+
+    /// Turns fast convergence (§4.7) on or off; it is on by default.
+    pub fn set_fast_convergence(&mut self, on: bool) {
+        self.fast_convergence = on;
+    }
+
+    /// Returns W_max in segments (0 before the first congestion event).
+    pub fn w_max(&self) -> f64 {
+        self.w_max
+    }
+
+    /// Returns K, in seconds, of the current epoch.
+    pub fn k_seconds(&self) -> f64 {
+        self.k
+    }
+
+    /// Returns the start of the current congestion avoidance epoch, if one
+    /// has started since the last congestion event.
+    pub fn epoch_start_ns(&self) -> Option<u64> {
+        self.epoch_start_ns
+    }
+
+    /// Returns W_est, the Reno-friendly estimate, in segments.
+    pub fn w_est(&self) -> f64 {
+        self.w_est
+    }
+
+    /// Returns W_cubic(t) in segments for `t` seconds into the epoch.
+    pub fn w_cubic(&self, t: f64) -> f64 {
+        let d = t - self.k;
+        C * d * d * d + self.origin
+    }
+
+    fn segments(&self, bytes: u64) -> f64 {
+        bytes as f64 / self.mss as f64
+    }
+
+    fn bytes(&self, segments: f64) -> u64 {
+        // `as` saturates at 0 and u64::MAX and maps NaN to 0.
+        (segments * self.mss as f64) as u64
+    }
+
+    fn start_epoch(&mut self, now_ns: u64) {
+        let cwnd_epoch = self.segments(self.cwnd);
+        self.epoch_start_ns = Some(now_ns);
+        self.remainder = 0;
+        if self.after_rto {
+            // §4.8: "K is set to 0, and W_max is set to the congestion window
+            // size at the beginning of the current congestion avoidance stage".
+            self.w_max = cwnd_epoch;
+            self.after_rto = false;
+        }
+        if self.w_max > cwnd_epoch {
+            self.k = cbrt((self.w_max - cwnd_epoch) / C);
+            self.origin = self.w_max;
+        } else {
+            self.k = 0.0;
+            self.origin = cwnd_epoch;
+        }
+        // §4.3: W_est starts at cwnd_epoch.
+        self.w_est = cwnd_epoch;
+    }
+
+    fn update_srtt(&mut self, rtt_ns: Option<u64>) {
+        if let Some(r) = rtt_ns {
+            self.srtt_ns = if self.srtt_ns == 0 {
+                r
+            } else {
+                // RFC 6298 §2.3: SRTT <- 7/8 SRTT + 1/8 R'.
+                ((u128::from(self.srtt_ns) * 7 + u128::from(r)) / 8) as u64
+            };
+        }
+    }
+
+    /// Grows cwnd for one ACK in congestion avoidance (§4.2–§4.5).
+    fn avoid(&mut self, ev: &AckEvent) {
+        if self.epoch_start_ns.is_none() {
+            self.start_epoch(ev.now_ns);
+        }
+        let start = self.epoch_start_ns.unwrap_or(ev.now_ns);
+        let t = ev.now_ns.saturating_sub(start) as f64 / NS_PER_S;
+        let rtt_ns = if self.srtt_ns > 0 {
+            self.srtt_ns
+        } else {
+            ev.min_rtt_ns
+        };
+        let rtt = rtt_ns as f64 / NS_PER_S;
+        let cwnd_seg = self.segments(self.cwnd);
+        // §4.3: Reno-friendly estimate.
+        let alpha = if self.w_est >= self.cwnd_prior {
+            1.0
+        } else {
+            ALPHA
+        };
+        self.w_est += alpha * self.segments(ev.acked_bytes) / cwnd_seg;
+        if self.w_cubic(t) < self.w_est {
+            self.cwnd = self.cwnd.max(self.bytes(self.w_est));
+            self.remainder = 0;
+            return;
+        }
+        // §4.4/§4.5: concave and convex regions.
+        let max = self.cwnd.saturating_add(self.cwnd / 2);
+        let target = self.bytes(self.w_cubic(t + rtt)).clamp(self.cwnd, max);
+        let cwnd = u128::from(self.cwnd);
+        self.remainder += u128::from(target - self.cwnd) * u128::from(ev.acked_bytes);
+        let inc = self.remainder / cwnd;
+        self.remainder %= cwnd;
+        self.cwnd = self
+            .cwnd
+            .saturating_add(u64::try_from(inc).unwrap_or(u64::MAX));
+    }
+}
+
+impl CongestionControl for Cubic {
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+
+    fn window(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+
+    fn on_ack(&mut self, ev: &AckEvent) {
+        self.update_srtt(ev.rtt_ns);
+        let last = self.last_ack_ns.replace(ev.now_ns);
+        if ev.acked_bytes == 0 {
+            return;
+        }
+        self.rto_backoff = false;
+        if self.in_recovery {
+            return;
+        }
+        if ev.app_limited {
+            // §5.8: no growth while application-limited, and that time does
+            // not count towards t (Linux shifts epoch_start likewise).
+            if let (Some(start), Some(last)) = (self.epoch_start_ns.as_mut(), last) {
+                *start = start
+                    .saturating_add(ev.now_ns.saturating_sub(last))
+                    .min(ev.now_ns);
+            }
+            return;
+        }
+        if self.cwnd < self.ssthresh {
+            self.cwnd = self
+                .cwnd
+                .saturating_add(slow_start_increase(ev.acked_bytes, self.mss));
+        } else {
+            self.avoid(ev);
+        }
+    }
+
+    fn on_congestion(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
+        let cwnd_seg = self.segments(self.cwnd);
+        // §4.7: fast convergence.
+        self.w_max = if self.fast_convergence && cwnd_seg < self.w_max {
+            cwnd_seg * (1.0 + BETA) / 2.0
+        } else {
+            cwnd_seg
+        };
+        self.cwnd_prior = cwnd_seg;
+        self.ssthresh = reduce(self.cwnd, self.mss);
+        self.cwnd = self.ssthresh;
+        self.epoch_start_ns = None;
+        self.after_rto = false;
+        self.remainder = 0;
+        self.in_recovery = true;
+    }
+
+    fn on_recovery_end(&mut self, _now_ns: u64) {
+        self.in_recovery = false;
+    }
+
+    fn on_rto(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
+        if !self.rto_backoff {
+            // §4.8: "sets ssthresh using β_cubic (same as in Section 4.6)".
+            self.cwnd_prior = self.segments(self.cwnd);
+            self.ssthresh = reduce(self.cwnd, self.mss);
+        }
+        self.rto_backoff = true;
+        self.cwnd = self.mss;
+        self.epoch_start_ns = None;
+        self.after_rto = true;
+        self.remainder = 0;
+        self.in_recovery = false;
+    }
+}
+
+/// Returns `max(cwnd · β_cubic, 2·SMSS)` (§4.6), exactly in integers.
+fn reduce(cwnd: u64, mss: u64) -> u64 {
+    let reduced = u128::from(cwnd) * u128::from(BETA_NUM) / u128::from(BETA_DEN);
+    (reduced as u64).max(mss.saturating_mul(2))
+}
+
+/// Returns the real cube root of `x`.
+///
+/// Uses only IEEE-754 basic operations (correctly rounded on every
+/// platform), unlike `f64::cbrt`, which calls the platform's `libm`.
+pub fn cbrt(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    if x < 0.0 {
+        return -cbrt(-x);
+    }
+    // Scale into [1, 8) by powers of 8 so the iteration starts close.
+    let mut m = x;
+    let mut scale = 1.0;
+    while m >= 8.0 {
+        m /= 8.0;
+        scale *= 2.0;
+    }
+    while m < 1.0 {
+        m *= 8.0;
+        scale /= 2.0;
+    }
+    // m in [1, 8): the root is in [1, 2). Newton's method converges
+    // quadratically from 1.5; eight steps reach the last bit.
+    let mut y = 1.5;
+    for _ in 0..8 {
+        y -= (y * y * y - m) / (3.0 * y * y);
+    }
+    y * scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{Path, MSS};
+
+    const RTT: u64 = 100_000_000;
+
+    /// A sender that just lost at `w_max` segments and has seen one ACK in
+    /// congestion avoidance.
+    fn after_loss_at(w_max: u64, path: &mut Path) -> Cubic {
+        let mut cc = Cubic::new(MSS, w_max);
+        cc.on_congestion(0, w_max * MSS);
+        cc.on_recovery_end(0);
+        path.now = RTT;
+        cc
+    }
+
+    #[test]
+    fn cube_root_matches_the_platform_within_an_ulp_or_two() {
+        for &x in &[
+            1e-12, 0.001, 0.5, 1.0, 2.0, 7.999, 8.0, 27.0, 750.0, 1e6, 1.23e15, 3e300,
+        ] {
+            let ours = cbrt(x);
+            assert!(((ours - x.cbrt()) / x.cbrt()).abs() < 1e-15, "{x}: {ours}");
+            assert_eq!(cbrt(-x), -ours);
+        }
+        assert_eq!(cbrt(0.0), 0.0);
+    }
+
+    #[test]
+    fn k_equals_the_closed_form() {
+        let mut path = Path::new(RTT);
+        let mut cc = after_loss_at(1000, &mut path);
+        path.round(&mut cc);
+        let closed = (1000.0 * (1.0 - BETA) / C).cbrt();
+        assert!(
+            (cc.k_seconds() - closed).abs() < 1e-9,
+            "{} vs {closed}",
+            cc.k_seconds()
+        );
+        assert_eq!(cc.epoch_start_ns(), Some(RTT + RTT / 700));
+    }
+
+    #[test]
+    fn multiplicative_decrease_is_exactly_beta() {
+        let mut cc = Cubic::new(MSS, 100);
+        cc.on_congestion(0, 100 * MSS);
+        assert_eq!(cc.window(), 70 * MSS);
+        assert_eq!(cc.ssthresh(), 70 * MSS);
+        assert_eq!(cc.w_max(), 100.0);
+        assert!(!cc.in_slow_start());
+    }
+
+    #[test]
+    fn fast_convergence_lowers_w_max_by_one_plus_beta_over_two() {
+        let mut cc = Cubic::new(MSS, 1000);
+        cc.on_congestion(0, 1000 * MSS);
+        cc.on_recovery_end(0);
+        cc.on_congestion(1, 700 * MSS);
+        assert_eq!(cc.w_max(), 700.0 * (1.0 + BETA) / 2.0);
+        assert_eq!(cc.window(), 490 * MSS);
+
+        let mut slow = Cubic::new(MSS, 1000);
+        slow.set_fast_convergence(false);
+        slow.on_congestion(0, 1000 * MSS);
+        slow.on_congestion(1, 700 * MSS);
+        assert_eq!(slow.w_max(), 700.0);
+    }
+
+    #[test]
+    fn window_follows_the_cubic_curve_in_the_concave_and_convex_regions() {
+        let mut path = Path::new(RTT);
+        let mut cc = after_loss_at(1000, &mut path);
+        let (mut concave, mut convex) = (0, 0);
+        let mut worst: f64 = 0.0;
+        for _ in 0..200 {
+            path.round(&mut cc);
+            let start = cc.epoch_start_ns().unwrap();
+            let t = (path.now - start) as f64 / 1e9;
+            let expected = C * (t - cc.k_seconds()).powi(3) + 1000.0;
+            let got = cc.window() as f64 / MSS as f64;
+            worst = worst.max((got - expected).abs());
+            assert!(
+                (got - expected).abs() <= 1.0,
+                "t = {t}: window {got}, curve {expected}"
+            );
+            if t < cc.k_seconds() {
+                concave += 1;
+            } else {
+                convex += 1;
+            }
+        }
+        assert!(concave > 80 && convex > 80, "{concave} {convex}");
+        // In practice it tracks the curve far closer than one segment.
+        assert!(worst < 0.5, "worst deviation {worst} segments");
+        assert!(cc.window() > 1300 * MSS);
+    }
+
+    #[test]
+    fn small_windows_grow_like_reno_in_the_reno_friendly_region() {
+        let mut path = Path::new(1_000_000);
+        let mut cc = Cubic::new(MSS, 10);
+        cc.on_congestion(0, 10 * MSS);
+        cc.on_recovery_end(0);
+        assert_eq!(cc.window(), 7 * MSS);
+        // K = ∛(3/0.4) ≈ 1.96 s, i.e. ~2000 RTTs: the curve barely moves,
+        // W_est gains α_cubic then (past cwnd_prior) 1 segment per RTT.
+        path.rounds(&mut cc, 30);
+        let w = cc.window() / MSS;
+        assert!((30..=35).contains(&w), "{w}");
+        let t = (path.now - cc.epoch_start_ns().unwrap()) as f64 / 1e9;
+        assert!(cc.w_cubic(t) < 8.0);
+    }
+
+    #[test]
+    fn after_an_rto_the_first_epoch_has_k_zero_at_the_current_window() {
+        let mut path = Path::new(RTT);
+        let mut cc = Cubic::new(MSS, 100);
+        cc.on_rto(0, 100 * MSS);
+        assert_eq!(cc.ssthresh(), 70 * MSS);
+        assert_eq!(cc.window(), MSS);
+        while cc.in_slow_start() {
+            path.round(&mut cc);
+        }
+        path.round(&mut cc);
+        assert_eq!(cc.k_seconds(), 0.0);
+        assert!(cc.w_max() >= 70.0 && cc.w_max() < 75.0, "{}", cc.w_max());
+    }
+
+    #[test]
+    fn app_limited_time_does_not_count_in_the_epoch() {
+        let mut path = Path::new(RTT);
+        let mut cc = after_loss_at(1000, &mut path);
+        path.round(&mut cc);
+        let start = cc.epoch_start_ns().unwrap();
+        path.app_limited = true;
+        path.rounds(&mut cc, 10);
+        assert_eq!(cc.epoch_start_ns(), Some(start + 10 * RTT));
+    }
+}

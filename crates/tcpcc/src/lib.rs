@@ -1,0 +1,447 @@
+//! TCP congestion control: NewReno, CUBIC and Compound TCP.
+//!
+//! Each algorithm is a small state machine that the TCP engine feeds with
+//! what it observes (ACKs, loss detection, timeouts) and asks for the
+//! congestion window. The algorithms do no I/O and read no clock: the engine
+//! passes the current virtual time, in integer nanoseconds, with every call.
+//!
+//! ```
+//! use elvis_tcpcc::{AckEvent, Algorithm};
+//! const MSS: u64 = 1448;
+//! let mut cc = elvis_tcpcc::new(Algorithm::NewReno, MSS, 10);
+//! assert_eq!(cc.window(), 10 * MSS);
+//! // One ACK for one full segment in slow start adds one segment.
+//! cc.on_ack(&AckEvent {
+//!     now_ns: 100_000_000,
+//!     acked_bytes: MSS,
+//!     rtt_ns: Some(100_000_000),
+//!     min_rtt_ns: 100_000_000,
+//!     in_flight_bytes: 10 * MSS,
+//!     app_limited: false,
+//! });
+//! assert_eq!(cc.window(), 11 * MSS);
+//! // Three duplicate ACKs: the window halves (NewReno's beta = 1/2).
+//! cc.on_congestion(110_000_000, 11 * MSS);
+//! assert_eq!(cc.window(), 11 * MSS / 2);
+//! cc.on_recovery_end(200_000_000);
+//! // A retransmission timeout: back to one segment.
+//! cc.on_rto(1_000_000_000, 5 * MSS);
+//! assert_eq!(cc.window(), MSS);
+//! ```
+//!
+//! # Contract with the TCP engine
+//! - **Units.** Windows, thresholds and counts are bytes; times are `u64`
+//!   nanoseconds and must not go backwards across calls.
+//! - **ACKs.** Call [`CongestionControl::on_ack`] for every ACK that
+//!   acknowledges new data (cumulatively or, with SACK, newly SACKed bytes),
+//!   with `acked_bytes` = bytes newly acknowledged by this ACK. Calls with
+//!   `acked_bytes == 0` (pure duplicate ACKs) are ignored, so the engine may
+//!   make them. The algorithms do their own byte counting (RFC 3465).
+//! - **RTT.** The engine measures RTT (Karn-filtered samples in
+//!   [`AckEvent::rtt_ns`]) and tracks the minimum RTT
+//!   ([`AckEvent::min_rtt_ns`], 0 when none yet). CUBIC keeps its own
+//!   smoothed RTT from the samples (RFC 6298 gains); Compound uses
+//!   `min_rtt_ns` as baseRTT, falling back to the minimum of the samples it
+//!   has seen.
+//! - **Recovery.** Call [`CongestionControl::on_congestion`] once when
+//!   entering loss recovery (fast retransmit), and
+//!   [`CongestionControl::on_recovery_end`] when the recovery point is
+//!   acknowledged. **The window does not grow between the two**, so the
+//!   engine must report the end of recovery. The engine does not inflate
+//!   the window with duplicate ACKs (RFC 5681 §3.2 step 4): it is expected
+//!   to run RFC 6675-style recovery, sending while `pipe < window()`.
+//! - **Timeouts.** Call [`CongestionControl::on_rto`] at every RTO expiry;
+//!   it also ends any recovery episode. A second RTO before any new data is
+//!   acknowledged keeps `ssthresh` (RFC 5681 §3.1: "the value of ssthresh
+//!   is held constant"), so backed-off timeouts do not collapse it to 2 MSS.
+//! - **Application-limited.** Set [`AckEvent::app_limited`] when the sender
+//!   was not using the window fully when it sent the data being ACKed. The
+//!   window does not grow on such ACKs (RFC 7661 §4.3, RFC 9438 §5.8), and
+//!   CUBIC does not count that time in its epoch.
+//! - **Initial state.** `cwnd = initial_window_segments * mss` (RFC 6928
+//!   allows 10), `ssthresh = u64::MAX` ("arbitrarily high", RFC 5681 §3.1).
+//!
+//! # Determinism
+//! Every state change is a function of the arguments. NewReno and Compound's
+//! loss-based part use integer arithmetic only. CUBIC's curve and
+//! Compound's `win^0.75` are computed in `f64` from integer inputs using
+//! only IEEE-754 basic operations and `sqrt` (correctly rounded everywhere)
+//! and a cube root written here with those operations, not the platform's
+//! `libm`; results are therefore the same on every platform. Windows are
+//! always converted back to whole bytes.
+//!
+//! # Gaps
+//! - No HyStart++ (RFC 9406) for CUBIC: slow start is Reno's.
+//! - No ECN response (the reduction would be the same as `on_congestion`
+//!   with the 1 MSS floor of RFC 9438 §4.6).
+//! - No undo of spurious reductions (RFC 9438 §4.9, Eifel, F-RTO).
+//! - No congestion window validation after idle periods (RFC 7661 §4.3 is
+//!   approximated by not growing on app-limited ACKs).
+#![forbid(unsafe_code)]
+
+use std::fmt;
+use std::str::FromStr;
+
+pub mod compound;
+pub mod cubic;
+pub mod newreno;
+
+#[cfg(test)]
+mod testutil;
+
+pub use compound::Compound;
+pub use cubic::Cubic;
+pub use newreno::NewReno;
+
+/// What the sender tells the algorithm about one ACK. Sizes are bytes,
+/// times nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AckEvent {
+    /// The current virtual time.
+    pub now_ns: u64,
+    /// Bytes newly acknowledged by this ACK (cumulative advance plus newly
+    /// SACKed bytes).
+    pub acked_bytes: u64,
+    /// The RTT sample this ACK gives, Karn-filtered (none for ACKs of
+    /// retransmitted data).
+    pub rtt_ns: Option<u64>,
+    /// The minimum RTT seen so far on the connection, 0 if none.
+    pub min_rtt_ns: u64,
+    /// Bytes in flight before this ACK was processed.
+    pub in_flight_bytes: u64,
+    /// The sender was application-limited (not cwnd-limited) when it sent
+    /// the data this ACK covers.
+    pub app_limited: bool,
+}
+
+/// A congestion control algorithm: the window the TCP engine may have in
+/// flight, updated by ACKs, losses and timeouts.
+pub trait CongestionControl: fmt::Debug {
+    /// Returns the algorithm's name, as [`Algorithm`]'s `Display` writes it.
+    fn name(&self) -> &'static str;
+    /// Returns the congestion window in bytes (for Compound: cwnd + dwnd).
+    /// Never zero.
+    fn window(&self) -> u64;
+    /// Returns the slow start threshold in bytes.
+    fn ssthresh(&self) -> u64;
+    /// Updates the window for an ACK of new data.
+    fn on_ack(&mut self, ev: &AckEvent);
+    /// Reduces the window on fast retransmit / entering loss recovery (3
+    /// duplicate ACKs or SACK loss detection), once per recovery episode.
+    fn on_congestion(&mut self, now_ns: u64, in_flight_bytes: u64);
+    /// Notes the end of loss recovery (the recovery point was acknowledged);
+    /// the window may grow again.
+    fn on_recovery_end(&mut self, now_ns: u64) {
+        let _ = now_ns;
+    }
+    /// Collapses the window on a retransmission timeout.
+    fn on_rto(&mut self, now_ns: u64, in_flight_bytes: u64);
+    /// Returns whether the sender is in slow start.
+    fn in_slow_start(&self) -> bool {
+        self.window() < self.ssthresh()
+    }
+}
+
+/// The congestion control algorithms this crate offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Algorithm {
+    /// RFC 5681 / RFC 6582 Reno with NewReno recovery.
+    NewReno,
+    /// RFC 9438 CUBIC, Linux's default.
+    #[default]
+    Cubic,
+    /// Compound TCP (draft-sridharan-tcpm-ctcp-02), Windows' default.
+    Compound,
+}
+
+impl Algorithm {
+    /// Every algorithm, in declaration order.
+    pub const ALL: [Algorithm; 3] = [Algorithm::NewReno, Algorithm::Cubic, Algorithm::Compound];
+
+    /// Returns the canonical lower-case name (`newreno`, `cubic`,
+    /// `compound`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Algorithm::NewReno => "newreno",
+            Algorithm::Cubic => "cubic",
+            Algorithm::Compound => "compound",
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error of parsing an unknown algorithm name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseAlgorithmError(pub String);
+
+impl fmt::Display for ParseAlgorithmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown congestion control algorithm `{}` (expected newreno, reno, cubic, compound or ctcp)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseAlgorithmError {}
+
+impl FromStr for Algorithm {
+    type Err = ParseAlgorithmError;
+
+    /// Parses `newreno`/`reno`, `cubic`, `compound`/`ctcp`, ignoring ASCII
+    /// case and surrounding whitespace.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let is = |name: &str| t.eq_ignore_ascii_case(name);
+        if is("newreno") || is("reno") {
+            Ok(Algorithm::NewReno)
+        } else if is("cubic") {
+            Ok(Algorithm::Cubic)
+        } else if is("compound") || is("ctcp") {
+            Ok(Algorithm::Compound)
+        } else {
+            Err(ParseAlgorithmError(s.to_owned()))
+        }
+    }
+}
+
+/// Returns a fresh instance of `alg` for a sender with maximum segment size
+/// `mss` bytes and an initial window of `initial_window_segments` segments
+/// (10 like Linux, RFC 6928). Zero for either is taken as 1.
+pub fn new(alg: Algorithm, mss: u64, initial_window_segments: u64) -> Box<dyn CongestionControl> {
+    match alg {
+        Algorithm::NewReno => Box::new(NewReno::new(mss, initial_window_segments)),
+        Algorithm::Cubic => Box::new(Cubic::new(mss, initial_window_segments)),
+        Algorithm::Compound => Box::new(Compound::new(mss, initial_window_segments)),
+    }
+}
+
+/// RFC 3465's limit L on the slow start increase per ACK, in segments.
+///
+/// RFC 3465 §2.2: "cwnd = cwnd + min (N, L*SMSS) ... L = 2*SMSS bytes"
+/// is allowed; it keeps slow start doubling per RTT with delayed ACKs.
+pub const ABC_LIMIT_SEGMENTS: u64 = 2;
+
+/// Returns the slow start increase for an ACK of `acked` bytes (RFC 5681
+/// §3.1 with RFC 3465 appropriate byte counting, L = 2·SMSS).
+pub(crate) fn slow_start_increase(acked: u64, mss: u64) -> u64 {
+    acked.min(ABC_LIMIT_SEGMENTS.saturating_mul(mss))
+}
+
+/// Returns `(mss, initial window in bytes)` with zeros taken as 1.
+pub(crate) fn initial(mss: u64, initial_window_segments: u64) -> (u64, u64) {
+    let mss = mss.max(1);
+    (mss, mss.saturating_mul(initial_window_segments.max(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{Path, MSS};
+    use proptest::prelude::*;
+
+    #[test]
+    fn algorithm_names_parse_and_display_round_trip() {
+        for alg in Algorithm::ALL {
+            assert_eq!(alg.to_string().parse::<Algorithm>(), Ok(alg));
+            assert_eq!(new(alg, MSS, 10).name(), alg.as_str());
+        }
+        assert_eq!("reno".parse(), Ok(Algorithm::NewReno));
+        assert_eq!("CTCP".parse(), Ok(Algorithm::Compound));
+        assert_eq!(" Cubic ".parse(), Ok(Algorithm::Cubic));
+        assert!("vegas".parse::<Algorithm>().is_err());
+    }
+
+    #[test]
+    fn default_algorithm_is_cubic() {
+        assert_eq!(Algorithm::default(), Algorithm::Cubic);
+    }
+
+    #[test]
+    fn slow_start_doubles_the_window_every_rtt() {
+        for alg in Algorithm::ALL {
+            let mut cc = new(alg, MSS, 10);
+            let mut path = Path::new(100_000_000);
+            for round in 1..=5 {
+                path.round(cc.as_mut());
+                assert_eq!(cc.window(), (10 << round) * MSS, "{alg} round {round}");
+                assert!(cc.in_slow_start());
+            }
+        }
+    }
+
+    #[test]
+    fn slow_start_doubles_the_window_with_delayed_acks() {
+        for alg in Algorithm::ALL {
+            let mut cc = new(alg, MSS, 10);
+            let mut path = Path::new(100_000_000);
+            path.segments_per_ack = 2;
+            path.round(cc.as_mut());
+            assert_eq!(cc.window(), 20 * MSS, "{alg}");
+        }
+    }
+
+    #[test]
+    fn rto_sets_the_window_to_one_mss() {
+        for alg in Algorithm::ALL {
+            let mut cc = new(alg, MSS, 40);
+            cc.on_rto(1_000, 40 * MSS);
+            assert_eq!(cc.window(), MSS, "{alg}");
+            assert!(cc.in_slow_start());
+        }
+    }
+
+    #[test]
+    fn congestion_never_leaves_the_window_below_two_mss() {
+        for alg in Algorithm::ALL {
+            let mut cc = new(alg, MSS, 1);
+            cc.on_congestion(1_000, MSS);
+            assert_eq!(cc.window(), 2 * MSS, "{alg}");
+            assert_eq!(cc.ssthresh(), 2 * MSS, "{alg}");
+            cc.on_recovery_end(2_000);
+            cc.on_congestion(3_000, 0);
+            assert_eq!(cc.window(), 2 * MSS, "{alg}");
+        }
+    }
+
+    #[test]
+    fn a_second_rto_without_progress_keeps_ssthresh() {
+        for alg in Algorithm::ALL {
+            let mut cc = new(alg, MSS, 40);
+            cc.on_rto(1_000, 40 * MSS);
+            let ssthresh = cc.ssthresh();
+            assert!(ssthresh >= 14 * MSS, "{alg}");
+            cc.on_rto(2_000, MSS);
+            assert_eq!(cc.ssthresh(), ssthresh, "{alg}");
+            assert_eq!(cc.window(), MSS);
+        }
+    }
+
+    #[test]
+    fn window_does_not_grow_during_recovery_or_when_app_limited() {
+        for alg in Algorithm::ALL {
+            let mut cc = new(alg, MSS, 100);
+            cc.on_congestion(0, 100 * MSS);
+            let w = cc.window();
+            let mut path = Path::new(10_000_000);
+            path.rounds(cc.as_mut(), 3);
+            assert_eq!(cc.window(), w, "{alg} grew in recovery");
+            cc.on_recovery_end(path.now);
+            path.app_limited = true;
+            path.rounds(cc.as_mut(), 3);
+            assert_eq!(cc.window(), w, "{alg} grew while app-limited");
+            path.app_limited = false;
+            path.rounds(cc.as_mut(), 3);
+            assert!(cc.window() > w, "{alg} did not grow after recovery");
+        }
+    }
+
+    #[test]
+    fn zero_mss_and_zero_initial_window_are_taken_as_one() {
+        for alg in Algorithm::ALL {
+            let cc = new(alg, 0, 0);
+            assert_eq!(cc.window(), 1, "{alg}");
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Event {
+        Ack {
+            dt: u64,
+            acked: u64,
+            rtt: Option<u64>,
+            min_rtt: u64,
+            in_flight: u64,
+            app_limited: bool,
+        },
+        Congestion(u64, u64),
+        RecoveryEnd(u64),
+        Rto(u64, u64),
+    }
+
+    fn any_u64() -> impl Strategy<Value = u64> {
+        prop_oneof![0..4u64, 0..100_000u64, 0..10_000_000_000u64, any::<u64>()]
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            6 => (
+                any_u64(),
+                any_u64(),
+                proptest::option::of(any_u64()),
+                any_u64(),
+                any_u64(),
+                any::<bool>()
+            )
+                .prop_map(|(dt, acked, rtt, min_rtt, in_flight, app_limited)| Event::Ack {
+                    dt,
+                    acked,
+                    rtt,
+                    min_rtt,
+                    in_flight,
+                    app_limited
+                }),
+            1 => (any_u64(), any_u64()).prop_map(|(dt, f)| Event::Congestion(dt, f)),
+            1 => any_u64().prop_map(Event::RecoveryEnd),
+            1 => (any_u64(), any_u64()).prop_map(|(dt, f)| Event::Rto(dt, f)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn no_event_sequence_makes_the_window_zero_or_wrap(
+            alg in prop_oneof![Just(Algorithm::NewReno), Just(Algorithm::Cubic), Just(Algorithm::Compound)],
+            mss in prop_oneof![Just(1u64), Just(536u64), Just(1448u64), 1..100_000u64],
+            iw in 0..2_000u64,
+            events in proptest::collection::vec(event(), 0..200),
+        ) {
+            let mut cc = new(alg, mss, iw);
+            let mut now = 0u64;
+            for e in events {
+                let before = cc.window();
+                match e {
+                    Event::Ack { dt, acked, rtt, min_rtt, in_flight, app_limited } => {
+                        now = now.saturating_add(dt);
+                        cc.on_ack(&AckEvent {
+                            now_ns: now,
+                            acked_bytes: acked,
+                            rtt_ns: rtt,
+                            min_rtt_ns: min_rtt,
+                            in_flight_bytes: in_flight,
+                            app_limited,
+                        });
+                        // Only Compound's delay-based part shrinks on an ACK;
+                        // a smaller window anywhere else means it wrapped.
+                        if alg != Algorithm::Compound {
+                            prop_assert!(cc.window() >= before);
+                        }
+                    }
+                    Event::Congestion(dt, f) => {
+                        now = now.saturating_add(dt);
+                        cc.on_congestion(now, f);
+                        prop_assert!(cc.window() >= 2 * mss);
+                    }
+                    Event::RecoveryEnd(dt) => {
+                        now = now.saturating_add(dt);
+                        cc.on_recovery_end(now);
+                        prop_assert_eq!(cc.window(), before);
+                    }
+                    Event::Rto(dt, f) => {
+                        now = now.saturating_add(dt);
+                        cc.on_rto(now, f);
+                        prop_assert_eq!(cc.window(), mss);
+                        prop_assert!(cc.ssthresh() >= 2 * mss);
+                    }
+                }
+                prop_assert!(cc.window() >= mss);
+                prop_assert!(cc.ssthresh() >= 2 * mss);
+            }
+        }
+    }
+}
