@@ -54,8 +54,8 @@ pub async fn send(host: Host, cfg: Rc<SendConfig>) -> AppResult {
         } else {
             Message::zeros(n)
         };
-        let written = stream.send(piece).await? as u64;
-        sent += written;
+        stream.write_all(piece).await?;
+        sent += n;
     }
     let stats = stream.stats()?;
     host.publish(

@@ -64,6 +64,27 @@ enum Cmd {
         #[arg(long, default_value_t = 10000)]
         packets: u64,
     },
+    /// One TCP bulk transfer between two machines on a point-to-point link.
+    TcpBulk {
+        /// Bytes to move.
+        #[arg(long, default_value_t = 1_000_000_000)]
+        bytes: u64,
+        /// Link rate, bit/s.
+        #[arg(long, default_value_t = 10_000_000_000)]
+        bandwidth: u64,
+        /// One-way latency, ns.
+        #[arg(long, default_value_t = 10_000)]
+        latency_ns: u64,
+        /// Loss probability per frame.
+        #[arg(long, default_value_t = 0.0)]
+        loss: f64,
+        /// Send real payload bytes instead of a virtual payload.
+        #[arg(long)]
+        real: bool,
+        /// newreno | cubic | compound
+        #[arg(long, default_value = "cubic")]
+        congestion: String,
+    },
     /// Runs a scenario for each N in its own process and prints a table.
     Sweep {
         /// low-bandwidth | high-bandwidth | instantiation
@@ -105,6 +126,14 @@ fn main() {
         Cmd::HighBandwidth { n, messages } => elvis_file("high-bandwidth", n, messages),
         Cmd::Instantiation { n, processes } => instantiation(n, processes),
         Cmd::Engine { hops, packets } => engine(hops, packets),
+        Cmd::TcpBulk {
+            bytes,
+            bandwidth,
+            latency_ns,
+            loss,
+            real,
+            congestion,
+        } => tcp_bulk(bytes, bandwidth, latency_ns, loss, real, &congestion),
         Cmd::Sweep {
             scenario,
             ns,
@@ -254,6 +283,95 @@ fn engine(hops: u32, packets: u64) -> Measurement {
         delivered: report.packets.udp_delivered,
         ok: report.success(),
         extra: serde_json::json!({ "sim_time_ns": report.sim_time_ns, "hop_deliveries_per_s": report.packets.udp_delivered as f64 / report.performance.wall_time_s }),
+        ..Default::default()
+    }
+}
+
+fn tcp_bulk(
+    bytes: u64,
+    bandwidth: u64,
+    latency_ns: u64,
+    loss: f64,
+    real: bool,
+    congestion: &str,
+) -> Measurement {
+    let t0 = Instant::now();
+    let alg: elvis_sim::Congestion = congestion.parse().expect("newreno, cubic or compound");
+    let mut sim = Simulation::new(1);
+    let mut cfg = NetworkConfig::ideal("path").with_rate(bandwidth, latency_ns);
+    cfg.kind = elvis_sim::NetworkKind::Link;
+    cfg.loss = loss;
+    let net = sim.add_network(cfg);
+    let a = sim
+        .add_group("src", None, Protocols::UDP_TCP)
+        .expect("fresh group");
+    let b = sim
+        .add_group("dst", None, Protocols::UDP_TCP)
+        .expect("fresh group");
+    sim.attach(a, net, Ipv4Addr::new(10, 0, 0, 1))
+        .expect("address");
+    sim.attach(b, net, Ipv4Addr::new(10, 0, 0, 2))
+        .expect("address");
+    let done = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let done2 = done.clone();
+    sim.spawn(b, "bulk_receive", move |h: Host| async move {
+        let l = h.tcp_listen(5001, 1)?;
+        let (s, _) = l.accept().await?;
+        let mut got = 0u64;
+        while got < bytes {
+            let m = s.recv(1 << 22).await?;
+            if m.is_empty() {
+                break;
+            }
+            got += m.len() as u64;
+        }
+        done2.set(h.now().as_nanos());
+        if got == bytes {
+            Ok(())
+        } else {
+            Err(elvis_sim::AppError::new(format!("got {got} of {bytes}")))
+        }
+    });
+    sim.spawn(a, "bulk_send", move |h: Host| async move {
+        let s = h
+            .tcp_connect_with(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 5001), alg)
+            .await?;
+        let mut sent = 0u64;
+        while sent < bytes {
+            let n = (bytes - sent).min(1 << 22);
+            let piece = if real {
+                elvis_sim::Message::from_vec(vec![0x5a; n as usize])
+            } else {
+                elvis_sim::Message::zeros(n)
+            };
+            s.write_all(piece).await?;
+            sent += n;
+        }
+        Ok(())
+    });
+    let build_s = t0.elapsed().as_secs_f64();
+    let report = sim.run();
+    let sim_s = done.get() as f64 / 1e9;
+    let wall = report.performance.wall_time_s;
+    Measurement {
+        scenario: "tcp-bulk".into(),
+        n: 2,
+        messages: bytes,
+        build_s,
+        run_s: wall,
+        events: report.events,
+        events_per_s: report.performance.events_per_s,
+        delivered: report.packets.tcp_received,
+        ok: report.success(),
+        extra: serde_json::json!({
+            "simulated_transfer_s": sim_s,
+            "goodput_bps": bytes as f64 * 8.0 / sim_s,
+            "wall_s_per_simulated_gb": wall / (bytes as f64 / 1e9),
+            "goodput_bytes_per_wall_s": bytes as f64 / wall,
+            "payload": if real { "real" } else { "virtual" },
+            "congestion": congestion,
+            "loss": loss,
+        }),
         ..Default::default()
     }
 }

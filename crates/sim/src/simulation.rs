@@ -40,6 +40,16 @@ pub enum SimError {
     Running,
 }
 
+/// What one turn of the run loop did.
+enum Step {
+    /// A task must be polled (task, its machine).
+    Poll(TaskId, MachineId),
+    /// An event was processed.
+    Event,
+    /// An event was processed and a machine crashed in it.
+    Crashed,
+}
+
 /// Limits of one call to [`Simulation::run_with`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunLimits {
@@ -396,7 +406,7 @@ impl Simulation {
                     meta.queued = false;
                     w.current_task = Some(task);
                     w.current_machine = Some(meta.machine);
-                    return Ok(Some((task, meta.machine)));
+                    return Ok(Step::Poll(task, meta.machine));
                 }
                 if w.queue.peek_time().is_none_or(|t| t > until) {
                     return Err(if w.queue.is_empty() {
@@ -415,15 +425,20 @@ impl Simulation {
                         w.crashed.push((m, msg));
                     }
                 }
-                Ok(None)
+                Ok(if w.crashed.is_empty() {
+                    Step::Event
+                } else {
+                    Step::Crashed
+                })
             })
             .unwrap_or(Err(End::Idle));
             let task = match next {
-                Ok(Some((t, m))) => {
+                Ok(Step::Poll(t, m)) => {
                     beat.machine.store(m, Ordering::Relaxed);
                     t
                 }
-                Ok(None) => {
+                Ok(Step::Event) => continue,
+                Ok(Step::Crashed) => {
                     self.reap_crashed();
                     continue;
                 }

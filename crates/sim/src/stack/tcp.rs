@@ -266,14 +266,22 @@ pub(crate) fn drive(
             None => wake.extend(sock.writer.take()),
         }
     }
-    let free = fx.closed && sock.orphan || (sock.tcb.state == State::Closed && sock.orphan);
+    let free = sock.orphan && (fx.closed || sock.tcb.state == State::Closed);
     // Timer.
     let deadline = if sock.tcb.state == State::Closed {
         None
     } else {
         sock.tcb.deadline()
     };
-    if deadline != sock.timer_at {
+    // One pending timer event per connection: a later deadline keeps the
+    // event already queued (it re-arms itself when it fires early), so
+    // re-arming the RTO on every ACK adds nothing to the event queue.
+    let earlier = match (deadline, sock.timer_at) {
+        (Some(d), Some(at)) => d < at,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if earlier {
         sock.timer_gen = sock.timer_gen.wrapping_add(1);
         sock.timer_at = deadline;
         if let Some(at) = deadline {

@@ -147,7 +147,7 @@ impl RecvBuffer {
                 let dup = (next - s) as usize;
                 if dup < d.len() {
                     let _ = d.pop_front(dup);
-                    next = next + d.len();
+                    next += d.len();
                     self.push_ready(d);
                 }
             }
@@ -190,7 +190,7 @@ impl RecvBuffer {
             // Drop the overlap with [s, e).
             let overlap = ((e - seq) as usize).min(data.len());
             let _ = data.pop_front(overlap);
-            seq = seq + overlap;
+            seq += overlap;
         }
         if !data.is_empty() {
             let pos = self.ooo.partition_point(|(s, _)| *s < seq);

@@ -411,7 +411,7 @@ impl Tcb {
         } else {
             Some(self.rcv_nxt)
         };
-        let right = self.rcv_nxt + ((scaled as usize) << if syn { 0 } else { self.rcv_wscale });
+        let right = self.rcv_nxt + (scaled << if syn { 0 } else { self.rcv_wscale });
         if right > self.rcv_adv {
             self.rcv_adv = right;
         }
@@ -593,7 +593,7 @@ impl Tcb {
             if self.timed.is_none() && !self.ts_enabled && !is_rexmit {
                 self.timed = Some((self.snd_nxt, now));
             }
-            self.snd_nxt = self.snd_nxt + len;
+            self.snd_nxt += len;
             if self.snd_nxt > self.snd_max {
                 self.snd_max = self.snd_nxt;
             }
@@ -1060,7 +1060,7 @@ impl Tcb {
         if seg.control == Control::Fin {
             let fin_seq = seg.seq_number + payload_len_of(seg);
             if fin_seq == self.rcv_nxt && !self.fin_received {
-                self.rcv_nxt = self.rcv_nxt + 1;
+                self.rcv_nxt += 1;
                 self.fin_received = true;
                 self.ack_now = true;
                 fx.readable = true;
@@ -1237,7 +1237,7 @@ impl Tcb {
             }
             Some(srtt) => {
                 // RTTVAR <- (1 - 1/4) * RTTVAR + 1/4 * |SRTT - R'|
-                let diff = if srtt > r { srtt - r } else { r - srtt };
+                let diff = srtt.abs_diff(r);
                 self.rttvar = self.rttvar * 3 / 4 + diff / 4;
                 // SRTT <- (1 - 1/8) * SRTT + 1/8 * R'
                 self.srtt = Some(srtt * 7 / 8 + r / 8);
