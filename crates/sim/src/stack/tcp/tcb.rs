@@ -1190,11 +1190,13 @@ impl Tcb {
             }
         } else if ack == self.snd_una
             && payload_len == 0
-            && seg.control == Control::None
-            && window == self.snd_wnd
+            && matches!(seg.control, Control::None | Control::Psh)
+            && (window == self.snd_wnd || seg.sack_ranges[0].is_some())
             && self.snd_max > self.snd_una
         {
-            // A duplicate ACK (RFC 5681 §2).
+            // A duplicate ACK (RFC 5681 §2; with SACK, RFC 6675 §2 counts
+            // any ACK carrying SACK information, since out-of-order data
+            // also shrinks the advertised window).
             self.dupacks += 1;
             let sack_loss = self.sack_enabled
                 && self.scoreboard.sacked_bytes() >= 3 * self.smss()
