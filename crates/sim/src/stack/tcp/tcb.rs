@@ -1198,10 +1198,17 @@ impl Tcb {
             // any ACK carrying SACK information, since out-of-order data
             // also shrinks the advertised window).
             self.dupacks += 1;
+            // Early retransmit (RFC 5827): with fewer than four segments
+            // outstanding and nothing new to send, a lower threshold.
+            let smss = self.smss();
+            let outstanding = (self.snd_max - self.snd_una).max(0) as usize;
+            let unsent = self.sndbuf.len().saturating_sub(outstanding);
+            let segs = outstanding.div_ceil(smss);
+            let thresh = if unsent == 0 && segs < 4 { segs.saturating_sub(1).max(1) } else { 3 };
             let sack_loss = self.sack_enabled
-                && self.scoreboard.sacked_bytes() >= 3 * self.smss()
+                && self.scoreboard.sacked_bytes() >= thresh * smss.min(outstanding.max(1))
                 && self.scoreboard.next_hole(self.snd_una).is_some();
-            if self.recovery.is_none() && (self.dupacks >= 3 || sack_loss) {
+            if self.recovery.is_none() && (self.dupacks as usize >= thresh || sack_loss) {
                 // Enter fast recovery (RFC 6675 §5 / RFC 6582 §3.2 step 2).
                 self.stats.fast_recoveries += 1;
                 self.recovery = Some(self.snd_max);
