@@ -174,7 +174,8 @@ pub(crate) fn join_multicast(
     Ok(())
 }
 
-fn alloc_slot(w: &mut World, m: MachineId, slot: SocketSlot) -> u32 {
+/// Puts `slot` in the first free entry of machine `m`'s socket table.
+pub(crate) fn alloc_slot(w: &mut World, m: MachineId, slot: SocketSlot) -> u32 {
     let socks = &mut w.machines[m as usize].sockets;
     if let Some(i) = socks.iter().position(|s| matches!(s, SocketSlot::Free)) {
         socks[i] = slot;

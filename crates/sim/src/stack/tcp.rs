@@ -35,7 +35,7 @@ pub(crate) mod tcb;
 use crate::executor::TaskId;
 use crate::machine::MachineId;
 use crate::report::DropReason;
-use crate::socket::{SocketError, SocketSlot};
+use crate::socket::{alloc_slot, SocketError, SocketSlot};
 use crate::world::{Event, World};
 use elvis_kernel::rng::mix;
 use elvis_kernel::Time;
@@ -137,16 +137,6 @@ fn port_taken(w: &World, m: MachineId, port: u16) -> bool {
         SocketSlot::Tcp(t) => t.tcb.local.port() == port,
         _ => false,
     })
-}
-
-fn alloc_slot(w: &mut World, m: MachineId, slot: SocketSlot) -> u32 {
-    let socks = &mut w.machines[m as usize].sockets;
-    if let Some(i) = socks.iter().position(|s| matches!(s, SocketSlot::Free)) {
-        socks[i] = slot;
-        return i as u32;
-    }
-    socks.push(slot);
-    (socks.len() - 1) as u32
 }
 
 fn check_tcp_enabled(w: &World, m: MachineId) -> Result<(), SocketError> {

@@ -1204,7 +1204,11 @@ impl Tcb {
             let outstanding = (self.snd_max - self.snd_una).max(0) as usize;
             let unsent = self.sndbuf.len().saturating_sub(outstanding);
             let segs = outstanding.div_ceil(smss);
-            let thresh = if unsent == 0 && segs < 4 { segs.saturating_sub(1).max(1) } else { 3 };
+            let thresh = if unsent == 0 && segs < 4 {
+                segs.saturating_sub(1).max(1)
+            } else {
+                3
+            };
             let sack_loss = self.sack_enabled
                 && self.scoreboard.sacked_bytes() >= thresh * smss.min(outstanding.max(1))
                 && self.scoreboard.next_hole(self.snd_una).is_some();
