@@ -52,6 +52,8 @@ pub struct TcpStats {
     pub retransmitted_bytes: u64,
     pub timeouts: u64,
     pub fast_recoveries: u64,
+    /// Retransmissions found lost (and sent again) before the RTO.
+    pub lost_retransmissions: u64,
     pub rtt_samples: u64,
     /// Smoothed RTT, ns (0 before the first sample).
     pub srtt_ns: u64,
@@ -130,6 +132,9 @@ pub(crate) struct Tcb {
     /// Next sequence number to consider for retransmission in recovery.
     rexmit_next: SeqNumber,
     rexmit_bytes_in_recovery: usize,
+    /// The retransmission of `snd_una` in this recovery: (its sequence
+    /// number, `snd_max` when it was sent), to detect its loss.
+    rexmit_mark: Option<(SeqNumber, SeqNumber)>,
     // Timers (deadlines).
     rto_at: Option<Time>,
     delack_at: Option<Time>,
@@ -208,6 +213,7 @@ impl Tcb {
             scoreboard: Scoreboard::default(),
             rexmit_next: iss,
             rexmit_bytes_in_recovery: 0,
+            rexmit_mark: None,
             rto_at: None,
             delack_at: None,
             persist_at: None,
@@ -627,6 +633,9 @@ impl Tcb {
             }
             let seg = self.segment(Control::None, start, payload, true);
             self.rexmit_next = start + len;
+            if start == self.snd_una {
+                self.rexmit_mark = Some((start, self.snd_max));
+            }
             self.rexmit_bytes_in_recovery += len;
             self.push(seg, now, out, true);
             self.arm_rto(now);
@@ -658,6 +667,7 @@ impl Tcb {
         let seg = self.segment(Control::None, self.snd_una, payload, true);
         if self.recovery.is_some() {
             self.rexmit_next = self.snd_una + len;
+            self.rexmit_mark = Some((self.snd_una, self.snd_max));
             self.rexmit_bytes_in_recovery += len;
         }
         self.timed = None; // Karn: never time a retransmitted segment
@@ -1222,6 +1232,22 @@ impl Tcb {
                 self.timed = None;
                 self.retransmit_first(now, out);
                 self.rto_at = Some(now + self.rto);
+            }
+        }
+        // Lost retransmission (as Linux detects it): data sent after the
+        // retransmission of snd_una was SACKed, yet snd_una is still
+        // unacknowledged, so the retransmission itself was lost. Resend it
+        // now instead of waiting for the RTO.
+        if let (Some(_), Some((seq, sent_max)), Some(high)) =
+            (self.recovery, self.rexmit_mark, self.scoreboard.highest())
+        {
+            if seq == self.snd_una && ack == self.snd_una && high > sent_max + self.smss() {
+                self.rexmit_mark = None;
+                self.rexmit_next = self.snd_una;
+                self.stats.lost_retransmissions += 1;
+                if !self.sack_enabled {
+                    self.retransmit_first(now, out);
+                }
             }
         }
         // Window update (RFC 9293 §3.10.7.4: SND.WL1/WL2 rule).
