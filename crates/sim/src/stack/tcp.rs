@@ -25,8 +25,8 @@
 //! loss (Linux's TCP small queues would throttle earlier; not modelled).
 //!
 //! # Gaps
-//! RACK-TLP (RFC 8985): a lost retransmission or a lost tail segment waits
-//! for the RTO. Keep-alive, urgent data, ECN (the bits parse but are not acted on),
+//! RACK-TLP (RFC 8985): a lost tail segment, or a lost retransmission of a
+//! hole other than `snd_una`, waits for the RTO. Keep-alive, urgent data, ECN (the bits parse but are not acted on),
 //! PMTU discovery, HyStart++.
 
 pub(crate) mod buffers;
