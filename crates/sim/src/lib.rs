@@ -70,4 +70,6 @@ pub use net::{NetId, NetworkConfig, NetworkKind};
 pub use report::{DropReason, Report};
 pub use simulation::{Progress, RunLimits, SimError, Simulation};
 pub use socket::{EchoReply, IcmpSocket, Shutdown, SocketError, TcpListener, TcpStream, UdpSocket};
+pub use stack::tcp::tcb::State as TcpState;
+pub use stack::tcp::trace::{Sample, Sampling, Series};
 pub use stack::tcp::{TcpConfig, TcpStats};

@@ -31,6 +31,7 @@
 
 pub(crate) mod buffers;
 pub(crate) mod tcb;
+pub mod trace;
 
 use crate::executor::TaskId;
 use crate::machine::MachineId;
@@ -100,6 +101,8 @@ pub(crate) struct TcpSock {
     pub orphan: bool,
     timer_gen: u32,
     timer_at: Option<Time>,
+    /// The connection's id in the run's connection log.
+    pub id: u64,
 }
 
 /// A listening socket.
@@ -187,6 +190,7 @@ pub(crate) fn connect(
     let cfg = w.tcp.clone();
     let cc = new_cc(w, alg.unwrap_or(cfg.congestion), mtu - 40);
     let tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
+    let id = w.conns.open(m, &tcb);
     let sock = TcpSock {
         tcb,
         reader: None,
@@ -195,6 +199,7 @@ pub(crate) fn connect(
         orphan: false,
         timer_gen: 0,
         timer_at: None,
+        id,
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     drive(w, m, slot, |tcb, now, out| {
@@ -236,6 +241,9 @@ pub(crate) fn drive(
     });
     sock.tcb.nic_blocked = false;
     let fx = f(&mut sock.tcb, now, &mut out);
+    if let Some(trace) = w.conns.trace.as_mut() {
+        trace.observe(sock.id, now, &mut sock.tcb);
+    }
     if sock.tcb.nic_blocked {
         if let Some(ifc) = nic {
             crate::net::wait_for_room(w, ifc.net, ifc.port, m, slot);
@@ -282,6 +290,9 @@ pub(crate) fn drive(
             };
             w.queue.schedule(at, m, Event::Timer { machine: m, timer });
         }
+    }
+    if free {
+        w.conns.end(sock.id, m, &mut sock.tcb);
     }
     w.machines[m as usize].sockets[slot as usize] = if free {
         SocketSlot::Free
@@ -464,6 +475,7 @@ fn passive_open(
     let cfg = w.tcp.clone();
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
+    let id = w.conns.open(m, &tcb);
     let sock = TcpSock {
         tcb,
         reader: None,
@@ -472,6 +484,7 @@ fn passive_open(
         orphan: true,
         timer_gen: 0,
         timer_at: None,
+        id,
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     drive(w, m, slot, |tcb, now, out| {
