@@ -646,6 +646,7 @@ impl Simulation {
                             congestion: t.tcb.cc_name(),
                             state: t.tcb.state,
                             stats: tcb_stats,
+                            life: t.life,
                         });
                     }
                 }
@@ -660,6 +661,9 @@ impl Simulation {
                 remote: r.remote.to_string(),
                 congestion: r.congestion,
                 state: r.state,
+                opened_ns: r.life.opened_ns,
+                last_ack_ns: r.life.last_ack_ns,
+                throughput_bps: r.life.throughput_bps(r.stats.bytes_acked),
                 stats: r.stats,
             })
             .collect()
@@ -673,7 +677,12 @@ impl Simulation {
         for machine in &w.machines {
             for s in &machine.sockets {
                 if let SocketSlot::Tcp(t) = s {
-                    trace::add_total(&mut totals, t.tcb.cc_name(), t.tcb.stats.bytes_acked);
+                    trace::add_total(
+                        &mut totals,
+                        t.tcb.cc_name(),
+                        t.tcb.stats.bytes_acked,
+                        t.life,
+                    );
                 }
             }
         }
