@@ -13,6 +13,7 @@ mod queues;
 mod robustness;
 mod sockets;
 mod tcp;
+mod tcp_report;
 mod tcp_theory;
 mod timing;
 mod tshark;
