@@ -886,17 +886,20 @@ impl Tcb {
         if let Some(ack) = seg.ack_number {
             // Our SYN is acknowledged: ESTABLISHED.
             self.snd_una = ack;
-            self.snd_wnd = u64::from(seg.window_len) << self.snd_wscale;
+            // RFC 7323 §2.2: "The window field in a segment where the SYN
+            // bit is set (i.e., a <SYN> or <SYN,ACK>) MUST NOT be scaled."
+            self.snd_wnd = u64::from(seg.window_len);
             self.snd_wl1 = seg.seq_number;
             self.snd_wl2 = ack;
-            self.rto_at = None;
             if self.syn_retries == 0 {
+                // Before the timer is cleared: `syn_time` reads it.
                 self.rtt_sample(
                     now,
                     self.ts_rtt(seg, now)
                         .unwrap_or_else(|| now - self.syn_time(now)),
                 );
             }
+            self.rto_at = None;
             self.state = State::Established;
             self.ack_now = true;
             fx.established = true;
@@ -960,6 +963,22 @@ impl Tcb {
         let seg_len = payload.len()
             + usize::from(seg.control == Control::Syn)
             + usize::from(seg.control == Control::Fin);
+        // Simultaneous open (RFC 9293 Figure 8, line 6): the peer's SYN,ACK
+        // acknowledging our SYN takes SYN-RECEIVED to ESTABLISHED. The
+        // sequence-number check below would reject its SYN (SEG.SEQ =
+        // RCV.NXT − 1) and both ends would wait for each other until they
+        // time out; Linux accepts exactly this segment (tcp_validate_incoming).
+        if self.state == State::SynReceived
+            && seg.control == Control::Syn
+            && seg.seq_number + 1 == self.rcv_nxt
+            && seg.ack_number == Some(self.snd_nxt)
+            && self.snd_nxt == self.iss + 1
+        {
+            if let Some(ack) = seg.ack_number {
+                self.establish(now, seg, ack, fx);
+            }
+            return;
+        }
         // First: sequence number check.
         if !self.acceptable(seg, seg_len) {
             // A zero-window probe or an old duplicate: "send an
@@ -1006,20 +1025,7 @@ impl Tcb {
         if self.state == State::SynReceived {
             // "If SND.UNA < SEG.ACK =< SND.NXT, then enter ESTABLISHED".
             if self.snd_una < ack && ack <= self.snd_nxt {
-                self.state = State::Established;
-                self.snd_wnd = u64::from(seg.window_len) << self.snd_wscale;
-                self.snd_wl1 = seg.seq_number;
-                self.snd_wl2 = ack;
-                fx.established = true;
-                fx.writable = true;
-                if self.syn_retries == 0 {
-                    let rtt = self
-                        .ts_rtt(seg, now)
-                        .unwrap_or_else(|| now - self.syn_time(now));
-                    self.rtt_sample(now, rtt);
-                }
-                self.snd_una = ack;
-                self.rto_at = None;
+                self.establish(now, seg, ack, fx);
             } else {
                 out.push(Segment {
                     repr: rst_for(seg, payload.len()),
@@ -1027,6 +1033,11 @@ impl Tcb {
                 });
                 return;
             }
+        } else if ack > self.snd_max {
+            // "If the ACK acks something not yet sent (SEG.ACK > SND.NXT),
+            // then send an ACK, drop the segment, and return."
+            self.ack_now = true;
+            return;
         } else {
             self.process_ack(now, seg, ack, payload.len(), out, fx);
             if self.state == State::Closed {
@@ -1048,6 +1059,7 @@ impl Tcb {
                 payload.truncate(keep);
             }
             let n = payload.len();
+            let had_hole = self.rcvbuf.held() > self.rcvbuf.ready_len();
             let before = self.rcv_nxt;
             self.rcv_nxt = self.rcvbuf.insert(self.rcv_nxt, seg.seq_number, payload);
             let advanced = (self.rcv_nxt - before).max(0) as u64;
@@ -1059,8 +1071,10 @@ impl Tcb {
                 // Out of order: ACK at once with SACK (RFC 5681 §4.2).
                 self.last_ooo = Some(seg.seq_number);
                 self.ack_now = true;
-            } else if self.rcvbuf.held() > self.rcvbuf.ready_len() || n < self.smss() {
-                // Filled a hole, or a short (PSH) segment: ACK at once.
+            } else if had_hole || n < self.smss() {
+                // Filled (part of) a hole, or a short (PSH) segment: ACK at
+                // once. RFC 5681 §4.2: "an immediate ACK when the incoming
+                // segment fills in all or part of a gap".
                 self.ack_now = true;
             } else {
                 self.ack_pending += 1;
@@ -1089,6 +1103,31 @@ impl Tcb {
         }
     }
 
+    /// SYN-RECEIVED to ESTABLISHED on an acceptable ACK of our SYN
+    /// (RFC 9293 §3.10.7.4 "fifth, check the ACK field").
+    fn establish(&mut self, now: Time, seg: &Repr, ack: SeqNumber, fx: &mut Effects) {
+        self.state = State::Established;
+        // A SYN,ACK's window is never scaled (RFC 7323 §2.2).
+        let shift = if seg.control == Control::Syn {
+            0
+        } else {
+            self.snd_wscale
+        };
+        self.snd_wnd = u64::from(seg.window_len) << shift;
+        self.snd_wl1 = seg.seq_number;
+        self.snd_wl2 = ack;
+        fx.established = true;
+        fx.writable = true;
+        if self.syn_retries == 0 {
+            let rtt = self
+                .ts_rtt(seg, now)
+                .unwrap_or_else(|| now - self.syn_time(now));
+            self.rtt_sample(now, rtt);
+        }
+        self.snd_una = ack;
+        self.rto_at = None;
+    }
+
     fn challenge_ack(&mut self, now: Time, out: &mut Vec<Segment>) {
         let seg = self.segment(Control::None, self.snd_nxt, Message::new(), false);
         self.push(seg, now, out, false);
@@ -1112,11 +1151,6 @@ impl Tcb {
         out: &mut Vec<Segment>,
         fx: &mut Effects,
     ) {
-        if ack > self.snd_max {
-            // "If the ACK acks something not yet sent ... send an ACK, drop".
-            self.ack_now = true;
-            return;
-        }
         if self.sack_enabled {
             for (s, e) in seg.sack_ranges.iter().flatten() {
                 self.scoreboard
@@ -1365,3 +1399,6 @@ pub(crate) fn rst_for(seg: &Repr, payload_len: usize) -> Repr {
         payload_len: 0,
     }
 }
+
+#[cfg(test)]
+mod tests;
