@@ -54,6 +54,8 @@ pub enum SocketError {
     TimedOut,
     #[error("broken pipe (the connection can no longer send)")]
     BrokenPipe,
+    #[error("invalid argument: {0}")]
+    InvalidInput(&'static str),
     #[error("no ephemeral port left")]
     NoPortsLeft,
     #[error("the socket API was called outside a running simulation")]
@@ -78,7 +80,8 @@ const EPHEMERAL: u16 = 49_152;
 
 mod tcp;
 pub use tcp::{
-    Accept, Connect, Recv as TcpRecv, Send as TcpSend, Shutdown, TcpListener, TcpStream,
+    Accept, Close as TcpClose, Connect, Recv as TcpRecv, Send as TcpSend, Shutdown, TcpListener,
+    TcpSocket, TcpStream,
 };
 
 /// One entry of a machine's socket table.

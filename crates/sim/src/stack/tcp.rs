@@ -24,12 +24,24 @@
 //! `txqueuelen`) its segments are dropped at the NIC, which it sees as
 //! loss (Linux's TCP small queues would throttle earlier; not modelled).
 //!
+//! Per-socket options (set on a [`crate::socket::TcpSocket`] before
+//! `connect`/`listen`; accepted connections inherit the listener's) override
+//! the buffer sizes (the window scale follows the receive buffer), the
+//! congestion control, Nagle, keep-alive ([`keepalive`]) and
+//! `SO_REUSEADDR`: a port held only by connections in TIME-WAIT can be
+//! bound with it and not without, as on Linux.
+//!
 //! # Gaps
 //! RACK-TLP (RFC 8985): a lost tail segment, or a lost retransmission of a
-//! hole other than `snd_una`, waits for the RTO. Keep-alive, urgent data, ECN (the bits parse but are not acted on),
-//! PMTU discovery, HyStart++.
+//! hole other than `snd_una`, waits for the RTO. Urgent data, ECN (the bits
+//! parse but are not acted on), PMTU discovery, HyStart++. A SYN for a
+//! 4-tuple still in TIME-WAIT is not taken as a new connection (Linux
+//! accepts one with a higher sequence number). `SO_REUSEADDR` does not let
+//! two live (non-TIME-WAIT) sockets share a port, and a port checked at
+//! `bind` is not reserved until `listen`/`connect`.
 
 pub(crate) mod buffers;
+pub mod keepalive;
 pub(crate) mod tcb;
 
 use crate::executor::TaskId;
@@ -89,6 +101,39 @@ impl Default for TcpConfig {
     }
 }
 
+/// Per-socket options (`setsockopt` before `connect`/`listen`); `None`
+/// means the simulation's [`TcpConfig`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct SockOpts {
+    pub sndbuf: Option<usize>,
+    pub rcvbuf: Option<usize>,
+    pub congestion: Option<Algorithm>,
+    pub nodelay: bool,
+    pub reuseaddr: bool,
+    pub keepalive: Option<keepalive::Keepalive>,
+    /// The port given to `bind` (else an ephemeral one).
+    pub local_port: Option<u16>,
+}
+
+impl SockOpts {
+    /// Returns the configuration a new connection with these options gets.
+    fn config(&self, w: &World) -> TcpConfig {
+        let mut cfg = w.tcp.clone();
+        cfg.sndbuf = self.sndbuf.unwrap_or(cfg.sndbuf);
+        cfg.rcvbuf = self.rcvbuf.unwrap_or(cfg.rcvbuf);
+        cfg.congestion = self.congestion.unwrap_or(cfg.congestion);
+        cfg
+    }
+
+    /// Applies the options the TCB itself holds.
+    fn apply(&self, tcb: &mut Tcb) {
+        tcb.nodelay = self.nodelay;
+        tcb.keepalive = self
+            .keepalive
+            .map(|k| Box::new(keepalive::KeepaliveTimer::new(k, None)));
+    }
+}
+
 /// A connection in a machine's socket table, with its application side.
 pub(crate) struct TcpSock {
     pub tcb: Tcb,
@@ -111,6 +156,8 @@ pub(crate) struct Listener {
     /// Connections in SYN-RECEIVED.
     pub embryonic: usize,
     pub waiter: Option<TaskId>,
+    /// Options the accepted connections inherit.
+    pub opts: SockOpts,
 }
 
 /// Returns the ISN for a 4-tuple (RFC 6528: ISN = M + F(4-tuple, secret)).
@@ -131,15 +178,19 @@ fn mtu_towards(w: &World, m: MachineId, dst: Ipv4Addr) -> Result<usize, SocketEr
     Ok(route.mtu.min(65_535) as usize)
 }
 
-fn port_taken(w: &World, m: MachineId, port: u16) -> bool {
+/// Returns true if `port` is in use; with `reuseaddr` (`SO_REUSEADDR`),
+/// connections in TIME-WAIT do not count (Linux `inet_csk_bind_conflict`).
+pub(crate) fn port_taken(w: &World, m: MachineId, port: u16, reuseaddr: bool) -> bool {
     w.machines[m as usize].sockets.iter().any(|s| match s {
         SocketSlot::TcpListener(l) => l.port == port,
-        SocketSlot::Tcp(t) => t.tcb.local.port() == port,
+        SocketSlot::Tcp(t) => {
+            t.tcb.local.port() == port && !(reuseaddr && t.tcb.state == State::TimeWait)
+        }
         _ => false,
     })
 }
 
-fn check_tcp_enabled(w: &World, m: MachineId) -> Result<(), SocketError> {
+pub(crate) fn check_tcp_enabled(w: &World, m: MachineId) -> Result<(), SocketError> {
     let g = w.machines[m as usize].group;
     if w.groups[g as usize].protocols.tcp {
         Ok(())
@@ -154,9 +205,10 @@ pub(crate) fn listen(
     m: MachineId,
     port: u16,
     backlog: usize,
+    opts: SockOpts,
 ) -> Result<u32, SocketError> {
     check_tcp_enabled(w, m)?;
-    if port_taken(w, m, port) {
+    if port_taken(w, m, port, opts.reuseaddr) {
         return Err(SocketError::AddrInUse(port));
     }
     let l = Listener {
@@ -165,6 +217,7 @@ pub(crate) fn listen(
         ready: VecDeque::new(),
         embryonic: 0,
         waiter: None,
+        opts,
     };
     Ok(alloc_slot(w, m, SocketSlot::TcpListener(Box::new(l))))
 }
@@ -174,19 +227,32 @@ pub(crate) fn connect(
     w: &mut World,
     m: MachineId,
     remote: SocketAddrV4,
-    alg: Option<Algorithm>,
+    opts: &SockOpts,
 ) -> Result<u32, SocketError> {
     check_tcp_enabled(w, m)?;
     let route = super::ipv4::route(w, m, *remote.ip())?;
-    let port = (49_152..=u16::MAX)
-        .find(|&p| !port_taken(w, m, p))
-        .ok_or(SocketError::NoPortsLeft)?;
+    let port = match opts.local_port {
+        Some(p) => {
+            // The 4-tuple must be unique (Linux: EADDRNOTAVAIL).
+            let clash = w.machines[m as usize].sockets.iter().any(|s| {
+                matches!(s, SocketSlot::Tcp(t) if t.tcb.local.port() == p && t.tcb.remote == remote)
+            });
+            if clash || port_taken(w, m, p, opts.reuseaddr) {
+                return Err(SocketError::AddrInUse(p));
+            }
+            p
+        }
+        None => (49_152..=u16::MAX)
+            .find(|&p| !port_taken(w, m, p, false))
+            .ok_or(SocketError::NoPortsLeft)?,
+    };
     let local = SocketAddrV4::new(route.src, port);
     let iss = initial_seq(w, m, local, remote);
     let mtu = mtu_towards(w, m, *remote.ip())?;
-    let cfg = w.tcp.clone();
-    let cc = new_cc(w, alg.unwrap_or(cfg.congestion), mtu - 40);
-    let tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
+    let cfg = opts.config(w);
+    let cc = new_cc(w, cfg.congestion, mtu - 40);
+    let mut tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
+    opts.apply(&mut tcb);
     let sock = TcpSock {
         tcb,
         reader: None,
@@ -457,13 +523,15 @@ fn passive_open(
         return w.drop_packet(DropReason::ListenQueueFull);
     }
     lst.embryonic += 1;
+    let opts = lst.opts.clone();
     let iss = initial_seq(w, m, local, remote);
     let Ok(mtu) = mtu_towards(w, m, *remote.ip()) else {
         return;
     };
-    let cfg = w.tcp.clone();
+    let cfg = opts.config(w);
     let cc = new_cc(w, cfg.congestion, mtu - 40);
-    let tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
+    let mut tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
+    opts.apply(&mut tcb);
     let sock = TcpSock {
         tcb,
         reader: None,
@@ -505,8 +573,9 @@ pub(crate) fn on_timer(w: &mut World, m: MachineId, slot: u32, gen: u32) {
 }
 
 /// The application dropped its handle: close gracefully (FIN after the
-/// queued data) and free the slot when the connection ends.
-pub(crate) fn release(w: &mut World, m: MachineId, slot: u32) {
+/// queued data) and free the slot when the connection ends; `abortive`
+/// (`SO_LINGER` with a zero timeout) resets the connection instead.
+pub(crate) fn release(w: &mut World, m: MachineId, slot: u32, abortive: bool) {
     if let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize) {
         t.orphan = true;
         t.reader = None;
@@ -518,7 +587,7 @@ pub(crate) fn release(w: &mut World, m: MachineId, slot: u32) {
             fx.closed = true;
             return fx;
         }
-        if tcb.rcvbuf.ready_len() > 0 && !tcb.at_eof() {
+        if abortive || (tcb.rcvbuf.ready_len() > 0 && !tcb.at_eof()) {
             // Unread data at close: RFC 2525 §2.17, reset.
             if let Some(rst) = tcb.abort() {
                 out.push(rst);
