@@ -56,7 +56,7 @@ use elvis_tcpcc::Algorithm;
 use elvis_wire::checksum::{self, Checksum};
 use elvis_wire::tcp::{self, Control, Repr, SeqNumber};
 use elvis_wire::{Checksums, IpProtocol};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 use tcb::{Effects, Segment, State, Tcb};
@@ -134,6 +134,60 @@ impl SockOpts {
     }
 }
 
+/// A machine's TCP lookup tables, kept in step with its socket table so
+/// that demux, `bind` and ephemeral-port choice cost O(1) however many
+/// connections the machine holds (`HashMap`s are only looked up, never
+/// iterated).
+#[derive(Default)]
+pub(crate) struct TcpIndex {
+    /// Connections by (local port, remote address).
+    conns: HashMap<(u16, SocketAddrV4), u32>,
+    /// Listeners by port.
+    listeners: HashMap<u16, u32>,
+    /// TCP sockets (connections and listeners) per local port.
+    ports: HashMap<u16, u32>,
+    /// No ephemeral port below this is free.
+    eph_low: u16,
+}
+
+fn index(w: &mut World, m: MachineId) -> &mut TcpIndex {
+    &mut w.machines[m as usize].ext().tcp
+}
+
+impl TcpIndex {
+    fn add_port(&mut self, port: u16) {
+        *self.ports.entry(port).or_insert(0) += 1;
+    }
+
+    fn remove_port(&mut self, port: u16) {
+        if let Some(n) = self.ports.get_mut(&port) {
+            *n -= 1;
+            if *n == 0 {
+                self.ports.remove(&port);
+                self.eph_low = self.eph_low.min(port);
+            }
+        }
+    }
+
+    fn add_conn(&mut self, local: u16, remote: SocketAddrV4, slot: u32) {
+        self.conns.insert((local, remote), slot);
+        self.add_port(local);
+    }
+
+    fn remove_conn(&mut self, local: u16, remote: SocketAddrV4) {
+        if self.conns.remove(&(local, remote)).is_some() {
+            self.remove_port(local);
+        }
+    }
+
+    /// Returns the lowest free ephemeral port (IANA range).
+    fn ephemeral(&mut self) -> Option<u16> {
+        let p = (self.eph_low.max(49_152)..=u16::MAX).find(|p| !self.ports.contains_key(p))?;
+        self.eph_low = p;
+        Some(p)
+    }
+}
+
 /// A connection in a machine's socket table, with its application side.
 pub(crate) struct TcpSock {
     pub tcb: Tcb,
@@ -181,7 +235,15 @@ fn mtu_towards(w: &World, m: MachineId, dst: Ipv4Addr) -> Result<usize, SocketEr
 /// Returns true if `port` is in use; with `reuseaddr` (`SO_REUSEADDR`),
 /// connections in TIME-WAIT do not count (Linux `inet_csk_bind_conflict`).
 pub(crate) fn port_taken(w: &World, m: MachineId, port: u16, reuseaddr: bool) -> bool {
-    w.machines[m as usize].sockets.iter().any(|s| match s {
+    let machine = &w.machines[m as usize];
+    let used = machine
+        .ext
+        .as_deref()
+        .is_some_and(|e| e.tcp.ports.contains_key(&port));
+    if !used || !reuseaddr {
+        return used;
+    }
+    machine.sockets.iter().any(|s| match s {
         SocketSlot::TcpListener(l) => l.port == port,
         SocketSlot::Tcp(t) => {
             t.tcb.local.port() == port && !(reuseaddr && t.tcb.state == State::TimeWait)
@@ -219,7 +281,11 @@ pub(crate) fn listen(
         waiter: None,
         opts,
     };
-    Ok(alloc_slot(w, m, SocketSlot::TcpListener(Box::new(l))))
+    let slot = alloc_slot(w, m, SocketSlot::TcpListener(Box::new(l)));
+    let ix = index(w, m);
+    ix.listeners.insert(port, slot);
+    ix.add_port(port);
+    Ok(slot)
 }
 
 /// Starts an active open to `remote`; returns the connection's slot.
@@ -234,17 +300,13 @@ pub(crate) fn connect(
     let port = match opts.local_port {
         Some(p) => {
             // The 4-tuple must be unique (Linux: EADDRNOTAVAIL).
-            let clash = w.machines[m as usize].sockets.iter().any(|s| {
-                matches!(s, SocketSlot::Tcp(t) if t.tcb.local.port() == p && t.tcb.remote == remote)
-            });
+            let clash = index(w, m).conns.contains_key(&(p, remote));
             if clash || port_taken(w, m, p, opts.reuseaddr) {
                 return Err(SocketError::AddrInUse(p));
             }
             p
         }
-        None => (49_152..=u16::MAX)
-            .find(|&p| !port_taken(w, m, p, false))
-            .ok_or(SocketError::NoPortsLeft)?,
+        None => index(w, m).ephemeral().ok_or(SocketError::NoPortsLeft)?,
     };
     let local = SocketAddrV4::new(route.src, port);
     let iss = initial_seq(w, m, local, remote);
@@ -263,6 +325,7 @@ pub(crate) fn connect(
         timer_at: None,
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
+    index(w, m).add_conn(local.port(), remote, slot);
     drive(w, m, slot, |tcb, now, out| {
         tcb.output(now, out);
         Effects::default()
@@ -349,11 +412,13 @@ pub(crate) fn drive(
             w.queue.schedule(at, m, Event::Timer { machine: m, timer });
         }
     }
-    w.machines[m as usize].sockets[slot as usize] = if free {
-        SocketSlot::Free
+    if free {
+        w.machines[m as usize].sockets[slot as usize] = SocketSlot::Free;
+        w.machines[m as usize].slot_freed(slot);
+        index(w, m).remove_conn(local.port(), remote);
     } else {
-        SocketSlot::Tcp(sock)
-    };
+        w.machines[m as usize].sockets[slot as usize] = SocketSlot::Tcp(sock);
+    }
     if let Some((l, ok)) = to_listener {
         if let Some(SocketSlot::TcpListener(lst)) =
             w.machines[m as usize].sockets.get_mut(l as usize)
@@ -475,20 +540,16 @@ pub(crate) fn receive(
     let local = SocketAddrV4::new(dst, repr.dst_port);
     let remote = SocketAddrV4::new(src, repr.src_port);
     // A connection for the 4-tuple?
-    let socks = &w.machines[m as usize].sockets;
-    let conn = socks.iter().position(|s| matches!(s, SocketSlot::Tcp(t) if t.tcb.local.port() == local.port() && t.tcb.remote == remote));
+    let ix = w.machines[m as usize].ext.as_deref().map(|e| &e.tcp);
+    let conn = ix.and_then(|ix| ix.conns.get(&(local.port(), remote)).copied());
     if let Some(slot) = conn {
-        drive(w, m, slot as u32, |tcb, now, out| {
-            tcb.input(now, &repr, payload, out)
-        });
+        drive(w, m, slot, |tcb, now, out| tcb.input(now, &repr, payload, out));
         return;
     }
-    let listener = socks
-        .iter()
-        .position(|s| matches!(s, SocketSlot::TcpListener(l) if l.port == local.port()));
+    let listener = ix.and_then(|ix| ix.listeners.get(&local.port()).copied());
     match listener {
         Some(l) if repr.control == Control::Syn && repr.ack_number.is_none() => {
-            passive_open(w, m, l as u32, local, remote, &repr);
+            passive_open(w, m, l, local, remote, &repr);
         }
         Some(_) if repr.control != Control::Rst && repr.ack_number.is_some() => {
             // RFC 9293 §3.10.7.2: an ACK to a listener gets a RST.
@@ -542,6 +603,7 @@ fn passive_open(
         timer_at: None,
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
+    index(w, m).add_conn(local.port(), remote, slot);
     drive(w, m, slot, |tcb, now, out| {
         tcb.output(now, out);
         Effects::default()
@@ -615,6 +677,10 @@ pub(crate) fn close_listener(w: &mut World, m: MachineId, slot: u32) {
     ) else {
         return;
     };
+    w.machines[m as usize].slot_freed(slot);
+    let ix = index(w, m);
+    ix.listeners.remove(&l.port);
+    ix.remove_port(l.port);
     for c in l.ready {
         drive(w, m, c, |tcb, _now, out| {
             if let Some(rst) = tcb.abort() {
@@ -633,5 +699,38 @@ pub(crate) fn close_listener(w: &mut World, m: MachineId, slot: u32) {
                 t.listener = None;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+    use super::*;
+    use std::mem::size_of;
+
+    /// The per-connection structures an idle established connection holds
+    /// (measured whole by `elvis-bench tcp-idle`); printed with
+    /// `--nocapture`.
+    #[test]
+    fn an_idle_connection_fits_in_well_under_a_kilobyte() {
+        let cc = elvis_tcpcc::new(Algorithm::Cubic, 1448, 10);
+        let cc_heap = std::mem::size_of_val(&*cc);
+        let sizes = [
+            ("SocketSlot (table entry)", size_of::<SocketSlot>()),
+            ("TcpSock (boxed, holds the Tcb)", size_of::<TcpSock>()),
+            ("  Tcb", size_of::<Tcb>()),
+            ("    TcpConfig copy", size_of::<TcpConfig>()),
+            ("    TcpStats", size_of::<TcpStats>()),
+            ("    SendBuffer", size_of::<SendBuffer>()),
+            ("    RecvBuffer", size_of::<RecvBuffer>()),
+            ("    Scoreboard", size_of::<Scoreboard>()),
+            ("Cubic state (boxed)", cc_heap),
+        ];
+        for (name, n) in sizes {
+            println!("{name:32} {n:5} bytes");
+        }
+        let total = size_of::<SocketSlot>() + size_of::<TcpSock>() + cc_heap;
+        println!("{:32} {total:5} bytes", "total (no buffered data)");
+        assert!(total <= 1024, "{total} bytes per idle connection");
     }
 }
