@@ -69,5 +69,8 @@ pub use machine::{MachineId, Protocols};
 pub use net::{NetId, NetworkConfig, NetworkKind};
 pub use report::{DropReason, Report};
 pub use simulation::{Progress, RunLimits, SimError, Simulation};
-pub use socket::{EchoReply, IcmpSocket, Shutdown, SocketError, TcpListener, TcpStream, UdpSocket};
+pub use socket::{
+    EchoReply, IcmpSocket, Shutdown, SocketError, TcpListener, TcpSocket, TcpStream, UdpSocket,
+};
+pub use stack::tcp::keepalive::Keepalive;
 pub use stack::tcp::{TcpConfig, TcpStats};

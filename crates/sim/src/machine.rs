@@ -94,6 +94,10 @@ pub(crate) struct MachineExt {
     pub multicast: Vec<Ipv4Addr>,
     /// User-defined protocols above IPv4.
     pub protocols: Vec<Box<dyn crate::stack::custom::Protocol>>,
+    /// TCP demux and port index.
+    pub tcp: crate::stack::tcp::TcpIndex,
+    /// No free socket-table entry lies below this (large tables only).
+    pub free_hint: u32,
 }
 
 impl Machine {
@@ -111,6 +115,13 @@ impl Machine {
     /// Returns the rarely used state, allocating it on first use.
     pub fn ext(&mut self) -> &mut MachineExt {
         self.ext.get_or_insert_with(Default::default)
+    }
+
+    /// Notes that socket-table entry `slot` became free.
+    pub fn slot_freed(&mut self, slot: u32) {
+        if let Some(e) = self.ext.as_deref_mut() {
+            e.free_hint = e.free_hint.min(slot);
+        }
     }
 
     /// Returns the machine's first address (its "name" address).

@@ -151,6 +151,10 @@ impl World {
             }
             machine.crashed = true;
             machine.sockets.clear();
+            if let Some(e) = machine.ext.as_deref_mut() {
+                e.tcp = Default::default();
+                e.free_hint = 0;
+            }
             for (i, meta) in self.tasks.meta.iter_mut().enumerate() {
                 if meta.machine == m && meta.state == TaskState::Pending {
                     meta.state = TaskState::Crashed;

@@ -13,5 +13,6 @@ mod queues;
 mod robustness;
 mod sockets;
 mod tcp;
+mod tcp_sockets;
 mod timing;
 mod tshark;

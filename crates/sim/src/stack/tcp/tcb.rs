@@ -15,6 +15,7 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+use super::keepalive::{self, KeepaliveTimer};
 use super::TcpConfig;
 use crate::socket::SocketError;
 use elvis_kernel::Time;
@@ -156,6 +157,8 @@ pub(crate) struct Tcb {
     pub nodelay: bool,
     pub stats: TcpStats,
     cfg: TcpConfig,
+    /// `SO_KEEPALIVE` (off: `None`).
+    pub keepalive: Option<Box<KeepaliveTimer>>,
 }
 
 /// Sequence-number helpers.
@@ -229,6 +232,7 @@ impl Tcb {
             nodelay: false,
             stats: TcpStats::default(),
             cfg: cfg.clone(),
+            keepalive: None,
         }
     }
 
@@ -484,6 +488,7 @@ impl Tcb {
             self.delack_at,
             self.persist_at,
             self.timewait_at,
+            self.keepalive_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -737,10 +742,47 @@ impl Tcb {
             self.rto_at = None;
             self.on_rto(now, out, &mut fx);
         }
+        if self.keepalive_deadline().is_some_and(|t| t <= now) {
+            self.on_keepalive(now, out, &mut fx);
+        }
         if self.state != State::Closed {
             self.output(now, out);
         }
         fx
+    }
+
+    /// Returns when the keep-alive timer fires, in the states where it
+    /// runs (synchronized, not TIME-WAIT).
+    fn keepalive_deadline(&self) -> Option<Time> {
+        let k = self.keepalive.as_deref()?;
+        match self.state {
+            State::SynSent | State::SynReceived | State::TimeWait | State::Closed => None,
+            _ => k.deadline(),
+        }
+    }
+
+    /// Keep-alive timer (see `keepalive.rs`).
+    fn on_keepalive(&mut self, now: Time, out: &mut Vec<Segment>, fx: &mut Effects) {
+        let busy = self.snd_una != self.snd_max || self.sndbuf.len() > 0;
+        let Some(k) = self.keepalive.as_deref_mut() else {
+            return;
+        };
+        match k.fire(now, busy) {
+            keepalive::Action::Wait => {}
+            keepalive::Action::Probe => {
+                // "SEG.SEQ = SND.NXT-1" (RFC 1122 §4.2.3.6; Linux uses
+                // SND.UNA-1, the same when nothing is in flight).
+                let seg = self.segment(Control::None, self.snd_una - 1, Message::new(), false);
+                self.push(seg, now, out, false);
+            }
+            keepalive::Action::Abort => {
+                // Linux: tcp_send_active_reset, then tcp_write_err.
+                if let Some(rst) = self.abort() {
+                    out.push(rst);
+                }
+                self.fail(SocketError::TimedOut, fx);
+            }
+        }
     }
 
     /// Retransmission timeout (RFC 6298 §5.4–5.7).
@@ -847,6 +889,11 @@ impl Tcb {
             State::Closed => {}
             State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
             _ => self.input_synchronized(now, seg, payload, out, &mut fx),
+        }
+        if let Some(k) = self.keepalive.as_deref_mut() {
+            if !matches!(self.state, State::SynSent | State::SynReceived) {
+                k.received(now);
+            }
         }
         if self.state != State::Closed {
             self.output(now, out);
