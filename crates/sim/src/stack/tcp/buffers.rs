@@ -4,7 +4,7 @@
 //! All three hold [`Message`]s and slice or append them, so payload bytes
 //! are never copied (and a virtual payload stays virtual end to end).
 
-use elvis_message::Message;
+use elvis_message::{ChunkRef, Message};
 use elvis_wire::tcp::SeqNumber;
 use std::collections::VecDeque;
 
@@ -35,6 +35,15 @@ impl SendBuffer {
             return;
         }
         self.len += m.len();
+        // Virtual zeros after virtual zeros: one longer run, so that a bulk
+        // sender's many writes stay one chunk and segments never straddle
+        // two (which would cost the segment a second rope chunk).
+        if let Some(back) = self.chunks.back_mut() {
+            if is_virtual(back) && is_virtual(&m) {
+                back.append(m);
+                return;
+            }
+        }
         self.chunks.push_back(m);
     }
 
@@ -99,6 +108,15 @@ impl SendBuffer {
         }
         self.cursor = (idx, before);
     }
+}
+
+/// Returns true if `m` is one run of virtual zeros.
+fn is_virtual(m: &Message) -> bool {
+    let mut pieces = m.chunks();
+    matches!(
+        (pieces.next(), pieces.next()),
+        (Some(ChunkRef::Zeros(_)), None)
+    )
 }
 
 /// Data received in order (for the application) and out of order (waiting
