@@ -424,8 +424,9 @@ fn release_nic(w: &mut World, net: NetId, port: u32) {
         w.wake(task);
     }
     let p = &mut w.networks[net as usize].ports[port as usize];
-    let waiting = match p.queues.as_mut() {
-        Some(q) if !q.tcp_waiters.is_empty() => std::mem::take(&mut q.tcp_waiters),
+    // Drained in place, so the list keeps its storage for the next waiter.
+    let waiting: smallvec::SmallVec<[(MachineId, u32); 2]> = match p.queues.as_mut() {
+        Some(q) if !q.tcp_waiters.is_empty() => q.tcp_waiters.drain(..).collect(),
         _ => return,
     };
     for (m, slot) in waiting {

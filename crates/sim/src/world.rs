@@ -72,6 +72,9 @@ pub(crate) struct World {
     pub metrics: Vec<Metric>,
     /// Machines that crashed this event and still need cleaning up.
     pub crashed: Vec<(MachineId, String)>,
+    /// Scratch list for the segments a TCP connection produces, kept to
+    /// save an allocation per call (taken while in use).
+    pub tcp_out: Vec<crate::stack::tcp::tcb::Segment>,
 }
 
 /// A value published by an application.
@@ -108,6 +111,7 @@ impl World {
             counters: BTreeMap::new(),
             pcap: PcapSet::default(),
             crashed: Vec::new(),
+            tcp_out: Vec::new(),
             metrics: Vec::new(),
             sync_depth: 0,
             tcp: Default::default(),

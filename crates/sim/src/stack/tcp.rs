@@ -351,15 +351,15 @@ pub(crate) fn drive(
         return;
     };
     let now = w.now();
-    let mut out = Vec::new();
+    let mut out = std::mem::take(&mut w.tcp_out);
+    // One route lookup serves the NIC check and every segment sent.
+    let route = super::ipv4::route(w, m, *sock.tcb.remote.ip()).ok();
     // NIC room for data segments (TCP waits for the NIC as Linux's TSQ
     // makes it do, instead of overflowing the queue).
-    let nic = super::ipv4::route(w, m, *sock.tcb.remote.ip())
-        .ok()
-        .and_then(|r| {
-            (r.next != super::ipv4::NextHop::Local)
-                .then(|| w.machines[m as usize].ifaces[r.iface as usize])
-        });
+    let nic = route.and_then(|r| {
+        (r.next != super::ipv4::NextHop::Local)
+            .then(|| w.machines[m as usize].ifaces[r.iface as usize])
+    });
     sock.tcb.budget = nic.map_or(usize::MAX, |ifc| {
         crate::net::nic_room(w, ifc.net, ifc.port) as usize
     });
@@ -372,7 +372,7 @@ pub(crate) fn drive(
     }
     let (local, remote) = (sock.tcb.local, sock.tcb.remote);
     // Listener bookkeeping and wake-ups.
-    let mut wake: Vec<TaskId> = Vec::new();
+    let mut wake: smallvec::SmallVec<[TaskId; 3]> = smallvec::SmallVec::new();
     if fx.readable {
         wake.extend(sock.reader.take());
     }
@@ -430,8 +430,11 @@ pub(crate) fn drive(
             }
         }
     }
-    for seg in out {
-        transmit(w, m, local, remote, seg);
+    for seg in out.drain(..) {
+        transmit(w, m, local, remote, route, seg);
+    }
+    if w.tcp_out.capacity() < out.capacity() {
+        w.tcp_out = out;
     }
     for t in wake {
         w.wake(t);
@@ -442,9 +445,17 @@ pub(crate) fn drive(
 /// (Linux's default `txqueuelen` under pfifo_fast).
 pub const NIC_LIMIT: u32 = 1000;
 
-/// Pushes one segment down to IPv4.
-fn transmit(w: &mut World, m: MachineId, local: SocketAddrV4, remote: SocketAddrV4, seg: Segment) {
-    let Ok(route) = super::ipv4::route(w, m, *remote.ip()) else {
+/// Pushes one segment down to IPv4 along `route` (the route to `remote`,
+/// `None` if there is none).
+fn transmit(
+    w: &mut World,
+    m: MachineId,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    route: Option<super::ipv4::Route>,
+    seg: Segment,
+) {
+    let Some(route) = route else {
         return w.drop_packet(DropReason::Unsupported("tcp: no route"));
     };
     if route.next != super::ipv4::NextHop::Local {
@@ -484,11 +495,13 @@ fn send_rst(
         return;
     }
     let repr = tcb::rst_for(seg, payload_len);
+    let route = super::ipv4::route(w, m, *remote.ip()).ok();
     transmit(
         w,
         m,
         local,
         remote,
+        route,
         Segment {
             repr,
             payload: Message::new(),

@@ -350,6 +350,12 @@ impl Tcb {
         m
     }
 
+    /// Returns true when an ACK is to be sent at once (for example, a
+    /// window update after [`Tcb::read`]).
+    pub fn ack_due(&self) -> bool {
+        self.ack_now
+    }
+
     /// The application closes its writing side (`shutdown(Write)` or close).
     pub fn shutdown_write(&mut self) {
         if !self.fin_queued {
@@ -483,16 +489,15 @@ impl Tcb {
 
     /// Returns the earliest timer deadline, if any.
     pub fn deadline(&self) -> Option<Time> {
-        [
-            self.rto_at,
-            self.delack_at,
-            self.persist_at,
-            self.timewait_at,
-            self.keepalive_deadline(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let min = |a: Option<Time>, b: Option<Time>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        min(
+            min(min(self.rto_at, self.delack_at), self.keepalive_deadline()),
+            min(self.persist_at, self.timewait_at),
+        )
     }
 
     // ------------------------------------------------------------------
