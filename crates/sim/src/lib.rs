@@ -51,6 +51,7 @@
 
 mod api;
 mod executor;
+pub mod foreign;
 mod machine;
 pub mod net;
 pub mod pcap;
@@ -64,6 +65,7 @@ pub use api::{Host, Sleep};
 pub use elvis_kernel::Time;
 pub use elvis_message::Message;
 pub use elvis_tcpcc::Algorithm as Congestion;
+pub use foreign::{ForeignCtx, ForeignStack};
 pub use executor::{AppError, AppResult, TaskState};
 pub use machine::{MachineId, Protocols};
 pub use net::{NetId, NetworkConfig, NetworkKind};

@@ -79,6 +79,8 @@ pub(crate) struct Iface {
 pub(crate) struct Machine {
     pub group: u32,
     pub crashed: bool,
+    /// Frames go to a user's stack (`ext.foreign`), not ours.
+    pub foreign: bool,
     pub ip_ident: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
     pub sockets: Vec<SocketSlot>,
@@ -94,6 +96,8 @@ pub(crate) struct MachineExt {
     pub multicast: Vec<Ipv4Addr>,
     /// User-defined protocols above IPv4.
     pub protocols: Vec<Box<dyn crate::stack::custom::Protocol>>,
+    /// The stack of a foreign machine.
+    pub foreign: Option<crate::foreign::ForeignSlot>,
 }
 
 impl Machine {
@@ -101,6 +105,7 @@ impl Machine {
         Machine {
             group,
             crashed: false,
+            foreign: false,
             ip_ident: 0,
             ifaces: SmallVec::new(),
             sockets: Vec::new(),
