@@ -458,7 +458,9 @@ pub(crate) fn wait_for_room(w: &mut World, net: NetId, port: u32, m: MachineId, 
 /// `port` frees a slot.
 pub(crate) fn wait_for_room_foreign(w: &mut World, net: NetId, port: u32) {
     let p = &mut w.networks[net as usize].ports[port as usize];
-    p.queues.get_or_insert_with(Default::default).foreign_waiting = true;
+    p.queues
+        .get_or_insert_with(Default::default)
+        .foreign_waiting = true;
 }
 
 /// Applies loss and corruption as a frame leaves the sender.
