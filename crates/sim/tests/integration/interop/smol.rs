@@ -115,8 +115,7 @@ impl Device for Dev {
 
     fn receive(&mut self, _: Instant) -> Option<(RxTok, TxTok<'_>)> {
         // A reply to a received frame is always accepted: if the NIC is
-        // full it is refused later and counted, as Linux drops a reply
-        // when its queue is full.
+        // full it waits (`Smol::pending`) for room.
         let frame = self.rx.pop_front()?;
         let tx = TxTok {
             tx: &mut self.tx,
@@ -231,6 +230,9 @@ pub struct Smol {
     phase: Phase,
     rx_reorder: Reorder,
     tx_reorder: Reorder,
+    /// Frames on their way to the NIC (released by the reorderer, or
+    /// refused by a full NIC): sent first, in order, at the next turn.
+    pending: VecDeque<Vec<u8>>,
     out: Rc<RefCell<SmolOutcome>>,
 }
 
@@ -263,6 +265,7 @@ impl Smol {
             phase: Phase::Start,
             rx_reorder: Reorder::new(cfg.seed, 0, cfg.reorder),
             tx_reorder: Reorder::new(cfg.seed, 1, cfg.reorder),
+            pending: VecDeque::new(),
             out: out.clone(),
         };
         (smol, out)
@@ -293,10 +296,16 @@ impl Smol {
             self.dev.rx.push_back(f);
         }
         if let Some(f) = self.tx_reorder.expire(ns) {
-            self.send(cx, f);
+            self.pending.push_back(f);
         }
-        self.dev.room = cx.nic_room(0) as usize;
-        self.dev.blocked = false;
+        self.flush(cx);
+        // After the flush either nothing is pending or the NIC is full.
+        self.dev.room = if self.pending.is_empty() {
+            cx.nic_room(0) as usize
+        } else {
+            0
+        };
+        self.dev.blocked = self.dev.room == 0;
         self.iface(cx, now);
         // Poll, let the application act, and poll again while it does
         // something (its writes, window updates and closes go out now).
@@ -308,11 +317,11 @@ impl Smol {
             }
         }
         for f in std::mem::take(&mut self.dev.tx) {
-            for f in self.tx_reorder.pass(f, ns) {
-                self.send(cx, f);
-            }
+            let passed = self.tx_reorder.pass(f, ns);
+            self.pending.extend(passed);
         }
-        if self.dev.blocked {
+        self.flush(cx);
+        if self.dev.blocked || !self.pending.is_empty() {
             // Registers for a poll when the NIC frees a slot.
             let _ = cx.can_transmit(0);
         }
@@ -321,11 +330,20 @@ impl Smol {
         out.reordered = self.rx_reorder.count + self.tx_reorder.count;
     }
 
-    fn send(&mut self, cx: &mut ForeignCtx<'_>, frame: Vec<u8>) {
-        match cx.transmit(&frame) {
-            Ok(()) => {}
-            Err(TransmitError::NicFull(_)) => self.out.borrow_mut().nic_refused += 1,
-            Err(e) => panic!("smoltcp produced a frame the NIC rejects: {e}"),
+    /// Hands pending frames to the NIC while it has room; the rest wait
+    /// for the next turn (nothing is dropped here).
+    fn flush(&mut self, cx: &mut ForeignCtx<'_>) {
+        while let Some(f) = self.pending.front() {
+            match cx.transmit(f) {
+                Ok(()) => {
+                    self.pending.pop_front();
+                }
+                Err(TransmitError::NicFull(_)) => {
+                    self.out.borrow_mut().nic_refused += 1;
+                    return;
+                }
+                Err(e) => panic!("smoltcp produced a frame the NIC rejects: {e}"),
+            }
         }
     }
 
