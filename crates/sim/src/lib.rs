@@ -51,6 +51,7 @@
 
 mod api;
 mod executor;
+pub mod foreign;
 mod machine;
 pub mod net;
 pub mod pcap;
@@ -65,6 +66,7 @@ pub use elvis_kernel::Time;
 pub use elvis_message::Message;
 pub use elvis_tcpcc::Algorithm as Congestion;
 pub use executor::{AppError, AppResult, TaskState};
+pub use foreign::{ForeignCtx, ForeignStack};
 pub use machine::{MachineId, Protocols};
 pub use net::{NetId, NetworkConfig, NetworkKind};
 pub use report::{DropReason, Report};

@@ -79,6 +79,8 @@ pub(crate) struct Iface {
 pub(crate) struct Machine {
     pub group: u32,
     pub crashed: bool,
+    /// Frames go to a user's stack (`ext.foreign`), not ours.
+    pub foreign: bool,
     pub ip_ident: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
     pub sockets: Vec<SocketSlot>,
@@ -98,6 +100,8 @@ pub(crate) struct MachineExt {
     pub tcp: crate::stack::tcp::TcpIndex,
     /// No free socket-table entry lies below this (large tables only).
     pub free_hint: u32,
+    /// The stack of a foreign machine.
+    pub foreign: Option<crate::foreign::ForeignSlot>,
 }
 
 impl Machine {
@@ -105,6 +109,7 @@ impl Machine {
         Machine {
             group,
             crashed: false,
+            foreign: false,
             ip_ident: 0,
             ifaces: SmallVec::new(),
             sockets: Vec::new(),

@@ -203,6 +203,42 @@ impl Simulation {
             .expect("machine names are unique")
     }
 
+    /// Adds a *foreign machine*: one whose frames are handed to `stack`
+    /// instead of the simulator's protocol stack (see [`crate::foreign`]).
+    /// Plug it into networks with [`Simulation::attach`]; the address
+    /// given there is the one simulated machines reach it at (their static
+    /// neighbour tables map it to the machine's MAC), and `stack` should
+    /// answer ARP for it. The stack is first polled at time zero.
+    ///
+    /// # Errors
+    /// `DuplicateName` if a group of that name exists.
+    pub fn add_foreign_machine(
+        &mut self,
+        name: &str,
+        stack: Box<dyn crate::foreign::ForeignStack>,
+    ) -> Result<MachineId, SimError> {
+        let none = Protocols {
+            udp: false,
+            arp: false,
+            tcp: false,
+        };
+        let m = self.add_group(name, None, none)?;
+        let w = self.w();
+        let machine = &mut w.machines[m as usize];
+        machine.foreign = true;
+        machine.ext().foreign = Some(crate::foreign::ForeignSlot::new(stack));
+        crate::foreign::start(w, m);
+        Ok(m)
+    }
+
+    /// Returns the MAC address of machine `m`'s interface `iface` (the
+    /// order of [`Simulation::attach`] calls), if it has one.
+    pub fn mac_address(&self, m: MachineId, iface: usize) -> Option<[u8; 6]> {
+        let w = self.world.as_ref()?;
+        let ifc = w.machines.get(m as usize)?.ifaces.get(iface)?;
+        Some(w.networks[ifc.net as usize].mac(ifc.port).0)
+    }
+
     /// Returns each machine's first address, by machine id.
     pub fn primary_addresses(&self) -> Vec<Option<Ipv4Addr>> {
         self.world.as_ref().map_or(Vec::new(), |w| {

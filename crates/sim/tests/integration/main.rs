@@ -9,6 +9,7 @@ mod delivery;
 mod determinism;
 mod faults;
 mod fragmentation;
+mod interop;
 mod queues;
 mod robustness;
 mod sockets;

@@ -382,9 +382,16 @@ impl Tcb {
         rst
     }
 
-    /// Returns our receive window in bytes.
+    /// Returns our receive window in bytes: the buffer less the in-order
+    /// bytes the application has not read. Out-of-order bytes are not
+    /// subtracted: they lie inside the window's sequence space already, so
+    /// counting them would move the right edge left as they arrive, which
+    /// RFC 9293 §3.8.6.2.2 says a receiver SHOULD NOT do ("shrinking the
+    /// window"), and would make every duplicate ACK a window update to a
+    /// sender that follows RFC 5681's definition strictly (smoltcp, found
+    /// by the interop tests). Linux keeps its right edge the same way.
     fn rcv_window(&self) -> usize {
-        self.rcvbuf_cap.saturating_sub(self.rcvbuf.held())
+        self.rcvbuf_cap.saturating_sub(self.rcvbuf.ready_len())
     }
 
     /// Returns bytes sent and not acknowledged.
