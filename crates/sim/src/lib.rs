@@ -75,4 +75,6 @@ pub use socket::{
     EchoReply, IcmpSocket, Shutdown, SocketError, TcpListener, TcpSocket, TcpStream, UdpSocket,
 };
 pub use stack::tcp::keepalive::Keepalive;
+pub use stack::tcp::tcb::State as TcpState;
+pub use stack::tcp::trace::{Sample, Sampling, Series};
 pub use stack::tcp::{TcpConfig, TcpStats};

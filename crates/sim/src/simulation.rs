@@ -8,6 +8,7 @@ use crate::pcap::PcapSet;
 use crate::report::{
     self, AppReport, End, MetricReport, NetworkReport, Performance, Problem, Report,
 };
+use crate::stack::tcp::trace::{self, Sampling, Series};
 use crate::world::{self, World};
 use elvis_kernel::Time;
 use std::cell::RefCell;
@@ -641,6 +642,9 @@ impl Simulation {
                     value: m.value,
                 })
                 .collect(),
+            tcp_connections_total: w.conns.created,
+            tcp_connections: self.connection_reports(),
+            tcp_shares: self.congestion_shares(),
             performance: Performance {
                 wall_time_s: wall,
                 events_per_s: if wall > 0.0 {
@@ -656,6 +660,90 @@ impl Simulation {
                 peak_rss_bytes: report::peak_rss_bytes(),
             },
         }
+    }
+
+    /// Returns the report lines of the TCP connections, ended ones and
+    /// those still open, by id.
+    fn connection_reports(&self) -> Vec<report::ConnectionReport> {
+        use crate::socket::SocketSlot;
+        let w = self.world.as_ref().expect("world is present outside run");
+        let mut recs = w.conns.ended.clone();
+        for (m, machine) in w.machines.iter().enumerate() {
+            for s in &machine.sockets {
+                if let SocketSlot::Tcp(t) = s {
+                    if t.id < trace::MAX_LISTED {
+                        let mut tcb_stats = t.tcb.stats.clone();
+                        t.tcb.fill_cc_stats(&mut tcb_stats);
+                        recs.push(trace::Record {
+                            id: t.id,
+                            machine: m as MachineId,
+                            local: t.tcb.local,
+                            remote: t.tcb.remote,
+                            congestion: t.tcb.cc_name(),
+                            state: t.tcb.state,
+                            stats: tcb_stats,
+                        });
+                    }
+                }
+            }
+        }
+        recs.sort_by_key(|r| r.id);
+        recs.into_iter()
+            .map(|r| report::ConnectionReport {
+                id: r.id,
+                machine: w.machine_name(r.machine),
+                local: r.local.to_string(),
+                remote: r.remote.to_string(),
+                congestion: r.congestion,
+                state: r.state,
+                stats: r.stats,
+            })
+            .collect()
+    }
+
+    /// Returns the bytes acknowledged per congestion control algorithm.
+    fn congestion_shares(&self) -> Vec<report::CongestionShare> {
+        use crate::socket::SocketSlot;
+        let w = self.world.as_ref().expect("world is present outside run");
+        let mut totals = w.conns.ended_totals.clone();
+        for machine in &w.machines {
+            for s in &machine.sockets {
+                if let SocketSlot::Tcp(t) = s {
+                    trace::add_total(&mut totals, t.tcb.cc_name(), t.tcb.stats.bytes_acked);
+                }
+            }
+        }
+        report::CongestionShare::from_totals(&totals)
+    }
+
+    /// Records a time series of every TCP connection opened from now on
+    /// (cwnd, ssthresh, smoothed RTT, bytes acknowledged), sampled as
+    /// `sampling` says; read it with [`Simulation::tcp_series`] or write it
+    /// with [`Simulation::write_tcp_series`]. Off by default, and free
+    /// when off.
+    pub fn trace_tcp(&mut self, sampling: Sampling) {
+        self.w().conns.enable_trace(sampling);
+    }
+
+    /// Returns the TCP time series recorded so far (empty unless
+    /// [`Simulation::trace_tcp`] was called), by connection id.
+    pub fn tcp_series(&self) -> Vec<Series> {
+        let Some(w) = self.world.as_ref() else {
+            return Vec::new();
+        };
+        w.conns
+            .trace
+            .as_ref()
+            .map_or(Vec::new(), |t| t.series(|m| w.machine_name(m)))
+    }
+
+    /// Writes the TCP time series as one CSV per connection into `dir`
+    /// (format: [`trace::write_csv`]); returns the paths.
+    ///
+    /// # Errors
+    /// If the directory or a file cannot be written.
+    pub fn write_tcp_series(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        trace::write_csv(dir, &self.tcp_series())
     }
 
     /// Returns the pcap write error of the run, if any.

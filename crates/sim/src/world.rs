@@ -66,6 +66,8 @@ pub(crate) struct World {
     pub pcap: PcapSet,
     /// TCP settings.
     pub tcp: crate::stack::tcp::TcpConfig,
+    /// TCP connections: ids, ended connections, time series.
+    pub conns: crate::stack::tcp::trace::ConnLog,
     /// Nesting depth of zero-delay deliveries in progress.
     pub sync_depth: u8,
     /// Results published by applications.
@@ -115,6 +117,7 @@ impl World {
             metrics: Vec::new(),
             sync_depth: 0,
             tcp: Default::default(),
+            conns: Default::default(),
         }
     }
 

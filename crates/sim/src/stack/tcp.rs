@@ -43,6 +43,7 @@
 pub(crate) mod buffers;
 pub mod keepalive;
 pub(crate) mod tcb;
+pub mod trace;
 
 use crate::executor::TaskId;
 use crate::machine::MachineId;
@@ -199,6 +200,8 @@ pub(crate) struct TcpSock {
     pub orphan: bool,
     timer_gen: u32,
     timer_at: Option<Time>,
+    /// The connection's id in the run's connection log.
+    pub id: u64,
 }
 
 /// A listening socket.
@@ -315,6 +318,7 @@ pub(crate) fn connect(
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let mut tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
     opts.apply(&mut tcb);
+    let id = w.conns.open(m, &tcb);
     let sock = TcpSock {
         tcb,
         reader: None,
@@ -323,6 +327,7 @@ pub(crate) fn connect(
         orphan: false,
         timer_gen: 0,
         timer_at: None,
+        id,
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     index(w, m).add_conn(local.port(), remote, slot);
@@ -365,6 +370,9 @@ pub(crate) fn drive(
     });
     sock.tcb.nic_blocked = false;
     let fx = f(&mut sock.tcb, now, &mut out);
+    if let Some(trace) = w.conns.trace.as_mut() {
+        trace.observe(sock.id, now, &mut sock.tcb);
+    }
     if sock.tcb.nic_blocked {
         if let Some(ifc) = nic {
             crate::net::wait_for_room(w, ifc.net, ifc.port, m, slot);
@@ -413,6 +421,7 @@ pub(crate) fn drive(
         }
     }
     if free {
+        w.conns.end(sock.id, m, &mut sock.tcb);
         w.machines[m as usize].sockets[slot as usize] = SocketSlot::Free;
         w.machines[m as usize].slot_freed(slot);
         index(w, m).remove_conn(local.port(), remote);
@@ -606,6 +615,7 @@ fn passive_open(
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let mut tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
     opts.apply(&mut tcb);
+    let id = w.conns.open(m, &tcb);
     let sock = TcpSock {
         tcb,
         reader: None,
@@ -614,6 +624,7 @@ fn passive_open(
         orphan: true,
         timer_gen: 0,
         timer_at: None,
+        id,
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     index(w, m).add_conn(local.port(), remote, slot);

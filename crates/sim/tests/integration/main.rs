@@ -15,5 +15,6 @@ mod robustness;
 mod sockets;
 mod tcp;
 mod tcp_sockets;
+mod tcp_theory;
 mod timing;
 mod tshark;

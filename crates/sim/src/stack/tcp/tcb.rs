@@ -1383,6 +1383,14 @@ impl Tcb {
             .min(self.cfg.max_rto);
     }
 
+    /// Fills the congestion and RTT fields of `st` from the live state.
+    pub fn fill_cc_stats(&self, st: &mut TcpStats) {
+        st.cwnd = self.cc.window();
+        st.ssthresh = self.cc.ssthresh();
+        st.srtt_ns = self.srtt.map_or(0, |d| d.as_nanos() as u64);
+        st.min_rtt_ns = self.min_rtt.map_or(0, |d| d.as_nanos() as u64);
+    }
+
     fn update_cc_stats(&mut self) {
         self.stats.cwnd = self.cc.window();
         self.stats.ssthresh = self.cc.ssthresh();
