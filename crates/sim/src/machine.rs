@@ -79,6 +79,8 @@ pub(crate) struct Iface {
 pub(crate) struct Machine {
     pub group: u32,
     pub crashed: bool,
+    /// Forwards datagrams not addressed to it (a router).
+    pub forward: bool,
     pub ip_ident: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
     pub sockets: Vec<SocketSlot>,
@@ -94,6 +96,8 @@ pub(crate) struct MachineExt {
     pub multicast: Vec<Ipv4Addr>,
     /// User-defined protocols above IPv4.
     pub protocols: Vec<Box<dyn crate::stack::custom::Protocol>>,
+    /// Forwarding counters by interface (routers only).
+    pub forwarding: Vec<crate::stack::forward::IfaceCounters>,
 }
 
 impl Machine {
@@ -101,6 +105,7 @@ impl Machine {
         Machine {
             group,
             crashed: false,
+            forward: false,
             ip_ident: 0,
             ifaces: SmallVec::new(),
             sockets: Vec::new(),

@@ -114,13 +114,39 @@ pub(crate) struct IcmpState {
     pub waiter: Option<TaskId>,
 }
 
-/// An ICMP echo reply received by an [`IcmpSocket`].
+/// An ICMP echo reply received by an [`IcmpSocket`], or an ICMP error
+/// about one of its echo requests.
 #[derive(Clone, Debug)]
 pub struct EchoReply {
+    /// Who sent it: the pinged machine, or the router reporting an error.
     pub from: Ipv4Addr,
+    /// The sequence number of the request it answers.
     pub seq: u16,
+    /// The echoed data (empty for an error).
     pub data: Message,
+    /// The TTL the reply arrived with (0 for an error).
     pub ttl: u8,
+    /// `Some` when this is an ICMP error about the request.
+    pub error: Option<IcmpError>,
+}
+
+/// An ICMP error (RFC 792) about an echo request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpError {
+    /// The ICMP type: 3 Destination Unreachable, 11 Time Exceeded.
+    pub kind: u8,
+    /// The ICMP code (for type 3: 0 net, 1 host, 3 port, 4 fragmentation
+    /// needed).
+    pub code: u8,
+    /// The next-hop MTU of a Fragmentation Needed (RFC 1191), else 0.
+    pub mtu: u16,
+}
+
+impl IcmpError {
+    /// Returns true for Time Exceeded in transit (type 11, code 0).
+    pub fn is_time_exceeded(&self) -> bool {
+        self.kind == 11 && self.code == 0
+    }
 }
 
 /// Resolves a machine name to its first address.
@@ -424,10 +450,23 @@ impl IcmpSocket {
         seq: u16,
         data: impl Into<Message>,
     ) -> Result<(), SocketError> {
+        self.send_echo_ttl(to, seq, crate::stack::ipv4::DEFAULT_TTL, data)
+    }
+
+    /// Sends an echo request with time to live `ttl` (`IP_TTL`), as
+    /// `traceroute -I` does; a router where it expires answers with Time
+    /// Exceeded, received by [`IcmpSocket::recv_echo`] with `error` set.
+    pub fn send_echo_ttl(
+        &self,
+        to: Ipv4Addr,
+        seq: u16,
+        ttl: u8,
+        data: impl Into<Message>,
+    ) -> Result<(), SocketError> {
         let m = self.host.machine;
         let ident = self.ident;
         let data = data.into();
-        try_with_world(|w| crate::stack::icmp::send_echo_request(w, m, to, ident, seq, data))?
+        try_with_world(|w| crate::stack::icmp::send_echo_request(w, m, to, ident, seq, ttl, data))?
     }
 
     /// Waits for the next echo reply addressed to this socket.

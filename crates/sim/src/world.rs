@@ -72,6 +72,8 @@ pub(crate) struct World {
     pub metrics: Vec<Metric>,
     /// Machines that crashed this event and still need cleaning up.
     pub crashed: Vec<(MachineId, String)>,
+    /// Routing tables (empty unless routes or routers were configured).
+    pub routing: crate::stack::route::Routing,
 }
 
 /// A value published by an application.
@@ -111,6 +113,7 @@ impl World {
             metrics: Vec::new(),
             sync_depth: 0,
             tcp: Default::default(),
+            routing: Default::default(),
         }
     }
 

@@ -225,7 +225,8 @@ pub(crate) fn drive(
     let mut out = Vec::new();
     // NIC room for data segments (TCP waits for the NIC as Linux's TSQ
     // makes it do, instead of overflowing the queue).
-    let nic = super::ipv4::route(w, m, *sock.tcb.remote.ip())
+    let flow = tcp_flow(sock.tcb.local, sock.tcb.remote);
+    let nic = super::ipv4::route_flow(w, m, *sock.tcb.remote.ip(), Some(&flow))
         .ok()
         .and_then(|r| {
             (r.next != super::ipv4::NextHop::Local)
@@ -311,9 +312,21 @@ pub(crate) fn drive(
 /// (Linux's default `txqueuelen` under pfifo_fast).
 pub const NIC_LIMIT: u32 = 1000;
 
+/// Returns the 5-tuple a connection's segments hash to (ECMP).
+fn tcp_flow(local: SocketAddrV4, remote: SocketAddrV4) -> super::route::FlowKey {
+    super::route::FlowKey {
+        src: 0,
+        dst: u32::from(*remote.ip()),
+        proto: 6,
+        sport: local.port(),
+        dport: remote.port(),
+    }
+}
+
 /// Pushes one segment down to IPv4.
 fn transmit(w: &mut World, m: MachineId, local: SocketAddrV4, remote: SocketAddrV4, seg: Segment) {
-    let Ok(route) = super::ipv4::route(w, m, *remote.ip()) else {
+    let flow = tcp_flow(local, remote);
+    let Ok(route) = super::ipv4::route_flow(w, m, *remote.ip(), Some(&flow)) else {
         return w.drop_packet(DropReason::Unsupported("tcp: no route"));
     };
     if route.next != super::ipv4::NextHop::Local {
