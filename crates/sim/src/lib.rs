@@ -69,5 +69,5 @@ pub use machine::{MachineId, Protocols};
 pub use net::{NetId, NetworkConfig, NetworkKind};
 pub use report::{DropReason, Report};
 pub use simulation::{Progress, RunLimits, SimError, Simulation};
-pub use socket::{EchoReply, IcmpError, IcmpSocket, Shutdown, SocketError, TcpListener, TcpStream, UdpSocket};
+pub use socket::{EchoOptions, EchoReply, IcmpError, IcmpSocket, Shutdown, SocketError, TcpListener, TcpStream, UdpSocket};
 pub use stack::tcp::{TcpConfig, TcpStats};

@@ -349,6 +349,13 @@ impl Simulation {
         Ok(w.routing.tables.len())
     }
 
+    /// Sets the TTL of the datagrams every machine originates (Linux's
+    /// `net.ipv4.ip_default_ttl`, 64 by default; at most 255, so no
+    /// datagram crosses more than 254 routers).
+    pub fn set_default_ttl(&mut self, ttl: u8) {
+        self.w().default_ttl = ttl;
+    }
+
     /// Sets the TCP settings of every connection opened from now on.
     pub fn set_tcp_config(&mut self, cfg: crate::stack::tcp::TcpConfig) {
         self.w().tcp = cfg;

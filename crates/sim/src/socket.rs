@@ -130,6 +130,35 @@ pub struct EchoReply {
     pub error: Option<IcmpError>,
 }
 
+/// IP options of one echo request ([`IcmpSocket::send_echo_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EchoOptions {
+    /// Time to live (`None`: the simulation's default, 64 unless
+    /// [`crate::Simulation::set_default_ttl`] changed it).
+    pub ttl: Option<u8>,
+    /// Sets the Don't Fragment bit (default off).
+    pub dont_fragment: bool,
+}
+
+impl EchoOptions {
+    /// Returns the options with time to live `ttl`.
+    pub fn ttl(ttl: u8) -> EchoOptions {
+        EchoOptions {
+            ttl: Some(ttl),
+            ..EchoOptions::default()
+        }
+    }
+}
+
+impl Default for EchoOptions {
+    fn default() -> Self {
+        EchoOptions {
+            ttl: None,
+            dont_fragment: false,
+        }
+    }
+}
+
 /// An ICMP error (RFC 792) about an echo request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IcmpError {
@@ -450,23 +479,29 @@ impl IcmpSocket {
         seq: u16,
         data: impl Into<Message>,
     ) -> Result<(), SocketError> {
-        self.send_echo_ttl(to, seq, crate::stack::ipv4::DEFAULT_TTL, data)
+        self.send_echo_with(to, seq, EchoOptions::default(), data)
     }
 
-    /// Sends an echo request with time to live `ttl` (`IP_TTL`), as
-    /// `traceroute -I` does; a router where it expires answers with Time
-    /// Exceeded, received by [`IcmpSocket::recv_echo`] with `error` set.
-    pub fn send_echo_ttl(
+    /// Sends an echo request with explicit IP options: the time to live
+    /// (`IP_TTL`; `traceroute -I` raises it probe by probe, and a router
+    /// where it runs out answers with Time Exceeded, received by
+    /// [`IcmpSocket::recv_echo`] with `error` set) and Don't Fragment
+    /// (`ping -M do`).
+    ///
+    /// # Errors
+    /// `MessageTooLong` when DF is set and the datagram exceeds the first
+    /// network's MTU (Linux: `EMSGSIZE`); `HostUnreachable` without a route.
+    pub fn send_echo_with(
         &self,
         to: Ipv4Addr,
         seq: u16,
-        ttl: u8,
+        opts: EchoOptions,
         data: impl Into<Message>,
     ) -> Result<(), SocketError> {
         let m = self.host.machine;
         let ident = self.ident;
         let data = data.into();
-        try_with_world(|w| crate::stack::icmp::send_echo_request(w, m, to, ident, seq, ttl, data))?
+        try_with_world(|w| crate::stack::icmp::send_echo_request(w, m, to, ident, seq, opts, data))?
     }
 
     /// Waits for the next echo reply addressed to this socket.

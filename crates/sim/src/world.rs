@@ -74,6 +74,8 @@ pub(crate) struct World {
     pub crashed: Vec<(MachineId, String)>,
     /// Routing tables (empty unless routes or routers were configured).
     pub routing: crate::stack::route::Routing,
+    /// TTL of datagrams machines originate (`net.ipv4.ip_default_ttl`).
+    pub default_ttl: u8,
 }
 
 /// A value published by an application.
@@ -114,6 +116,7 @@ impl World {
             sync_depth: 0,
             tcp: Default::default(),
             routing: Default::default(),
+            default_ttl: crate::stack::ipv4::DEFAULT_TTL,
         }
     }
 

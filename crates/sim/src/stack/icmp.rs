@@ -61,25 +61,30 @@ fn send_own(
     Ok(())
 }
 
-/// Sends an echo request from an ICMP socket with time to live `ttl`.
+/// Sends an echo request from an ICMP socket with IP options `opts`.
 pub(crate) fn send_echo_request(
     w: &mut World,
     m: MachineId,
     to: Ipv4Addr,
     ident: u16,
     seq: u16,
-    ttl: u8,
+    opts: crate::socket::EchoOptions,
     mut data: Message,
 ) -> Result<(), SocketError> {
     let i = ident.to_be_bytes();
     let s = seq.to_be_bytes();
     push_header(&mut data, ECHO_REQUEST, 0, [i[0], i[1], s[0], s[1]]);
     let route = ipv4::route(w, m, to)?;
+    let mtu = route.mtu as usize;
+    if opts.dont_fragment && data.len() + 20 > mtu {
+        return Err(SocketError::MessageTooLong(data.len()));
+    }
     if ipv4::room(w, m, &route) < ipv4::frames_needed(&route, data.len()) {
         w.drop_packet(DropReason::NicQueueFull);
         return Ok(());
     }
-    ipv4::send_ttl(w, m, route, to, IpProtocol::Icmp, ttl, &mut data);
+    let ttl = opts.ttl.unwrap_or(w.default_ttl);
+    ipv4::send_opts(w, m, route, to, IpProtocol::Icmp, ttl, opts.dont_fragment, &mut data);
     Ok(())
 }
 

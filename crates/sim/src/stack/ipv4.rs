@@ -32,7 +32,8 @@ use elvis_wire::{ipv4, EtherType, EthernetAddress, IpProtocol};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-/// Default time to live of outgoing datagrams (Linux's default).
+/// Default time to live of outgoing datagrams (Linux's default; see
+/// [`crate::Simulation::set_default_ttl`]).
 pub const DEFAULT_TTL: u8 = 64;
 /// How long an incomplete datagram waits for its missing fragments.
 pub const REASSEMBLY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -170,17 +171,21 @@ pub(crate) fn send(
     proto: IpProtocol,
     payload: &mut Message,
 ) {
-    send_ttl(w, m, route, dst, proto, DEFAULT_TTL, payload);
+    let ttl = w.default_ttl;
+    send_opts(w, m, route, dst, proto, ttl, false, payload);
 }
 
-/// Like [`send`], with an explicit time to live.
-pub(crate) fn send_ttl(
+/// Like [`send`], with an explicit time to live and Don't Fragment bit
+/// (the caller checked that a DF datagram fits the route's MTU).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn send_opts(
     w: &mut World,
     m: MachineId,
     route: Route,
     dst: Ipv4Addr,
     proto: IpProtocol,
     ttl: u8,
+    dont_frag: bool,
     payload: &mut Message,
 ) {
     w.stats.ip_sent += 1;
@@ -198,7 +203,7 @@ pub(crate) fn send_ttl(
         payload_len: payload.len(),
         hop_limit: ttl,
         ident,
-        dont_frag: false,
+        dont_frag,
         more_frags: false,
         frag_offset: 0,
         dscp_ecn: 0,

@@ -11,6 +11,7 @@ mod faults;
 mod fragmentation;
 mod queues;
 mod robustness;
+mod routing;
 mod sockets;
 mod tcp;
 mod timing;
