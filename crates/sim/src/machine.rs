@@ -81,6 +81,8 @@ pub(crate) struct Machine {
     pub crashed: bool,
     /// Frames go to a user's stack (`ext.foreign`), not ours.
     pub foreign: bool,
+    /// Forwards datagrams not addressed to it (a router).
+    pub forward: bool,
     pub ip_ident: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
     pub sockets: Vec<SocketSlot>,
@@ -102,6 +104,8 @@ pub(crate) struct MachineExt {
     pub free_hint: u32,
     /// The stack of a foreign machine.
     pub foreign: Option<crate::foreign::ForeignSlot>,
+    /// Forwarding counters by interface (routers only).
+    pub forwarding: Vec<crate::stack::forward::IfaceCounters>,
 }
 
 impl Machine {
@@ -110,6 +114,7 @@ impl Machine {
             group,
             crashed: false,
             foreign: false,
+            forward: false,
             ip_ident: 0,
             ifaces: SmallVec::new(),
             sockets: Vec::new(),

@@ -77,6 +77,10 @@ pub(crate) struct World {
     /// Scratch list for the segments a TCP connection produces, kept to
     /// save an allocation per call (taken while in use).
     pub tcp_out: Vec<crate::stack::tcp::tcb::Segment>,
+    /// Routing tables (empty unless routes or routers were configured).
+    pub routing: crate::stack::route::Routing,
+    /// TTL of datagrams machines originate (`net.ipv4.ip_default_ttl`).
+    pub default_ttl: u8,
 }
 
 /// A value published by an application.
@@ -118,6 +122,8 @@ impl World {
             sync_depth: 0,
             tcp: Default::default(),
             conns: Default::default(),
+            routing: Default::default(),
+            default_ttl: crate::stack::ipv4::DEFAULT_TTL,
         }
     }
 

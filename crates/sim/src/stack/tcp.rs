@@ -358,7 +358,8 @@ pub(crate) fn drive(
     let now = w.now();
     let mut out = std::mem::take(&mut w.tcp_out);
     // One route lookup serves the NIC check and every segment sent.
-    let route = super::ipv4::route(w, m, *sock.tcb.remote.ip()).ok();
+    let flow = tcp_flow(sock.tcb.local, sock.tcb.remote);
+    let route = super::ipv4::route_flow(w, m, *sock.tcb.remote.ip(), Some(&flow)).ok();
     // NIC room for data segments (TCP waits for the NIC as Linux's TSQ
     // makes it do, instead of overflowing the queue).
     let nic = route.and_then(|r| {
@@ -454,6 +455,17 @@ pub(crate) fn drive(
 /// (Linux's default `txqueuelen` under pfifo_fast).
 pub const NIC_LIMIT: u32 = 1000;
 
+/// Returns the 5-tuple a connection's segments hash to (ECMP).
+fn tcp_flow(local: SocketAddrV4, remote: SocketAddrV4) -> super::route::FlowKey {
+    super::route::FlowKey {
+        src: 0,
+        dst: u32::from(*remote.ip()),
+        proto: 6,
+        sport: local.port(),
+        dport: remote.port(),
+    }
+}
+
 /// Pushes one segment down to IPv4 along `route` (the route to `remote`,
 /// `None` if there is none).
 fn transmit(
@@ -504,7 +516,8 @@ fn send_rst(
         return;
     }
     let repr = tcb::rst_for(seg, payload_len);
-    let route = super::ipv4::route(w, m, *remote.ip()).ok();
+    let flow = tcp_flow(local, remote);
+    let route = super::ipv4::route_flow(w, m, *remote.ip(), Some(&flow)).ok();
     transmit(
         w,
         m,

@@ -12,6 +12,7 @@ mod fragmentation;
 mod interop;
 mod queues;
 mod robustness;
+mod routing;
 mod sockets;
 mod tcp;
 mod tcp_sockets;
