@@ -46,6 +46,12 @@ pub enum DropReason {
     ArpFailed,
     /// A SYN found the listener's backlog full.
     ListenQueueFull,
+    /// A router got a datagram whose TTL ran out (Time Exceeded sent).
+    TtlExceeded,
+    /// A router (or host) had no route to the destination.
+    NoRoute,
+    /// A router had to fragment a datagram with DF set (Frag Needed sent).
+    FragNeeded,
 }
 
 impl fmt::Display for DropReason {
@@ -68,6 +74,9 @@ impl fmt::Display for DropReason {
             DropReason::ArpQueueFull => f.write_str("arp_queue_full"),
             DropReason::ArpFailed => f.write_str("arp_failed"),
             DropReason::ListenQueueFull => f.write_str("listen_queue_full"),
+            DropReason::TtlExceeded => f.write_str("ttl_exceeded"),
+            DropReason::NoRoute => f.write_str("no_route"),
+            DropReason::FragNeeded => f.write_str("frag_needed"),
         }
     }
 }
@@ -121,6 +130,11 @@ pub struct Report {
     pub packets: PacketReport,
     /// One entry per network, in declaration order.
     pub networks: Vec<NetworkReport>,
+    /// One entry per router (forwarding machine), in machine order.
+    pub routers: Vec<RouterReport>,
+    /// Routing tables: how many distinct ones the machines share, and the
+    /// routes in them.
+    pub routing: RoutingReport,
     /// Application outcomes, aggregated per (machine group, application).
     pub applications: Vec<AppReport>,
     /// Individual failures, crashes and still-waiting applications (first
@@ -268,6 +282,34 @@ pub struct NetworkReport {
     pub ports: u64,
     #[serde(flatten)]
     pub stats: NetStats,
+}
+
+/// Size of the routing state.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RoutingReport {
+    /// Distinct tables (identical machines share one).
+    pub tables: u64,
+    /// Routes summed over the distinct tables.
+    pub routes: u64,
+}
+
+/// One router's forwarding counters.
+#[derive(Clone, Debug, Serialize)]
+pub struct RouterReport {
+    pub machine: String,
+    /// By interface, in attachment order.
+    pub interfaces: Vec<RouterIfaceReport>,
+}
+
+/// The counters of one router interface.
+#[derive(Clone, Debug, Serialize)]
+pub struct RouterIfaceReport {
+    /// The network's name.
+    pub network: String,
+    /// The interface's address.
+    pub address: String,
+    #[serde(flatten)]
+    pub counters: crate::stack::forward::IfaceCounters,
 }
 
 /// Outcomes of one application in one machine group.
