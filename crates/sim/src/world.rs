@@ -65,7 +65,7 @@ pub(crate) struct World {
     pub counters: BTreeMap<String, Counter>,
     pub pcap: PcapSet,
     /// TCP settings.
-    pub tcp: crate::stack::tcp::TcpConfig,
+    pub tcp: std::rc::Rc<crate::stack::tcp::TcpConfig>,
     /// Nesting depth of zero-delay deliveries in progress.
     pub sync_depth: u8,
     /// Results published by applications.

@@ -24,6 +24,7 @@ use elvis_tcpcc::{AckEvent, CongestionControl};
 use elvis_wire::tcp::{Control, Repr, SeqNumber};
 use serde::Serialize;
 use std::net::SocketAddrV4;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// Connection states (RFC 9293 §3.3.2).
@@ -156,7 +157,8 @@ pub(crate) struct Tcb {
     pub error: Option<SocketError>,
     pub nodelay: bool,
     pub stats: TcpStats,
-    cfg: TcpConfig,
+    /// Shared by every connection without per-socket buffer options.
+    cfg: Rc<TcpConfig>,
     /// `SO_KEEPALIVE` (off: `None`).
     pub keepalive: Option<Box<KeepaliveTimer>>,
 }
@@ -170,7 +172,7 @@ const TCP_OPTIONS_TS: usize = 12;
 
 impl Tcb {
     fn new(
-        cfg: &TcpConfig,
+        cfg: &Rc<TcpConfig>,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -238,7 +240,7 @@ impl Tcb {
 
     /// Returns a connection actively opened to `remote` (state SYN-SENT).
     pub fn connect(
-        cfg: &TcpConfig,
+        cfg: &Rc<TcpConfig>,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -251,7 +253,7 @@ impl Tcb {
     /// Returns a connection passively opened by the SYN `syn` (state
     /// SYN-RECEIVED), RFC 9293 §3.10.7.2 "third, check for a SYN".
     pub fn accept(
-        cfg: &TcpConfig,
+        cfg: &Rc<TcpConfig>,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
