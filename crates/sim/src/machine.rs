@@ -79,6 +79,10 @@ pub(crate) struct Iface {
 pub(crate) struct Machine {
     pub group: u32,
     pub crashed: bool,
+    /// Frames go to a user's stack (`ext.foreign`), not ours.
+    pub foreign: bool,
+    /// Forwards datagrams not addressed to it (a router).
+    pub forward: bool,
     pub ip_ident: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
     pub sockets: Vec<SocketSlot>,
@@ -98,6 +102,10 @@ pub(crate) struct MachineExt {
     pub tcp: crate::stack::tcp::TcpIndex,
     /// No free socket-table entry lies below this (large tables only).
     pub free_hint: u32,
+    /// The stack of a foreign machine.
+    pub foreign: Option<crate::foreign::ForeignSlot>,
+    /// Forwarding counters by interface (routers only).
+    pub forwarding: Vec<crate::stack::forward::IfaceCounters>,
 }
 
 impl Machine {
@@ -105,6 +113,8 @@ impl Machine {
         Machine {
             group,
             crashed: false,
+            foreign: false,
+            forward: false,
             ip_ident: 0,
             ifaces: SmallVec::new(),
             sockets: Vec::new(),

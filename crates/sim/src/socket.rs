@@ -117,13 +117,68 @@ pub(crate) struct IcmpState {
     pub waiter: Option<TaskId>,
 }
 
-/// An ICMP echo reply received by an [`IcmpSocket`].
+/// An ICMP echo reply received by an [`IcmpSocket`], or an ICMP error
+/// about one of its echo requests.
 #[derive(Clone, Debug)]
 pub struct EchoReply {
+    /// Who sent it: the pinged machine, or the router reporting an error.
     pub from: Ipv4Addr,
+    /// The sequence number of the request it answers.
     pub seq: u16,
+    /// The echoed data (empty for an error).
     pub data: Message,
+    /// The TTL the reply arrived with (0 for an error).
     pub ttl: u8,
+    /// `Some` when this is an ICMP error about the request.
+    pub error: Option<IcmpError>,
+}
+
+/// IP options of one echo request ([`IcmpSocket::send_echo_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EchoOptions {
+    /// Time to live (`None`: the simulation's default, 64 unless
+    /// [`crate::Simulation::set_default_ttl`] changed it).
+    pub ttl: Option<u8>,
+    /// Sets the Don't Fragment bit (default off).
+    pub dont_fragment: bool,
+}
+
+impl EchoOptions {
+    /// Returns the options with time to live `ttl`.
+    pub fn ttl(ttl: u8) -> EchoOptions {
+        EchoOptions {
+            ttl: Some(ttl),
+            ..EchoOptions::default()
+        }
+    }
+}
+
+impl Default for EchoOptions {
+    fn default() -> Self {
+        EchoOptions {
+            ttl: None,
+            dont_fragment: false,
+        }
+    }
+}
+
+/// An ICMP error (RFC 792) about an echo request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpError {
+    /// The ICMP type: 3 Destination Unreachable, 11 Time Exceeded.
+    pub kind: u8,
+    /// The ICMP code (for type 3: 0 net, 1 host, 3 port, 4 fragmentation
+    /// needed).
+    pub code: u8,
+    /// The next-hop MTU of a Fragmentation Needed (RFC 1191), else 0.
+    pub mtu: u16,
+}
+
+impl IcmpError {
+    /// Returns true for Time Exceeded in transit (type 11, code 0).
+    pub fn is_time_exceeded(&self) -> bool {
+        self.kind == 11 && self.code == 0
+    }
 }
 
 /// Resolves a machine name to its first address.
@@ -448,10 +503,29 @@ impl IcmpSocket {
         seq: u16,
         data: impl Into<Message>,
     ) -> Result<(), SocketError> {
+        self.send_echo_with(to, seq, EchoOptions::default(), data)
+    }
+
+    /// Sends an echo request with explicit IP options: the time to live
+    /// (`IP_TTL`; `traceroute -I` raises it probe by probe, and a router
+    /// where it runs out answers with Time Exceeded, received by
+    /// [`IcmpSocket::recv_echo`] with `error` set) and Don't Fragment
+    /// (`ping -M do`).
+    ///
+    /// # Errors
+    /// `MessageTooLong` when DF is set and the datagram exceeds the first
+    /// network's MTU (Linux: `EMSGSIZE`); `HostUnreachable` without a route.
+    pub fn send_echo_with(
+        &self,
+        to: Ipv4Addr,
+        seq: u16,
+        opts: EchoOptions,
+        data: impl Into<Message>,
+    ) -> Result<(), SocketError> {
         let m = self.host.machine;
         let ident = self.ident;
         let data = data.into();
-        try_with_world(|w| crate::stack::icmp::send_echo_request(w, m, to, ident, seq, data))?
+        try_with_world(|w| crate::stack::icmp::send_echo_request(w, m, to, ident, seq, opts, data))?
     }
 
     /// Waits for the next echo reply addressed to this socket.

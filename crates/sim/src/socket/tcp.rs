@@ -702,14 +702,11 @@ impl Future for Recv<'_> {
                 return Some(Err(SocketError::BadDescriptor));
             };
             if t.tcb.rcvbuf.ready_len() > 0 {
-                let mut update = false;
-                let data = {
-                    let d = t.tcb.read(max.max(1));
-                    update = update || t.tcb.state != State::Closed;
-                    d
-                };
-                if update {
-                    // A read may open the window: let the TCB send an update.
+                let data = t.tcb.read(max.max(1));
+                // A read that opens the window enough asks for an update
+                // (the only thing a read can make the TCB send); otherwise
+                // the TCB has nothing new to say, so skip the call.
+                if t.tcb.state != State::Closed && t.tcb.ack_due() {
                     tcp::drive(w, m, slot, |tcb, now, out| {
                         tcb.output(now, out);
                         tcp::tcb::Effects::default()

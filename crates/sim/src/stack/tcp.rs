@@ -43,6 +43,7 @@
 pub(crate) mod buffers;
 pub mod keepalive;
 pub(crate) mod tcb;
+pub mod trace;
 
 use crate::executor::TaskId;
 use crate::machine::MachineId;
@@ -204,6 +205,8 @@ pub(crate) struct TcpSock {
     pub orphan: bool,
     timer_gen: u32,
     timer_at: Option<Time>,
+    /// The connection's id in the run's connection log.
+    pub id: u64,
 }
 
 /// A listening socket.
@@ -320,6 +323,7 @@ pub(crate) fn connect(
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let mut tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
     opts.apply(&mut tcb);
+    let id = w.conns.open(m, &tcb);
     let sock = TcpSock {
         tcb,
         reader: None,
@@ -328,6 +332,7 @@ pub(crate) fn connect(
         orphan: false,
         timer_gen: 0,
         timer_at: None,
+        id,
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     index(w, m).add_conn(local.port(), remote, slot);
@@ -356,20 +361,24 @@ pub(crate) fn drive(
         return;
     };
     let now = w.now();
-    let mut out = Vec::new();
+    let mut out = std::mem::take(&mut w.tcp_out);
+    // One route lookup serves the NIC check and every segment sent.
+    let flow = tcp_flow(sock.tcb.local, sock.tcb.remote);
+    let route = super::ipv4::route_flow(w, m, *sock.tcb.remote.ip(), Some(&flow)).ok();
     // NIC room for data segments (TCP waits for the NIC as Linux's TSQ
     // makes it do, instead of overflowing the queue).
-    let nic = super::ipv4::route(w, m, *sock.tcb.remote.ip())
-        .ok()
-        .and_then(|r| {
-            (r.next != super::ipv4::NextHop::Local)
-                .then(|| w.machines[m as usize].ifaces[r.iface as usize])
-        });
+    let nic = route.and_then(|r| {
+        (r.next != super::ipv4::NextHop::Local)
+            .then(|| w.machines[m as usize].ifaces[r.iface as usize])
+    });
     sock.tcb.budget = nic.map_or(usize::MAX, |ifc| {
         crate::net::nic_room(w, ifc.net, ifc.port) as usize
     });
     sock.tcb.nic_blocked = false;
     let fx = f(&mut sock.tcb, now, &mut out);
+    if let Some(trace) = w.conns.trace.as_mut() {
+        trace.observe(sock.id, now, &mut sock.tcb);
+    }
     if sock.tcb.nic_blocked {
         if let Some(ifc) = nic {
             crate::net::wait_for_room(w, ifc.net, ifc.port, m, slot);
@@ -377,7 +386,7 @@ pub(crate) fn drive(
     }
     let (local, remote) = (sock.tcb.local, sock.tcb.remote);
     // Listener bookkeeping and wake-ups.
-    let mut wake: Vec<TaskId> = Vec::new();
+    let mut wake: smallvec::SmallVec<[TaskId; 3]> = smallvec::SmallVec::new();
     if fx.readable {
         wake.extend(sock.reader.take());
     }
@@ -418,6 +427,7 @@ pub(crate) fn drive(
         }
     }
     if free {
+        w.conns.end(sock.id, m, &mut sock.tcb);
         w.machines[m as usize].sockets[slot as usize] = SocketSlot::Free;
         w.machines[m as usize].slot_freed(slot);
         index(w, m).remove_conn(local.port(), remote);
@@ -435,8 +445,11 @@ pub(crate) fn drive(
             }
         }
     }
-    for seg in out {
-        transmit(w, m, local, remote, seg);
+    for seg in out.drain(..) {
+        transmit(w, m, local, remote, route, seg);
+    }
+    if w.tcp_out.capacity() < out.capacity() {
+        w.tcp_out = out;
     }
     for t in wake {
         w.wake(t);
@@ -447,9 +460,28 @@ pub(crate) fn drive(
 /// (Linux's default `txqueuelen` under pfifo_fast).
 pub const NIC_LIMIT: u32 = 1000;
 
-/// Pushes one segment down to IPv4.
-fn transmit(w: &mut World, m: MachineId, local: SocketAddrV4, remote: SocketAddrV4, seg: Segment) {
-    let Ok(route) = super::ipv4::route(w, m, *remote.ip()) else {
+/// Returns the 5-tuple a connection's segments hash to (ECMP).
+fn tcp_flow(local: SocketAddrV4, remote: SocketAddrV4) -> super::route::FlowKey {
+    super::route::FlowKey {
+        src: 0,
+        dst: u32::from(*remote.ip()),
+        proto: 6,
+        sport: local.port(),
+        dport: remote.port(),
+    }
+}
+
+/// Pushes one segment down to IPv4 along `route` (the route to `remote`,
+/// `None` if there is none).
+fn transmit(
+    w: &mut World,
+    m: MachineId,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    route: Option<super::ipv4::Route>,
+    seg: Segment,
+) {
+    let Some(route) = route else {
         return w.drop_packet(DropReason::Unsupported("tcp: no route"));
     };
     if route.next != super::ipv4::NextHop::Local {
@@ -489,11 +521,14 @@ fn send_rst(
         return;
     }
     let repr = tcb::rst_for(seg, payload_len);
+    let flow = tcp_flow(local, remote);
+    let route = super::ipv4::route_flow(w, m, *remote.ip(), Some(&flow)).ok();
     transmit(
         w,
         m,
         local,
         remote,
+        route,
         Segment {
             repr,
             payload: Message::new(),
@@ -598,6 +633,7 @@ fn passive_open(
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let mut tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
     opts.apply(&mut tcb);
+    let id = w.conns.open(m, &tcb);
     let sock = TcpSock {
         tcb,
         reader: None,
@@ -606,6 +642,7 @@ fn passive_open(
         orphan: true,
         timer_gen: 0,
         timer_at: None,
+        id,
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     index(w, m).add_conn(local.port(), remote, slot);
