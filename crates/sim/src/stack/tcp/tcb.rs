@@ -163,6 +163,24 @@ pub(crate) struct Tcb {
     pub keepalive: Option<Box<KeepaliveTimer>>,
 }
 
+/// A configuration a TCB can hold: the simulation's shared one (no copy)
+/// or a plain one (copied, for tests and one-off settings).
+pub(crate) trait SharedConfig {
+    fn shared(self) -> Rc<TcpConfig>;
+}
+
+impl SharedConfig for &Rc<TcpConfig> {
+    fn shared(self) -> Rc<TcpConfig> {
+        Rc::clone(self)
+    }
+}
+
+impl SharedConfig for &TcpConfig {
+    fn shared(self) -> Rc<TcpConfig> {
+        Rc::new(self.clone())
+    }
+}
+
 /// Sequence-number helpers.
 fn seq_between(lo: SeqNumber, x: SeqNumber, hi: SeqNumber) -> bool {
     lo <= x && x <= hi
@@ -172,7 +190,7 @@ const TCP_OPTIONS_TS: usize = 12;
 
 impl Tcb {
     fn new(
-        cfg: &Rc<TcpConfig>,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -180,6 +198,7 @@ impl Tcb {
         mtu: usize,
         state: State,
     ) -> Tcb {
+        let cfg = cfg.shared();
         let rcv_wscale = wscale_for(cfg.rcvbuf);
         Tcb {
             state,
@@ -240,7 +259,7 @@ impl Tcb {
 
     /// Returns a connection actively opened to `remote` (state SYN-SENT).
     pub fn connect(
-        cfg: &Rc<TcpConfig>,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -253,7 +272,7 @@ impl Tcb {
     /// Returns a connection passively opened by the SYN `syn` (state
     /// SYN-RECEIVED), RFC 9293 §3.10.7.2 "third, check for a SYN".
     pub fn accept(
-        cfg: &Rc<TcpConfig>,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
