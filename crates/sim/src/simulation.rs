@@ -872,6 +872,8 @@ impl Simulation {
     /// If the directory or a file cannot be written.
     pub fn write_tcp_series(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
         trace::write_csv(dir, &self.tcp_series())
+    }
+
     fn router_reports(&self) -> Vec<RouterReport> {
         let w = self.world.as_ref().expect("world is present outside run");
         let mut out = Vec::new();
