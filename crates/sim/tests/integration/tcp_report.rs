@@ -107,3 +107,35 @@ fn on_change_sampling_records_each_change_and_interval_sampling_one_per_interval
         }
     }
 }
+
+#[test]
+fn a_crashed_machine_keeps_its_connections_in_the_report() {
+    let mut sim = Simulation::new(9);
+    let net = sim.add_network(link("path", Some(10_000_000), 1_000_000));
+    let a = sim.add_group("client", None, Protocols::UDP_TCP).unwrap();
+    let b = sim.add_group("server", None, Protocols::UDP_TCP).unwrap();
+    sim.attach(a, net, nth_ip(0)).unwrap();
+    sim.attach(b, net, nth_ip(1)).unwrap();
+    sim.spawn_daemon(b, "server", |h: Host| async move {
+        let l = h.tcp_listen(80, 1)?;
+        let (s, _) = l.accept().await?;
+        while !s.recv(1 << 20).await?.is_empty() {}
+        Ok(())
+    });
+    sim.spawn(a, "client", |h: Host| async move {
+        let s = h.tcp_connect(sa(nth_ip(1), 80)).await?;
+        s.write_all(Message::zeros(100_000)).await?;
+        h.sleep(Duration::from_millis(500)).await;
+        panic!("the client machine fails with its connection open");
+    });
+    let r = sim.run();
+    let client = r
+        .tcp_connections
+        .iter()
+        .find(|c| c.machine == "client")
+        .expect("the crashed machine's connection is listed");
+    // The panic's unwinding dropped the stream (FIN sent), then the
+    // machine went down before any answer: its end stays in FIN-WAIT-1.
+    assert_eq!(client.state, elvis_sim::TcpState::FinWait1);
+    assert_eq!(client.stats.bytes_acked, 100_000);
+}

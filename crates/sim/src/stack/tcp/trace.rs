@@ -22,9 +22,11 @@
 //! Samples are kept in memory (48 bytes each) and written by
 //! [`write_csv`]: one file per connection.
 //!
+//! A machine that crashes ends its connections: they are archived in the
+//! state they had.
+//!
 //! # Gaps
-//! Connections of a machine that crashed are not archived. Samples are
-//! not streamed to disk during the run (a long on-change trace of a fast
+//! Samples are not streamed to disk during the run (a long on-change trace of a fast
 //! connection can take tens of megabytes).
 
 use super::tcb::{State, Tcb, TcpStats};
