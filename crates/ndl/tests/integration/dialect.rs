@@ -258,6 +258,21 @@ fn counted_machines_keep_placeholders_verbatim() {
 }
 
 #[test]
+fn reorder_and_duplicate_keys_lower_to_the_network() {
+    let sc = ok("[Networks]\n\t[Network id='1' reorder='2.5%' reorder_delay='3ms' duplicate='0.01']\n\t[Network id='2']\n");
+    let n = &sc.networks[0];
+    assert_eq!(
+        (n.reorder, n.reorder_delay_ns, n.duplicate),
+        (0.025, Some(3_000_000), 0.01)
+    );
+    let plain = &sc.networks[1];
+    assert_eq!(
+        (plain.reorder, plain.reorder_delay_ns, plain.duplicate),
+        (0.0, None, 0.0)
+    );
+}
+
+#[test]
 fn link_with_two_machines_is_accepted() {
     let src = "[Networks]\n\t[Network id='1' type='link']\n[Machines]\n\t[Machine name='a' count='2']\n\t\t[Networks]\n\t\t\t[Network id='1']\n";
     assert_eq!(ok(src).networks[0].kind, NetworkKind::Link);
