@@ -10,7 +10,7 @@
 //! counters), so none can pass on a clean path by accident.
 
 use crate::common::{link, log, nth_ip, sa};
-use elvis_sim::{Host, NetworkConfig, Protocols, Report, Simulation, TcpStats};
+use elvis_sim::{Host, NetworkConfig, Protocols, Report, Simulation, TcpConfig, TcpStats};
 use sha2::{Digest, Sha256};
 
 /// 100 MB, the size the TCP issue asks for.
@@ -44,7 +44,13 @@ struct Outcome {
 /// Sends `bytes` from a client to a server over `net`; returns what each
 /// side hashed.
 fn transfer(net: NetworkConfig, seed: u64, bytes: u64) -> Outcome {
+    transfer_with(net, seed, bytes, TcpConfig::default())
+}
+
+/// [`transfer`] with TCP settings `tcp`.
+fn transfer_with(net: NetworkConfig, seed: u64, bytes: u64, tcp: TcpConfig) -> Outcome {
     let mut sim = Simulation::new(seed);
+    sim.set_tcp_config(tcp);
     let net = sim.add_network(net);
     let a = sim.add_group("client", None, Protocols::UDP_TCP).unwrap();
     let b = sim.add_group("server", None, Protocols::UDP_TCP).unwrap();
@@ -74,9 +80,9 @@ fn transfer(net: NetworkConfig, seed: u64, bytes: u64) -> Outcome {
         let (mut off, mut hash) = (0u64, Sha256::new());
         while off < bytes {
             let data = payload(off, (bytes - off).min(CHUNK as u64) as usize);
-            let n = s.send(data.clone()).await?;
-            hash.update(&data[..n]);
-            off += n as u64;
+            hash.update(&data);
+            off += data.len() as u64;
+            s.write_all(data).await?;
         }
         // Half-close and wait for the server's FIN: every byte is acked.
         s.shutdown(elvis_sim::Shutdown::Write)?;
@@ -151,11 +157,89 @@ fn ten_percent_loss_delivers_100_mb_exactly() {
 
 #[test]
 fn half_the_frames_lost_delivers_100_mb_exactly() {
+    // Half of the data *and* half of the ACKs are lost: a round trip
+    // succeeds one time in four, so most progress waits for an RTO and
+    // sixteen failed round trips in a row (0.75¹⁶ ≈ 1 %) are bound to
+    // happen among the ~10⁵ timeouts of 100 MB. Linux gives up on them
+    // (`tcp_retries2` = 15, as `max_retries` here), so this test raises the
+    // limit like `sysctl net.ipv4.tcp_retries2` would: it checks delivery,
+    // not the abort policy. The transfer takes about 17 virtual days (RTO
+    // back-off, inherent at this loss rate) but only a few wall seconds,
+    // since idle virtual time costs nothing.
     let mut net = path();
     net.loss = 0.5;
-    let o = transfer(net, 4, SIZE);
+    let tcp = TcpConfig {
+        max_retries: 10_000,
+        ..TcpConfig::default()
+    };
+    let o = transfer_with(net, 4, SIZE, tcp);
     assert_exact(&o, SIZE);
-    assert!(o.sender.timeouts > 0);
+    assert!(o.sender.timeouts > 10_000, "{:?}", o.sender);
+}
+
+#[test]
+fn heavy_loss_keeps_the_rtt_estimate_near_the_path_rtt() {
+    // Regression: the receiver used to echo the TSval of the original
+    // segment in the ACK of a retransmitted duplicate (TS.Recent was only
+    // updated after the sequence check), so each lost ACK made the sender
+    // sample an RTT a whole RTO long; SRTT climbed to seconds (6.3 s here)
+    // and the RTO with it. RFC 7323 Appendix D updates TS.Recent first.
+    let mut net = path();
+    net.loss = 0.5;
+    let tcp = TcpConfig {
+        max_retries: 10_000,
+        ..TcpConfig::default()
+    };
+    let o = transfer_with(net, 4, 3_000_000, tcp);
+    assert_exact(&o, 3_000_000);
+    // 2 ms path RTT, plus at most a 40 ms delayed ACK per sample.
+    assert!(o.sender.rtt_samples > 100, "{:?}", o.sender);
+    assert!(o.sender.srtt_ns < 42_000_000, "{:?}", o.sender);
+}
+
+#[test]
+fn a_sender_gives_up_after_max_retries_consecutive_timeouts() {
+    // Regression: the limit used to count every timeout of the connection
+    // and also wait for the RTO to reach its 120 s cap, so a long lossy
+    // transfer died early and a dead peer was noticed late. Like Linux,
+    // the count now restarts whenever an ACK makes progress.
+    let mut sim = Simulation::new(1);
+    let net = sim.add_network(path());
+    let a = sim.add_group("client", None, Protocols::UDP_TCP).unwrap();
+    let b = sim.add_group("server", None, Protocols::UDP_TCP).unwrap();
+    sim.attach(a, net, nth_ip(0)).unwrap();
+    sim.attach(b, net, nth_ip(1)).unwrap();
+    sim.set_tcp_config(TcpConfig {
+        max_retries: 3,
+        ..TcpConfig::default()
+    });
+    sim.spawn(b, "server", |h: Host| async move {
+        let l = h.tcp_listen(80, 1)?;
+        let (s, _) = l.accept().await?;
+        s.read_exact(5).await?;
+        // Die without closing: no FIN, no RST, frames to it are dropped.
+        std::mem::forget(s);
+        panic!("the server's machine dies after reading");
+    });
+    let seen = log();
+    let s2 = seen.clone();
+    sim.spawn(a, "client", move |h: Host| async move {
+        let s = h.tcp_connect(sa(nth_ip(1), 80)).await?;
+        s.write_all(b"hello".to_vec()).await?;
+        h.sleep(std::time::Duration::from_secs(1)).await;
+        let start = h.now();
+        s.write_all(b"anyone?".to_vec()).await?;
+        let r = s.recv(10).await;
+        s2.borrow_mut().push((r.err(), start, h.now(), s.stats()?.timeouts));
+        Ok(())
+    });
+    sim.run();
+    let (err, start, end, timeouts) = seen.borrow()[0].clone();
+    assert_eq!(err, Some(elvis_sim::SocketError::TimedOut));
+    // RTO = 200 ms (the minimum; the path RTT is 2 ms), doubled after each
+    // of the 3 retransmissions; the 4th expiry gives up: 0.2·(1+2+4+8) s.
+    assert_eq!(timeouts, 4);
+    assert_eq!((end - start).as_nanos(), 3_000_000_000);
 }
 
 #[test]
