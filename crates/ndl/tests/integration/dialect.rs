@@ -132,6 +132,10 @@ fn lan_example_lowers_every_extension() {
         (Some(10_000_000), 20_000_000, Some(64))
     );
     assert_eq!(link.corruption, 0.0001);
+    assert_eq!(
+        (link.duplicate, link.reorder, link.reorder_delay_ns),
+        (0.01, 0.01, Some(5_000_000))
+    );
     let client = &sc.machines[0];
     assert_eq!(client.count, Some(3));
     assert_eq!(
