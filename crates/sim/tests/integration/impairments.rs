@@ -148,7 +148,10 @@ fn reordered_frames_arrive_late_by_the_reorder_delay_and_are_overtaken() {
     let passed = overtaken(&got);
     assert!(passed.is_subset(&late), "an on-time frame was overtaken");
     let tail = n - (delay / s) as u32 - 1;
-    assert!(late.iter().filter(|&&q| q < tail).all(|q| passed.contains(q)));
+    assert!(late
+        .iter()
+        .filter(|&&q| q < tail)
+        .all(|q| passed.contains(q)));
     assert!(!passed.is_empty());
 }
 

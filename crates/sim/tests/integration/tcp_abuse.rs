@@ -23,7 +23,9 @@ const CHUNK: usize = 256 * 1024;
 /// the 8-byte word index, so any slice is cheap to regenerate).
 fn payload(offset: u64, len: usize) -> Vec<u8> {
     let word = |i: u64| {
-        let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let mut z = i
+            .wrapping_add(0x9e37_79b9_7f4a_7c15)
+            .wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
@@ -88,8 +90,7 @@ fn transfer_with(net: NetworkConfig, seed: u64, bytes: u64, tcp: TcpConfig) -> O
         s.shutdown(elvis_sim::Shutdown::Write)?;
         assert!(s.recv(1).await?.is_empty());
         let stats = s.stats()?;
-        tx.borrow_mut()
-            .push(((off, hash.finalize().into()), stats));
+        tx.borrow_mut().push(((off, hash.finalize().into()), stats));
         Ok(())
     });
     let report = sim.run();
@@ -230,7 +231,8 @@ fn a_sender_gives_up_after_max_retries_consecutive_timeouts() {
         let start = h.now();
         s.write_all(b"anyone?".to_vec()).await?;
         let r = s.recv(10).await;
-        s2.borrow_mut().push((r.err(), start, h.now(), s.stats()?.timeouts));
+        s2.borrow_mut()
+            .push((r.err(), start, h.now(), s.stats()?.timeouts));
         Ok(())
     });
     sim.run();
