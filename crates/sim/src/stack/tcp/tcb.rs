@@ -144,6 +144,8 @@ pub(crate) struct Tcb {
     timewait_at: Option<Time>,
     persist_backoff: u32,
     syn_retries: u32,
+    /// Consecutive retransmission timeouts since `snd_una` last advanced.
+    retries: u32,
     /// Segments received since our last ACK.
     ack_pending: u32,
     ack_now: bool,
@@ -244,6 +246,7 @@ impl Tcb {
             timewait_at: None,
             persist_backoff: 0,
             syn_retries: 0,
+            retries: 0,
             ack_pending: 0,
             ack_now: false,
             last_ooo: None,
@@ -836,7 +839,10 @@ impl Tcb {
             self.rto_at = Some(now + self.rto);
             return;
         }
-        if self.stats.timeouts > u64::from(self.cfg.max_retries) && self.backoff_exhausted() {
+        // Linux's `tcp_retries2`: give up after `max_retries` consecutive
+        // timeouts without progress (about 15 minutes with the defaults).
+        self.retries += 1;
+        if self.retries > self.cfg.max_retries {
             self.fail(SocketError::TimedOut, fx);
             return;
         }
@@ -867,10 +873,6 @@ impl Tcb {
         let first = self.sndbuf.len().min(self.smss()).min(sent);
         self.snd_nxt = self.snd_una + first;
         self.rto_at = Some(now + self.rto);
-    }
-
-    fn backoff_exhausted(&self) -> bool {
-        self.rto >= self.cfg.max_rto
     }
 
     fn zero_window_probe(&mut self, now: Time, out: &mut Vec<Segment>) {
@@ -1015,6 +1017,26 @@ impl Tcb {
         (d < 1 << 31).then(|| Duration::from_micros(u64::from(d)))
     }
 
+    /// Remembers the segment's TSval for the next echo (RFC 7323 §4.3 and
+    /// Appendix D): "If SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent
+    /// then SEG.TSval is copied to TS.Recent", done *before* the sequence
+    /// check, so that the ACK answering a retransmitted duplicate (whose
+    /// first ACK was lost) echoes the retransmission's time, not the
+    /// original's (as Linux does; the echo of the original made the peer
+    /// sample an RTT inflated by a whole RTO). An older TSval (a late,
+    /// reordered or duplicated copy) never moves TS.Recent back. `rcv_nxt`
+    /// stands for Last.ACK.sent.
+    fn remember_timestamp(&mut self, seg: &Repr) {
+        let Some((tsval, _)) = seg.timestamp else {
+            return;
+        };
+        let newer = tsval.wrapping_sub(self.ts_recent) as i32 >= 0;
+        if self.ts_enabled && seg.control != Control::Rst && newer && seg.seq_number <= self.rcv_nxt
+        {
+            self.ts_recent = tsval;
+        }
+    }
+
     /// Returns true if the segment is acceptable (RFC 9293 §3.10.7.4 "first,
     /// check sequence number", the four cases).
     fn acceptable(&self, seg: &Repr, len: usize) -> bool {
@@ -1059,6 +1081,7 @@ impl Tcb {
             }
             return;
         }
+        self.remember_timestamp(seg);
         // First: sequence number check.
         if !self.acceptable(seg, seg_len) {
             // A zero-window probe or an old duplicate: "send an
@@ -1093,12 +1116,6 @@ impl Tcb {
         if seg.control == Control::Syn && self.state != State::SynReceived {
             self.challenge_ack(now, out);
             return;
-        }
-        // Timestamps: remember TSval (RFC 7323 §4.3).
-        if let Some((tsval, _)) = seg.timestamp {
-            if self.ts_enabled && seg.seq_number <= self.rcv_nxt {
-                self.ts_recent = tsval;
-            }
         }
         // Fifth: the ACK field.
         let Some(ack) = seg.ack_number else { return };
@@ -1252,6 +1269,7 @@ impl Tcb {
             self.scoreboard.advance(ack);
             self.dupacks = 0;
             self.persist_backoff = 0;
+            self.retries = 0;
             // RTT (RFC 6298 §2, Karn's rule via the timed segment or TS).
             let sample = match self.ts_rtt(seg, now) {
                 Some(r) => Some(r),
