@@ -9,6 +9,7 @@ mod delivery;
 mod determinism;
 mod faults;
 mod fragmentation;
+mod fuzz_corpus;
 mod queues;
 mod robustness;
 mod sockets;

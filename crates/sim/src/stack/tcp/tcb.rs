@@ -304,8 +304,17 @@ impl Tcb {
     }
 
     /// Returns true in states where data may be sent.
+    /// (Data queued before our FIN is still sent, or resent after a
+    /// timeout, in FIN-WAIT-1, CLOSING and LAST-ACK.)
     fn can_send_data(&self) -> bool {
-        matches!(self.state, State::Established | State::CloseWait)
+        matches!(
+            self.state,
+            State::Established
+                | State::CloseWait
+                | State::FinWait1
+                | State::Closing
+                | State::LastAck
+        )
     }
 
     /// Returns the bytes the application may still write.
@@ -351,7 +360,8 @@ impl Tcb {
         if !self.fin_queued {
             self.fin_queued = true;
             if self.state == State::SynSent {
-                self.state = State::Closed;
+                // RFC 9293 §3.10.4 CLOSE, SYN-SENT: "Delete the TCB".
+                self.close();
             }
         }
     }
@@ -368,8 +378,17 @@ impl Tcb {
             }
             _ => None,
         };
-        self.state = State::Closed;
+        self.close();
         rst
+    }
+
+    /// Enters CLOSED and stops every timer: a deleted TCB sends nothing.
+    fn close(&mut self) {
+        self.state = State::Closed;
+        self.rto_at = None;
+        self.delack_at = None;
+        self.persist_at = None;
+        self.timewait_at = None;
     }
 
     /// Returns our receive window in bytes.
@@ -674,25 +693,28 @@ impl Tcb {
         self.push(seg, now, out, true);
     }
 
+    /// Sends our FIN after the data, or sends it again after a timeout
+    /// went back to `snd_una` (the state then stays as it is).
     fn send_fin(&mut self, now: Time, out: &mut Vec<Segment>) {
-        if !self.fin_queued || !matches!(self.state, State::Established | State::CloseWait) {
+        if !self.fin_queued || !self.can_send_data() {
             return;
         }
         let fin_seq = self.snd_una + self.sndbuf.len();
         if self.snd_nxt != fin_seq {
-            return; // data still to send first
+            return; // data still to send first, or the FIN is out
         }
         let seg = self.segment(Control::Fin, fin_seq, Message::new(), true);
+        let again = fin_seq < self.snd_max;
         self.snd_nxt = fin_seq + 1;
         if self.snd_nxt > self.snd_max {
             self.snd_max = self.snd_nxt;
         }
-        self.state = if self.state == State::Established {
-            State::FinWait1
-        } else {
-            State::LastAck
-        };
-        self.push(seg, now, out, false);
+        match self.state {
+            State::Established => self.state = State::FinWait1,
+            State::CloseWait => self.state = State::LastAck,
+            _ => {}
+        }
+        self.push(seg, now, out, again);
         self.arm_rto(now);
     }
 
@@ -719,9 +741,11 @@ impl Tcb {
     /// Handles expired deadlines; returns effects and appends segments.
     pub fn on_timer(&mut self, now: Time, out: &mut Vec<Segment>) -> Effects {
         let mut fx = Effects::default();
+        if self.state == State::Closed {
+            return fx;
+        }
         if self.timewait_at.is_some_and(|t| t <= now) {
-            self.timewait_at = None;
-            self.state = State::Closed;
+            self.close();
             fx.closed = true;
             return fx;
         }
@@ -773,24 +797,17 @@ impl Tcb {
         self.dupacks = 0;
         self.timed = None;
         // Go back to snd_una and resend from there as the window allows.
+        // The FIN is resent once the data before it is (`send_fin`); the
+        // state stays, so a FIN received meanwhile (CLOSING) is not lost.
         self.snd_nxt = self.snd_una;
-        if self.fin_queued
-            && matches!(
-                self.state,
-                State::FinWait1 | State::LastAck | State::Closing
-            )
-        {
-            // The FIN is resent once the data before it is.
-            self.state = if self.state == State::LastAck {
-                State::CloseWait
-            } else {
-                State::Established
-            };
-        }
         self.retransmit_first(now, out);
         let sent = (self.snd_max - self.snd_una).max(0) as usize;
         let first = self.sndbuf.len().min(self.smss()).min(sent);
         self.snd_nxt = self.snd_una + first;
+        if first == 0 && self.fin_queued && self.snd_max == self.snd_una + 1 {
+            // Only the FIN was outstanding, and it was just resent.
+            self.snd_nxt = self.snd_max;
+        }
         self.rto_at = Some(now + self.rto);
     }
 
@@ -819,10 +836,7 @@ impl Tcb {
 
     fn fail(&mut self, e: SocketError, fx: &mut Effects) {
         self.error = Some(e);
-        self.state = State::Closed;
-        self.rto_at = None;
-        self.persist_at = None;
-        self.delack_at = None;
+        self.close();
         fx.readable = true;
         fx.writable = true;
         fx.established = true;
@@ -997,7 +1011,7 @@ impl Tcb {
                 let e = match self.state {
                     State::SynReceived => SocketError::ConnectionRefused,
                     State::Closing | State::LastAck | State::TimeWait => {
-                        self.state = State::Closed;
+                        self.close();
                         fx.closed = true;
                         return;
                     }
@@ -1009,9 +1023,17 @@ impl Tcb {
             }
             return;
         }
-        // Fourth: SYN in a synchronized state (RFC 5961 §4.2): challenge ACK.
-        if seg.control == Control::Syn && self.state != State::SynReceived {
-            self.challenge_ack(now, out);
+        // Fourth: the SYN bit. SYN-RECEIVED: "If the connection was
+        // initiated with a passive OPEN, then return this connection to
+        // LISTEN state and return" (the glue frees a passive TCB that
+        // closes with an error; Linux also sends a RST). Otherwise, and in
+        // the synchronized states, RFC 5961 §4.2: challenge ACK.
+        if seg.control == Control::Syn {
+            if self.state == State::SynReceived && self.peer_syn_opts.is_some() {
+                self.fail(SocketError::ConnectionRefused, fx);
+            } else {
+                self.challenge_ack(now, out);
+            }
             return;
         }
         // Timestamps: remember TSval (RFC 7323 §4.3).
@@ -1226,7 +1248,7 @@ impl Tcb {
                 State::FinWait1 if fin_acked => self.state = State::FinWait2,
                 State::Closing if fin_acked => self.enter_time_wait(now),
                 State::LastAck if fin_acked => {
-                    self.state = State::Closed;
+                    self.close();
                     fx.closed = true;
                     return;
                 }
@@ -1400,5 +1422,7 @@ pub(crate) fn rst_for(seg: &Repr, payload_len: usize) -> Repr {
     }
 }
 
+#[doc(hidden)]
+pub(crate) mod fuzz;
 #[cfg(test)]
 mod tests;
