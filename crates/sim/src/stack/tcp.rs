@@ -27,7 +27,11 @@
 //! # Gaps
 //! RACK-TLP (RFC 8985): a lost tail segment, or a lost retransmission of a
 //! hole other than `snd_una`, waits for the RTO. Keep-alive, urgent data, ECN (the bits parse but are not acted on),
-//! PMTU discovery, HyStart++.
+//! PMTU discovery, HyStart++. PAWS (RFC 7323 §5): timestamps are echoed
+//! and timed but old ones are not rejected. RFC 5961 §5 (ACKs far below
+//! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored.
+//! A retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux
+//! resends the SYN-ACK); the SYN-ACK's own timer resends it.
 
 pub(crate) mod buffers;
 pub(crate) mod tcb;

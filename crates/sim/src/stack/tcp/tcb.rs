@@ -146,7 +146,8 @@ pub(crate) struct Tcb {
     ack_pending: u32,
     ack_now: bool,
     /// The most recent out-of-order segment (first SACK block).
-    last_ooo: Option<SeqNumber>,
+    /// (Most recent first, for the order of SACK blocks, RFC 2018 §4.)
+    last_ooo: [Option<SeqNumber>; 4],
     /// Data segments the NIC takes now (set by the caller before each call).
     pub budget: usize,
     /// Set when data waited for NIC room.
@@ -222,7 +223,7 @@ impl Tcb {
             syn_retries: 0,
             ack_pending: 0,
             ack_now: false,
-            last_ooo: None,
+            last_ooo: [None; 4],
             budget: usize::MAX,
             nic_blocked: false,
             error: None,
@@ -480,7 +481,7 @@ impl Tcb {
         if self.sack_enabled && control != Control::Syn && control != Control::Rst {
             let blocks = self
                 .rcvbuf
-                .sack_blocks(self.last_ooo, if self.ts_enabled { 3 } else { 4 });
+                .sack_blocks(&self.last_ooo, if self.ts_enabled { 3 } else { 4 });
             for (i, (s, e)) in blocks.into_iter().enumerate() {
                 repr.sack_ranges[i] = Some((s.0, e.0));
             }
@@ -1091,7 +1092,8 @@ impl Tcb {
             }
             if !in_order {
                 // Out of order: ACK at once with SACK (RFC 5681 §4.2).
-                self.last_ooo = Some(seg.seq_number);
+                self.last_ooo.rotate_right(1);
+                self.last_ooo[0] = Some(seg.seq_number);
                 self.ack_now = true;
             } else if had_hole || n < self.smss() {
                 // Filled (part of) a hole, or a short (PSH) segment: ACK at

@@ -363,13 +363,22 @@ mod test {
     use super::tcp_input;
     use proptest::prelude::*;
 
+    /// 1000 cases, or `PROPTEST_CASES` for a longer campaign.
+    fn config() -> ProptestConfig {
+        let cases = std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000);
+        ProptestConfig::with_cases(cases)
+    }
+
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(1000))]
+        #![proptest_config(config())]
 
         /// Arbitrary operation sequences never panic or break an invariant.
         #[test]
         fn no_operation_sequence_panics_or_breaks_an_invariant(
-            data in proptest::collection::vec(any::<u8>(), 0..1000)
+            data in proptest::collection::vec(any::<u8>(), 0..1500)
         ) {
             tcp_input(&data);
         }
