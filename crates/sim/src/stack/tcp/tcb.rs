@@ -15,6 +15,7 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+use super::keepalive::{self, KeepaliveTimer};
 use super::TcpConfig;
 use crate::socket::SocketError;
 use elvis_kernel::Time;
@@ -145,8 +146,8 @@ pub(crate) struct Tcb {
     /// Segments received since our last ACK.
     ack_pending: u32,
     ack_now: bool,
-    /// The most recent out-of-order segment (first SACK block).
-    /// (Most recent first, for the order of SACK blocks, RFC 2018 §4.)
+    /// The latest out-of-order segments, most recent first (the order of
+    /// SACK blocks, RFC 2018 §4).
     last_ooo: [Option<SeqNumber>; 4],
     /// Data segments the NIC takes now (set by the caller before each call).
     pub budget: usize,
@@ -157,6 +158,8 @@ pub(crate) struct Tcb {
     pub nodelay: bool,
     pub stats: TcpStats,
     cfg: TcpConfig,
+    /// `SO_KEEPALIVE` (off: `None`).
+    pub keepalive: Option<Box<KeepaliveTimer>>,
 }
 
 /// Sequence-number helpers.
@@ -230,6 +233,7 @@ impl Tcb {
             nodelay: false,
             stats: TcpStats::default(),
             cfg: cfg.clone(),
+            keepalive: None,
         }
     }
 
@@ -356,6 +360,12 @@ impl Tcb {
         m
     }
 
+    /// Returns true when an ACK is to be sent at once (for example, a
+    /// window update after [`Tcb::read`]).
+    pub fn ack_due(&self) -> bool {
+        self.ack_now
+    }
+
     /// The application closes its writing side (`shutdown(Write)` or close).
     pub fn shutdown_write(&mut self) {
         if !self.fin_queued {
@@ -392,9 +402,16 @@ impl Tcb {
         self.timewait_at = None;
     }
 
-    /// Returns our receive window in bytes.
+    /// Returns our receive window in bytes: the buffer less the in-order
+    /// bytes the application has not read. Out-of-order bytes are not
+    /// subtracted: they lie inside the window's sequence space already, so
+    /// counting them would move the right edge left as they arrive, which
+    /// RFC 9293 §3.8.6.2.2 says a receiver SHOULD NOT do ("shrinking the
+    /// window"), and would make every duplicate ACK a window update to a
+    /// sender that follows RFC 5681's definition strictly (smoltcp, found
+    /// by the interop tests). Linux keeps its right edge the same way.
     fn rcv_window(&self) -> usize {
-        self.rcvbuf_cap.saturating_sub(self.rcvbuf.held())
+        self.rcvbuf_cap.saturating_sub(self.rcvbuf.ready_len())
     }
 
     /// Returns bytes sent and not acknowledged.
@@ -499,15 +516,15 @@ impl Tcb {
 
     /// Returns the earliest timer deadline, if any.
     pub fn deadline(&self) -> Option<Time> {
-        [
-            self.rto_at,
-            self.delack_at,
-            self.persist_at,
-            self.timewait_at,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let min = |a: Option<Time>, b: Option<Time>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        min(
+            min(min(self.rto_at, self.delack_at), self.keepalive_deadline()),
+            min(self.persist_at, self.timewait_at),
+        )
     }
 
     // ------------------------------------------------------------------
@@ -762,10 +779,47 @@ impl Tcb {
             self.rto_at = None;
             self.on_rto(now, out, &mut fx);
         }
+        if self.keepalive_deadline().is_some_and(|t| t <= now) {
+            self.on_keepalive(now, out, &mut fx);
+        }
         if self.state != State::Closed {
             self.output(now, out);
         }
         fx
+    }
+
+    /// Returns when the keep-alive timer fires, in the states where it
+    /// runs (synchronized, not TIME-WAIT).
+    fn keepalive_deadline(&self) -> Option<Time> {
+        let k = self.keepalive.as_deref()?;
+        match self.state {
+            State::SynSent | State::SynReceived | State::TimeWait | State::Closed => None,
+            _ => k.deadline(),
+        }
+    }
+
+    /// Keep-alive timer (see `keepalive.rs`).
+    fn on_keepalive(&mut self, now: Time, out: &mut Vec<Segment>, fx: &mut Effects) {
+        let busy = self.snd_una != self.snd_max || self.sndbuf.len() > 0;
+        let Some(k) = self.keepalive.as_deref_mut() else {
+            return;
+        };
+        match k.fire(now, busy) {
+            keepalive::Action::Wait => {}
+            keepalive::Action::Probe => {
+                // "SEG.SEQ = SND.NXT-1" (RFC 1122 §4.2.3.6; Linux uses
+                // SND.UNA-1, the same when nothing is in flight).
+                let seg = self.segment(Control::None, self.snd_una - 1, Message::new(), false);
+                self.push(seg, now, out, false);
+            }
+            keepalive::Action::Abort => {
+                // Linux: tcp_send_active_reset, then tcp_write_err.
+                if let Some(rst) = self.abort() {
+                    out.push(rst);
+                }
+                self.fail(SocketError::TimedOut, fx);
+            }
+        }
     }
 
     /// Retransmission timeout (RFC 6298 §5.4–5.7).
@@ -862,6 +916,11 @@ impl Tcb {
             State::Closed => {}
             State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
             _ => self.input_synchronized(now, seg, payload, out, &mut fx),
+        }
+        if let Some(k) = self.keepalive.as_deref_mut() {
+            if !matches!(self.state, State::SynSent | State::SynReceived) {
+                k.received(now);
+            }
         }
         if self.state != State::Closed {
             self.output(now, out);
@@ -1346,6 +1405,14 @@ impl Tcb {
         self.rto = (srtt + (self.rttvar * 4).max(g))
             .max(self.cfg.min_rto)
             .min(self.cfg.max_rto);
+    }
+
+    /// Fills the congestion and RTT fields of `st` from the live state.
+    pub fn fill_cc_stats(&self, st: &mut TcpStats) {
+        st.cwnd = self.cc.window();
+        st.ssthresh = self.cc.ssthresh();
+        st.srtt_ns = self.srtt.map_or(0, |d| d.as_nanos() as u64);
+        st.min_rtt_ns = self.min_rtt.map_or(0, |d| d.as_nanos() as u64);
     }
 
     fn update_cc_stats(&mut self) {

@@ -8,6 +8,8 @@
 //! Sequence and acknowledgment numbers are drawn either absolute or
 //! relative to the TCB's own `RCV.NXT` / `SND.UNA` / `SND.NXT`, so that a
 //! fuzzer reaches in-window segments (and so every state) easily. The
+//! first bytes choose an active or passive open, SACK, timestamps, Nagle,
+//! keep-alive, the congestion control, buffer sizes, MTU and ISS/IRS. The
 //! peer's byte stream is a fixed function of the sequence number, as is
 //! ours of the offset from ISS, so the invariants can check content, not
 //! only lengths:
@@ -29,6 +31,7 @@
 //! integration tests instead.
 
 use super::{State, Tcb};
+use crate::stack::tcp::keepalive::{Keepalive, KeepaliveTimer};
 use crate::stack::tcp::TcpConfig;
 use elvis_kernel::Time;
 use elvis_message::Message;
@@ -174,6 +177,14 @@ pub fn tcp_input(data: &[u8]) {
         read: 0,
     };
     h.t.nodelay = setup & 8 != 0;
+    if setup & 0x40 != 0 {
+        let k = Keepalive {
+            time: Duration::from_secs(1 + u64::from(c.u8())),
+            interval: Duration::from_secs(1 + u64::from(c.u8() % 100)),
+            probes: 1 + u32::from(c.u8() % 10),
+        };
+        h.t.keepalive = Some(Box::new(KeepaliveTimer::new(k, Some(Time::ZERO))));
+    }
     let mut out = Vec::new();
     h.t.output(h.now, &mut out);
     h.check(&out, false);
