@@ -243,10 +243,12 @@ impl RecvBuffer {
     }
 
     /// Returns up to `n` out-of-order ranges (for SACK blocks): first the
-    /// one holding `recent[0]` (the segment that triggered this ACK, RFC
-    /// 2018 §4: "The first SACK block ... MUST specify the contiguous block
-    /// of data containing the segment which triggered this ACK"), then the
-    /// rest in sequence order.
+    /// ones holding the sequence numbers in `recent` (most recent first, so
+    /// the block of the segment that triggered this ACK leads), then the
+    /// rest in sequence order. RFC 2018 §4: "The first SACK block ... MUST
+    /// specify the contiguous block of data containing the segment which
+    /// triggered this ACK"; the others SHOULD repeat "the most recently
+    /// reported SACK blocks".
     pub fn sack_blocks(
         &self,
         recent: &[Option<SeqNumber>],
@@ -260,19 +262,15 @@ impl RecvBuffer {
                 _ => ranges.push((*s, e)),
             }
         }
-        // Only the first recent range is moved to the front; the rest stay
-        // in sequence order, so every ACK reports the lowest blocks (what
-        // the sender's FACK-style loss marking needs most). RFC 2018 §4
-        // would repeat the most recent blocks instead; see the Gaps of
-        // `tcp.rs`.
-        if let Some(f) = recent.first().copied().flatten() {
-            if let Some(i) = ranges.iter().position(|(s, e)| *s <= f && f < *e) {
-                let r = ranges.remove(i);
-                ranges.insert(0, r);
+        let mut out = Vec::with_capacity(n.min(ranges.len()));
+        for f in recent.iter().flatten() {
+            if let Some(i) = ranges.iter().position(|(s, e)| *s <= *f && *f < *e) {
+                out.push(ranges.remove(i));
             }
         }
-        ranges.truncate(n);
-        ranges
+        out.extend(ranges);
+        out.truncate(n);
+        out
     }
 }
 

@@ -1232,8 +1232,9 @@ fn sack_blocks(s: &Segment) -> Vec<(u32, u32)> {
 
 /// RFC 2018 §4: "The first SACK block ... MUST specify the contiguous
 /// block of data containing the segment which triggered this ACK"; "the
-/// data receiver SHOULD include as many distinct SACK blocks as possible"
-/// (4, or 3 beside timestamps, RFC 2018 §3).
+/// data receiver SHOULD include as many distinct SACK blocks as possible
+/// ... repeating the most recently reported SACK blocks" (4, or 3 beside
+/// timestamps, RFC 2018 §3).
 #[test]
 fn the_first_sack_block_covers_the_segment_that_triggered_the_ack() {
     let mut t = established_with(&with_sack(), syn_ack_all());
@@ -1250,9 +1251,8 @@ fn the_first_sack_block_covers_the_segment_that_triggered_the_ack() {
         last = blocks;
     }
     assert_eq!(last.len(), 4, "four blocks without timestamps");
-    // The others in sequence order (RFC 2018 §4 would repeat the most
-    // recently reported ones; see the Gaps of `tcp.rs`).
-    assert_eq!(last, [block(9), block(1), block(3), block(5)]);
+    // The others repeat the most recently reported blocks, newest first.
+    assert_eq!(last, [block(9), block(7), block(5), block(1)]);
     // Extending a block reports the merged block first.
     let (_, out) = input(
         &mut t,
