@@ -396,7 +396,7 @@ impl Simulation {
 
     /// Sets the TCP settings of every connection opened from now on.
     pub fn set_tcp_config(&mut self, cfg: crate::stack::tcp::TcpConfig) {
-        self.w().tcp = cfg;
+        self.w().tcp = std::rc::Rc::new(cfg);
     }
 
     /// Adds a user-defined protocol above IPv4 to machine `m`.

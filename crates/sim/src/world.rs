@@ -65,7 +65,7 @@ pub(crate) struct World {
     pub counters: BTreeMap<String, Counter>,
     pub pcap: PcapSet,
     /// TCP settings.
-    pub tcp: crate::stack::tcp::TcpConfig,
+    pub tcp: std::rc::Rc<crate::stack::tcp::TcpConfig>,
     /// TCP connections: ids, ended connections, time series.
     pub conns: crate::stack::tcp::trace::ConnLog,
     /// Nesting depth of zero-delay deliveries in progress.

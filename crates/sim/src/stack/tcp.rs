@@ -64,6 +64,7 @@ use elvis_wire::tcp::{self, Control, Repr, SeqNumber};
 use elvis_wire::{Checksums, IpProtocol};
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::rc::Rc;
 use std::time::Duration;
 use tcb::{Effects, Segment, State, Tcb};
 
@@ -122,13 +123,17 @@ pub(crate) struct SockOpts {
 }
 
 impl SockOpts {
-    /// Returns the configuration a new connection with these options gets.
-    fn config(&self, w: &World) -> TcpConfig {
-        let mut cfg = w.tcp.clone();
+    /// Returns the configuration a new connection with these options gets:
+    /// the simulation's, shared, unless an option changes it.
+    fn config(&self, w: &World) -> Rc<TcpConfig> {
+        if self.sndbuf.is_none() && self.rcvbuf.is_none() && self.congestion.is_none() {
+            return w.tcp.clone();
+        }
+        let mut cfg = TcpConfig::clone(&w.tcp);
         cfg.sndbuf = self.sndbuf.unwrap_or(cfg.sndbuf);
         cfg.rcvbuf = self.rcvbuf.unwrap_or(cfg.rcvbuf);
         cfg.congestion = self.congestion.unwrap_or(cfg.congestion);
-        cfg
+        Rc::new(cfg)
     }
 
     /// Applies the options the TCB itself holds.
@@ -763,7 +768,7 @@ mod tests {
             ("SocketSlot (table entry)", size_of::<SocketSlot>()),
             ("TcpSock (boxed, holds the Tcb)", size_of::<TcpSock>()),
             ("  Tcb", size_of::<Tcb>()),
-            ("    TcpConfig copy", size_of::<TcpConfig>()),
+            ("    TcpConfig (shared, Rc)", size_of::<Rc<TcpConfig>>()),
             ("    TcpStats", size_of::<TcpStats>()),
             ("    SendBuffer", size_of::<SendBuffer>()),
             ("    RecvBuffer", size_of::<RecvBuffer>()),
