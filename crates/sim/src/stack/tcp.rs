@@ -39,7 +39,11 @@
 //! scoreboard and resends everything after `snd_una` (go-back-N; Linux
 //! keeps SACKed segments marked): at 50 % loss each way a 100 MB transfer
 //! sends 3.2 bytes per byte delivered, where resending only the lost
-//! segments would take 2. PAWS (RFC 7323 §5) is not checked. Urgent data,
+//! segments would take 2. PAWS (RFC 7323 §5): timestamps are echoed and
+//! timed but old ones are not rejected. RFC 5961 §5 (ACKs far below
+//! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored. A
+//! retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux
+//! resends the SYN-ACK); the SYN-ACK's own timer resends it. Urgent data,
 //! ECN (the bits parse but are not acted on), PMTU discovery, HyStart++. A
 //! SYN for a 4-tuple still in TIME-WAIT is not taken as a new connection
 //! (Linux accepts one with a higher sequence number). `SO_REUSEADDR` does

@@ -9,6 +9,7 @@ mod delivery;
 mod determinism;
 mod faults;
 mod fragmentation;
+mod fuzz_corpus;
 mod impairments;
 mod interop;
 mod queues;
