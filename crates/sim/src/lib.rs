@@ -50,6 +50,7 @@
 
 mod api;
 mod executor;
+pub mod foreign;
 mod machine;
 pub mod net;
 pub mod pcap;
@@ -65,9 +66,15 @@ pub use elvis_kernel::Time;
 pub use elvis_message::Message;
 pub use elvis_tcpcc::Algorithm as Congestion;
 pub use executor::{AppError, AppResult, TaskState};
+pub use foreign::{ForeignCtx, ForeignStack};
 pub use machine::{MachineId, Protocols};
 pub use net::{NetId, NetworkConfig, NetworkKind};
 pub use report::{DropReason, Report};
 pub use simulation::{Progress, RunLimits, SimError, Simulation};
-pub use socket::{EchoOptions, EchoReply, IcmpError, IcmpSocket, Shutdown, SocketError, TcpListener, TcpStream, UdpSocket};
+pub use socket::{
+    EchoOptions, EchoReply, IcmpError, IcmpSocket, Shutdown, SocketError, TcpListener, TcpSocket, TcpStream, UdpSocket,
+};
+pub use stack::tcp::keepalive::Keepalive;
+pub use stack::tcp::tcb::State as TcpState;
+pub use stack::tcp::trace::{Sample, Sampling, Series};
 pub use stack::tcp::{TcpConfig, TcpStats};

@@ -142,6 +142,14 @@ pub struct Report {
     pub problems: Vec<Problem>,
     /// Values published by applications (`ping`'s RTTs…), in order.
     pub metrics: Vec<MetricReport>,
+    /// TCP connections opened during the run (both ends of each).
+    pub tcp_connections_total: u64,
+    /// The first [`crate::stack::tcp::trace::MAX_LISTED`] TCP connection
+    /// ends, in the order they were created.
+    pub tcp_connections: Vec<ConnectionReport>,
+    /// Payload bytes acknowledged to senders, per congestion control
+    /// algorithm, over all connections (listed or not).
+    pub tcp_shares: Vec<CongestionShare>,
     /// Wall-clock measurements (not deterministic).
     pub performance: Performance,
 }
@@ -153,6 +161,56 @@ pub struct MetricReport {
     pub application: String,
     pub name: String,
     pub value: f64,
+}
+
+/// One end of a TCP connection: who, with what algorithm, its statistics
+/// and its state when it ended (or when the run did).
+#[derive(Clone, Debug, Serialize)]
+pub struct ConnectionReport {
+    /// Creation order (also the number in time-series file names).
+    pub id: u64,
+    pub machine: String,
+    /// `ip:port`.
+    pub local: String,
+    pub remote: String,
+    /// `newreno`, `cubic` or `compound`.
+    pub congestion: &'static str,
+    /// RFC 9293 state at the end (`Closed`, `TimeWait`, `Established`…).
+    pub state: crate::stack::tcp::tcb::State,
+    #[serde(flatten)]
+    pub stats: crate::stack::tcp::TcpStats,
+}
+
+/// What one congestion control algorithm got, over all connections.
+#[derive(Clone, Debug, Serialize)]
+pub struct CongestionShare {
+    pub congestion: &'static str,
+    /// Connections that had data acknowledged.
+    pub senders: u64,
+    pub bytes_acked: u64,
+    /// `bytes_acked` over the total of all algorithms, 0–1.
+    pub share: f64,
+}
+
+impl CongestionShare {
+    /// Returns the shares of `(algorithm, senders, bytes acked)` totals.
+    pub(crate) fn from_totals(totals: &BTreeMap<&'static str, (u64, u64)>) -> Vec<CongestionShare> {
+        let all: u64 = totals.values().map(|t| t.1).sum();
+        totals
+            .iter()
+            .filter(|(_, t)| t.0 > 0)
+            .map(|(c, t)| CongestionShare {
+                congestion: c,
+                senders: t.0,
+                bytes_acked: t.1,
+                share: if all > 0 {
+                    t.1 as f64 / all as f64
+                } else {
+                    0.0
+                },
+            })
+            .collect()
+    }
 }
 
 /// Packet counters.

@@ -9,6 +9,7 @@ use crate::report::{
     self, AppReport, End, MetricReport, NetworkReport, Performance, Problem, Report,
     RouterIfaceReport, RouterReport,
 };
+use crate::stack::tcp::trace::{self, Sampling, Series};
 use crate::world::{self, World};
 use elvis_kernel::Time;
 use std::cell::RefCell;
@@ -204,6 +205,42 @@ impl Simulation {
     pub fn add_machine(&mut self, name: &str) -> MachineId {
         self.add_group(name, None, Protocols::UDP)
             .expect("machine names are unique")
+    }
+
+    /// Adds a *foreign machine*: one whose frames are handed to `stack`
+    /// instead of the simulator's protocol stack (see [`crate::foreign`]).
+    /// Plug it into networks with [`Simulation::attach`]; the address
+    /// given there is the one simulated machines reach it at (their static
+    /// neighbour tables map it to the machine's MAC), and `stack` should
+    /// answer ARP for it. The stack is first polled at time zero.
+    ///
+    /// # Errors
+    /// `DuplicateName` if a group of that name exists.
+    pub fn add_foreign_machine(
+        &mut self,
+        name: &str,
+        stack: Box<dyn crate::foreign::ForeignStack>,
+    ) -> Result<MachineId, SimError> {
+        let none = Protocols {
+            udp: false,
+            arp: false,
+            tcp: false,
+        };
+        let m = self.add_group(name, None, none)?;
+        let w = self.w();
+        let machine = &mut w.machines[m as usize];
+        machine.foreign = true;
+        machine.ext().foreign = Some(crate::foreign::ForeignSlot::new(stack));
+        crate::foreign::start(w, m);
+        Ok(m)
+    }
+
+    /// Returns the MAC address of machine `m`'s interface `iface` (the
+    /// order of [`Simulation::attach`] calls), if it has one.
+    pub fn mac_address(&self, m: MachineId, iface: usize) -> Option<[u8; 6]> {
+        let w = self.world.as_ref()?;
+        let ifc = w.machines.get(m as usize)?.ifaces.get(iface)?;
+        Some(w.networks[ifc.net as usize].mac(ifc.port).0)
     }
 
     /// Returns each machine's first address, by machine id.
@@ -733,6 +770,9 @@ impl Simulation {
                     value: m.value,
                 })
                 .collect(),
+            tcp_connections_total: w.conns.created,
+            tcp_connections: self.connection_reports(),
+            tcp_shares: self.congestion_shares(),
             performance: Performance {
                 wall_time_s: wall,
                 events_per_s: if wall > 0.0 {
@@ -748,6 +788,90 @@ impl Simulation {
                 peak_rss_bytes: report::peak_rss_bytes(),
             },
         }
+    }
+
+    /// Returns the report lines of the TCP connections, ended ones and
+    /// those still open, by id.
+    fn connection_reports(&self) -> Vec<report::ConnectionReport> {
+        use crate::socket::SocketSlot;
+        let w = self.world.as_ref().expect("world is present outside run");
+        let mut recs = w.conns.ended.clone();
+        for (m, machine) in w.machines.iter().enumerate() {
+            for s in &machine.sockets {
+                if let SocketSlot::Tcp(t) = s {
+                    if t.id < trace::MAX_LISTED {
+                        let mut tcb_stats = t.tcb.stats.clone();
+                        t.tcb.fill_cc_stats(&mut tcb_stats);
+                        recs.push(trace::Record {
+                            id: t.id,
+                            machine: m as MachineId,
+                            local: t.tcb.local,
+                            remote: t.tcb.remote,
+                            congestion: t.tcb.cc_name(),
+                            state: t.tcb.state,
+                            stats: tcb_stats,
+                        });
+                    }
+                }
+            }
+        }
+        recs.sort_by_key(|r| r.id);
+        recs.into_iter()
+            .map(|r| report::ConnectionReport {
+                id: r.id,
+                machine: w.machine_name(r.machine),
+                local: r.local.to_string(),
+                remote: r.remote.to_string(),
+                congestion: r.congestion,
+                state: r.state,
+                stats: r.stats,
+            })
+            .collect()
+    }
+
+    /// Returns the bytes acknowledged per congestion control algorithm.
+    fn congestion_shares(&self) -> Vec<report::CongestionShare> {
+        use crate::socket::SocketSlot;
+        let w = self.world.as_ref().expect("world is present outside run");
+        let mut totals = w.conns.ended_totals.clone();
+        for machine in &w.machines {
+            for s in &machine.sockets {
+                if let SocketSlot::Tcp(t) = s {
+                    trace::add_total(&mut totals, t.tcb.cc_name(), t.tcb.stats.bytes_acked);
+                }
+            }
+        }
+        report::CongestionShare::from_totals(&totals)
+    }
+
+    /// Records a time series of every TCP connection opened from now on
+    /// (cwnd, ssthresh, smoothed RTT, bytes acknowledged), sampled as
+    /// `sampling` says; read it with [`Simulation::tcp_series`] or write it
+    /// with [`Simulation::write_tcp_series`]. Off by default, and free
+    /// when off.
+    pub fn trace_tcp(&mut self, sampling: Sampling) {
+        self.w().conns.enable_trace(sampling);
+    }
+
+    /// Returns the TCP time series recorded so far (empty unless
+    /// [`Simulation::trace_tcp`] was called), by connection id.
+    pub fn tcp_series(&self) -> Vec<Series> {
+        let Some(w) = self.world.as_ref() else {
+            return Vec::new();
+        };
+        w.conns
+            .trace
+            .as_ref()
+            .map_or(Vec::new(), |t| t.series(|m| w.machine_name(m)))
+    }
+
+    /// Writes the TCP time series as one CSV per connection into `dir`
+    /// (format: [`trace::write_csv`]); returns the paths.
+    ///
+    /// # Errors
+    /// If the directory or a file cannot be written.
+    pub fn write_tcp_series(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        trace::write_csv(dir, &self.tcp_series())
     }
 
     fn router_reports(&self) -> Vec<RouterReport> {

@@ -54,6 +54,8 @@ pub enum SocketError {
     TimedOut,
     #[error("broken pipe (the connection can no longer send)")]
     BrokenPipe,
+    #[error("invalid argument: {0}")]
+    InvalidInput(&'static str),
     #[error("no ephemeral port left")]
     NoPortsLeft,
     #[error("the socket API was called outside a running simulation")]
@@ -78,7 +80,8 @@ const EPHEMERAL: u16 = 49_152;
 
 mod tcp;
 pub use tcp::{
-    Accept, Connect, Recv as TcpRecv, Send as TcpSend, Shutdown, TcpListener, TcpStream,
+    Accept, Close as TcpClose, Connect, Recv as TcpRecv, Send as TcpSend, Shutdown, TcpListener,
+    TcpSocket, TcpStream,
 };
 
 /// One entry of a machine's socket table.
@@ -230,14 +233,34 @@ pub(crate) fn join_multicast(
 }
 
 /// Puts `slot` in the first free entry of machine `m`'s socket table.
+/// Tables of more than a few entries (a server with many connections)
+/// start the search at a hint kept below the first free entry, so that
+/// opening N sockets costs O(N), not O(N²).
 pub(crate) fn alloc_slot(w: &mut World, m: MachineId, slot: SocketSlot) -> u32 {
-    let socks = &mut w.machines[m as usize].sockets;
-    if let Some(i) = socks.iter().position(|s| matches!(s, SocketSlot::Free)) {
-        socks[i] = slot;
-        return i as u32;
+    let crate::machine::Machine { sockets, ext, .. } = &mut w.machines[m as usize];
+    let start = if sockets.len() < 64 {
+        0
+    } else {
+        ext.get_or_insert_with(Default::default).free_hint as usize
+    };
+    let start = start.min(sockets.len());
+    let i = match sockets[start..]
+        .iter()
+        .position(|s| matches!(s, SocketSlot::Free))
+    {
+        Some(i) => {
+            sockets[start + i] = slot;
+            start + i
+        }
+        None => {
+            sockets.push(slot);
+            sockets.len() - 1
+        }
+    };
+    if let Some(e) = ext.as_deref_mut() {
+        e.free_hint = e.free_hint.max(i as u32 + 1);
     }
-    socks.push(slot);
-    (socks.len() - 1) as u32
+    i as u32
 }
 
 fn udp_port_taken(w: &World, m: MachineId, port: u16) -> bool {
@@ -372,6 +395,7 @@ impl Drop for UdpSocket {
         let _ = try_with_world(|w| {
             if let Some(s) = w.machines[m as usize].sockets.get_mut(slot) {
                 *s = SocketSlot::Free;
+                w.machines[m as usize].slot_freed(slot as u32);
             }
         });
     }
@@ -516,6 +540,7 @@ impl Drop for IcmpSocket {
         let _ = try_with_world(|w| {
             if let Some(s) = w.machines[m as usize].sockets.get_mut(slot) {
                 *s = SocketSlot::Free;
+                w.machines[m as usize].slot_freed(slot as u32);
             }
         });
     }
