@@ -418,7 +418,8 @@ fn routes(n: u64) -> Measurement {
         sim.set_forwarding(r, true).expect("fwd");
         let lan = sim.add_network(NetworkConfig::ideal(format!("lan{a}")));
         let base = 0x0b00_0000 + (a as u32) * 64;
-        sim.attach(r, lan, Ipv4Addr::from(base + 1)).expect("attach");
+        sim.attach(r, lan, Ipv4Addr::from(base + 1))
+            .expect("attach");
         for h in 0..per_lan.min(n - a * per_lan) {
             let m = hosts0 + (a * per_lan + h) as u32;
             sim.attach(m, lan, Ipv4Addr::from(base + 2 + h as u32))

@@ -169,7 +169,10 @@ fn a_route_via_an_address_on_no_attached_network_is_bad_input_located_at_the_gat
         "bad/route-foreign-gateway.ndl",
         6,
         32,
-        &["machine 'sender'", "gateway 10.7.0.1 is on none of its networks"],
+        &[
+            "machine 'sender'",
+            "gateway 10.7.0.1 is on none of its networks",
+        ],
     );
 }
 
