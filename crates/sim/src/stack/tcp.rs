@@ -59,6 +59,7 @@ use elvis_wire::tcp::{self, Control, Repr, SeqNumber};
 use elvis_wire::{Checksums, IpProtocol};
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::rc::Rc;
 use std::time::Duration;
 use tcb::{Effects, Segment, State, Tcb};
 
@@ -117,13 +118,17 @@ pub(crate) struct SockOpts {
 }
 
 impl SockOpts {
-    /// Returns the configuration a new connection with these options gets.
-    fn config(&self, w: &World) -> TcpConfig {
-        let mut cfg = w.tcp.clone();
+    /// Returns the configuration a new connection with these options gets:
+    /// the simulation's, shared, unless an option changes it.
+    fn config(&self, w: &World) -> Rc<TcpConfig> {
+        if self.sndbuf.is_none() && self.rcvbuf.is_none() && self.congestion.is_none() {
+            return w.tcp.clone();
+        }
+        let mut cfg = TcpConfig::clone(&w.tcp);
         cfg.sndbuf = self.sndbuf.unwrap_or(cfg.sndbuf);
         cfg.rcvbuf = self.rcvbuf.unwrap_or(cfg.rcvbuf);
         cfg.congestion = self.congestion.unwrap_or(cfg.congestion);
-        cfg
+        Rc::new(cfg)
     }
 
     /// Applies the options the TCB itself holds.
@@ -202,6 +207,8 @@ pub(crate) struct TcpSock {
     timer_at: Option<Time>,
     /// The connection's id in the run's connection log.
     pub id: u64,
+    /// When it was opened and last had data acknowledged.
+    pub life: trace::Life,
 }
 
 /// A listening socket.
@@ -328,6 +335,7 @@ pub(crate) fn connect(
         timer_gen: 0,
         timer_at: None,
         id,
+        life: trace::Life::new(w.now()),
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     index(w, m).add_conn(local.port(), remote, slot);
@@ -370,7 +378,11 @@ pub(crate) fn drive(
         crate::net::nic_room(w, ifc.net, ifc.port) as usize
     });
     sock.tcb.nic_blocked = false;
+    let acked = sock.tcb.stats.bytes_acked;
     let fx = f(&mut sock.tcb, now, &mut out);
+    if sock.tcb.stats.bytes_acked != acked {
+        sock.life.last_ack_ns = now.as_nanos();
+    }
     if let Some(trace) = w.conns.trace.as_mut() {
         trace.observe(sock.id, now, &mut sock.tcb);
     }
@@ -422,7 +434,7 @@ pub(crate) fn drive(
         }
     }
     if free {
-        w.conns.end(sock.id, m, &mut sock.tcb);
+        w.conns.end(sock.id, m, &mut sock.tcb, sock.life);
         w.machines[m as usize].sockets[slot as usize] = SocketSlot::Free;
         w.machines[m as usize].slot_freed(slot);
         index(w, m).remove_conn(local.port(), remote);
@@ -640,6 +652,7 @@ fn passive_open(
         timer_gen: 0,
         timer_at: None,
         id,
+        life: trace::Life::new(w.now()),
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     index(w, m).add_conn(local.port(), remote, slot);
@@ -758,7 +771,7 @@ mod tests {
             ("SocketSlot (table entry)", size_of::<SocketSlot>()),
             ("TcpSock (boxed, holds the Tcb)", size_of::<TcpSock>()),
             ("  Tcb", size_of::<Tcb>()),
-            ("    TcpConfig copy", size_of::<TcpConfig>()),
+            ("    TcpConfig (shared, Rc)", size_of::<Rc<TcpConfig>>()),
             ("    TcpStats", size_of::<TcpStats>()),
             ("    SendBuffer", size_of::<SendBuffer>()),
             ("    RecvBuffer", size_of::<RecvBuffer>()),

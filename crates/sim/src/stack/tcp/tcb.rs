@@ -24,6 +24,7 @@ use elvis_tcpcc::{AckEvent, CongestionControl};
 use elvis_wire::tcp::{Control, Repr, SeqNumber};
 use serde::Serialize;
 use std::net::SocketAddrV4;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// Connection states (RFC 9293 §3.3.2).
@@ -156,9 +157,28 @@ pub(crate) struct Tcb {
     pub error: Option<SocketError>,
     pub nodelay: bool,
     pub stats: TcpStats,
-    cfg: TcpConfig,
+    /// Shared by every connection without per-socket buffer options.
+    cfg: Rc<TcpConfig>,
     /// `SO_KEEPALIVE` (off: `None`).
     pub keepalive: Option<Box<KeepaliveTimer>>,
+}
+
+/// A configuration a TCB can hold: the simulation's shared one (no copy)
+/// or a plain one (copied, for tests and one-off settings).
+pub(crate) trait SharedConfig {
+    fn shared(self) -> Rc<TcpConfig>;
+}
+
+impl SharedConfig for &Rc<TcpConfig> {
+    fn shared(self) -> Rc<TcpConfig> {
+        Rc::clone(self)
+    }
+}
+
+impl SharedConfig for &TcpConfig {
+    fn shared(self) -> Rc<TcpConfig> {
+        Rc::new(self.clone())
+    }
 }
 
 /// Sequence-number helpers.
@@ -170,7 +190,7 @@ const TCP_OPTIONS_TS: usize = 12;
 
 impl Tcb {
     fn new(
-        cfg: &TcpConfig,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -178,6 +198,7 @@ impl Tcb {
         mtu: usize,
         state: State,
     ) -> Tcb {
+        let cfg = cfg.shared();
         let rcv_wscale = wscale_for(cfg.rcvbuf);
         Tcb {
             state,
@@ -238,7 +259,7 @@ impl Tcb {
 
     /// Returns a connection actively opened to `remote` (state SYN-SENT).
     pub fn connect(
-        cfg: &TcpConfig,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -251,7 +272,7 @@ impl Tcb {
     /// Returns a connection passively opened by the SYN `syn` (state
     /// SYN-RECEIVED), RFC 9293 §3.10.7.2 "third, check for a SYN".
     pub fn accept(
-        cfg: &TcpConfig,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
