@@ -27,7 +27,9 @@ pub struct Config {
 /// When a message differs from the expected content.
 pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     if cfg.transport == crate::send_message::Transport::Tcp {
-        return run_tcp(host, cfg).await;
+        // Boxed: the TCP futures are large, and a million UDP captures
+        // must not carry their state (memory per machine).
+        return Box::pin(run_tcp(host, cfg)).await;
     }
     let sock = host.udp_bind(cfg.port)?;
     let mut got = 0u64;

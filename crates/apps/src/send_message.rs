@@ -51,22 +51,28 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
                 sock.send_to(cfg.message.clone(), cfg.to).await?;
             }
         }
-        Transport::Tcp => {
-            let stream = match cfg.congestion {
-                Some(alg) => host.tcp_connect_with(cfg.to, alg).await?,
-                None => host.tcp_connect(cfg.to).await?,
-            };
-            for i in 0..cfg.count {
-                if i > 0 {
-                    if let Some(d) = cfg.interval {
-                        host.sleep(d).await;
-                    }
-                }
-                let mut framed = cfg.message.clone();
-                framed.push_front_slice(&(cfg.message.len() as u32).to_be_bytes());
-                stream.write_all(framed).await?;
+        // Boxed: the TCP futures are large, and a million UDP senders must
+        // not carry their state (memory per machine).
+        Transport::Tcp => Box::pin(run_tcp(host, cfg)).await?,
+    }
+    Ok(())
+}
+
+/// The TCP variant: one connection, each message framed by its length.
+async fn run_tcp(host: Host, cfg: Rc<Config>) -> AppResult {
+    let stream = match cfg.congestion {
+        Some(alg) => host.tcp_connect_with(cfg.to, alg).await?,
+        None => host.tcp_connect(cfg.to).await?,
+    };
+    for i in 0..cfg.count {
+        if i > 0 {
+            if let Some(d) = cfg.interval {
+                host.sleep(d).await;
             }
         }
+        let mut framed = cfg.message.clone();
+        framed.push_front_slice(&(cfg.message.len() as u32).to_be_bytes());
+        stream.write_all(framed).await?;
     }
     Ok(())
 }
