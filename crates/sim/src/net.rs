@@ -150,6 +150,8 @@ pub(crate) struct PortQueues {
     down: Fifo,
     /// TCP connections (machine, socket slot) waiting for NIC room.
     tcp_waiters: Vec<(MachineId, u32)>,
+    /// A foreign stack waits for NIC room (see `crate::foreign`).
+    foreign_waiting: bool,
 }
 
 /// Where a machine's interface plugs into a network.
@@ -424,11 +426,19 @@ fn release_nic(w: &mut World, net: NetId, port: u32) {
         w.wake(task);
     }
     let p = &mut w.networks[net as usize].ports[port as usize];
-    // Drained in place, so the list keeps its storage for the next waiter.
-    let waiting: smallvec::SmallVec<[(MachineId, u32); 2]> = match p.queues.as_mut() {
-        Some(q) if !q.tcp_waiters.is_empty() => q.tcp_waiters.drain(..).collect(),
-        _ => return,
+    let machine = p.machine;
+    let Some(q) = p.queues.as_mut() else {
+        return;
     };
+    if std::mem::take(&mut q.foreign_waiting) {
+        let timer = crate::stack::Timer::ForeignRoom;
+        w.queue.schedule_now(Event::Timer { machine, timer });
+    }
+    if q.tcp_waiters.is_empty() {
+        return;
+    }
+    // Drained in place, so the list keeps its storage for the next waiter.
+    let waiting: smallvec::SmallVec<[(MachineId, u32); 2]> = q.tcp_waiters.drain(..).collect();
     for (m, slot) in waiting {
         let timer = crate::stack::Timer::TcpKick { slot };
         w.queue.schedule_now(Event::Timer { machine: m, timer });
@@ -443,6 +453,15 @@ pub(crate) fn wait_for_room(w: &mut World, net: NetId, port: u32, m: MachineId, 
     if !q.tcp_waiters.contains(&(m, slot)) {
         q.tcp_waiters.push((m, slot));
     }
+}
+
+/// Registers the foreign stack on `port` to be polled when the NIC at
+/// `port` frees a slot.
+pub(crate) fn wait_for_room_foreign(w: &mut World, net: NetId, port: u32) {
+    let p = &mut w.networks[net as usize].ports[port as usize];
+    p.queues
+        .get_or_insert_with(Default::default)
+        .foreign_waiting = true;
 }
 
 /// Applies loss and corruption as a frame leaves the sender.
@@ -580,5 +599,8 @@ fn receive(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
     }
     w.stats.frames_delivered += 1;
     w.current_machine = Some(machine);
+    if w.machines[machine as usize].foreign {
+        return crate::foreign::receive(w, machine, iface, frame);
+    }
     crate::stack::ethernet::receive(w, machine, iface, frame);
 }

@@ -9,7 +9,7 @@
 //! ```text
 //!   sockets      UdpSocket            IcmpSocket
 //!   transport    udp ───────┐         icmp
-//!   network      ipv4 (routing to attached networks, fragmentation)
+//!   network      ipv4 (route lookup, fragmentation), forward (routers)
 //!   link         ethernet ── arp (or the simulator's static table)
 //!   ─────────────────────────── net (NIC queue, wire) ─────────────
 //! ```
@@ -21,8 +21,10 @@
 pub mod arp;
 pub mod custom;
 pub mod ethernet;
+pub mod forward;
 pub mod icmp;
 pub mod ipv4;
+pub mod route;
 pub mod tcp;
 pub mod udp;
 
@@ -42,6 +44,10 @@ pub(crate) enum Timer {
     Tcp { slot: u32, gen: u32 },
     /// The NIC has room again for TCP connection `slot`.
     TcpKick { slot: u32 },
+    /// A foreign stack asked to be polled now.
+    ForeignPoll,
+    /// The NIC of a foreign stack has room again.
+    ForeignRoom,
 }
 
 /// Runs a protocol timer.
@@ -55,5 +61,7 @@ pub(crate) fn on_timer(w: &mut World, m: MachineId, timer: Timer) {
         Timer::Custom { proto, token } => custom::on_timer(w, m, proto, token),
         Timer::Tcp { slot, gen } => tcp::on_timer(w, m, slot, gen),
         Timer::TcpKick { slot } => tcp::kick(w, m, slot),
+        Timer::ForeignPoll => crate::foreign::on_poll(w, m, false),
+        Timer::ForeignRoom => crate::foreign::on_poll(w, m, true),
     }
 }

@@ -47,7 +47,14 @@ pub(crate) fn send(
         Some(SocketSlot::Udp(s)) => s.port,
         _ => return Err(SocketError::BadDescriptor),
     };
-    let route = ipv4::route(w, m, *to.ip())?;
+    let flow = super::route::FlowKey {
+        src: 0,
+        dst: u32::from(*to.ip()),
+        proto: 17,
+        sport: src_port,
+        dport: to.port(),
+    };
+    let route = ipv4::route_flow(w, m, *to.ip(), Some(&flow))?;
     let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
     let room = ipv4::room(w, m, &route);
     let ifc = w.machines[m as usize]
@@ -109,7 +116,10 @@ pub(crate) fn receive(
     if len < udp::HEADER_LEN || len > msg.len() {
         return w.drop_packet(DropReason::Malformed("udp"));
     }
-    msg.truncate(len);
+    if len < msg.len() {
+        // Ethernet padding or trailing bytes beyond the UDP length.
+        msg.truncate(len);
+    }
     if check != 0 {
         let mut sum = checksum::pseudo_header(src, dst, IpProtocol::Udp, len as u32);
         sum_message(&mut sum, msg);

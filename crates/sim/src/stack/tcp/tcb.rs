@@ -15,6 +15,7 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+use super::keepalive::{self, KeepaliveTimer};
 use super::TcpConfig;
 use crate::socket::SocketError;
 use elvis_kernel::Time;
@@ -23,6 +24,7 @@ use elvis_tcpcc::{AckEvent, CongestionControl};
 use elvis_wire::tcp::{Control, Repr, SeqNumber};
 use serde::Serialize;
 use std::net::SocketAddrV4;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// Connection states (RFC 9293 §3.3.2).
@@ -155,7 +157,28 @@ pub(crate) struct Tcb {
     pub error: Option<SocketError>,
     pub nodelay: bool,
     pub stats: TcpStats,
-    cfg: TcpConfig,
+    /// Shared by every connection without per-socket buffer options.
+    cfg: Rc<TcpConfig>,
+    /// `SO_KEEPALIVE` (off: `None`).
+    pub keepalive: Option<Box<KeepaliveTimer>>,
+}
+
+/// A configuration a TCB can hold: the simulation's shared one (no copy)
+/// or a plain one (copied, for tests and one-off settings).
+pub(crate) trait SharedConfig {
+    fn shared(self) -> Rc<TcpConfig>;
+}
+
+impl SharedConfig for &Rc<TcpConfig> {
+    fn shared(self) -> Rc<TcpConfig> {
+        Rc::clone(self)
+    }
+}
+
+impl SharedConfig for &TcpConfig {
+    fn shared(self) -> Rc<TcpConfig> {
+        Rc::new(self.clone())
+    }
 }
 
 /// Sequence-number helpers.
@@ -167,7 +190,7 @@ const TCP_OPTIONS_TS: usize = 12;
 
 impl Tcb {
     fn new(
-        cfg: &TcpConfig,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -175,6 +198,7 @@ impl Tcb {
         mtu: usize,
         state: State,
     ) -> Tcb {
+        let cfg = cfg.shared();
         let rcv_wscale = wscale_for(cfg.rcvbuf);
         Tcb {
             state,
@@ -229,12 +253,13 @@ impl Tcb {
             nodelay: false,
             stats: TcpStats::default(),
             cfg: cfg.clone(),
+            keepalive: None,
         }
     }
 
     /// Returns a connection actively opened to `remote` (state SYN-SENT).
     pub fn connect(
-        cfg: &TcpConfig,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -247,7 +272,7 @@ impl Tcb {
     /// Returns a connection passively opened by the SYN `syn` (state
     /// SYN-RECEIVED), RFC 9293 §3.10.7.2 "third, check for a SYN".
     pub fn accept(
-        cfg: &TcpConfig,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -388,9 +413,16 @@ impl Tcb {
         rst
     }
 
-    /// Returns our receive window in bytes.
+    /// Returns our receive window in bytes: the buffer less the in-order
+    /// bytes the application has not read. Out-of-order bytes are not
+    /// subtracted: they lie inside the window's sequence space already, so
+    /// counting them would move the right edge left as they arrive, which
+    /// RFC 9293 §3.8.6.2.2 says a receiver SHOULD NOT do ("shrinking the
+    /// window"), and would make every duplicate ACK a window update to a
+    /// sender that follows RFC 5681's definition strictly (smoltcp, found
+    /// by the interop tests). Linux keeps its right edge the same way.
     fn rcv_window(&self) -> usize {
-        self.rcvbuf_cap.saturating_sub(self.rcvbuf.held())
+        self.rcvbuf_cap.saturating_sub(self.rcvbuf.ready_len())
     }
 
     /// Returns bytes sent and not acknowledged.
@@ -501,7 +533,7 @@ impl Tcb {
             (None, y) => y,
         };
         min(
-            min(self.rto_at, self.delack_at),
+            min(min(self.rto_at, self.delack_at), self.keepalive_deadline()),
             min(self.persist_at, self.timewait_at),
         )
     }
@@ -753,10 +785,47 @@ impl Tcb {
             self.rto_at = None;
             self.on_rto(now, out, &mut fx);
         }
+        if self.keepalive_deadline().is_some_and(|t| t <= now) {
+            self.on_keepalive(now, out, &mut fx);
+        }
         if self.state != State::Closed {
             self.output(now, out);
         }
         fx
+    }
+
+    /// Returns when the keep-alive timer fires, in the states where it
+    /// runs (synchronized, not TIME-WAIT).
+    fn keepalive_deadline(&self) -> Option<Time> {
+        let k = self.keepalive.as_deref()?;
+        match self.state {
+            State::SynSent | State::SynReceived | State::TimeWait | State::Closed => None,
+            _ => k.deadline(),
+        }
+    }
+
+    /// Keep-alive timer (see `keepalive.rs`).
+    fn on_keepalive(&mut self, now: Time, out: &mut Vec<Segment>, fx: &mut Effects) {
+        let busy = self.snd_una != self.snd_max || self.sndbuf.len() > 0;
+        let Some(k) = self.keepalive.as_deref_mut() else {
+            return;
+        };
+        match k.fire(now, busy) {
+            keepalive::Action::Wait => {}
+            keepalive::Action::Probe => {
+                // "SEG.SEQ = SND.NXT-1" (RFC 1122 §4.2.3.6; Linux uses
+                // SND.UNA-1, the same when nothing is in flight).
+                let seg = self.segment(Control::None, self.snd_una - 1, Message::new(), false);
+                self.push(seg, now, out, false);
+            }
+            keepalive::Action::Abort => {
+                // Linux: tcp_send_active_reset, then tcp_write_err.
+                if let Some(rst) = self.abort() {
+                    out.push(rst);
+                }
+                self.fail(SocketError::TimedOut, fx);
+            }
+        }
     }
 
     /// Retransmission timeout (RFC 6298 §5.4–5.7).
@@ -864,6 +933,11 @@ impl Tcb {
             State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
             _ => self.input_synchronized(now, seg, payload, out, &mut fx),
         }
+        if let Some(k) = self.keepalive.as_deref_mut() {
+            if !matches!(self.state, State::SynSent | State::SynReceived) {
+                k.received(now);
+            }
+        }
         if self.state != State::Closed {
             self.output(now, out);
         }
@@ -902,17 +976,20 @@ impl Tcb {
         if let Some(ack) = seg.ack_number {
             // Our SYN is acknowledged: ESTABLISHED.
             self.snd_una = ack;
-            self.snd_wnd = u64::from(seg.window_len) << self.snd_wscale;
+            // RFC 7323 §2.2: "The window field in a segment where the SYN
+            // bit is set (i.e., a <SYN> or <SYN,ACK>) MUST NOT be scaled."
+            self.snd_wnd = u64::from(seg.window_len);
             self.snd_wl1 = seg.seq_number;
             self.snd_wl2 = ack;
-            self.rto_at = None;
             if self.syn_retries == 0 {
+                // Before the timer is cleared: `syn_time` reads it.
                 self.rtt_sample(
                     now,
                     self.ts_rtt(seg, now)
                         .unwrap_or_else(|| now - self.syn_time(now)),
                 );
             }
+            self.rto_at = None;
             self.state = State::Established;
             self.ack_now = true;
             fx.established = true;
@@ -976,6 +1053,22 @@ impl Tcb {
         let seg_len = payload.len()
             + usize::from(seg.control == Control::Syn)
             + usize::from(seg.control == Control::Fin);
+        // Simultaneous open (RFC 9293 Figure 8, line 6): the peer's SYN,ACK
+        // acknowledging our SYN takes SYN-RECEIVED to ESTABLISHED. The
+        // sequence-number check below would reject its SYN (SEG.SEQ =
+        // RCV.NXT − 1) and both ends would wait for each other until they
+        // time out; Linux accepts exactly this segment (tcp_validate_incoming).
+        if self.state == State::SynReceived
+            && seg.control == Control::Syn
+            && seg.seq_number + 1 == self.rcv_nxt
+            && seg.ack_number == Some(self.snd_nxt)
+            && self.snd_nxt == self.iss + 1
+        {
+            if let Some(ack) = seg.ack_number {
+                self.establish(now, seg, ack, fx);
+            }
+            return;
+        }
         // First: sequence number check.
         if !self.acceptable(seg, seg_len) {
             // A zero-window probe or an old duplicate: "send an
@@ -1022,20 +1115,7 @@ impl Tcb {
         if self.state == State::SynReceived {
             // "If SND.UNA < SEG.ACK =< SND.NXT, then enter ESTABLISHED".
             if self.snd_una < ack && ack <= self.snd_nxt {
-                self.state = State::Established;
-                self.snd_wnd = u64::from(seg.window_len) << self.snd_wscale;
-                self.snd_wl1 = seg.seq_number;
-                self.snd_wl2 = ack;
-                fx.established = true;
-                fx.writable = true;
-                if self.syn_retries == 0 {
-                    let rtt = self
-                        .ts_rtt(seg, now)
-                        .unwrap_or_else(|| now - self.syn_time(now));
-                    self.rtt_sample(now, rtt);
-                }
-                self.snd_una = ack;
-                self.rto_at = None;
+                self.establish(now, seg, ack, fx);
             } else {
                 out.push(Segment {
                     repr: rst_for(seg, payload.len()),
@@ -1043,6 +1123,11 @@ impl Tcb {
                 });
                 return;
             }
+        } else if ack > self.snd_max {
+            // "If the ACK acks something not yet sent (SEG.ACK > SND.NXT),
+            // then send an ACK, drop the segment, and return."
+            self.ack_now = true;
+            return;
         } else {
             self.process_ack(now, seg, ack, payload.len(), out, fx);
             if self.state == State::Closed {
@@ -1064,6 +1149,7 @@ impl Tcb {
                 payload.truncate(keep);
             }
             let n = payload.len();
+            let had_hole = self.rcvbuf.held() > self.rcvbuf.ready_len();
             let before = self.rcv_nxt;
             self.rcv_nxt = self.rcvbuf.insert(self.rcv_nxt, seg.seq_number, payload);
             let advanced = (self.rcv_nxt - before).max(0) as u64;
@@ -1075,8 +1161,10 @@ impl Tcb {
                 // Out of order: ACK at once with SACK (RFC 5681 §4.2).
                 self.last_ooo = Some(seg.seq_number);
                 self.ack_now = true;
-            } else if self.rcvbuf.held() > self.rcvbuf.ready_len() || n < self.smss() {
-                // Filled a hole, or a short (PSH) segment: ACK at once.
+            } else if had_hole || n < self.smss() {
+                // Filled (part of) a hole, or a short (PSH) segment: ACK at
+                // once. RFC 5681 §4.2: "an immediate ACK when the incoming
+                // segment fills in all or part of a gap".
                 self.ack_now = true;
             } else {
                 self.ack_pending += 1;
@@ -1105,6 +1193,31 @@ impl Tcb {
         }
     }
 
+    /// SYN-RECEIVED to ESTABLISHED on an acceptable ACK of our SYN
+    /// (RFC 9293 §3.10.7.4 "fifth, check the ACK field").
+    fn establish(&mut self, now: Time, seg: &Repr, ack: SeqNumber, fx: &mut Effects) {
+        self.state = State::Established;
+        // A SYN,ACK's window is never scaled (RFC 7323 §2.2).
+        let shift = if seg.control == Control::Syn {
+            0
+        } else {
+            self.snd_wscale
+        };
+        self.snd_wnd = u64::from(seg.window_len) << shift;
+        self.snd_wl1 = seg.seq_number;
+        self.snd_wl2 = ack;
+        fx.established = true;
+        fx.writable = true;
+        if self.syn_retries == 0 {
+            let rtt = self
+                .ts_rtt(seg, now)
+                .unwrap_or_else(|| now - self.syn_time(now));
+            self.rtt_sample(now, rtt);
+        }
+        self.snd_una = ack;
+        self.rto_at = None;
+    }
+
     fn challenge_ack(&mut self, now: Time, out: &mut Vec<Segment>) {
         let seg = self.segment(Control::None, self.snd_nxt, Message::new(), false);
         self.push(seg, now, out, false);
@@ -1128,11 +1241,6 @@ impl Tcb {
         out: &mut Vec<Segment>,
         fx: &mut Effects,
     ) {
-        if ack > self.snd_max {
-            // "If the ACK acks something not yet sent ... send an ACK, drop".
-            self.ack_now = true;
-            return;
-        }
         if self.sack_enabled {
             for (s, e) in seg.sack_ranges.iter().flatten() {
                 self.scoreboard
@@ -1306,6 +1414,14 @@ impl Tcb {
             .min(self.cfg.max_rto);
     }
 
+    /// Fills the congestion and RTT fields of `st` from the live state.
+    pub fn fill_cc_stats(&self, st: &mut TcpStats) {
+        st.cwnd = self.cc.window();
+        st.ssthresh = self.cc.ssthresh();
+        st.srtt_ns = self.srtt.map_or(0, |d| d.as_nanos() as u64);
+        st.min_rtt_ns = self.min_rtt.map_or(0, |d| d.as_nanos() as u64);
+    }
+
     fn update_cc_stats(&mut self) {
         self.stats.cwnd = self.cc.window();
         self.stats.ssthresh = self.cc.ssthresh();
@@ -1381,3 +1497,6 @@ pub(crate) fn rst_for(seg: &Repr, payload_len: usize) -> Repr {
         payload_len: 0,
     }
 }
+
+#[cfg(test)]
+mod tests;
