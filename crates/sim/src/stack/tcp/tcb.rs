@@ -356,25 +356,15 @@ impl Tcb {
         self.fin_received && self.rcvbuf.ready_len() == 0
     }
 
-    /// Takes up to `max` received bytes; announces the opened window at
-    /// once if the read freed a lot of it.
-    ///
-    /// As Linux's `tcp_cleanup_rbuf`: an update goes out only when the
-    /// window still advertised is at most half the buffer and the new one
-    /// is at least twice as large ("lots" means "at least twice"), and
-    /// larger by at least min(MSS, buffer / 2) (receiver SWS avoidance,
-    /// RFC 9293 §3.8.6.2.2). Otherwise the next ACK carries the new window,
-    /// so a bulk receiver that keeps up sends no extra segments.
+    /// Takes up to `max` received bytes; opens the window if that frees
+    /// enough (RFC 9293 §3.8.6.2.2 receiver SWS avoidance).
     pub fn read(&mut self, max: usize) -> Message {
         let m = self.rcvbuf.take(max);
         if !m.is_empty() {
-            let advertised = (self.rcv_adv - self.rcv_nxt).max(0) as usize;
+            let before = self.rcv_adv - self.rcv_nxt;
             let window = self.rcv_window();
-            let sws = self.smss().min(self.rcvbuf_cap / 2);
-            if 2 * advertised <= self.rcvbuf_cap
-                && window >= 2 * advertised
-                && window >= advertised + sws
-            {
+            // Send a window update when it grows by 2 MSS or half the buffer.
+            if window > before.max(0) as usize + (2 * self.smss()).min(self.rcvbuf_cap / 2) {
                 self.ack_now = true;
             }
         }
