@@ -163,6 +163,12 @@ impl World {
                 continue;
             }
             machine.crashed = true;
+            // Its connections end here: keep their records for the report.
+            for slot in machine.sockets.iter_mut() {
+                if let crate::socket::SocketSlot::Tcp(t) = slot {
+                    self.conns.end(t.id, m, &mut t.tcb, t.life);
+                }
+            }
             machine.sockets.clear();
             if let Some(e) = machine.ext.as_deref_mut() {
                 e.tcp = Default::default();

@@ -207,6 +207,8 @@ pub(crate) struct TcpSock {
     timer_at: Option<Time>,
     /// The connection's id in the run's connection log.
     pub id: u64,
+    /// When it was opened and last had data acknowledged.
+    pub life: trace::Life,
 }
 
 /// A listening socket.
@@ -333,6 +335,7 @@ pub(crate) fn connect(
         timer_gen: 0,
         timer_at: None,
         id,
+        life: trace::Life::new(w.now()),
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     index(w, m).add_conn(local.port(), remote, slot);
@@ -375,7 +378,11 @@ pub(crate) fn drive(
         crate::net::nic_room(w, ifc.net, ifc.port) as usize
     });
     sock.tcb.nic_blocked = false;
+    let acked = sock.tcb.stats.bytes_acked;
     let fx = f(&mut sock.tcb, now, &mut out);
+    if sock.tcb.stats.bytes_acked != acked {
+        sock.life.last_ack_ns = now.as_nanos();
+    }
     if let Some(trace) = w.conns.trace.as_mut() {
         trace.observe(sock.id, now, &mut sock.tcb);
     }
@@ -427,7 +434,7 @@ pub(crate) fn drive(
         }
     }
     if free {
-        w.conns.end(sock.id, m, &mut sock.tcb);
+        w.conns.end(sock.id, m, &mut sock.tcb, sock.life);
         w.machines[m as usize].sockets[slot as usize] = SocketSlot::Free;
         w.machines[m as usize].slot_freed(slot);
         index(w, m).remove_conn(local.port(), remote);
@@ -645,6 +652,7 @@ fn passive_open(
         timer_gen: 0,
         timer_at: None,
         id,
+        life: trace::Life::new(w.now()),
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     index(w, m).add_conn(local.port(), remote, slot);

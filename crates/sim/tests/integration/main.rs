@@ -15,6 +15,7 @@ mod robustness;
 mod routing;
 mod sockets;
 mod tcp;
+mod tcp_report;
 mod tcp_sockets;
 mod tcp_theory;
 mod timing;
