@@ -105,6 +105,31 @@ fn fold(mut sum: u64) -> u16 {
 /// as if they started at an even offset; an odd last byte is the high byte
 /// of a word padded with zero (RFC 1071 §4.1).
 pub fn data(bytes: &[u8]) -> u16 {
+    if bytes.len() < 64 {
+        return data_be(bytes); // headers: not worth the setup below
+    }
+    // The bulk, 32 bytes a step, as little-endian 64-bit words added with
+    // end-around carry: the ones'-complement sum does not depend on byte
+    // order (RFC 1071 §2(B)), so swapping the folded result gives the
+    // big-endian sum. Three instructions per 8 bytes instead of a byte swap
+    // and four adds.
+    let mut chunks = bytes.chunks_exact(32);
+    let (mut acc, mut carries) = (0u64, 0u64);
+    for c in &mut chunks {
+        for w in c.chunks_exact(8) {
+            let word = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            let (sum, carry) = acc.overflowing_add(word);
+            acc = sum;
+            carries += u64::from(carry);
+        }
+    }
+    let (sum, carry) = acc.overflowing_add(carries);
+    let bulk = fold(sum + u64::from(carry)).swap_bytes();
+    fold(u64::from(bulk) + u64::from(data_be(chunks.remainder())))
+}
+
+/// [`data`] for short slices: big-endian words, two 32-bit words a step.
+fn data_be(bytes: &[u8]) -> u16 {
     // Each step adds two 32-bit words into a u64; 2^31 steps (16 GiB) of the
     // largest words fit, far beyond any packet.
     let mut acc: u64 = 0;
@@ -208,6 +233,14 @@ mod test {
     proptest! {
         #[test]
         fn data_matches_the_naive_sum(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            prop_assert_eq!(data(&bytes), naive(&bytes));
+        }
+
+        #[test]
+        fn data_of_mostly_high_bytes_matches_the_naive_sum(
+            bytes in proptest::collection::vec(0xf0u8..=0xff, 0..2000),
+        ) {
+            // Many 64-bit carries.
             prop_assert_eq!(data(&bytes), naive(&bytes));
         }
 

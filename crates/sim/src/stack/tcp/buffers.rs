@@ -65,6 +65,12 @@ impl SendBuffer {
         }
         self.cursor = (idx, before);
         let mut skip = offset - before;
+        // The common case: the whole slice lies in one chunk.
+        if let Some(c) = self.chunks.get(idx) {
+            if skip + len <= c.len() {
+                return c.slice(skip..skip + len);
+            }
+        }
         let mut want = len;
         for c in self.chunks.range(idx..) {
             if want == 0 {
@@ -144,6 +150,11 @@ impl RecvBuffer {
 
     /// Takes up to `max` in-order bytes.
     pub fn take(&mut self, max: usize) -> Message {
+        // The common case: the reader takes all that is ready, one piece.
+        if self.ready.len() == 1 && self.ready_len <= max {
+            self.ready_len = 0;
+            return self.ready.pop_front().unwrap_or_default();
+        }
         let mut out = Message::new();
         let mut want = max;
         while want > 0 {
