@@ -34,12 +34,13 @@
 
 mod smol;
 
-use crate::common::{assert_success, link, nth_ip, sa};
+use crate::common::{assert_success, link, nth_ip, sa, TempDir};
 use elvis_sim::{Host, NetworkConfig, Protocols, Report, Shutdown, Simulation};
 use smol::{Role, Smol, SmolConfig, SmolOutcome};
 use smoltcp::socket::tcp::State as S;
 use std::cell::RefCell;
 use std::path::Path;
+use std::process::Command;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -324,4 +325,69 @@ fn an_interop_run_is_deterministic() {
     let (a, b) = (run(c, None), run(c, None));
     assert_eq!(a.report.deterministic_json(), b.report.deterministic_json());
     assert_eq!(a.smol.states, b.smol.states);
+}
+
+/// Runs tshark on `file` (IPv4 and TCP checksums checked) and returns how
+/// many frames match `filter`; `None` when tshark is not installed.
+fn tshark_count(file: &Path, filter: &str) -> Option<usize> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "tcp.check_checksum:TRUE",
+        ])
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).lines().count())
+}
+
+#[test]
+fn tshark_decodes_a_lossy_reordered_interop_capture_without_errors() {
+    let dir = TempDir::new("interop");
+    let c = case(10, 0.01, 0.02, false);
+    let r = run(c, Some(&dir.0));
+    assert_clean_exchange(c, &r);
+    let file = dir.0.join("net-interop.pcap");
+    let Some(all) = tshark_count(&file, "frame") else {
+        eprintln!("NOTICE: tshark is not on PATH; skipping the tshark check");
+        return;
+    };
+    let net = &r.report.networks[0].stats;
+    assert_eq!(all as u64, net.frames_sent);
+    let count = |f: &str| tshark_count(&file, f).expect("tshark ran once");
+    assert_eq!(count("_ws.malformed"), 0);
+    assert_eq!(count("_ws.expert.severity == error"), 0);
+    assert_eq!(
+        count("ip.checksum.status == 2 || tcp.checksum.status == 2"),
+        0
+    );
+    assert!(count("tcp.checksum.status == 1") > 4000, "checks were off");
+    // Both stacks' SYNs: smoltcp's from 10.0.0.2 offers SACK and window
+    // scaling; our SYN-ACK answers with both.
+    let syn = "tcp.flags.syn == 1 && tcp.flags.ack == 0 && ip.src == 10.0.0.2";
+    assert_eq!(
+        count(&format!(
+            "{syn} && tcp.options.sack_perm && tcp.options.wscale.shift"
+        )),
+        1
+    );
+    let syn_ack = "tcp.flags.syn == 1 && tcp.flags.ack == 1 && ip.src == 10.0.0.1";
+    assert_eq!(
+        count(&format!(
+            "{syn_ack} && tcp.options.sack_perm && tcp.options.wscale.shift"
+        )),
+        1
+    );
+    // ARP from smoltcp, answered by us.
+    assert!(count("arp.opcode == 1 && arp.src.proto_ipv4 == 10.0.0.2") >= 1);
+    assert!(count("arp.opcode == 2 && arp.src.proto_ipv4 == 10.0.0.1") >= 1);
 }
