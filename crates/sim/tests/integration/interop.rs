@@ -260,7 +260,36 @@ fn assert_clean_exchange(case: Case, r: &Run) {
     // No reset on the way: CLOSED only before the start and at the end.
     let closed = states.iter().filter(|&&s| s == S::Closed).count();
     assert!(closed <= 2, "{what}: closed early (reset?): {states:?}");
-    eprintln!("{what}: smoltcp states {:?}", r.smol.states);
+}
+
+/// Returns how long each bulk half took (ns): the first stream (client →
+/// server) from ESTABLISHED until its FIN was in and acknowledged, the
+/// second (server → client) from then until the server's FIN was.
+fn halves(r: &Run, smol_serves: bool) -> (u64, u64) {
+    let at = |st| r.smol.states.iter().rev().find(|x| x.0 == st).unwrap().1;
+    if smol_serves {
+        let mid = at(S::CloseWait);
+        (mid - at(S::Established), at(S::Closed) - mid)
+    } else {
+        let mid = at(S::FinWait2);
+        (mid - at(S::Established), at(S::TimeWait) - mid)
+    }
+}
+
+/// Checks a clean run against the closed form of a 100 Mbit/s link: each
+/// stream is ⌈N/1460⌉ full 1514-byte frames (no timestamps: smoltcp
+/// offers none), so it takes at least their serialization time, and
+/// both stacks should come within 5 % of it.
+fn assert_line_rate(r: &Run, smol_serves: bool) {
+    let frames = BYTES.div_ceil(1460);
+    let ideal = frames * 1514 * 8 * 1_000_000_000 / 100_000_000;
+    let (a, b) = halves(r, smol_serves);
+    for (what, d) in [("client → server", a), ("server → client", b)] {
+        assert!(
+            d >= ideal && d <= ideal + ideal / 20,
+            "{what}: {d} ns, ideal {ideal} ns"
+        );
+    }
 }
 
 fn case(seed: u64, loss: f64, reorder: f64, smol_serves: bool) -> Case {
@@ -277,6 +306,7 @@ fn our_client_and_a_smoltcp_server_exchange_megabytes_and_close() {
     let c = case(1, 0.0, 0.0, true);
     let r = run(c, None);
     assert_clean_exchange(c, &r);
+    assert_line_rate(&r, true);
     assert_eq!(r.ours.retransmitted, 0);
 }
 
@@ -285,6 +315,7 @@ fn a_smoltcp_client_and_our_server_exchange_megabytes_and_close() {
     let c = case(2, 0.0, 0.0, false);
     let r = run(c, None);
     assert_clean_exchange(c, &r);
+    assert_line_rate(&r, false);
     assert_eq!(r.ours.retransmitted, 0);
 }
 
