@@ -358,27 +358,34 @@ fn an_interop_run_is_deterministic() {
     assert_eq!(a.smol.states, b.smol.states);
 }
 
-/// Runs tshark on `file` (IPv4 and TCP checksums checked) and returns how
-/// many frames match `filter`; `None` when tshark is not installed.
-fn tshark_count(file: &Path, filter: &str) -> Option<usize> {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args([
-            "-o",
-            "ip.check_checksum:TRUE",
-            "-o",
-            "tcp.check_checksum:TRUE",
-        ])
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .ok()?;
+/// Runs tshark on `file` (IPv4 and TCP checksums checked) with display
+/// filter `filter`; returns one line per frame with `fields` separated by
+/// tabs, or `None` when tshark is not installed.
+fn tshark(file: &Path, filter: &str, fields: &[&str]) -> Option<Vec<Vec<String>>> {
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r").arg(file);
+    cmd.args([
+        "-o",
+        "ip.check_checksum:TRUE",
+        "-o",
+        "tcp.check_checksum:TRUE",
+    ]);
+    cmd.args(["-Y", filter, "-T", "fields", "-E", "occurrence=f"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().ok()?;
     assert!(
         out.status.success(),
         "tshark failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(String::from_utf8_lossy(&out.stdout).lines().count())
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(
+        text.lines()
+            .map(|l| l.split('\t').map(str::to_string).collect())
+            .collect(),
+    )
 }
 
 #[test]
@@ -388,37 +395,51 @@ fn tshark_decodes_a_lossy_reordered_interop_capture_without_errors() {
     let r = run(c, Some(&dir.0));
     assert_clean_exchange(c, &r);
     let file = dir.0.join("net-interop.pcap");
-    let Some(all) = tshark_count(&file, "frame") else {
+    let bad = "_ws.malformed || _ws.expert.severity == error \
+               || ip.checksum.status == 2 || tcp.checksum.status == 2";
+    let Some(bad) = tshark(&file, bad, &["frame.number"]) else {
         eprintln!("NOTICE: tshark is not on PATH; skipping the tshark check");
         return;
     };
-    let net = &r.report.networks[0].stats;
-    assert_eq!(all as u64, net.frames_sent);
-    let count = |f: &str| tshark_count(&file, f).expect("tshark ran once");
-    assert_eq!(count("_ws.malformed"), 0);
-    assert_eq!(count("_ws.expert.severity == error"), 0);
-    assert_eq!(
-        count("ip.checksum.status == 2 || tcp.checksum.status == 2"),
-        0
-    );
-    assert!(count("tcp.checksum.status == 1") > 4000, "checks were off");
-    // Both stacks' SYNs: smoltcp's from 10.0.0.2 offers SACK and window
-    // scaling; our SYN-ACK answers with both.
-    let syn = "tcp.flags.syn == 1 && tcp.flags.ack == 0 && ip.src == 10.0.0.2";
-    assert_eq!(
-        count(&format!(
-            "{syn} && tcp.options.sack_perm && tcp.options.wscale.shift"
-        )),
-        1
-    );
-    let syn_ack = "tcp.flags.syn == 1 && tcp.flags.ack == 1 && ip.src == 10.0.0.1";
-    assert_eq!(
-        count(&format!(
-            "{syn_ack} && tcp.options.sack_perm && tcp.options.wscale.shift"
-        )),
-        1
-    );
-    // ARP from smoltcp, answered by us.
-    assert!(count("arp.opcode == 1 && arp.src.proto_ipv4 == 10.0.0.2") >= 1);
-    assert!(count("arp.opcode == 2 && arp.src.proto_ipv4 == 10.0.0.1") >= 1);
+    assert_eq!(bad.len(), 0, "malformed or bad checksums: {bad:?}");
+    let fields = [
+        "ip.src",
+        "tcp.checksum.status",
+        "tcp.flags.syn",
+        "tcp.flags.ack",
+        "tcp.options.sack_perm",
+        "tcp.options.wscale.shift",
+        "arp.opcode",
+        "arp.src.proto_ipv4",
+    ];
+    let rows = tshark(&file, "frame", &fields).expect("tshark ran once");
+    assert_eq!(rows.len() as u64, r.report.networks[0].stats.frames_sent);
+    let get = |row: &Vec<String>, f: &str| {
+        let i = fields.iter().position(|&x| x == f).unwrap();
+        row.get(i).cloned().unwrap_or_default()
+    };
+    let good = rows.iter().filter(|x| get(x, "tcp.checksum.status") == "1");
+    assert!(good.count() > 4000, "checksum checks were off");
+    // Both SYNs carry SACK-permitted and a window scale: smoltcp's from
+    // 10.0.0.2, our SYN-ACK from 10.0.0.1.
+    for (src, ack) in [("10.0.0.2", "0"), ("10.0.0.1", "1")] {
+        let syns: Vec<_> = rows
+            .iter()
+            .filter(|x| get(x, "tcp.flags.syn") == "1" && get(x, "ip.src") == src)
+            .collect();
+        assert_eq!(syns.len(), 1, "SYNs from {src}");
+        assert_eq!(get(syns[0], "tcp.flags.ack"), ack);
+        assert!(!get(syns[0], "tcp.options.sack_perm").is_empty(), "{src}");
+        assert!(
+            !get(syns[0], "tcp.options.wscale.shift").is_empty(),
+            "{src}"
+        );
+    }
+    // ARP: smoltcp asks for us, we answer.
+    let arp = |op: &str, ip: &str| {
+        rows.iter()
+            .filter(|x| get(x, "arp.opcode") == op && get(x, "arp.src.proto_ipv4") == ip)
+            .count()
+    };
+    assert!(arp("1", "10.0.0.2") >= 1 && arp("2", "10.0.0.1") >= 1);
 }
