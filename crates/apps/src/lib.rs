@@ -10,6 +10,7 @@
 //! | `forward` | relays datagrams from `local_port` to `to`:`remote_port` | never (daemon) |
 //! | `ping_pong` | bounces a counter between two machines | the counter reaches 0 |
 //! | `ping` | ICMP echo with RTT statistics | `count` probes done |
+//! | `traceroute` | lists the routers on the path, hop by hop, with RTTs | the destination answers |
 //! | `bulk_send` | connects over TCP and writes `bytes` (virtual payload by default) | all written |
 //! | `bulk_receive` | accepts one TCP connection and reads `bytes` | all received |
 //! | `tcp_echo_server` | echoes every TCP connection | never (daemon) |
@@ -24,6 +25,7 @@ pub mod ping_pong;
 pub mod registry;
 pub mod send_message;
 pub mod tcp_echo;
+pub mod traceroute;
 
 pub use registry::{AppFactory, BuildCtx, ParamError};
 

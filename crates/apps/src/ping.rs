@@ -72,7 +72,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
         let deadline = sent_at + cfg.timeout;
         loop {
             match timeout_at(&host, deadline, sock.recv_echo()).await {
-                Some(Ok(reply)) if reply.seq == seq && reply.from == cfg.to => {
+                Some(Ok(reply)) if reply.seq == seq && reply.from == cfg.to && reply.error.is_none() => {
                     samples.push(host.now().as_nanos() - sent_at.as_nanos());
                     break;
                 }
@@ -104,7 +104,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
 }
 
 /// Runs `fut` until virtual time `deadline`; `None` if it did not finish.
-async fn timeout_at<F: std::future::Future>(
+pub(crate) async fn timeout_at<F: std::future::Future>(
     host: &Host,
     deadline: Time,
     fut: F,

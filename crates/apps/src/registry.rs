@@ -8,7 +8,7 @@
 //! Every application also accepts `ip` (the machine's own address, used by
 //! the builder).
 
-use crate::{bulk, capture, forward, ping, ping_pong, send_message, tcp_echo};
+use crate::{bulk, capture, forward, ping, ping_pong, send_message, tcp_echo, traceroute};
 use elvis_scenario::{Loc, Params};
 use elvis_sim::{Host, MachineId, Message, Simulation};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -94,6 +94,7 @@ pub const APPS: &[(&str, &[&str])] = &[
         &["starter", "to", "local_port", "remote_port", "count"],
     ),
     ("ping", &["to", "count", "interval", "timeout", "size"]),
+    ("traceroute", &["to", "max_hops", "queries", "timeout", "size"]),
     (
         "bulk_send",
         &["to", "port", "bytes", "payload", "congestion"],
@@ -209,6 +210,29 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
                 sim.spawn(m, "ping", move |h: Host| ping::run(h, cfg));
+            })
+        }
+        "traceroute" => {
+            let small = |key: &str, default: u64, max: u64| -> Result<u8, ParamError> {
+                let v = o.u64_or(key, default)?;
+                if v == 0 || v > max {
+                    return Err(ParamError::new(
+                        o.loc(key),
+                        format!("{key} must be between 1 and {max}"),
+                    ));
+                }
+                Ok(v as u8)
+            };
+            let cfg = Rc::new(traceroute::Config {
+                to: o.host("to")?,
+                max_hops: small("max_hops", 30, 255)?,
+                queries: small("queries", 1, 10)?,
+                timeout: o.duration_or("timeout", Duration::from_secs(1))?,
+                size: o.size_or("size", 32)? as usize,
+            });
+            factory(canon, false, move |sim, m| {
+                let cfg = cfg.clone();
+                sim.spawn(m, "traceroute", move |h: Host| traceroute::run(h, cfg));
             })
         }
         "bulk_send" => {

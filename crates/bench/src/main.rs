@@ -20,7 +20,14 @@
 //!   spawning `/bin/true` processes in the same harness.
 //! - `engine`: a chain of H forwarding machines joined by links; P packets
 //!   traverse it; reports events/s.
+//! - `tcp-idle`: N idle established TCP connections; bytes per connection
+//!   (`tcp_idle.rs`).
+//! - `socket-overhead`: the Elvis paper's Table I, each scenario with and
+//!   without the socket API (`socket_overhead.rs`).
 #![forbid(unsafe_code)]
+
+mod socket_overhead;
+mod tcp_idle;
 
 use clap::{Parser, Subcommand};
 use elvis_sim::{Host, NetworkConfig, Protocols, Simulation};
@@ -85,6 +92,18 @@ enum Cmd {
         #[arg(long, default_value = "cubic")]
         congestion: String,
     },
+    /// N idle established TCP connections: memory per connection.
+    TcpIdle {
+        #[arg(long, default_value_t = 100_000)]
+        n: u64,
+    },
+    /// The paper's Table I: Basic, Ping Pong, Server Client, each with and
+    /// without sockets; prints a table and one JSON line.
+    SocketOverhead {
+        /// Scale factor for the iteration counts (1: each run ≥ ~0.5 s).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+    },
     /// Runs a scenario for each N in its own process and prints a table.
     Sweep {
         /// low-bandwidth | high-bandwidth | instantiation
@@ -134,6 +153,8 @@ fn main() {
             real,
             congestion,
         } => tcp_bulk(bytes, bandwidth, latency_ns, loss, real, &congestion),
+        Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
+        Cmd::SocketOverhead { scale } => socket_overhead::run(scale),
         Cmd::Sweep {
             scenario,
             ns,

@@ -27,7 +27,10 @@
 
 use elvis_apps::registry::{self, BuildCtx, ParamError};
 use elvis_kernel::Time;
-use elvis_scenario::{AppSpec, Loc, MachineGroup, NetworkKind, Param, Params, Scenario};
+use elvis_scenario::{
+    AppSpec, Loc, MachineGroup, NetworkKind, Param, Params, RoutingMode, Scenario,
+};
+use elvis_sim::stack::route::Metric;
 use elvis_sim::{NetworkConfig, Protocols, Simulation};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -120,6 +123,18 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             }
         }
     }
+    for g in &scenario.machines {
+        for (_, p) in &g.pinned {
+            for i in 0..g.instances() {
+                let ip = parse_ip(&interpolate(&p.value, i, &instance_name(g, i)), p.loc)?;
+                if let Some(prev) = claimed.insert(u32::from(ip), p.loc) {
+                    let mut e = err(p.loc, format!("address {ip} is claimed twice"));
+                    e.hint = Some(format!("also claimed at line {}", prev.line));
+                    return Err(e);
+                }
+            }
+        }
+    }
     for p in &mut pools {
         p.skip = claimed.keys().copied().collect();
     }
@@ -137,13 +152,19 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
                 Some(_) => own_ips.get(i as usize).map(|(_, (ip, _))| *ip),
                 None => None,
             };
+            let name = instance_name(g, i);
             for (k, r) in g.networks.iter().enumerate() {
                 let Some(&net) = net_ids.get(r.name.as_str()) else {
                     return Err(err(r.loc, format!("unknown network '{}'", r.name)));
                 };
+                let pinned = match g.pinned.iter().find(|(n, _)| *n as usize == k) {
+                    Some((_, p)) => Some(parse_ip(&interpolate(&p.value, i, &name), p.loc)?),
+                    None => None,
+                };
                 let pool = &mut pools[net as usize];
-                let ip = match own {
-                    Some(ip) if pool.lists(ip) || g.networks.len() == 1 || k == 0 => ip,
+                let ip = match (pinned, own) {
+                    (Some(ip), _) => ip,
+                    (None, Some(ip)) if pool.lists(ip) || g.networks.len() == 1 || k == 0 => ip,
                     _ => pool.next(),
                 };
                 sim.attach(first + i, net, ip)
@@ -167,12 +188,56 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             }
         }
     }
+    routes(&mut sim, scenario, &groups)?;
     spawn_apps(&mut sim, scenario, &groups)?;
     Ok(Built {
         sim,
         until: scenario.sim.until.map(Time::from_nanos),
         groups,
     })
+}
+
+/// Makes routers forward, adds static routes (once every machine is
+/// attached, so a gateway may be declared after the machine using it) and
+/// turns on automatic routes when the scenario has routers.
+fn routes(
+    sim: &mut Simulation,
+    scenario: &Scenario,
+    groups: &[(String, u32, u32)],
+) -> Result<(), BuildError> {
+    let mut routers = false;
+    for (g, &(_, first, n)) in scenario.machines.iter().zip(groups) {
+        for i in 0..n {
+            let m = first + i;
+            if g.forward {
+                routers = true;
+                sim.set_forwarding(m, true)
+                    .map_err(|e| err(g.loc, e.to_string()))?;
+            }
+            for r in &g.routes {
+                let name = instance_name(g, i);
+                let via = parse_ip(&interpolate(&r.via.value, i, &name), r.via.loc)?;
+                sim.add_route(m, r.prefix, r.len, via).map_err(|e| {
+                    let e = match e {
+                        elvis_sim::SimError::BadRoute { machine, message } => {
+                            format!("machine '{machine}': {message}")
+                        }
+                        other => other.to_string(),
+                    };
+                    err(r.via.loc, e)
+                })?;
+            }
+        }
+    }
+    let metric = match scenario.sim.routing {
+        RoutingMode::Shortest => Some(Metric::Hops),
+        RoutingMode::Latency => Some(Metric::Latency),
+        RoutingMode::Static => None,
+    };
+    if routers && metric.is_some() {
+        sim.set_auto_routes(metric);
+    }
+    Ok(())
 }
 
 impl BuildError {

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! elvis run [FILE] [--seed N] [--until 10s] [--report out.json] [--pcap DIR]
+//!           [--tcp-trace DIR [--tcp-trace-every 10ms|change]]
 //! elvis check FILE
 //! ```
 //! Without a FILE, `run` runs the embedded default scenario
@@ -66,6 +67,15 @@ struct RunArgs {
     /// Write one pcap per network into this directory.
     #[arg(long)]
     pcap: Option<PathBuf>,
+    /// Write a time series (cwnd, ssthresh, srtt, bytes acked, throughput)
+    /// of every TCP connection as one CSV per connection into this
+    /// directory.
+    #[arg(long, value_name = "DIR")]
+    tcp_trace: Option<PathBuf>,
+    /// Sampling of --tcp-trace: a virtual-time interval (`10ms`, `1s`) or
+    /// `change` (whenever cwnd, ssthresh or srtt changes).
+    #[arg(long, default_value = "10ms", value_name = "INTERVAL")]
+    tcp_trace_every: String,
     /// No progress bar and no summary.
     #[arg(long, short)]
     quiet: bool,
@@ -169,6 +179,20 @@ fn run(args: RunArgs) -> ExitCode {
         return ExitCode::from(status::BAD_INPUT);
     }
     let watchdog = Duration::try_from_secs_f64(args.watchdog.max(0.05)).unwrap_or(Duration::MAX);
+    let sampling = match args.tcp_trace_every.as_str() {
+        "change" => elvis_sim::Sampling::OnChange,
+        every => match elvis_ndl::parse_duration_ns(every) {
+            Ok(ns) if ns > 0 => elvis_sim::Sampling::Every(Duration::from_nanos(ns)),
+            Ok(_) => {
+                eprintln!("error: --tcp-trace-every: the interval must be positive (hint: write e.g. 10ms, or change)");
+                return ExitCode::from(status::BAD_INPUT);
+            }
+            Err(e) => {
+                eprintln!("error: --tcp-trace-every: {e} (hint: write e.g. 10ms, or change)");
+                return ExitCode::from(status::BAD_INPUT);
+            }
+        },
+    };
     let (name, source, scenario) = match load(args.file.as_deref()) {
         Ok(x) => x,
         Err(c) => return c,
@@ -184,6 +208,9 @@ fn run(args: RunArgs) -> ExitCode {
             eprintln!("error: cannot write pcaps into {}: {e}", dir.display());
             return ExitCode::from(status::OUTPUT);
         }
+    }
+    if args.tcp_trace.is_some() {
+        built.sim.trace_tcp(sampling);
     }
     built.sim.set_watchdog(watchdog, |machine| {
         eprintln!(
@@ -232,6 +259,15 @@ fn run(args: RunArgs) -> ExitCode {
     if let Some(e) = built.sim.pcap_error() {
         eprintln!("error: writing pcaps: {e}");
         code = status::OUTPUT;
+    }
+    if let Some(dir) = &args.tcp_trace {
+        if let Err(e) = built.sim.write_tcp_series(dir) {
+            eprintln!(
+                "error: cannot write TCP time series into {}: {e}",
+                dir.display()
+            );
+            code = status::OUTPUT;
+        }
     }
     if let Some(path) = &args.report {
         if let Err(e) = write_atomically(path, report.to_json().as_bytes()) {

@@ -60,6 +60,28 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
             reasons.join(", ")
         );
     }
+    if !r.tcp_shares.is_empty() {
+        let shares: Vec<String> = r
+            .tcp_shares
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {:.1} % ({} sender{}, {}B)",
+                    c.congestion,
+                    c.share * 100.0,
+                    c.senders,
+                    if c.senders == 1 { "" } else { "s" },
+                    si(c.bytes_acked as f64)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "  TCP              {} connections; bytes acked: {}",
+            r.tcp_connections_total,
+            shares.join(", ")
+        );
+    }
     let _ = writeln!(s, "  applications");
     for a in &r.applications {
         let mut parts = vec![format!("{} finished", a.finished)];

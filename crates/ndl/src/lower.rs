@@ -32,7 +32,7 @@ const NETWORK_KEYS: &[&str] = &[
     "queue",
     "subnet",
 ];
-const MACHINE_SECTIONS: &[&str] = &["Networks", "Protocols", "Applications"];
+const MACHINE_SECTIONS: &[&str] = &["Networks", "Protocols", "Applications", "Routes", "Route"];
 
 /// Lowers the top-level blocks of a file.
 ///
@@ -246,11 +246,22 @@ impl Lower<'_> {
         }
         self.sim = Some(here);
         self.sc.sim.loc = here;
-        self.keys(b, &["seed", "until"]);
+        self.keys(b, &["seed", "until", "routing"]);
         self.no_children(b);
         if let Some(p) = b.param("seed") {
             if let Some(v) = self.value(p, parse_u64, "seed='42'") {
                 self.sc.sim.seed = v;
+            }
+        }
+        if let Some(p) = b.param("routing") {
+            let mode = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
+                "shortest" | "hops" | "auto" => Ok(elvis_scenario::RoutingMode::Shortest),
+                "latency" => Ok(elvis_scenario::RoutingMode::Latency),
+                "static" => Ok(elvis_scenario::RoutingMode::Static),
+                _ => Err("expected shortest, latency or static".to_string()),
+            };
+            if let Some(m) = self.value(p, mode, "routing='shortest'") {
+                self.sc.sim.routing = m;
             }
         }
         if let Some(p) = b.param("until") {

@@ -60,6 +60,36 @@ pub struct SimSettings {
     pub seed: u64,
     /// Stop at this virtual time (ns), if given.
     pub until: Option<u64>,
+    /// How routes are computed when the scenario has routers.
+    #[serde(default)]
+    pub routing: RoutingMode,
+    pub loc: Loc,
+}
+
+/// How routers' and hosts' routes are made (`[Simulation routing='…']`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RoutingMode {
+    /// Shortest paths by hop count, computed from the topology, with
+    /// equal-cost multipath (`routing='shortest'`, the default).
+    #[default]
+    Shortest,
+    /// Shortest paths by total latency (`routing='latency'`).
+    Latency,
+    /// Only the static routes written in the file (`routing='static'`).
+    Static,
+}
+
+/// A static route (`[Route to='10.1.0.0/16' via='10.0.0.1']`, or a
+/// machine's `gateway='…'` for `0.0.0.0/0`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RouteSpec {
+    /// The destination network.
+    pub prefix: Ipv4Addr,
+    /// Its prefix length (0 for the default route).
+    pub len: u8,
+    /// The gateway, as written (may hold `{i}` placeholders).
+    pub via: Param,
+    /// Where the route is written.
     pub loc: Loc,
 }
 
@@ -68,6 +98,7 @@ impl Default for SimSettings {
         SimSettings {
             seed: 1,
             until: None,
+            routing: RoutingMode::default(),
             loc: Loc::default(),
         }
     }
@@ -153,6 +184,16 @@ pub struct MachineGroup {
     pub protocols: Vec<ProtocolSpec>,
     /// Applications, in order.
     pub applications: Vec<AppSpec>,
+    /// Forwards datagrams addressed to others (`forward='yes'`): a router.
+    #[serde(default)]
+    pub forward: bool,
+    /// Static routes, in order (`gateway=` first).
+    #[serde(default)]
+    pub routes: Vec<RouteSpec>,
+    /// Addresses pinned on interfaces (`[Network id='…' ip='…']`): the
+    /// index into `networks` and the value as written.
+    #[serde(default)]
+    pub pinned: Vec<(u32, Param)>,
     pub loc: Loc,
 }
 

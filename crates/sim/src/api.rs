@@ -101,7 +101,16 @@ impl Host {
         port: u16,
         backlog: usize,
     ) -> Result<crate::socket::TcpListener, SocketError> {
-        crate::socket::TcpListener::bind(*self, port, backlog)
+        crate::socket::TcpListener::open(*self, port, backlog, Default::default(), None)
+    }
+
+    /// Returns a TCP socket to set options on, then `bind` + `listen` or
+    /// `connect` ([`crate::TcpSocket`]).
+    ///
+    /// # Errors
+    /// `ProtocolNotAvailable` without TCP on the machine.
+    pub fn tcp_socket(&self) -> Result<crate::socket::TcpSocket, SocketError> {
+        crate::socket::TcpSocket::new(*self)
     }
 
     /// Connects to `to` (a blocking `connect(2)`), with the machine's

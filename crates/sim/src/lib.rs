@@ -44,7 +44,6 @@
 //!
 //! # Gaps
 //! - TCP (a later issue), IPv6, DHCP, DNS wire formats.
-//! - Routing beyond directly attached networks (routers are a later issue).
 //! - Foreign futures that rely on their `Waker` are not woken: elvis wakes
 //!   tasks by id when a socket or timer they wait on is ready.
 #![forbid(unsafe_code)]
@@ -56,6 +55,7 @@ mod machine;
 pub mod net;
 pub mod pcap;
 pub mod report;
+mod routing;
 mod simulation;
 pub mod socket;
 pub mod stack;
@@ -71,5 +71,10 @@ pub use machine::{MachineId, Protocols};
 pub use net::{NetId, NetworkConfig, NetworkKind};
 pub use report::{DropReason, Report};
 pub use simulation::{Progress, RunLimits, SimError, Simulation};
-pub use socket::{EchoReply, IcmpSocket, Shutdown, SocketError, TcpListener, TcpStream, UdpSocket};
+pub use socket::{
+    EchoOptions, EchoReply, IcmpError, IcmpSocket, Shutdown, SocketError, TcpListener, TcpSocket, TcpStream, UdpSocket,
+};
+pub use stack::tcp::keepalive::Keepalive;
+pub use stack::tcp::tcb::State as TcpState;
+pub use stack::tcp::trace::{Sample, Sampling, Series};
 pub use stack::tcp::{TcpConfig, TcpStats};

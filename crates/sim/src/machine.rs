@@ -81,6 +81,8 @@ pub(crate) struct Machine {
     pub crashed: bool,
     /// Frames go to a user's stack (`ext.foreign`), not ours.
     pub foreign: bool,
+    /// Forwards datagrams not addressed to it (a router).
+    pub forward: bool,
     pub ip_ident: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
     pub sockets: Vec<SocketSlot>,
@@ -96,8 +98,14 @@ pub(crate) struct MachineExt {
     pub multicast: Vec<Ipv4Addr>,
     /// User-defined protocols above IPv4.
     pub protocols: Vec<Box<dyn crate::stack::custom::Protocol>>,
+    /// TCP demux and port index.
+    pub tcp: crate::stack::tcp::TcpIndex,
+    /// No free socket-table entry lies below this (large tables only).
+    pub free_hint: u32,
     /// The stack of a foreign machine.
     pub foreign: Option<crate::foreign::ForeignSlot>,
+    /// Forwarding counters by interface (routers only).
+    pub forwarding: Vec<crate::stack::forward::IfaceCounters>,
 }
 
 impl Machine {
@@ -106,6 +114,7 @@ impl Machine {
             group,
             crashed: false,
             foreign: false,
+            forward: false,
             ip_ident: 0,
             ifaces: SmallVec::new(),
             sockets: Vec::new(),
@@ -116,6 +125,13 @@ impl Machine {
     /// Returns the rarely used state, allocating it on first use.
     pub fn ext(&mut self) -> &mut MachineExt {
         self.ext.get_or_insert_with(Default::default)
+    }
+
+    /// Notes that socket-table entry `slot` became free.
+    pub fn slot_freed(&mut self, slot: u32) {
+        if let Some(e) = self.ext.as_deref_mut() {
+            e.free_hint = e.free_hint.min(slot);
+        }
     }
 
     /// Returns the machine's first address (its "name" address).

@@ -437,7 +437,8 @@ fn release_nic(w: &mut World, net: NetId, port: u32) {
     if q.tcp_waiters.is_empty() {
         return;
     }
-    let waiting = std::mem::take(&mut q.tcp_waiters);
+    // Drained in place, so the list keeps its storage for the next waiter.
+    let waiting: smallvec::SmallVec<[(MachineId, u32); 2]> = q.tcp_waiters.drain(..).collect();
     for (m, slot) in waiting {
         let timer = crate::stack::Timer::TcpKick { slot };
         w.queue.schedule_now(Event::Timer { machine: m, timer });

@@ -46,6 +46,12 @@ pub enum DropReason {
     ArpFailed,
     /// A SYN found the listener's backlog full.
     ListenQueueFull,
+    /// A router got a datagram whose TTL ran out (Time Exceeded sent).
+    TtlExceeded,
+    /// A router (or host) had no route to the destination.
+    NoRoute,
+    /// A router had to fragment a datagram with DF set (Frag Needed sent).
+    FragNeeded,
 }
 
 impl fmt::Display for DropReason {
@@ -68,6 +74,9 @@ impl fmt::Display for DropReason {
             DropReason::ArpQueueFull => f.write_str("arp_queue_full"),
             DropReason::ArpFailed => f.write_str("arp_failed"),
             DropReason::ListenQueueFull => f.write_str("listen_queue_full"),
+            DropReason::TtlExceeded => f.write_str("ttl_exceeded"),
+            DropReason::NoRoute => f.write_str("no_route"),
+            DropReason::FragNeeded => f.write_str("frag_needed"),
         }
     }
 }
@@ -121,6 +130,11 @@ pub struct Report {
     pub packets: PacketReport,
     /// One entry per network, in declaration order.
     pub networks: Vec<NetworkReport>,
+    /// One entry per router (forwarding machine), in machine order.
+    pub routers: Vec<RouterReport>,
+    /// Routing tables: how many distinct ones the machines share, and the
+    /// routes in them.
+    pub routing: RoutingReport,
     /// Application outcomes, aggregated per (machine group, application).
     pub applications: Vec<AppReport>,
     /// Individual failures, crashes and still-waiting applications (first
@@ -128,6 +142,14 @@ pub struct Report {
     pub problems: Vec<Problem>,
     /// Values published by applications (`ping`'s RTTs…), in order.
     pub metrics: Vec<MetricReport>,
+    /// TCP connections opened during the run (both ends of each).
+    pub tcp_connections_total: u64,
+    /// The first [`crate::stack::tcp::trace::MAX_LISTED`] TCP connection
+    /// ends, in the order they were created.
+    pub tcp_connections: Vec<ConnectionReport>,
+    /// Payload bytes acknowledged to senders, per congestion control
+    /// algorithm, over all connections (listed or not).
+    pub tcp_shares: Vec<CongestionShare>,
     /// Wall-clock measurements (not deterministic).
     pub performance: Performance,
 }
@@ -139,6 +161,56 @@ pub struct MetricReport {
     pub application: String,
     pub name: String,
     pub value: f64,
+}
+
+/// One end of a TCP connection: who, with what algorithm, its statistics
+/// and its state when it ended (or when the run did).
+#[derive(Clone, Debug, Serialize)]
+pub struct ConnectionReport {
+    /// Creation order (also the number in time-series file names).
+    pub id: u64,
+    pub machine: String,
+    /// `ip:port`.
+    pub local: String,
+    pub remote: String,
+    /// `newreno`, `cubic` or `compound`.
+    pub congestion: &'static str,
+    /// RFC 9293 state at the end (`Closed`, `TimeWait`, `Established`…).
+    pub state: crate::stack::tcp::tcb::State,
+    #[serde(flatten)]
+    pub stats: crate::stack::tcp::TcpStats,
+}
+
+/// What one congestion control algorithm got, over all connections.
+#[derive(Clone, Debug, Serialize)]
+pub struct CongestionShare {
+    pub congestion: &'static str,
+    /// Connections that had data acknowledged.
+    pub senders: u64,
+    pub bytes_acked: u64,
+    /// `bytes_acked` over the total of all algorithms, 0–1.
+    pub share: f64,
+}
+
+impl CongestionShare {
+    /// Returns the shares of `(algorithm, senders, bytes acked)` totals.
+    pub(crate) fn from_totals(totals: &BTreeMap<&'static str, (u64, u64)>) -> Vec<CongestionShare> {
+        let all: u64 = totals.values().map(|t| t.1).sum();
+        totals
+            .iter()
+            .filter(|(_, t)| t.0 > 0)
+            .map(|(c, t)| CongestionShare {
+                congestion: c,
+                senders: t.0,
+                bytes_acked: t.1,
+                share: if all > 0 {
+                    t.1 as f64 / all as f64
+                } else {
+                    0.0
+                },
+            })
+            .collect()
+    }
 }
 
 /// Packet counters.
@@ -191,6 +263,34 @@ pub struct NetworkReport {
     pub ports: u64,
     #[serde(flatten)]
     pub stats: NetStats,
+}
+
+/// Size of the routing state.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RoutingReport {
+    /// Distinct tables (identical machines share one).
+    pub tables: u64,
+    /// Routes summed over the distinct tables.
+    pub routes: u64,
+}
+
+/// One router's forwarding counters.
+#[derive(Clone, Debug, Serialize)]
+pub struct RouterReport {
+    pub machine: String,
+    /// By interface, in attachment order.
+    pub interfaces: Vec<RouterIfaceReport>,
+}
+
+/// The counters of one router interface.
+#[derive(Clone, Debug, Serialize)]
+pub struct RouterIfaceReport {
+    /// The network's name.
+    pub network: String,
+    /// The interface's address.
+    pub address: String,
+    #[serde(flatten)]
+    pub counters: crate::stack::forward::IfaceCounters,
 }
 
 /// Outcomes of one application in one machine group.

@@ -7,7 +7,9 @@ use crate::net::{NetId, Network, NetworkConfig, NetworkKind};
 use crate::pcap::PcapSet;
 use crate::report::{
     self, AppReport, End, MetricReport, NetworkReport, Performance, Problem, Report,
+    RouterIfaceReport, RouterReport,
 };
+use crate::stack::tcp::trace::{self, Sampling, Series};
 use crate::world::{self, World};
 use elvis_kernel::Time;
 use std::cell::RefCell;
@@ -38,6 +40,8 @@ pub enum SimError {
     DuplicateName(String),
     #[error("the simulation is already running")]
     Running,
+    #[error("bad route on machine '{machine}': {message}")]
+    BadRoute { machine: String, message: String },
 }
 
 /// What one turn of the run loop did.
@@ -279,7 +283,114 @@ impl Simulation {
         let port = n.add_port(m, iface);
         n.ip_to_port.insert(u32::from(ip), port);
         w.machines[m as usize].ifaces.push(Iface { net, port, ip });
+        if w.routing.auto.is_some() {
+            w.routing.dirty = true;
+        }
         Ok(())
+    }
+
+    /// Makes machine `m` a router (`true`): it forwards datagrams addressed
+    /// to others, decrementing their TTL and answering with ICMP errors
+    /// (see [`crate::stack::forward`]). Hosts (`false`, the default) drop
+    /// them.
+    ///
+    /// # Errors
+    /// `NoSuchMachine` for a bad id.
+    pub fn set_forwarding(&mut self, m: MachineId, on: bool) -> Result<(), SimError> {
+        let w = self.w();
+        let machine = w
+            .machines
+            .get_mut(m as usize)
+            .ok_or(SimError::NoSuchMachine(m))?;
+        machine.forward = on;
+        w.routing.dirty = true;
+        Ok(())
+    }
+
+    /// Adds a static route on machine `m`: datagrams to `prefix/len` go to
+    /// the gateway `via`, which must be an address on one of the networks
+    /// `m` is already attached to. Several routes to the same prefix are
+    /// equal-cost paths; a static route replaces an automatic one to the
+    /// same prefix. `0.0.0.0/0` is the default route.
+    ///
+    /// # Errors
+    /// `NoSuchMachine`; `BadRoute` when `len` > 32, `prefix` has host bits
+    /// set, or `via` is on none of `m`'s networks.
+    pub fn add_route(
+        &mut self,
+        m: MachineId,
+        prefix: Ipv4Addr,
+        len: u8,
+        via: Ipv4Addr,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let Some(machine) = w.machines.get(m as usize) else {
+            return Err(SimError::NoSuchMachine(m));
+        };
+        let bad = |message: String| SimError::BadRoute {
+            machine: w.machine_name(m),
+            message,
+        };
+        if len > 32 || u32::from(prefix) & !crate::stack::route::mask(len) != 0 {
+            return Err(bad(format!("{prefix}/{len} is not a network prefix")));
+        }
+        let on_net = machine
+            .ifaces
+            .iter()
+            .any(|i| w.networks[i.net as usize].ip_to_port.contains_key(&u32::from(via)));
+        if !on_net {
+            return Err(bad(format!(
+                "gateway {via} is on none of its networks (attach the machine first)"
+            )));
+        }
+        w.routing
+            .statics
+            .entry(m)
+            .or_default()
+            .push(crate::stack::route::StaticRoute {
+                prefix: u32::from(prefix),
+                len,
+                via,
+            });
+        w.routing.dirty = true;
+        Ok(())
+    }
+
+    /// Sets the default gateway of machine `m` (a route to `0.0.0.0/0`).
+    ///
+    /// # Errors
+    /// As [`Simulation::add_route`].
+    pub fn set_default_gateway(&mut self, m: MachineId, via: Ipv4Addr) -> Result<(), SimError> {
+        self.add_route(m, Ipv4Addr::UNSPECIFIED, 0, via)
+    }
+
+    /// Computes shortest-path routes for every machine from the topology
+    /// when the run starts (and after any later change), like ns-3's
+    /// global routing, with equal-cost multipath; `None` turns it off.
+    /// See [`crate::stack::route`] and the `routing` module docs.
+    pub fn set_auto_routes(&mut self, metric: Option<crate::stack::route::Metric>) {
+        let w = self.w();
+        w.routing.auto = metric;
+        w.routing.dirty = true;
+    }
+
+    /// Builds the routing tables now (the run does it when needed);
+    /// returns how many distinct tables the machines share.
+    ///
+    /// # Errors
+    /// `BadRoute` for a static route whose gateway is not on the machine's
+    /// networks.
+    pub fn build_routes(&mut self) -> Result<usize, SimError> {
+        let w = self.w();
+        crate::routing::build(w)?;
+        Ok(w.routing.tables.len())
+    }
+
+    /// Sets the TTL of the datagrams every machine originates (Linux's
+    /// `net.ipv4.ip_default_ttl`, 64 by default; at most 255, so no
+    /// datagram crosses more than 254 routers).
+    pub fn set_default_ttl(&mut self, ttl: u8) {
+        self.w().default_ttl = ttl;
     }
 
     /// Sets the TCP settings of every connection opened from now on.
@@ -377,6 +488,10 @@ impl Simulation {
     /// time; returns the report. A later call continues the same run.
     pub fn run_with(&mut self, limits: RunLimits, progress: &mut dyn FnMut(&Progress)) -> Report {
         install_panic_hook();
+        let mut route_error = None;
+        if self.w().routing.dirty {
+            route_error = self.build_routes().err();
+        }
         let Some(world) = self.world.take() else {
             unreachable!("world is present outside run")
         };
@@ -419,7 +534,16 @@ impl Simulation {
         let mut world = world::uninstall().expect("world installed for the run");
         world.pcap.close();
         self.world = Some(world);
-        self.report(end)
+        let mut r = self.report(end);
+        if let Some(e) = route_error {
+            r.problems.push(Problem {
+                machine: String::new(),
+                application: String::new(),
+                state: TaskState::Failed,
+                message: e.to_string(),
+            });
+        }
+        r
     }
 
     fn run_loop(
@@ -626,6 +750,11 @@ impl Simulation {
                     stats: n.stats.clone(),
                 })
                 .collect(),
+            routers: self.router_reports(),
+            routing: report::RoutingReport {
+                tables: w.routing.tables.len() as u64,
+                routes: w.routing.tables.iter().map(|t| t.len() as u64).sum(),
+            },
             applications: apps.into_values().collect(),
             problems,
             metrics: w
@@ -641,6 +770,9 @@ impl Simulation {
                     value: m.value,
                 })
                 .collect(),
+            tcp_connections_total: w.conns.created,
+            tcp_connections: self.connection_reports(),
+            tcp_shares: self.congestion_shares(),
             performance: Performance {
                 wall_time_s: wall,
                 events_per_s: if wall > 0.0 {
@@ -656,6 +788,115 @@ impl Simulation {
                 peak_rss_bytes: report::peak_rss_bytes(),
             },
         }
+    }
+
+    /// Returns the report lines of the TCP connections, ended ones and
+    /// those still open, by id.
+    fn connection_reports(&self) -> Vec<report::ConnectionReport> {
+        use crate::socket::SocketSlot;
+        let w = self.world.as_ref().expect("world is present outside run");
+        let mut recs = w.conns.ended.clone();
+        for (m, machine) in w.machines.iter().enumerate() {
+            for s in &machine.sockets {
+                if let SocketSlot::Tcp(t) = s {
+                    if t.id < trace::MAX_LISTED {
+                        let mut tcb_stats = t.tcb.stats.clone();
+                        t.tcb.fill_cc_stats(&mut tcb_stats);
+                        recs.push(trace::Record {
+                            id: t.id,
+                            machine: m as MachineId,
+                            local: t.tcb.local,
+                            remote: t.tcb.remote,
+                            congestion: t.tcb.cc_name(),
+                            state: t.tcb.state,
+                            stats: tcb_stats,
+                        });
+                    }
+                }
+            }
+        }
+        recs.sort_by_key(|r| r.id);
+        recs.into_iter()
+            .map(|r| report::ConnectionReport {
+                id: r.id,
+                machine: w.machine_name(r.machine),
+                local: r.local.to_string(),
+                remote: r.remote.to_string(),
+                congestion: r.congestion,
+                state: r.state,
+                stats: r.stats,
+            })
+            .collect()
+    }
+
+    /// Returns the bytes acknowledged per congestion control algorithm.
+    fn congestion_shares(&self) -> Vec<report::CongestionShare> {
+        use crate::socket::SocketSlot;
+        let w = self.world.as_ref().expect("world is present outside run");
+        let mut totals = w.conns.ended_totals.clone();
+        for machine in &w.machines {
+            for s in &machine.sockets {
+                if let SocketSlot::Tcp(t) = s {
+                    trace::add_total(&mut totals, t.tcb.cc_name(), t.tcb.stats.bytes_acked);
+                }
+            }
+        }
+        report::CongestionShare::from_totals(&totals)
+    }
+
+    /// Records a time series of every TCP connection opened from now on
+    /// (cwnd, ssthresh, smoothed RTT, bytes acknowledged), sampled as
+    /// `sampling` says; read it with [`Simulation::tcp_series`] or write it
+    /// with [`Simulation::write_tcp_series`]. Off by default, and free
+    /// when off.
+    pub fn trace_tcp(&mut self, sampling: Sampling) {
+        self.w().conns.enable_trace(sampling);
+    }
+
+    /// Returns the TCP time series recorded so far (empty unless
+    /// [`Simulation::trace_tcp`] was called), by connection id.
+    pub fn tcp_series(&self) -> Vec<Series> {
+        let Some(w) = self.world.as_ref() else {
+            return Vec::new();
+        };
+        w.conns
+            .trace
+            .as_ref()
+            .map_or(Vec::new(), |t| t.series(|m| w.machine_name(m)))
+    }
+
+    /// Writes the TCP time series as one CSV per connection into `dir`
+    /// (format: [`trace::write_csv`]); returns the paths.
+    ///
+    /// # Errors
+    /// If the directory or a file cannot be written.
+    pub fn write_tcp_series(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        trace::write_csv(dir, &self.tcp_series())
+    }
+
+    fn router_reports(&self) -> Vec<RouterReport> {
+        let w = self.world.as_ref().expect("world is present outside run");
+        let mut out = Vec::new();
+        for (m, machine) in w.machines.iter().enumerate() {
+            if !machine.forward {
+                continue;
+            }
+            let counters = machine.ext.as_ref().map(|e| e.forwarding.as_slice());
+            let interfaces = (machine.ifaces.iter().enumerate())
+                .map(|(k, i)| RouterIfaceReport {
+                    network: w.networks[i.net as usize].cfg.name.clone(),
+                    address: i.ip.to_string(),
+                    counters: counters
+                        .and_then(|c| c.get(k).copied())
+                        .unwrap_or_default(),
+                })
+                .collect();
+            out.push(RouterReport {
+                machine: w.machine_name(m as MachineId),
+                interfaces,
+            });
+        }
+        out
     }
 
     /// Returns the pcap write error of the run, if any.

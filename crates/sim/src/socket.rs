@@ -54,6 +54,8 @@ pub enum SocketError {
     TimedOut,
     #[error("broken pipe (the connection can no longer send)")]
     BrokenPipe,
+    #[error("invalid argument: {0}")]
+    InvalidInput(&'static str),
     #[error("no ephemeral port left")]
     NoPortsLeft,
     #[error("the socket API was called outside a running simulation")]
@@ -78,7 +80,8 @@ const EPHEMERAL: u16 = 49_152;
 
 mod tcp;
 pub use tcp::{
-    Accept, Connect, Recv as TcpRecv, Send as TcpSend, Shutdown, TcpListener, TcpStream,
+    Accept, Close as TcpClose, Connect, Recv as TcpRecv, Send as TcpSend, Shutdown, TcpListener,
+    TcpSocket, TcpStream,
 };
 
 /// One entry of a machine's socket table.
@@ -114,13 +117,68 @@ pub(crate) struct IcmpState {
     pub waiter: Option<TaskId>,
 }
 
-/// An ICMP echo reply received by an [`IcmpSocket`].
+/// An ICMP echo reply received by an [`IcmpSocket`], or an ICMP error
+/// about one of its echo requests.
 #[derive(Clone, Debug)]
 pub struct EchoReply {
+    /// Who sent it: the pinged machine, or the router reporting an error.
     pub from: Ipv4Addr,
+    /// The sequence number of the request it answers.
     pub seq: u16,
+    /// The echoed data (empty for an error).
     pub data: Message,
+    /// The TTL the reply arrived with (0 for an error).
     pub ttl: u8,
+    /// `Some` when this is an ICMP error about the request.
+    pub error: Option<IcmpError>,
+}
+
+/// IP options of one echo request ([`IcmpSocket::send_echo_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EchoOptions {
+    /// Time to live (`None`: the simulation's default, 64 unless
+    /// [`crate::Simulation::set_default_ttl`] changed it).
+    pub ttl: Option<u8>,
+    /// Sets the Don't Fragment bit (default off).
+    pub dont_fragment: bool,
+}
+
+impl EchoOptions {
+    /// Returns the options with time to live `ttl`.
+    pub fn ttl(ttl: u8) -> EchoOptions {
+        EchoOptions {
+            ttl: Some(ttl),
+            ..EchoOptions::default()
+        }
+    }
+}
+
+impl Default for EchoOptions {
+    fn default() -> Self {
+        EchoOptions {
+            ttl: None,
+            dont_fragment: false,
+        }
+    }
+}
+
+/// An ICMP error (RFC 792) about an echo request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpError {
+    /// The ICMP type: 3 Destination Unreachable, 11 Time Exceeded.
+    pub kind: u8,
+    /// The ICMP code (for type 3: 0 net, 1 host, 3 port, 4 fragmentation
+    /// needed).
+    pub code: u8,
+    /// The next-hop MTU of a Fragmentation Needed (RFC 1191), else 0.
+    pub mtu: u16,
+}
+
+impl IcmpError {
+    /// Returns true for Time Exceeded in transit (type 11, code 0).
+    pub fn is_time_exceeded(&self) -> bool {
+        self.kind == 11 && self.code == 0
+    }
 }
 
 /// Resolves a machine name to its first address.
@@ -175,14 +233,34 @@ pub(crate) fn join_multicast(
 }
 
 /// Puts `slot` in the first free entry of machine `m`'s socket table.
+/// Tables of more than a few entries (a server with many connections)
+/// start the search at a hint kept below the first free entry, so that
+/// opening N sockets costs O(N), not O(N²).
 pub(crate) fn alloc_slot(w: &mut World, m: MachineId, slot: SocketSlot) -> u32 {
-    let socks = &mut w.machines[m as usize].sockets;
-    if let Some(i) = socks.iter().position(|s| matches!(s, SocketSlot::Free)) {
-        socks[i] = slot;
-        return i as u32;
+    let crate::machine::Machine { sockets, ext, .. } = &mut w.machines[m as usize];
+    let start = if sockets.len() < 64 {
+        0
+    } else {
+        ext.get_or_insert_with(Default::default).free_hint as usize
+    };
+    let start = start.min(sockets.len());
+    let i = match sockets[start..]
+        .iter()
+        .position(|s| matches!(s, SocketSlot::Free))
+    {
+        Some(i) => {
+            sockets[start + i] = slot;
+            start + i
+        }
+        None => {
+            sockets.push(slot);
+            sockets.len() - 1
+        }
+    };
+    if let Some(e) = ext.as_deref_mut() {
+        e.free_hint = e.free_hint.max(i as u32 + 1);
     }
-    socks.push(slot);
-    (socks.len() - 1) as u32
+    i as u32
 }
 
 fn udp_port_taken(w: &World, m: MachineId, port: u16) -> bool {
@@ -317,6 +395,7 @@ impl Drop for UdpSocket {
         let _ = try_with_world(|w| {
             if let Some(s) = w.machines[m as usize].sockets.get_mut(slot) {
                 *s = SocketSlot::Free;
+                w.machines[m as usize].slot_freed(slot as u32);
             }
         });
     }
@@ -424,10 +503,29 @@ impl IcmpSocket {
         seq: u16,
         data: impl Into<Message>,
     ) -> Result<(), SocketError> {
+        self.send_echo_with(to, seq, EchoOptions::default(), data)
+    }
+
+    /// Sends an echo request with explicit IP options: the time to live
+    /// (`IP_TTL`; `traceroute -I` raises it probe by probe, and a router
+    /// where it runs out answers with Time Exceeded, received by
+    /// [`IcmpSocket::recv_echo`] with `error` set) and Don't Fragment
+    /// (`ping -M do`).
+    ///
+    /// # Errors
+    /// `MessageTooLong` when DF is set and the datagram exceeds the first
+    /// network's MTU (Linux: `EMSGSIZE`); `HostUnreachable` without a route.
+    pub fn send_echo_with(
+        &self,
+        to: Ipv4Addr,
+        seq: u16,
+        opts: EchoOptions,
+        data: impl Into<Message>,
+    ) -> Result<(), SocketError> {
         let m = self.host.machine;
         let ident = self.ident;
         let data = data.into();
-        try_with_world(|w| crate::stack::icmp::send_echo_request(w, m, to, ident, seq, data))?
+        try_with_world(|w| crate::stack::icmp::send_echo_request(w, m, to, ident, seq, opts, data))?
     }
 
     /// Waits for the next echo reply addressed to this socket.
@@ -442,6 +540,7 @@ impl Drop for IcmpSocket {
         let _ = try_with_world(|w| {
             if let Some(s) = w.machines[m as usize].sockets.get_mut(slot) {
                 *s = SocketSlot::Free;
+                w.machines[m as usize].slot_freed(slot as u32);
             }
         });
     }

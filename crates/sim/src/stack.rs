@@ -9,7 +9,7 @@
 //! ```text
 //!   sockets      UdpSocket            IcmpSocket
 //!   transport    udp ───────┐         icmp
-//!   network      ipv4 (routing to attached networks, fragmentation)
+//!   network      ipv4 (route lookup, fragmentation), forward (routers)
 //!   link         ethernet ── arp (or the simulator's static table)
 //!   ─────────────────────────── net (NIC queue, wire) ─────────────
 //! ```
@@ -21,8 +21,10 @@
 pub mod arp;
 pub mod custom;
 pub mod ethernet;
+pub mod forward;
 pub mod icmp;
 pub mod ipv4;
+pub mod route;
 pub mod tcp;
 pub mod udp;
 

@@ -66,12 +66,21 @@ pub(crate) struct World {
     pub pcap: PcapSet,
     /// TCP settings.
     pub tcp: crate::stack::tcp::TcpConfig,
+    /// TCP connections: ids, ended connections, time series.
+    pub conns: crate::stack::tcp::trace::ConnLog,
     /// Nesting depth of zero-delay deliveries in progress.
     pub sync_depth: u8,
     /// Results published by applications.
     pub metrics: Vec<Metric>,
     /// Machines that crashed this event and still need cleaning up.
     pub crashed: Vec<(MachineId, String)>,
+    /// Scratch list for the segments a TCP connection produces, kept to
+    /// save an allocation per call (taken while in use).
+    pub tcp_out: Vec<crate::stack::tcp::tcb::Segment>,
+    /// Routing tables (empty unless routes or routers were configured).
+    pub routing: crate::stack::route::Routing,
+    /// TTL of datagrams machines originate (`net.ipv4.ip_default_ttl`).
+    pub default_ttl: u8,
 }
 
 /// A value published by an application.
@@ -108,9 +117,13 @@ impl World {
             counters: BTreeMap::new(),
             pcap: PcapSet::default(),
             crashed: Vec::new(),
+            tcp_out: Vec::new(),
             metrics: Vec::new(),
             sync_depth: 0,
             tcp: Default::default(),
+            conns: Default::default(),
+            routing: Default::default(),
+            default_ttl: crate::stack::ipv4::DEFAULT_TTL,
         }
     }
 
@@ -151,6 +164,10 @@ impl World {
             }
             machine.crashed = true;
             machine.sockets.clear();
+            if let Some(e) = machine.ext.as_deref_mut() {
+                e.tcp = Default::default();
+                e.free_hint = 0;
+            }
             for (i, meta) in self.tasks.meta.iter_mut().enumerate() {
                 if meta.machine == m && meta.state == TaskState::Pending {
                     meta.state = TaskState::Crashed;

@@ -858,6 +858,15 @@ impl Repr {
             payload_len: packet.payload().len(),
         };
         let mut opts = packet.options();
+        // Fast path for the layout of nearly every segment of a connection
+        // with timestamps (Linux's NOP, NOP, TS); the loop below reads the
+        // same bytes to the same result.
+        if let [field::OPT_NOP, field::OPT_NOP, field::OPT_TS, 10, ts @ ..] = opts {
+            if ts.len() == 8 {
+                repr.timestamp = Some((be32(&ts[..4]), be32(&ts[4..])));
+                return Ok(repr);
+            }
+        }
         while !opts.is_empty() {
             let (rest, opt) = TcpOption::parse(opts).map_err(|_| Error::Malformed)?;
             match opt {
@@ -955,6 +964,22 @@ impl Repr {
     /// Writes the options into `buf` (exactly the padded options region).
     fn emit_options(&self, buf: &mut [u8]) {
         use TcpOption as O;
+        if let (Some((tsval, tsecr)), None, None, false, None) = (
+            self.timestamp,
+            self.max_seg_size,
+            self.window_scale,
+            self.sack_permitted,
+            self.sack_ranges[0],
+        ) {
+            // Fast path: timestamps alone (NOP, NOP, TS), as the general
+            // code below would lay them out.
+            if buf.len() == 12 {
+                buf[..4].copy_from_slice(&[field::OPT_NOP, field::OPT_NOP, field::OPT_TS, 10]);
+                buf[4..8].copy_from_slice(&tsval.to_be_bytes());
+                buf[8..].copy_from_slice(&tsecr.to_be_bytes());
+                return;
+            }
+        }
         let linux = self.layout() == Layout::Linux;
         let mut at = 0;
         let mut put = |buf: &mut [u8], o: TcpOption| {

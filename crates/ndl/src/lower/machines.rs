@@ -88,7 +88,7 @@ impl Lower<'_> {
     }
 
     pub(super) fn machine(&mut self, b: &Block) {
-        self.keys(b, &["name", "count"]);
+        self.keys(b, &["name", "count", "forward", "gateway"]);
         let Some(name) = self.required(b, "name") else {
             return;
         };
@@ -101,11 +101,33 @@ impl Lower<'_> {
             networks: Vec::new(),
             protocols: Vec::new(),
             applications: Vec::new(),
+            forward: false,
+            routes: Vec::new(),
+            pinned: Vec::new(),
             loc: self.loc(b.head()),
         };
         self.check_name(name);
+        if let Some(p) = b.param("forward") {
+            g.forward = self.value(p, parse_yes_no, "forward='yes'").unwrap_or(false);
+        }
+        if let Some(p) = b.param("gateway") {
+            if let Some(via) = self.gateway(p, g.count.is_some()) {
+                let loc = self.loc(p.key.span);
+                g.routes.push(sc::RouteSpec {
+                    prefix: Ipv4Addr::UNSPECIFIED,
+                    len: 0,
+                    via,
+                    loc,
+                });
+            }
+        }
         for c in &b.children {
-            if c.is("Networks") {
+            if c.is("Routes") {
+                self.keys(c, &[]);
+                self.each(c, "Route", |l, r| l.route(r, &mut g));
+            } else if c.is("Route") {
+                self.route(c, &mut g);
+            } else if c.is("Networks") {
                 self.keys(c, &[]);
                 self.each(c, "Network", |l, n| l.attach(n, &mut g));
             } else if c.is("Protocols") {
@@ -157,8 +179,48 @@ impl Lower<'_> {
         self.machine_names.insert(n.clone(), loc);
     }
 
+    /// Checks a gateway address (`via=`, `gateway=`): an IPv4 address, or
+    /// a per-instance value with placeholders.
+    fn gateway(&mut self, p: &Param, counted: bool) -> Option<sc::Param> {
+        let v = &p.value.node;
+        if v.contains('{') {
+            if let Err((msg, hint)) = check_braces(v, counted) {
+                let msg = format!("in {}='{v}': {msg}", p.key.node);
+                self.error(ErrorKind::BadValue, p.value.span, msg, Some(hint));
+                return None;
+            }
+        } else {
+            self.value(p, parse_ipv4, "via='10.0.0.1'")?;
+        }
+        Some(sc::Param {
+            key: p.key.node.to_ascii_lowercase(),
+            value: v.clone(),
+            loc: self.loc(p.value.span),
+        })
+    }
+
+    /// `[Route to='10.1.0.0/16' via='10.0.0.1']` (`to='default'` is
+    /// `0.0.0.0/0`).
+    fn route(&mut self, r: &Block, g: &mut MachineGroup) {
+        self.keys(r, &["to", "via"]);
+        self.no_children(r);
+        let (Some(to), Some(via)) = (self.required(r, "to"), self.required(r, "via")) else {
+            return;
+        };
+        let prefix = self.value(to, parse_route_prefix, "to='10.1.0.0/16'");
+        let via = self.gateway(via, g.count.is_some());
+        if let (Some((prefix, len)), Some(via)) = (prefix, via) {
+            g.routes.push(sc::RouteSpec {
+                prefix,
+                len,
+                via,
+                loc: self.loc(r.head()),
+            });
+        }
+    }
+
     fn attach(&mut self, n: &Block, g: &mut MachineGroup) {
-        self.keys(n, &["id"]);
+        self.keys(n, &["id", "ip"]);
         self.no_children(n);
         let Some(id) = self.required(n, "id") else {
             return;
@@ -170,6 +232,29 @@ impl Lower<'_> {
             );
             let hint = Some(format!("the first is at {}", at(first.loc)));
             return self.error(ErrorKind::Duplicate, id.value.span, msg, hint);
+        }
+        if let Some(p) = n.param("ip") {
+            let v = &p.value.node;
+            if v.contains('{') {
+                if let Err((msg, hint)) = check_braces(v, g.count.is_some()) {
+                    let msg = format!("in ip='{v}': {msg}");
+                    self.error(ErrorKind::BadValue, p.value.span, msg, Some(hint));
+                }
+            } else if g.count.is_some_and(|c| c > 1) {
+                let msg = format!("all machines named '{}' would have address {v}", g.name);
+                let hint = Some("use a per-instance value such as ip='10.0.{i}.1'".into());
+                self.error(ErrorKind::Duplicate, p.value.span, msg, hint);
+            } else {
+                self.value(p, parse_ipv4, "ip='10.0.0.1'");
+            }
+            g.pinned.push((
+                g.networks.len() as u32,
+                sc::Param {
+                    key: "ip".into(),
+                    value: v.clone(),
+                    loc: self.loc(p.value.span),
+                },
+            ));
         }
         g.networks.push(Ref {
             name: id.value.node.clone(),
@@ -291,4 +376,32 @@ fn parse_count(s: &str) -> Result<u32, String> {
             u32::try_from(n).map_err(|_| format!("{n} machines is too many (at most {})", u32::MAX))
         }
     }
+}
+
+/// Parses `yes`/`no` (also `true`/`false`, `1`/`0`).
+fn parse_yes_no(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "yes" | "true" | "1" | "on" => Ok(true),
+        "no" | "false" | "0" | "off" => Ok(false),
+        _ => Err("expected yes or no".into()),
+    }
+}
+
+fn parse_ipv4(s: &str) -> Result<Ipv4Addr, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| "not an IPv4 address (a.b.c.d)".to_string())
+}
+
+/// Parses a route destination: `a.b.c.d/len` (host bits zero), a bare
+/// address (a /32 host route) or `default` (`0.0.0.0/0`).
+fn parse_route_prefix(s: &str) -> Result<(Ipv4Addr, u8), String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("default") {
+        return Ok((Ipv4Addr::UNSPECIFIED, 0));
+    }
+    if t.contains('/') {
+        return super::networks::parse_subnet(t);
+    }
+    Ok((parse_ipv4(t)?, 32))
 }

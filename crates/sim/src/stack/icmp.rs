@@ -1,16 +1,25 @@
-//! ICMPv4 (RFC 792): echo request/reply and destination unreachable.
+//! ICMPv4 (RFC 792): echo request/reply, destination unreachable and time
+//! exceeded.
 //!
 //! Every machine answers echo requests (as a Linux host does). Echo replies
 //! go to the [`crate::IcmpSocket`] whose identifier they carry. A UDP
 //! datagram to a closed port is answered with Port Unreachable, which makes
 //! a *connected* UDP socket's next receive fail with `ConnectionRefused`,
-//! as on Linux.
+//! as on Linux. Routers ([`super::forward`]) send Time Exceeded, Net
+//! Unreachable and Fragmentation Needed; an error quoting one of an ICMP
+//! socket's echo requests is queued on that socket (as Linux's ping
+//! sockets report errors with `IP_RECVERR`), which is what `traceroute`
+//! reads.
+//!
+//! # Gaps
+//! Errors quoting UDP or TCP datagrams other than Port Unreachable are
+//! counted and dropped (no PMTU discovery, no soft errors on TCP).
 
 use super::ipv4;
 use super::udp::sum_message;
 use crate::machine::MachineId;
 use crate::report::DropReason;
-use crate::socket::{EchoReply, SocketError, SocketSlot};
+use crate::socket::{EchoReply, IcmpError, SocketError, SocketSlot};
 use crate::world::World;
 use elvis_message::Message;
 use elvis_wire::checksum::Checksum;
@@ -18,9 +27,12 @@ use elvis_wire::IpProtocol;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 const ECHO_REPLY: u8 = 0;
-const DST_UNREACHABLE: u8 = 3;
+pub(crate) const DST_UNREACHABLE: u8 = 3;
 const ECHO_REQUEST: u8 = 8;
+pub(crate) const TIME_EXCEEDED: u8 = 11;
+pub(crate) const NET_UNREACHABLE: u8 = 0;
 const PORT_UNREACHABLE: u8 = 3;
+pub(crate) const FRAG_NEEDED: u8 = 4;
 const HEADER_LEN: usize = 8;
 
 /// Pushes an 8-byte ICMP header (type, code, checksum, `rest`) on `msg`.
@@ -49,19 +61,68 @@ fn send_own(
     Ok(())
 }
 
-/// Sends an echo request from an ICMP socket.
+/// Sends an echo request from an ICMP socket with IP options `opts`.
 pub(crate) fn send_echo_request(
     w: &mut World,
     m: MachineId,
     to: Ipv4Addr,
     ident: u16,
     seq: u16,
+    opts: crate::socket::EchoOptions,
     mut data: Message,
 ) -> Result<(), SocketError> {
     let i = ident.to_be_bytes();
     let s = seq.to_be_bytes();
     push_header(&mut data, ECHO_REQUEST, 0, [i[0], i[1], s[0], s[1]]);
-    send_own(w, m, to, data)
+    let route = ipv4::route(w, m, to)?;
+    let mtu = route.mtu as usize;
+    if opts.dont_fragment && data.len() + 20 > mtu {
+        return Err(SocketError::MessageTooLong(data.len()));
+    }
+    if ipv4::room(w, m, &route) < ipv4::frames_needed(&route, data.len()) {
+        w.drop_packet(DropReason::NicQueueFull);
+        return Ok(());
+    }
+    let ttl = opts.ttl.unwrap_or(w.default_ttl);
+    ipv4::send_opts(w, m, route, to, IpProtocol::Icmp, ttl, opts.dont_fragment, &mut data);
+    Ok(())
+}
+
+/// Sends an ICMP error of type `ty` and `code` about `datagram` (which
+/// starts with its IPv4 header) back to its source, quoting the header and
+/// the first 8 bytes of its data (RFC 792). Nothing is sent about an ICMP
+/// error, a non-first fragment, or a datagram from an address that cannot
+/// be answered (RFC 1122 §3.2.2).
+pub(crate) fn send_error(
+    w: &mut World,
+    m: MachineId,
+    ty: u8,
+    code: u8,
+    rest: [u8; 4],
+    datagram: &mut Message,
+) {
+    let Some(h) = datagram.front(20) else { return };
+    let ihl = usize::from(h[0] & 0x0f) * 4;
+    let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
+    let first_fragment = u16::from_be_bytes([h[6], h[7]]) & 0x1fff == 0;
+    if !first_fragment
+        || src.is_unspecified()
+        || src.is_broadcast()
+        || src.is_multicast()
+        || src.is_loopback()
+    {
+        return;
+    }
+    if h[9] == 1 {
+        let inner = datagram.byte_at(ihl);
+        if !matches!(inner, Some(ECHO_REQUEST) | Some(ECHO_REPLY) | Some(13) | Some(15)) {
+            return; // Never an error about an error (or a truncated one).
+        }
+    }
+    let n = (ihl + 8).min(datagram.len());
+    let mut msg = Message::from_vec(datagram.slice(0..n).to_vec());
+    push_header(&mut msg, ty, code, rest);
+    let _ = send_own(w, m, src, msg);
 }
 
 /// Answers a datagram to a closed UDP port (RFC 1122 §4.1.3.1).
@@ -132,13 +193,75 @@ pub(crate) fn receive(
                 seq,
                 data: std::mem::take(msg),
                 ttl,
+                error: None,
             });
             if let Some(t) = sock.waiter.take() {
                 w.wake(t);
             }
         }
-        DST_UNREACHABLE if code == PORT_UNREACHABLE => port_unreachable(w, m, msg),
+        DST_UNREACHABLE if code == PORT_UNREACHABLE && quotes(msg, IpProtocol::Udp) => {
+            port_unreachable(w, m, msg)
+        }
+        DST_UNREACHABLE | TIME_EXCEEDED if quotes(msg, IpProtocol::Icmp) => {
+            let error = IcmpError {
+                kind: ty,
+                code,
+                mtu: ident_mtu(ty, code, seq),
+            };
+            echo_error(w, m, src, error, msg)
+        }
+        DST_UNREACHABLE | TIME_EXCEEDED => w.drop_packet(DropReason::Unsupported("icmp error")),
         _ => w.drop_packet(DropReason::Unsupported("icmp type")),
+    }
+}
+
+/// Returns the next-hop MTU of a Fragmentation Needed (RFC 1191), whose
+/// second half of the header's last word is parsed as `seq` here.
+fn ident_mtu(ty: u8, code: u8, seq: u16) -> u16 {
+    if ty == DST_UNREACHABLE && code == FRAG_NEEDED {
+        seq
+    } else {
+        0
+    }
+}
+
+/// Returns true when an ICMP error's body quotes a datagram of `proto`.
+fn quotes(body: &Message, proto: IpProtocol) -> bool {
+    body.byte_at(9) == Some(u8::from(proto))
+}
+
+/// Queues an error about one of our echo requests on the ICMP socket that
+/// sent it (identified by the quoted request's identifier).
+fn echo_error(w: &mut World, m: MachineId, from: Ipv4Addr, error: IcmpError, body: &mut Message) {
+    let Some(h) = body.front(20) else {
+        return w.drop_packet(DropReason::Malformed("icmp"));
+    };
+    let ihl = usize::from(h[0] & 0x0f) * 4;
+    let Some(h) = body.front(ihl + 8) else {
+        return w.drop_packet(DropReason::Malformed("icmp"));
+    };
+    if h[ihl] != ECHO_REQUEST {
+        return w.drop_packet(DropReason::Unsupported("icmp error"));
+    }
+    let ident = u16::from_be_bytes([h[ihl + 4], h[ihl + 5]]);
+    let seq = u16::from_be_bytes([h[ihl + 6], h[ihl + 7]]);
+    let machine = &mut w.machines[m as usize];
+    let sock = machine.sockets.iter_mut().find_map(|s| match s {
+        SocketSlot::Icmp(i) if i.ident == ident => Some(i),
+        _ => None,
+    });
+    let Some(sock) = sock else {
+        return w.drop_packet(DropReason::NoSocket);
+    };
+    sock.rx.push_back(EchoReply {
+        from,
+        seq,
+        data: Message::new(),
+        ttl: 0,
+        error: Some(error),
+    });
+    if let Some(t) = sock.waiter.take() {
+        w.wake(t);
     }
 }
 

@@ -1,11 +1,14 @@
-//! IPv4 (RFC 791): routing to attached networks, fragmentation and
-//! reassembly, header checksum, demux to UDP and ICMP.
+//! IPv4 (RFC 791): route lookup, fragmentation and reassembly, header
+//! checksum, demux to UDP and ICMP; datagrams for other machines go to
+//! [`super::forward`] on routers.
 //!
 //! # Routing
-//! A destination is reachable when one of the machine's networks has it
-//! (the connected routes of a host). Broadcast (255.255.255.255) and
-//! multicast leave through the first interface. An own address is looped
-//! back without touching a network.
+//! A destination on one of the machine's networks is reached directly (the
+//! connected routes). Otherwise the machine's routing table
+//! ([`super::route`], longest prefix match, ECMP by flow hash) names the
+//! gateway. Broadcast (255.255.255.255) and multicast leave through the
+//! first interface. An own address is looped back without touching a
+//! network.
 //!
 //! # Fragmentation (RFC 791 §2.3, §3.2)
 //! A datagram larger than the outgoing network's MTU is cut into fragments
@@ -14,9 +17,10 @@
 //! an incomplete datagram after [`REASSEMBLY_TIMEOUT`] (Linux: 30 s).
 //!
 //! # Gaps
-//! Forwarding (routers), options other than being skipped, DF/PMTU
-//! discovery.
+//! Options other than being skipped; hosts never set DF (no PMTU
+//! discovery).
 
+use super::route::{self, FlowKey};
 use super::Timer;
 use crate::machine::MachineId;
 use crate::net;
@@ -28,7 +32,8 @@ use elvis_wire::{ipv4, EtherType, EthernetAddress, IpProtocol};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-/// Default time to live of outgoing datagrams (Linux's default).
+/// Default time to live of outgoing datagrams (Linux's default; see
+/// [`crate::Simulation::set_default_ttl`]).
 pub const DEFAULT_TTL: u8 = 64;
 /// How long an incomplete datagram waits for its missing fragments.
 pub const REASSEMBLY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -55,6 +60,17 @@ pub(crate) struct Route {
 
 /// Finds the interface and next hop for `dst`.
 pub(crate) fn route(w: &World, m: MachineId, dst: Ipv4Addr) -> Result<Route, SocketError> {
+    route_flow(w, m, dst, None)
+}
+
+/// Finds the interface and next hop for a datagram of `flow` (which picks
+/// among equal-cost next hops; `None`: the destination alone).
+pub(crate) fn route_flow(
+    w: &World,
+    m: MachineId,
+    dst: Ipv4Addr,
+    flow: Option<&FlowKey>,
+) -> Result<Route, SocketError> {
     let machine = &w.machines[m as usize];
     let first = machine
         .ifaces
@@ -95,7 +111,36 @@ pub(crate) fn route(w: &World, m: MachineId, dst: Ipv4Addr) -> Result<Route, Soc
             });
         }
     }
-    Err(SocketError::HostUnreachable(dst))
+    let Some(hops) = w.routing.table(m).and_then(|t| t.lookup(u32::from(dst))) else {
+        return Err(SocketError::HostUnreachable(dst));
+    };
+    let hop = match flow {
+        Some(f) if hops.len() > 1 => hops[route::pick(hops.len(), w.seed, m, f)],
+        None if hops.len() > 1 => {
+            let f = FlowKey {
+                dst: u32::from(dst),
+                ..FlowKey::default()
+            };
+            hops[route::pick(hops.len(), w.seed, m, &f)]
+        }
+        _ => hops[0],
+    };
+    let ifc = machine.ifaces[hop.iface as usize];
+    let gw = if hop.gateway == 0 {
+        u32::from(dst)
+    } else {
+        hop.gateway
+    };
+    let net = &w.networks[ifc.net as usize];
+    let Some(&port) = net.ip_to_port.get(&gw) else {
+        return Err(SocketError::HostUnreachable(dst));
+    };
+    Ok(Route {
+        iface: hop.iface,
+        src: ifc.ip,
+        next: NextHop::Neighbour(Ipv4Addr::from(gw), port),
+        mtu: net.cfg.mtu,
+    })
 }
 
 /// Returns how many frames a payload of `len` bytes takes on `route`.
@@ -126,6 +171,23 @@ pub(crate) fn send(
     proto: IpProtocol,
     payload: &mut Message,
 ) {
+    let ttl = w.default_ttl;
+    send_opts(w, m, route, dst, proto, ttl, false, payload);
+}
+
+/// Like [`send`], with an explicit time to live and Don't Fragment bit
+/// (the caller checked that a DF datagram fits the route's MTU).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn send_opts(
+    w: &mut World,
+    m: MachineId,
+    route: Route,
+    dst: Ipv4Addr,
+    proto: IpProtocol,
+    ttl: u8,
+    dont_frag: bool,
+    payload: &mut Message,
+) {
     w.stats.ip_sent += 1;
     if route.next == NextHop::Local {
         deliver_up(w, m, &[], route.src, dst, proto, payload);
@@ -134,32 +196,47 @@ pub(crate) fn send(
     let machine = &mut w.machines[m as usize];
     let ident = machine.ip_ident;
     machine.ip_ident = machine.ip_ident.wrapping_add(1);
-    let mtu = route.mtu as usize;
-    let total = payload.len();
-    let mut repr = ipv4::Repr {
+    let repr = ipv4::Repr {
         src_addr: route.src,
         dst_addr: dst,
         next_header: proto,
-        payload_len: total,
-        hop_limit: DEFAULT_TTL,
+        payload_len: payload.len(),
+        hop_limit: ttl,
         ident,
-        dont_frag: false,
+        dont_frag,
         more_frags: false,
         frag_offset: 0,
         dscp_ecn: 0,
     };
+    send_repr(w, m, &route, repr, payload);
+}
+
+/// Emits `repr` over `payload` on `route`, cutting it into fragments when
+/// it exceeds the MTU. `repr.frag_offset` and `repr.more_frags` describe
+/// `payload` itself (a router re-fragments a fragment at its own offset).
+pub(crate) fn send_repr(
+    w: &mut World,
+    m: MachineId,
+    route: &Route,
+    mut repr: ipv4::Repr,
+    payload: &mut Message,
+) {
+    let mtu = route.mtu as usize;
+    let total = payload.len();
+    repr.payload_len = total;
     if HEADER_LEN + total <= mtu {
-        emit_and_send(w, m, &route, &repr, payload);
+        emit_and_send(w, m, route, &repr, payload);
         return;
     }
+    let (base, last_more) = (repr.frag_offset as usize, repr.more_frags);
     let per = (mtu.saturating_sub(HEADER_LEN) & !7).max(8);
     let mut offset = 0;
     while offset < total {
         let end = (offset + per).min(total);
         repr.payload_len = end - offset;
-        repr.frag_offset = offset as u16;
-        repr.more_frags = end < total;
-        emit_and_send(w, m, &route, &repr, &mut payload.slice(offset..end));
+        repr.frag_offset = (base + offset) as u16;
+        repr.more_frags = end < total || last_more;
+        emit_and_send(w, m, route, &repr, &mut payload.slice(offset..end));
         offset = end;
     }
 }
@@ -168,6 +245,11 @@ fn emit_and_send(w: &mut World, m: MachineId, route: &Route, repr: &ipv4::Repr, 
     let header = msg.push_front(HEADER_LEN);
     let mut packet = ipv4::Packet::new_unchecked(header);
     repr.emit(&mut packet);
+    transmit(w, m, route, msg);
+}
+
+/// Hands a whole datagram (header included) to the link layer of `route`.
+pub(crate) fn transmit(w: &mut World, m: MachineId, route: &Route, msg: &mut Message) {
     let dst_mac = match route.next {
         NextHop::Local => return,
         NextHop::Broadcast => EthernetAddress::BROADCAST,
@@ -190,7 +272,7 @@ fn emit_and_send(w: &mut World, m: MachineId, route: &Route, repr: &ipv4::Repr, 
 }
 
 /// Parses, checks and demuxes an incoming datagram.
-pub(crate) fn receive(w: &mut World, m: MachineId, _iface: u16, msg: &mut Message) {
+pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, msg: &mut Message) {
     let Some(first) = msg.front(HEADER_LEN) else {
         return w.drop_packet(DropReason::Malformed("ipv4"));
     };
@@ -228,6 +310,10 @@ pub(crate) fn receive(w: &mut World, m: MachineId, _iface: u16, msg: &mut Messag
                 .as_ref()
                 .is_some_and(|e| e.multicast.contains(&dst)));
     if !for_us {
+        if machine.forward && !dst.is_multicast() {
+            msg.truncate(total);
+            return super::forward::forward(w, m, iface, ihl, msg);
+        }
         return w.drop_packet(DropReason::NotForUs);
     }
     msg.truncate(total);

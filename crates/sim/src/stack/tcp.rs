@@ -24,13 +24,26 @@
 //! `txqueuelen`) its segments are dropped at the NIC, which it sees as
 //! loss (Linux's TCP small queues would throttle earlier; not modelled).
 //!
+//! Per-socket options (set on a [`crate::socket::TcpSocket`] before
+//! `connect`/`listen`; accepted connections inherit the listener's) override
+//! the buffer sizes (the window scale follows the receive buffer), the
+//! congestion control, Nagle, keep-alive ([`keepalive`]) and
+//! `SO_REUSEADDR`: a port held only by connections in TIME-WAIT can be
+//! bound with it and not without, as on Linux.
+//!
 //! # Gaps
 //! RACK-TLP (RFC 8985): a lost tail segment, or a lost retransmission of a
-//! hole other than `snd_una`, waits for the RTO. Keep-alive, urgent data, ECN (the bits parse but are not acted on),
-//! PMTU discovery, HyStart++.
+//! hole other than `snd_una`, waits for the RTO. Urgent data, ECN (the bits
+//! parse but are not acted on), PMTU discovery, HyStart++. A SYN for a
+//! 4-tuple still in TIME-WAIT is not taken as a new connection (Linux
+//! accepts one with a higher sequence number). `SO_REUSEADDR` does not let
+//! two live (non-TIME-WAIT) sockets share a port, and a port checked at
+//! `bind` is not reserved until `listen`/`connect`.
 
 pub(crate) mod buffers;
+pub mod keepalive;
 pub(crate) mod tcb;
+pub mod trace;
 
 use crate::executor::TaskId;
 use crate::machine::MachineId;
@@ -44,7 +57,7 @@ use elvis_tcpcc::Algorithm;
 use elvis_wire::checksum::{self, Checksum};
 use elvis_wire::tcp::{self, Control, Repr, SeqNumber};
 use elvis_wire::{Checksums, IpProtocol};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 use tcb::{Effects, Segment, State, Tcb};
@@ -89,6 +102,93 @@ impl Default for TcpConfig {
     }
 }
 
+/// Per-socket options (`setsockopt` before `connect`/`listen`); `None`
+/// means the simulation's [`TcpConfig`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct SockOpts {
+    pub sndbuf: Option<usize>,
+    pub rcvbuf: Option<usize>,
+    pub congestion: Option<Algorithm>,
+    pub nodelay: bool,
+    pub reuseaddr: bool,
+    pub keepalive: Option<keepalive::Keepalive>,
+    /// The port given to `bind` (else an ephemeral one).
+    pub local_port: Option<u16>,
+}
+
+impl SockOpts {
+    /// Returns the configuration a new connection with these options gets.
+    fn config(&self, w: &World) -> TcpConfig {
+        let mut cfg = w.tcp.clone();
+        cfg.sndbuf = self.sndbuf.unwrap_or(cfg.sndbuf);
+        cfg.rcvbuf = self.rcvbuf.unwrap_or(cfg.rcvbuf);
+        cfg.congestion = self.congestion.unwrap_or(cfg.congestion);
+        cfg
+    }
+
+    /// Applies the options the TCB itself holds.
+    fn apply(&self, tcb: &mut Tcb) {
+        tcb.nodelay = self.nodelay;
+        tcb.keepalive = self
+            .keepalive
+            .map(|k| Box::new(keepalive::KeepaliveTimer::new(k, None)));
+    }
+}
+
+/// A machine's TCP lookup tables, kept in step with its socket table so
+/// that demux, `bind` and ephemeral-port choice cost O(1) however many
+/// connections the machine holds (`HashMap`s are only looked up, never
+/// iterated).
+#[derive(Default)]
+pub(crate) struct TcpIndex {
+    /// Connections by (local port, remote address).
+    conns: HashMap<(u16, SocketAddrV4), u32>,
+    /// Listeners by port.
+    listeners: HashMap<u16, u32>,
+    /// TCP sockets (connections and listeners) per local port.
+    ports: HashMap<u16, u32>,
+    /// No ephemeral port below this is free.
+    eph_low: u16,
+}
+
+fn index(w: &mut World, m: MachineId) -> &mut TcpIndex {
+    &mut w.machines[m as usize].ext().tcp
+}
+
+impl TcpIndex {
+    fn add_port(&mut self, port: u16) {
+        *self.ports.entry(port).or_insert(0) += 1;
+    }
+
+    fn remove_port(&mut self, port: u16) {
+        if let Some(n) = self.ports.get_mut(&port) {
+            *n -= 1;
+            if *n == 0 {
+                self.ports.remove(&port);
+                self.eph_low = self.eph_low.min(port);
+            }
+        }
+    }
+
+    fn add_conn(&mut self, local: u16, remote: SocketAddrV4, slot: u32) {
+        self.conns.insert((local, remote), slot);
+        self.add_port(local);
+    }
+
+    fn remove_conn(&mut self, local: u16, remote: SocketAddrV4) {
+        if self.conns.remove(&(local, remote)).is_some() {
+            self.remove_port(local);
+        }
+    }
+
+    /// Returns the lowest free ephemeral port (IANA range).
+    fn ephemeral(&mut self) -> Option<u16> {
+        let p = (self.eph_low.max(49_152)..=u16::MAX).find(|p| !self.ports.contains_key(p))?;
+        self.eph_low = p;
+        Some(p)
+    }
+}
+
 /// A connection in a machine's socket table, with its application side.
 pub(crate) struct TcpSock {
     pub tcb: Tcb,
@@ -100,6 +200,8 @@ pub(crate) struct TcpSock {
     pub orphan: bool,
     timer_gen: u32,
     timer_at: Option<Time>,
+    /// The connection's id in the run's connection log.
+    pub id: u64,
 }
 
 /// A listening socket.
@@ -111,6 +213,8 @@ pub(crate) struct Listener {
     /// Connections in SYN-RECEIVED.
     pub embryonic: usize,
     pub waiter: Option<TaskId>,
+    /// Options the accepted connections inherit.
+    pub opts: SockOpts,
 }
 
 /// Returns the ISN for a 4-tuple (RFC 6528: ISN = M + F(4-tuple, secret)).
@@ -131,15 +235,27 @@ fn mtu_towards(w: &World, m: MachineId, dst: Ipv4Addr) -> Result<usize, SocketEr
     Ok(route.mtu.min(65_535) as usize)
 }
 
-fn port_taken(w: &World, m: MachineId, port: u16) -> bool {
-    w.machines[m as usize].sockets.iter().any(|s| match s {
+/// Returns true if `port` is in use; with `reuseaddr` (`SO_REUSEADDR`),
+/// connections in TIME-WAIT do not count (Linux `inet_csk_bind_conflict`).
+pub(crate) fn port_taken(w: &World, m: MachineId, port: u16, reuseaddr: bool) -> bool {
+    let machine = &w.machines[m as usize];
+    let used = machine
+        .ext
+        .as_deref()
+        .is_some_and(|e| e.tcp.ports.contains_key(&port));
+    if !used || !reuseaddr {
+        return used;
+    }
+    machine.sockets.iter().any(|s| match s {
         SocketSlot::TcpListener(l) => l.port == port,
-        SocketSlot::Tcp(t) => t.tcb.local.port() == port,
+        SocketSlot::Tcp(t) => {
+            t.tcb.local.port() == port && !(reuseaddr && t.tcb.state == State::TimeWait)
+        }
         _ => false,
     })
 }
 
-fn check_tcp_enabled(w: &World, m: MachineId) -> Result<(), SocketError> {
+pub(crate) fn check_tcp_enabled(w: &World, m: MachineId) -> Result<(), SocketError> {
     let g = w.machines[m as usize].group;
     if w.groups[g as usize].protocols.tcp {
         Ok(())
@@ -154,9 +270,10 @@ pub(crate) fn listen(
     m: MachineId,
     port: u16,
     backlog: usize,
+    opts: SockOpts,
 ) -> Result<u32, SocketError> {
     check_tcp_enabled(w, m)?;
-    if port_taken(w, m, port) {
+    if port_taken(w, m, port, opts.reuseaddr) {
         return Err(SocketError::AddrInUse(port));
     }
     let l = Listener {
@@ -165,8 +282,13 @@ pub(crate) fn listen(
         ready: VecDeque::new(),
         embryonic: 0,
         waiter: None,
+        opts,
     };
-    Ok(alloc_slot(w, m, SocketSlot::TcpListener(Box::new(l))))
+    let slot = alloc_slot(w, m, SocketSlot::TcpListener(Box::new(l)));
+    let ix = index(w, m);
+    ix.listeners.insert(port, slot);
+    ix.add_port(port);
+    Ok(slot)
 }
 
 /// Starts an active open to `remote`; returns the connection's slot.
@@ -174,19 +296,29 @@ pub(crate) fn connect(
     w: &mut World,
     m: MachineId,
     remote: SocketAddrV4,
-    alg: Option<Algorithm>,
+    opts: &SockOpts,
 ) -> Result<u32, SocketError> {
     check_tcp_enabled(w, m)?;
     let route = super::ipv4::route(w, m, *remote.ip())?;
-    let port = (49_152..=u16::MAX)
-        .find(|&p| !port_taken(w, m, p))
-        .ok_or(SocketError::NoPortsLeft)?;
+    let port = match opts.local_port {
+        Some(p) => {
+            // The 4-tuple must be unique (Linux: EADDRNOTAVAIL).
+            let clash = index(w, m).conns.contains_key(&(p, remote));
+            if clash || port_taken(w, m, p, opts.reuseaddr) {
+                return Err(SocketError::AddrInUse(p));
+            }
+            p
+        }
+        None => index(w, m).ephemeral().ok_or(SocketError::NoPortsLeft)?,
+    };
     let local = SocketAddrV4::new(route.src, port);
     let iss = initial_seq(w, m, local, remote);
     let mtu = mtu_towards(w, m, *remote.ip())?;
-    let cfg = w.tcp.clone();
-    let cc = new_cc(w, alg.unwrap_or(cfg.congestion), mtu - 40);
-    let tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
+    let cfg = opts.config(w);
+    let cc = new_cc(w, cfg.congestion, mtu - 40);
+    let mut tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
+    opts.apply(&mut tcb);
+    let id = w.conns.open(m, &tcb);
     let sock = TcpSock {
         tcb,
         reader: None,
@@ -195,8 +327,10 @@ pub(crate) fn connect(
         orphan: false,
         timer_gen: 0,
         timer_at: None,
+        id,
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
+    index(w, m).add_conn(local.port(), remote, slot);
     drive(w, m, slot, |tcb, now, out| {
         tcb.output(now, out);
         Effects::default()
@@ -222,20 +356,24 @@ pub(crate) fn drive(
         return;
     };
     let now = w.now();
-    let mut out = Vec::new();
+    let mut out = std::mem::take(&mut w.tcp_out);
+    // One route lookup serves the NIC check and every segment sent.
+    let flow = tcp_flow(sock.tcb.local, sock.tcb.remote);
+    let route = super::ipv4::route_flow(w, m, *sock.tcb.remote.ip(), Some(&flow)).ok();
     // NIC room for data segments (TCP waits for the NIC as Linux's TSQ
     // makes it do, instead of overflowing the queue).
-    let nic = super::ipv4::route(w, m, *sock.tcb.remote.ip())
-        .ok()
-        .and_then(|r| {
-            (r.next != super::ipv4::NextHop::Local)
-                .then(|| w.machines[m as usize].ifaces[r.iface as usize])
-        });
+    let nic = route.and_then(|r| {
+        (r.next != super::ipv4::NextHop::Local)
+            .then(|| w.machines[m as usize].ifaces[r.iface as usize])
+    });
     sock.tcb.budget = nic.map_or(usize::MAX, |ifc| {
         crate::net::nic_room(w, ifc.net, ifc.port) as usize
     });
     sock.tcb.nic_blocked = false;
     let fx = f(&mut sock.tcb, now, &mut out);
+    if let Some(trace) = w.conns.trace.as_mut() {
+        trace.observe(sock.id, now, &mut sock.tcb);
+    }
     if sock.tcb.nic_blocked {
         if let Some(ifc) = nic {
             crate::net::wait_for_room(w, ifc.net, ifc.port, m, slot);
@@ -243,7 +381,7 @@ pub(crate) fn drive(
     }
     let (local, remote) = (sock.tcb.local, sock.tcb.remote);
     // Listener bookkeeping and wake-ups.
-    let mut wake: Vec<TaskId> = Vec::new();
+    let mut wake: smallvec::SmallVec<[TaskId; 3]> = smallvec::SmallVec::new();
     if fx.readable {
         wake.extend(sock.reader.take());
     }
@@ -283,11 +421,14 @@ pub(crate) fn drive(
             w.queue.schedule(at, m, Event::Timer { machine: m, timer });
         }
     }
-    w.machines[m as usize].sockets[slot as usize] = if free {
-        SocketSlot::Free
+    if free {
+        w.conns.end(sock.id, m, &mut sock.tcb);
+        w.machines[m as usize].sockets[slot as usize] = SocketSlot::Free;
+        w.machines[m as usize].slot_freed(slot);
+        index(w, m).remove_conn(local.port(), remote);
     } else {
-        SocketSlot::Tcp(sock)
-    };
+        w.machines[m as usize].sockets[slot as usize] = SocketSlot::Tcp(sock);
+    }
     if let Some((l, ok)) = to_listener {
         if let Some(SocketSlot::TcpListener(lst)) =
             w.machines[m as usize].sockets.get_mut(l as usize)
@@ -299,8 +440,11 @@ pub(crate) fn drive(
             }
         }
     }
-    for seg in out {
-        transmit(w, m, local, remote, seg);
+    for seg in out.drain(..) {
+        transmit(w, m, local, remote, route, seg);
+    }
+    if w.tcp_out.capacity() < out.capacity() {
+        w.tcp_out = out;
     }
     for t in wake {
         w.wake(t);
@@ -311,9 +455,28 @@ pub(crate) fn drive(
 /// (Linux's default `txqueuelen` under pfifo_fast).
 pub const NIC_LIMIT: u32 = 1000;
 
-/// Pushes one segment down to IPv4.
-fn transmit(w: &mut World, m: MachineId, local: SocketAddrV4, remote: SocketAddrV4, seg: Segment) {
-    let Ok(route) = super::ipv4::route(w, m, *remote.ip()) else {
+/// Returns the 5-tuple a connection's segments hash to (ECMP).
+fn tcp_flow(local: SocketAddrV4, remote: SocketAddrV4) -> super::route::FlowKey {
+    super::route::FlowKey {
+        src: 0,
+        dst: u32::from(*remote.ip()),
+        proto: 6,
+        sport: local.port(),
+        dport: remote.port(),
+    }
+}
+
+/// Pushes one segment down to IPv4 along `route` (the route to `remote`,
+/// `None` if there is none).
+fn transmit(
+    w: &mut World,
+    m: MachineId,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    route: Option<super::ipv4::Route>,
+    seg: Segment,
+) {
+    let Some(route) = route else {
         return w.drop_packet(DropReason::Unsupported("tcp: no route"));
     };
     if route.next != super::ipv4::NextHop::Local {
@@ -353,11 +516,14 @@ fn send_rst(
         return;
     }
     let repr = tcb::rst_for(seg, payload_len);
+    let flow = tcp_flow(local, remote);
+    let route = super::ipv4::route_flow(w, m, *remote.ip(), Some(&flow)).ok();
     transmit(
         w,
         m,
         local,
         remote,
+        route,
         Segment {
             repr,
             payload: Message::new(),
@@ -409,20 +575,16 @@ pub(crate) fn receive(
     let local = SocketAddrV4::new(dst, repr.dst_port);
     let remote = SocketAddrV4::new(src, repr.src_port);
     // A connection for the 4-tuple?
-    let socks = &w.machines[m as usize].sockets;
-    let conn = socks.iter().position(|s| matches!(s, SocketSlot::Tcp(t) if t.tcb.local.port() == local.port() && t.tcb.remote == remote));
+    let ix = w.machines[m as usize].ext.as_deref().map(|e| &e.tcp);
+    let conn = ix.and_then(|ix| ix.conns.get(&(local.port(), remote)).copied());
     if let Some(slot) = conn {
-        drive(w, m, slot as u32, |tcb, now, out| {
-            tcb.input(now, &repr, payload, out)
-        });
+        drive(w, m, slot, |tcb, now, out| tcb.input(now, &repr, payload, out));
         return;
     }
-    let listener = socks
-        .iter()
-        .position(|s| matches!(s, SocketSlot::TcpListener(l) if l.port == local.port()));
+    let listener = ix.and_then(|ix| ix.listeners.get(&local.port()).copied());
     match listener {
         Some(l) if repr.control == Control::Syn && repr.ack_number.is_none() => {
-            passive_open(w, m, l as u32, local, remote, &repr);
+            passive_open(w, m, l, local, remote, &repr);
         }
         Some(_) if repr.control != Control::Rst && repr.ack_number.is_some() => {
             // RFC 9293 §3.10.7.2: an ACK to a listener gets a RST.
@@ -457,13 +619,16 @@ fn passive_open(
         return w.drop_packet(DropReason::ListenQueueFull);
     }
     lst.embryonic += 1;
+    let opts = lst.opts.clone();
     let iss = initial_seq(w, m, local, remote);
     let Ok(mtu) = mtu_towards(w, m, *remote.ip()) else {
         return;
     };
-    let cfg = w.tcp.clone();
+    let cfg = opts.config(w);
     let cc = new_cc(w, cfg.congestion, mtu - 40);
-    let tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
+    let mut tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
+    opts.apply(&mut tcb);
+    let id = w.conns.open(m, &tcb);
     let sock = TcpSock {
         tcb,
         reader: None,
@@ -472,8 +637,10 @@ fn passive_open(
         orphan: true,
         timer_gen: 0,
         timer_at: None,
+        id,
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
+    index(w, m).add_conn(local.port(), remote, slot);
     drive(w, m, slot, |tcb, now, out| {
         tcb.output(now, out);
         Effects::default()
@@ -505,8 +672,9 @@ pub(crate) fn on_timer(w: &mut World, m: MachineId, slot: u32, gen: u32) {
 }
 
 /// The application dropped its handle: close gracefully (FIN after the
-/// queued data) and free the slot when the connection ends.
-pub(crate) fn release(w: &mut World, m: MachineId, slot: u32) {
+/// queued data) and free the slot when the connection ends; `abortive`
+/// (`SO_LINGER` with a zero timeout) resets the connection instead.
+pub(crate) fn release(w: &mut World, m: MachineId, slot: u32, abortive: bool) {
     if let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize) {
         t.orphan = true;
         t.reader = None;
@@ -518,7 +686,7 @@ pub(crate) fn release(w: &mut World, m: MachineId, slot: u32) {
             fx.closed = true;
             return fx;
         }
-        if tcb.rcvbuf.ready_len() > 0 && !tcb.at_eof() {
+        if abortive || (tcb.rcvbuf.ready_len() > 0 && !tcb.at_eof()) {
             // Unread data at close: RFC 2525 §2.17, reset.
             if let Some(rst) = tcb.abort() {
                 out.push(rst);
@@ -546,6 +714,10 @@ pub(crate) fn close_listener(w: &mut World, m: MachineId, slot: u32) {
     ) else {
         return;
     };
+    w.machines[m as usize].slot_freed(slot);
+    let ix = index(w, m);
+    ix.listeners.remove(&l.port);
+    ix.remove_port(l.port);
     for c in l.ready {
         drive(w, m, c, |tcb, _now, out| {
             if let Some(rst) = tcb.abort() {
@@ -564,5 +736,38 @@ pub(crate) fn close_listener(w: &mut World, m: MachineId, slot: u32) {
                 t.listener = None;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+    use super::*;
+    use std::mem::size_of;
+
+    /// The per-connection structures an idle established connection holds
+    /// (measured whole by `elvis-bench tcp-idle`); printed with
+    /// `--nocapture`.
+    #[test]
+    fn an_idle_connection_fits_in_well_under_a_kilobyte() {
+        let cc = elvis_tcpcc::new(Algorithm::Cubic, 1448, 10);
+        let cc_heap = std::mem::size_of_val(&*cc);
+        let sizes = [
+            ("SocketSlot (table entry)", size_of::<SocketSlot>()),
+            ("TcpSock (boxed, holds the Tcb)", size_of::<TcpSock>()),
+            ("  Tcb", size_of::<Tcb>()),
+            ("    TcpConfig copy", size_of::<TcpConfig>()),
+            ("    TcpStats", size_of::<TcpStats>()),
+            ("    SendBuffer", size_of::<SendBuffer>()),
+            ("    RecvBuffer", size_of::<RecvBuffer>()),
+            ("    Scoreboard", size_of::<Scoreboard>()),
+            ("Cubic state (boxed)", cc_heap),
+        ];
+        for (name, n) in sizes {
+            println!("{name:32} {n:5} bytes");
+        }
+        let total = size_of::<SocketSlot>() + size_of::<TcpSock>() + cc_heap;
+        println!("{:32} {total:5} bytes", "total (no buffered data)");
+        assert!(total <= 1024, "{total} bytes per idle connection");
     }
 }

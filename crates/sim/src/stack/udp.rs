@@ -47,7 +47,14 @@ pub(crate) fn send(
         Some(SocketSlot::Udp(s)) => s.port,
         _ => return Err(SocketError::BadDescriptor),
     };
-    let route = ipv4::route(w, m, *to.ip())?;
+    let flow = super::route::FlowKey {
+        src: 0,
+        dst: u32::from(*to.ip()),
+        proto: 17,
+        sport: src_port,
+        dport: to.port(),
+    };
+    let route = ipv4::route_flow(w, m, *to.ip(), Some(&flow))?;
     let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
     let room = ipv4::room(w, m, &route);
     let ifc = w.machines[m as usize]

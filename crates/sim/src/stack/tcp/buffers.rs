@@ -4,16 +4,23 @@
 //! All three hold [`Message`]s and slice or append them, so payload bytes
 //! are never copied (and a virtual payload stays virtual end to end).
 
-use elvis_message::Message;
+use elvis_message::{ChunkRef, Message};
 use elvis_wire::tcp::SeqNumber;
 use std::collections::VecDeque;
 
 /// Bytes written by the application and not yet acknowledged, from
 /// `snd_una` on.
+///
+/// Bulk senders write many pieces, so the buffer can hold thousands of
+/// chunks; [`SendBuffer::slice`] starts from a cursor left by the previous
+/// call (sends move forward through the buffer) instead of walking from
+/// the front, which keeps it O(1) per segment.
 #[derive(Default)]
 pub(crate) struct SendBuffer {
     chunks: VecDeque<Message>,
     len: usize,
+    /// (index of a chunk, bytes before it): where the last slice started.
+    cursor: (usize, usize),
 }
 
 impl SendBuffer {
@@ -28,22 +35,40 @@ impl SendBuffer {
             return;
         }
         self.len += m.len();
+        // Virtual zeros after virtual zeros: one longer run, so that a bulk
+        // sender's many writes stay one chunk and segments never straddle
+        // two (which would cost the segment a second rope chunk).
+        if let Some(back) = self.chunks.back_mut() {
+            if is_virtual(back) && is_virtual(&m) {
+                back.append(m);
+                return;
+            }
+        }
         self.chunks.push_back(m);
     }
 
     /// Returns `len` bytes starting `offset` bytes after the front (shared,
     /// not copied). Short if the buffer ends first.
-    pub fn slice(&self, offset: usize, len: usize) -> Message {
+    pub fn slice(&mut self, offset: usize, len: usize) -> Message {
         let mut out = Message::new();
-        let mut skip = offset;
-        let mut want = len;
-        for c in &self.chunks {
-            if want == 0 {
+        let (mut idx, mut before) = self.cursor;
+        if before > offset || idx >= self.chunks.len() {
+            (idx, before) = (0, 0);
+        }
+        // Move to the chunk holding `offset`.
+        while let Some(c) = self.chunks.get(idx) {
+            if before + c.len() > offset {
                 break;
             }
-            if skip >= c.len() {
-                skip -= c.len();
-                continue;
+            before += c.len();
+            idx += 1;
+        }
+        self.cursor = (idx, before);
+        let mut skip = offset - before;
+        let mut want = len;
+        for c in self.chunks.range(idx..) {
+            if want == 0 {
+                break;
             }
             let take = (c.len() - skip).min(want);
             if skip == 0 && take == c.len() {
@@ -61,19 +86,37 @@ impl SendBuffer {
     pub fn consume(&mut self, mut n: usize) {
         n = n.min(self.len);
         self.len -= n;
+        let (mut idx, mut before) = self.cursor;
         while n > 0 {
             let Some(front) = self.chunks.front_mut() else {
                 break;
             };
             if front.len() <= n {
                 n -= front.len();
+                if idx > 0 {
+                    idx -= 1;
+                    before -= front.len();
+                }
                 self.chunks.pop_front();
             } else {
                 let _ = front.pop_front(n);
+                if idx > 0 {
+                    before -= n;
+                }
                 n = 0;
             }
         }
+        self.cursor = (idx, before);
     }
+}
+
+/// Returns true if `m` is one run of virtual zeros.
+fn is_virtual(m: &Message) -> bool {
+    let mut pieces = m.chunks();
+    matches!(
+        (pieces.next(), pieces.next()),
+        (Some(ChunkRef::Zeros(_)), None)
+    )
 }
 
 /// Data received in order (for the application) and out of order (waiting
@@ -317,6 +360,50 @@ mod test {
         b.consume(4);
         assert_eq!(b.len(), 7);
         assert_eq!(b.slice(0, 100).to_vec(), b"o world");
+    }
+
+    #[test]
+    fn send_buffer_slices_match_a_flat_copy_under_pushes_slices_and_consumes() {
+        // A plain byte vector is the reference model; the cursor must never
+        // change what a slice returns, whatever the order of calls.
+        let mut b = SendBuffer::default();
+        let mut model: Vec<u8> = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut byte = 0u8;
+        for _ in 0..2000 {
+            match next() % 4 {
+                0 => {
+                    let n = (next() % 40) as usize;
+                    let piece: Vec<u8> = (0..n)
+                        .map(|_| {
+                            byte = byte.wrapping_add(1);
+                            byte
+                        })
+                        .collect();
+                    model.extend_from_slice(&piece);
+                    b.push(m(&piece));
+                }
+                1 => {
+                    let n = (next() % 30) as usize;
+                    b.consume(n);
+                    model.drain(..n.min(model.len()));
+                }
+                _ => {
+                    let off = (next() % (model.len() as u64 + 5)) as usize;
+                    let len = (next() % 50) as usize;
+                    let end = (off + len).min(model.len());
+                    let want = if off < end { &model[off..end] } else { &[][..] };
+                    assert_eq!(b.slice(off, len).to_vec(), want);
+                }
+            }
+            assert_eq!(b.len(), model.len());
+        }
     }
 
     #[test]

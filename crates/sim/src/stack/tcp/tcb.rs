@@ -15,6 +15,7 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+use super::keepalive::{self, KeepaliveTimer};
 use super::TcpConfig;
 use crate::socket::SocketError;
 use elvis_kernel::Time;
@@ -156,6 +157,8 @@ pub(crate) struct Tcb {
     pub nodelay: bool,
     pub stats: TcpStats,
     cfg: TcpConfig,
+    /// `SO_KEEPALIVE` (off: `None`).
+    pub keepalive: Option<Box<KeepaliveTimer>>,
 }
 
 /// Sequence-number helpers.
@@ -229,6 +232,7 @@ impl Tcb {
             nodelay: false,
             stats: TcpStats::default(),
             cfg: cfg.clone(),
+            keepalive: None,
         }
     }
 
@@ -344,6 +348,12 @@ impl Tcb {
             }
         }
         m
+    }
+
+    /// Returns true when an ACK is to be sent at once (for example, a
+    /// window update after [`Tcb::read`]).
+    pub fn ack_due(&self) -> bool {
+        self.ack_now
     }
 
     /// The application closes its writing side (`shutdown(Write)` or close).
@@ -486,15 +496,15 @@ impl Tcb {
 
     /// Returns the earliest timer deadline, if any.
     pub fn deadline(&self) -> Option<Time> {
-        [
-            self.rto_at,
-            self.delack_at,
-            self.persist_at,
-            self.timewait_at,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let min = |a: Option<Time>, b: Option<Time>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        min(
+            min(min(self.rto_at, self.delack_at), self.keepalive_deadline()),
+            min(self.persist_at, self.timewait_at),
+        )
     }
 
     // ------------------------------------------------------------------
@@ -744,10 +754,47 @@ impl Tcb {
             self.rto_at = None;
             self.on_rto(now, out, &mut fx);
         }
+        if self.keepalive_deadline().is_some_and(|t| t <= now) {
+            self.on_keepalive(now, out, &mut fx);
+        }
         if self.state != State::Closed {
             self.output(now, out);
         }
         fx
+    }
+
+    /// Returns when the keep-alive timer fires, in the states where it
+    /// runs (synchronized, not TIME-WAIT).
+    fn keepalive_deadline(&self) -> Option<Time> {
+        let k = self.keepalive.as_deref()?;
+        match self.state {
+            State::SynSent | State::SynReceived | State::TimeWait | State::Closed => None,
+            _ => k.deadline(),
+        }
+    }
+
+    /// Keep-alive timer (see `keepalive.rs`).
+    fn on_keepalive(&mut self, now: Time, out: &mut Vec<Segment>, fx: &mut Effects) {
+        let busy = self.snd_una != self.snd_max || self.sndbuf.len() > 0;
+        let Some(k) = self.keepalive.as_deref_mut() else {
+            return;
+        };
+        match k.fire(now, busy) {
+            keepalive::Action::Wait => {}
+            keepalive::Action::Probe => {
+                // "SEG.SEQ = SND.NXT-1" (RFC 1122 §4.2.3.6; Linux uses
+                // SND.UNA-1, the same when nothing is in flight).
+                let seg = self.segment(Control::None, self.snd_una - 1, Message::new(), false);
+                self.push(seg, now, out, false);
+            }
+            keepalive::Action::Abort => {
+                // Linux: tcp_send_active_reset, then tcp_write_err.
+                if let Some(rst) = self.abort() {
+                    out.push(rst);
+                }
+                self.fail(SocketError::TimedOut, fx);
+            }
+        }
     }
 
     /// Retransmission timeout (RFC 6298 §5.4–5.7).
@@ -855,6 +902,11 @@ impl Tcb {
             State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
             _ => self.input_synchronized(now, seg, payload, out, &mut fx),
         }
+        if let Some(k) = self.keepalive.as_deref_mut() {
+            if !matches!(self.state, State::SynSent | State::SynReceived) {
+                k.received(now);
+            }
+        }
         if self.state != State::Closed {
             self.output(now, out);
         }
@@ -893,17 +945,20 @@ impl Tcb {
         if let Some(ack) = seg.ack_number {
             // Our SYN is acknowledged: ESTABLISHED.
             self.snd_una = ack;
-            self.snd_wnd = u64::from(seg.window_len) << self.snd_wscale;
+            // RFC 7323 §2.2: "The window field in a segment where the SYN
+            // bit is set (i.e., a <SYN> or <SYN,ACK>) MUST NOT be scaled."
+            self.snd_wnd = u64::from(seg.window_len);
             self.snd_wl1 = seg.seq_number;
             self.snd_wl2 = ack;
-            self.rto_at = None;
             if self.syn_retries == 0 {
+                // Before the timer is cleared: `syn_time` reads it.
                 self.rtt_sample(
                     now,
                     self.ts_rtt(seg, now)
                         .unwrap_or_else(|| now - self.syn_time(now)),
                 );
             }
+            self.rto_at = None;
             self.state = State::Established;
             self.ack_now = true;
             fx.established = true;
@@ -967,6 +1022,22 @@ impl Tcb {
         let seg_len = payload.len()
             + usize::from(seg.control == Control::Syn)
             + usize::from(seg.control == Control::Fin);
+        // Simultaneous open (RFC 9293 Figure 8, line 6): the peer's SYN,ACK
+        // acknowledging our SYN takes SYN-RECEIVED to ESTABLISHED. The
+        // sequence-number check below would reject its SYN (SEG.SEQ =
+        // RCV.NXT − 1) and both ends would wait for each other until they
+        // time out; Linux accepts exactly this segment (tcp_validate_incoming).
+        if self.state == State::SynReceived
+            && seg.control == Control::Syn
+            && seg.seq_number + 1 == self.rcv_nxt
+            && seg.ack_number == Some(self.snd_nxt)
+            && self.snd_nxt == self.iss + 1
+        {
+            if let Some(ack) = seg.ack_number {
+                self.establish(now, seg, ack, fx);
+            }
+            return;
+        }
         // First: sequence number check.
         if !self.acceptable(seg, seg_len) {
             // A zero-window probe or an old duplicate: "send an
@@ -1013,20 +1084,7 @@ impl Tcb {
         if self.state == State::SynReceived {
             // "If SND.UNA < SEG.ACK =< SND.NXT, then enter ESTABLISHED".
             if self.snd_una < ack && ack <= self.snd_nxt {
-                self.state = State::Established;
-                self.snd_wnd = u64::from(seg.window_len) << self.snd_wscale;
-                self.snd_wl1 = seg.seq_number;
-                self.snd_wl2 = ack;
-                fx.established = true;
-                fx.writable = true;
-                if self.syn_retries == 0 {
-                    let rtt = self
-                        .ts_rtt(seg, now)
-                        .unwrap_or_else(|| now - self.syn_time(now));
-                    self.rtt_sample(now, rtt);
-                }
-                self.snd_una = ack;
-                self.rto_at = None;
+                self.establish(now, seg, ack, fx);
             } else {
                 out.push(Segment {
                     repr: rst_for(seg, payload.len()),
@@ -1034,6 +1092,11 @@ impl Tcb {
                 });
                 return;
             }
+        } else if ack > self.snd_max {
+            // "If the ACK acks something not yet sent (SEG.ACK > SND.NXT),
+            // then send an ACK, drop the segment, and return."
+            self.ack_now = true;
+            return;
         } else {
             self.process_ack(now, seg, ack, payload.len(), out, fx);
             if self.state == State::Closed {
@@ -1055,6 +1118,7 @@ impl Tcb {
                 payload.truncate(keep);
             }
             let n = payload.len();
+            let had_hole = self.rcvbuf.held() > self.rcvbuf.ready_len();
             let before = self.rcv_nxt;
             self.rcv_nxt = self.rcvbuf.insert(self.rcv_nxt, seg.seq_number, payload);
             let advanced = (self.rcv_nxt - before).max(0) as u64;
@@ -1066,8 +1130,10 @@ impl Tcb {
                 // Out of order: ACK at once with SACK (RFC 5681 §4.2).
                 self.last_ooo = Some(seg.seq_number);
                 self.ack_now = true;
-            } else if self.rcvbuf.held() > self.rcvbuf.ready_len() || n < self.smss() {
-                // Filled a hole, or a short (PSH) segment: ACK at once.
+            } else if had_hole || n < self.smss() {
+                // Filled (part of) a hole, or a short (PSH) segment: ACK at
+                // once. RFC 5681 §4.2: "an immediate ACK when the incoming
+                // segment fills in all or part of a gap".
                 self.ack_now = true;
             } else {
                 self.ack_pending += 1;
@@ -1096,6 +1162,31 @@ impl Tcb {
         }
     }
 
+    /// SYN-RECEIVED to ESTABLISHED on an acceptable ACK of our SYN
+    /// (RFC 9293 §3.10.7.4 "fifth, check the ACK field").
+    fn establish(&mut self, now: Time, seg: &Repr, ack: SeqNumber, fx: &mut Effects) {
+        self.state = State::Established;
+        // A SYN,ACK's window is never scaled (RFC 7323 §2.2).
+        let shift = if seg.control == Control::Syn {
+            0
+        } else {
+            self.snd_wscale
+        };
+        self.snd_wnd = u64::from(seg.window_len) << shift;
+        self.snd_wl1 = seg.seq_number;
+        self.snd_wl2 = ack;
+        fx.established = true;
+        fx.writable = true;
+        if self.syn_retries == 0 {
+            let rtt = self
+                .ts_rtt(seg, now)
+                .unwrap_or_else(|| now - self.syn_time(now));
+            self.rtt_sample(now, rtt);
+        }
+        self.snd_una = ack;
+        self.rto_at = None;
+    }
+
     fn challenge_ack(&mut self, now: Time, out: &mut Vec<Segment>) {
         let seg = self.segment(Control::None, self.snd_nxt, Message::new(), false);
         self.push(seg, now, out, false);
@@ -1119,11 +1210,6 @@ impl Tcb {
         out: &mut Vec<Segment>,
         fx: &mut Effects,
     ) {
-        if ack > self.snd_max {
-            // "If the ACK acks something not yet sent ... send an ACK, drop".
-            self.ack_now = true;
-            return;
-        }
         if self.sack_enabled {
             for (s, e) in seg.sack_ranges.iter().flatten() {
                 self.scoreboard
@@ -1297,6 +1383,14 @@ impl Tcb {
             .min(self.cfg.max_rto);
     }
 
+    /// Fills the congestion and RTT fields of `st` from the live state.
+    pub fn fill_cc_stats(&self, st: &mut TcpStats) {
+        st.cwnd = self.cc.window();
+        st.ssthresh = self.cc.ssthresh();
+        st.srtt_ns = self.srtt.map_or(0, |d| d.as_nanos() as u64);
+        st.min_rtt_ns = self.min_rtt.map_or(0, |d| d.as_nanos() as u64);
+    }
+
     fn update_cc_stats(&mut self) {
         self.stats.cwnd = self.cc.window();
         self.stats.ssthresh = self.cc.ssthresh();
@@ -1372,3 +1466,6 @@ pub(crate) fn rst_for(seg: &Repr, payload_len: usize) -> Repr {
         payload_len: 0,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,360 @@
+//! Building the routing tables: static routes and automatic shortest paths
+//! computed from the topology (like ns-3's global routing).
+//!
+//! # Automatic routes
+//! The graph has networks and forwarding machines (routers). Every network
+//! is a destination, routed by prefix: its configured-free "covering
+//! prefix", the longest prefix holding all its addresses (addresses that a
+//! longer prefix of another network would capture get /32 exceptions, so
+//! every address routes to its own network). For each destination network
+//! D, Dijkstra from D over routers gives each router its distance to D;
+//! crossing a network costs 1 ([`Metric::Hops`]) or its latency plus 1 ns
+//! ([`Metric::Latency`]). A router's next hops toward D are *all* the
+//! routers on its networks that lie on a shortest path (ECMP).
+//!
+//! Hosts (non-forwarding machines) with one interface share one table per
+//! network: the next hops toward D from a network are the routers on it
+//! closest to D. The most common next-hop set becomes the host's default
+//! route, so a LAN behind one gateway gets a one-entry table shared by all
+//! its hosts. Cost: O(destinations × router ports × log) time, and memory
+//! per router proportional to the number of networks.
+//!
+//! # Gaps
+//! Routers get one route per network (no aggregation), so a topology with
+//! 10⁴ networks and 10⁴ routers holds 10⁸ routes; hosts on several
+//! networks are routed through the interface with the cheapest path.
+
+use crate::machine::MachineId;
+use crate::simulation::SimError;
+use crate::stack::route::{mask, Hop, Hops, Interner, Metric, RouteList, Table, NO_TABLE};
+use crate::world::World;
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+const INF: u64 = u64::MAX;
+
+/// A router's view: its interfaces' networks.
+struct RouterInfo {
+    machine: MachineId,
+    /// (network, interface index).
+    nets: Vec<(u32, u16)>,
+}
+
+/// Rebuilds every machine's table from the static routes and, if enabled,
+/// the automatic routes.
+///
+/// # Errors
+/// `BadRoute` for a static route whose gateway is on none of the machine's
+/// networks.
+pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
+    w.routing.dirty = false;
+    let auto = w.routing.auto;
+    if auto.is_none() && w.routing.statics.is_empty() {
+        w.routing.tables.clear();
+        w.routing.of_machine.clear();
+        return Ok(());
+    }
+    let statics = resolve_statics(w)?;
+    let mut interner = Interner::default();
+    let mut of_machine = vec![NO_TABLE; w.machines.len()];
+    let (router_routes, host_routes, multi_routes) = match auto {
+        Some(metric) => compute(w, metric),
+        None => Default::default(),
+    };
+    let mut per_net_table: FxHashMap<u32, u32> = FxHashMap::default();
+    let empty = RouteList::new();
+    for (m, machine) in w.machines.iter().enumerate() {
+        let m = m as MachineId;
+        let own = statics.get(&m);
+        let base: &RouteList = if let Some(r) = router_routes.get(&m) {
+            r
+        } else if let Some(r) = multi_routes.get(&m) {
+            r
+        } else if machine.ifaces.len() == 1 {
+            let net = machine.ifaces[0].net;
+            match host_routes.get(&net) {
+                Some(r) if own.is_none() => {
+                    let id = *per_net_table
+                        .entry(net)
+                        .or_insert_with(|| interner.intern(r));
+                    of_machine[m as usize] = id;
+                    continue;
+                }
+                Some(r) => r,
+                None => &empty,
+            }
+        } else {
+            &empty
+        };
+        if own.is_none() && base.is_empty() {
+            continue;
+        }
+        let mut routes = base.clone();
+        if let Some(own) = own {
+            for (k, hops) in own {
+                routes.insert(*k, hops.clone());
+            }
+        }
+        of_machine[m as usize] = interner.intern(&routes);
+    }
+    w.routing.tables = interner.tables;
+    w.routing.of_machine = of_machine;
+    Ok(())
+}
+
+/// Checks every static route and turns its gateway into (iface, address).
+fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError> {
+    let mut out = BTreeMap::new();
+    for (&m, routes) in &w.routing.statics {
+        let machine = &w.machines[m as usize];
+        let mut list = RouteList::new();
+        for r in routes {
+            let via = u32::from(r.via);
+            let iface = machine
+                .ifaces
+                .iter()
+                .position(|i| w.networks[i.net as usize].ip_to_port.contains_key(&via));
+            let Some(iface) = iface else {
+                return Err(SimError::BadRoute {
+                    machine: w.machine_name(m),
+                    message: format!("gateway {} is on none of its networks", r.via),
+                });
+            };
+            let hop = Hop {
+                iface: iface as u16,
+                gateway: via,
+            };
+            let hops = list.entry((r.prefix, r.len)).or_insert_with(Hops::new);
+            if !hops.contains(&hop) {
+                hops.push(hop);
+            }
+        }
+        out.insert(m, list);
+    }
+    Ok(out)
+}
+
+/// Returns the prefixes that route to each network.
+fn network_prefixes(w: &World) -> Vec<Vec<(u32, u8)>> {
+    let mut covering: Vec<Option<(u32, u8)>> = Vec::with_capacity(w.networks.len());
+    for n in &w.networks {
+        let lo = n.ip_to_port.keys().min();
+        let hi = n.ip_to_port.keys().max();
+        covering.push(match (lo, hi) {
+            (Some(&lo), Some(&hi)) => {
+                let len = (lo ^ hi).leading_zeros() as u8;
+                Some((lo & mask(len), len))
+            }
+            _ => None,
+        });
+    }
+    // Which network each covering prefix routes to (the first declared
+    // wins a tie); then /32 exceptions for addresses that land elsewhere.
+    let mut owner: RouteList = RouteList::new();
+    for (i, c) in covering.iter().enumerate() {
+        if let Some(c) = c {
+            owner.entry(*c).or_insert_with(|| {
+                smallvec::smallvec![Hop {
+                    iface: 0,
+                    gateway: i as u32
+                }]
+            });
+        }
+    }
+    let table = Table::new(&owner);
+    let mut out: Vec<Vec<(u32, u8)>> = Vec::with_capacity(w.networks.len());
+    for (i, n) in w.networks.iter().enumerate() {
+        let mut list = Vec::new();
+        if let Some(c) = covering[i] {
+            if owner.get(&c).is_some_and(|h| h[0].gateway == i as u32) {
+                list.push(c);
+            }
+        }
+        let mut exceptions: Vec<u32> = n
+            .ip_to_port
+            .keys()
+            .copied()
+            .filter(|&ip| table.lookup(ip).is_none_or(|h| h[0].gateway != i as u32))
+            .collect();
+        exceptions.sort_unstable();
+        list.extend(exceptions.into_iter().map(|ip| (ip, 32)));
+        out.push(list);
+    }
+    out
+}
+
+type Computed = (
+    BTreeMap<MachineId, RouteList>,
+    BTreeMap<u32, RouteList>,
+    BTreeMap<MachineId, RouteList>,
+);
+
+/// Computes the automatic routes: per router, per single-homed-host
+/// network, and per multi-homed host.
+fn compute(w: &World, metric: Metric) -> Computed {
+    let prefixes = network_prefixes(w);
+    let nets = w.networks.len();
+    let cost: Vec<u64> = w
+        .networks
+        .iter()
+        .map(|n| match metric {
+            Metric::Hops => 1,
+            Metric::Latency => n.cfg.latency_ns.saturating_add(1),
+        })
+        .collect();
+    let mut routers: Vec<RouterInfo> = Vec::new();
+    let mut multi: Vec<MachineId> = Vec::new();
+    for (m, machine) in w.machines.iter().enumerate() {
+        if machine.forward {
+            routers.push(RouterInfo {
+                machine: m as MachineId,
+                nets: (machine.ifaces.iter().enumerate())
+                    .map(|(k, i)| (i.net, k as u16))
+                    .collect(),
+            });
+        } else if machine.ifaces.len() > 1 {
+            multi.push(m as MachineId);
+        }
+    }
+    // Routers on each network: (router index, its address there).
+    let mut on_net: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nets];
+    for (r, info) in routers.iter().enumerate() {
+        for &(net, k) in &info.nets {
+            let ip = w.machines[info.machine as usize].ifaces[k as usize].ip;
+            on_net[net as usize].push((r as u32, u32::from(ip)));
+        }
+    }
+    let mut router_routes: Vec<RouteList> = vec![RouteList::new(); routers.len()];
+    let mut host_routes: BTreeMap<u32, RouteList> = BTreeMap::new();
+    let mut multi_routes: BTreeMap<MachineId, RouteList> = BTreeMap::new();
+    let mut dist = vec![INF; routers.len()];
+    let mut best = vec![INF; nets];
+    let mut done = vec![false; nets];
+    let mut heap = BinaryHeap::new();
+    for d in 0..nets {
+        if prefixes[d].is_empty() || on_net[d].is_empty() {
+            continue;
+        }
+        dist.fill(INF);
+        done.fill(false);
+        done[d] = true;
+        for &(r, _) in &on_net[d] {
+            dist[r as usize] = cost[d];
+            heap.push(Reverse((cost[d], r)));
+        }
+        while let Some(Reverse((du, r))) = heap.pop() {
+            if du > dist[r as usize] {
+                continue;
+            }
+            for &(net, _) in &routers[r as usize].nets {
+                if done[net as usize] {
+                    continue;
+                }
+                done[net as usize] = true;
+                let c = du.saturating_add(cost[net as usize]);
+                for &(r2, _) in &on_net[net as usize] {
+                    if c < dist[r2 as usize] {
+                        dist[r2 as usize] = c;
+                        heap.push(Reverse((c, r2)));
+                    }
+                }
+            }
+        }
+        for (n, b) in best.iter_mut().enumerate() {
+            *b = on_net[n]
+                .iter()
+                .map(|&(r, _)| dist[r as usize])
+                .min()
+                .unwrap_or(INF);
+        }
+        let closest = |n: usize, me: Option<u32>| -> Hops {
+            on_net[n]
+                .iter()
+                .filter(|&&(r, _)| dist[r as usize] == best[n] && Some(r) != me)
+                .map(|&(_, ip)| Hop {
+                    iface: 0,
+                    gateway: ip,
+                })
+                .collect()
+        };
+        for (r, info) in routers.iter().enumerate() {
+            if dist[r] == INF || info.nets.iter().any(|&(n, _)| n as usize == d) {
+                continue;
+            }
+            let mut hops = Hops::new();
+            for &(n, k) in &info.nets {
+                if best[n as usize] != INF && cost[n as usize] + best[n as usize] == dist[r] {
+                    hops.extend(closest(n as usize, Some(r as u32)).into_iter().map(|h| Hop {
+                        iface: k,
+                        ..h
+                    }));
+                }
+            }
+            hops.sort_unstable();
+            for p in &prefixes[d] {
+                router_routes[r].insert(*p, hops.clone());
+            }
+        }
+        for n in 0..nets {
+            if n == d || best[n] == INF || w.networks[n].ports.len() <= on_net[n].len() {
+                continue;
+            }
+            let hops = closest(n, None);
+            let list = host_routes.entry(n as u32).or_default();
+            for p in &prefixes[d] {
+                list.insert(*p, hops.clone());
+            }
+        }
+        for &m in &multi {
+            let machine = &w.machines[m as usize];
+            if machine.ifaces.iter().any(|i| i.net as usize == d) {
+                continue;
+            }
+            let Some((k, n)) = (machine.ifaces.iter().enumerate())
+                .map(|(k, i)| (k, i.net as usize))
+                .filter(|&(_, n)| best[n] != INF)
+                .min_by_key(|&(_, n)| cost[n] + best[n])
+            else {
+                continue;
+            };
+            let hops: Hops = closest(n, None)
+                .into_iter()
+                .map(|h| Hop {
+                    iface: k as u16,
+                    ..h
+                })
+                .collect();
+            let list = multi_routes.entry(m).or_default();
+            for p in &prefixes[d] {
+                list.insert(*p, hops.clone());
+            }
+        }
+    }
+    for list in host_routes.values_mut() {
+        compress_to_default(list);
+    }
+    let routers = routers
+        .into_iter()
+        .zip(router_routes)
+        .map(|(info, r)| (info.machine, r))
+        .collect();
+    (routers, host_routes, multi_routes)
+}
+
+/// Replaces the most common next-hop set of a host table by a default
+/// route (hosts send what they cannot place to their gateway, as with a
+/// configured default gateway).
+fn compress_to_default(list: &mut RouteList) {
+    let mut counts: BTreeMap<&Hops, usize> = BTreeMap::new();
+    for hops in list.values() {
+        *counts.entry(hops).or_insert(0) += 1;
+    }
+    let Some((common, _)) = counts.into_iter().max_by_key(|&(h, c)| (c, Reverse(h.clone())))
+    else {
+        return;
+    };
+    let common = common.clone();
+    list.retain(|_, h| *h != common);
+    list.insert((0, 0), common);
+}

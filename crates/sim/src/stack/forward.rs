@@ -1,0 +1,224 @@
+//! IPv4 forwarding on routers (RFC 1812 §5.2–5.3).
+//!
+//! A machine with forwarding on hands every datagram that is not for it
+//! (and not broadcast or multicast) to [`forward`], which, in order:
+//!
+//! 1. drops it with ICMP Time Exceeded (type 11, code 0) when its TTL is 1
+//!    or 0 (RFC 1812 §5.3.1: a router never forwards a TTL that would
+//!    reach 0);
+//! 2. looks the destination up (connected networks, then the routing
+//!    table; ECMP by the 5-tuple's hash): no route gives Destination
+//!    Unreachable, Net Unreachable (type 3, code 0);
+//! 3. when the datagram is larger than the next network's MTU: with DF set,
+//!    Destination Unreachable, Fragmentation Needed (type 3, code 4) with
+//!    the next-hop MTU in the second half of the "unused" word (RFC 1191
+//!    §4); without DF, cuts it into fragments (offsets relative to the
+//!    original datagram, the last keeping the original's MF bit);
+//! 4. decrements the TTL, updating the header checksum incrementally
+//!    (RFC 1624 eqn. 3), and sends it on.
+//!
+//! ICMP errors quote the IP header and the first 8 bytes of the datagram
+//! (RFC 792) and are never sent about ICMP errors or non-first fragments
+//! (RFC 1122 §3.2.2). The datagram is forwarded in place: the only work
+//! per packet is a header rewrite and a table lookup, no allocation (a
+//! datagram to fragment shares its payload chunks).
+//!
+//! Each router counts, per interface, what arrived for forwarding, what
+//! left, and what it dropped by reason ([`IfaceCounters`]; `routers` in the
+//! run report).
+//!
+//! # Gaps
+//! No ICMP rate limiting (Linux's `icmp_ratelimit`: 1 error per second per
+//! destination with a burst); no Redirects; options are forwarded
+//! unchanged, and not copied into fragments (an options header is
+//! rebuilt as a plain 20-byte one when fragmenting).
+
+use super::ipv4::{self, NextHop};
+use super::route::FlowKey;
+use crate::machine::MachineId;
+use crate::report::DropReason;
+use crate::world::World;
+use elvis_message::Message;
+use elvis_wire::{ipv4 as wire, IpProtocol};
+use serde::Serialize;
+use std::net::Ipv4Addr;
+
+/// Forwarding counters of one router interface.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct IfaceCounters {
+    /// Datagrams that arrived on this interface to be forwarded.
+    pub received: u64,
+    /// Datagrams (or fragments) sent out of this interface.
+    pub forwarded: u64,
+    /// Datagrams this interface received whose TTL ran out.
+    pub ttl_exceeded: u64,
+    /// Datagrams this interface received with no route onward.
+    pub no_route: u64,
+    /// DF datagrams too large for the next network.
+    pub frag_needed: u64,
+    /// Datagrams cut into fragments on the way out of this interface.
+    pub fragmented: u64,
+    /// Datagrams dropped because this interface's NIC queue was full.
+    pub nic_full: u64,
+}
+
+fn counters(w: &mut World, m: MachineId, iface: u16) -> &mut IfaceCounters {
+    let n = w.machines[m as usize].ifaces.len();
+    let v = &mut w.machines[m as usize].ext().forwarding;
+    if v.len() < n {
+        v.resize(n, IfaceCounters::default());
+    }
+    &mut v[iface as usize]
+}
+
+/// Forwards datagram `msg` (IPv4 header of `ihl` bytes first, checksum
+/// already verified, truncated to its total length) that arrived on
+/// `iface`.
+pub(crate) fn forward(w: &mut World, m: MachineId, iface: u16, ihl: usize, msg: &mut Message) {
+    counters(w, m, iface).received += 1;
+    let Some(h) = msg.front(ihl + 4) else {
+        // Too short for ports: only what the IP header says.
+        return forward_parsed(w, m, iface, ihl, msg, None);
+    };
+    let flow = flow_of(h, ihl);
+    forward_parsed(w, m, iface, ihl, msg, Some(flow))
+}
+
+/// Returns the 5-tuple of a datagram whose first `ihl + 4` bytes are `h`.
+fn flow_of(h: &[u8], ihl: usize) -> FlowKey {
+    let proto = h[9];
+    let first = u16::from_be_bytes([h[6], h[7]]) & 0x1fff == 0;
+    let ports = first && (proto == 6 || proto == 17);
+    FlowKey {
+        src: u32::from_be_bytes([h[12], h[13], h[14], h[15]]),
+        dst: u32::from_be_bytes([h[16], h[17], h[18], h[19]]),
+        proto,
+        sport: if ports {
+            u16::from_be_bytes([h[ihl], h[ihl + 1]])
+        } else {
+            0
+        },
+        dport: if ports {
+            u16::from_be_bytes([h[ihl + 2], h[ihl + 3]])
+        } else {
+            0
+        },
+    }
+}
+
+fn forward_parsed(
+    w: &mut World,
+    m: MachineId,
+    iface: u16,
+    ihl: usize,
+    msg: &mut Message,
+    flow: Option<FlowKey>,
+) {
+    let Some(h) = msg.front(20) else {
+        return w.drop_packet(DropReason::Malformed("ipv4"));
+    };
+    let ttl = h[8];
+    let df = h[6] & 0x40 != 0;
+    let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+    if ttl <= 1 {
+        counters(w, m, iface).ttl_exceeded += 1;
+        w.drop_packet(DropReason::TtlExceeded);
+        return super::icmp::send_error(w, m, super::icmp::TIME_EXCEEDED, 0, [0; 4], msg);
+    }
+    let route = match ipv4::route_flow(w, m, dst, flow.as_ref()) {
+        Ok(r) if r.next != NextHop::Local => r,
+        _ => {
+            counters(w, m, iface).no_route += 1;
+            w.drop_packet(DropReason::NoRoute);
+            let code = super::icmp::NET_UNREACHABLE;
+            return super::icmp::send_error(w, m, super::icmp::DST_UNREACHABLE, code, [0; 4], msg);
+        }
+    };
+    let too_big = msg.len() > route.mtu as usize;
+    if too_big && df {
+        counters(w, m, iface).frag_needed += 1;
+        w.drop_packet(DropReason::FragNeeded);
+        let mtu = (route.mtu.min(u32::from(u16::MAX)) as u16).to_be_bytes();
+        let code = super::icmp::FRAG_NEEDED;
+        let rest = [0, 0, mtu[0], mtu[1]];
+        return super::icmp::send_error(w, m, super::icmp::DST_UNREACHABLE, code, rest, msg);
+    }
+    let frames = ipv4::frames_needed(&route, msg.len() - ihl);
+    if ipv4::room(w, m, &route) < frames {
+        counters(w, m, route.iface).nic_full += 1;
+        return w.drop_packet(DropReason::NicQueueFull);
+    }
+    let out = counters(w, m, route.iface);
+    out.forwarded += 1;
+    if too_big {
+        out.fragmented += 1;
+        return refragment(w, m, &route, ihl, msg);
+    }
+    decrement_ttl(msg);
+    ipv4::transmit(w, m, &route, msg);
+}
+
+/// Decrements the TTL of the datagram at the front of `msg` and patches
+/// its checksum (RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m')).
+fn decrement_ttl(msg: &mut Message) {
+    let Some(h) = msg.front_mut(20) else { return };
+    let old = u16::from_be_bytes([h[8], h[9]]);
+    h[8] -= 1;
+    let new = u16::from_be_bytes([h[8], h[9]]);
+    let hc = u16::from_be_bytes([h[10], h[11]]);
+    let mut sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+}
+
+/// Cuts a forwarded datagram into fragments for a smaller MTU.
+fn refragment(w: &mut World, m: MachineId, route: &ipv4::Route, ihl: usize, msg: &mut Message) {
+    let mut header = [0u8; 60];
+    if msg.copy_to_slice(0, &mut header[..ihl]).is_err() {
+        return w.drop_packet(DropReason::Malformed("ipv4"));
+    }
+    let p = wire::Packet::new_unchecked(&header[..ihl]);
+    let repr = wire::Repr {
+        src_addr: p.src_addr(),
+        dst_addr: p.dst_addr(),
+        next_header: IpProtocol::from(header[9]),
+        payload_len: 0,
+        hop_limit: header[8] - 1,
+        ident: p.ident(),
+        dont_frag: false,
+        more_frags: p.more_frags(),
+        frag_offset: p.frag_offset(),
+        dscp_ecn: header[1],
+    };
+    let _ = msg.pop_front(ihl);
+    ipv4::send_repr(w, m, route, repr, msg);
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use elvis_wire::checksum;
+
+    #[test]
+    fn the_incremental_checksum_matches_a_recomputed_one() {
+        for ttl in [2u8, 64, 128, 255] {
+            for proto in [1u8, 6, 17, 255] {
+                let mut h = [
+                    0x45, 0, 0, 84, 0x12, 0x34, 0x40, 0, ttl, proto, 0, 0, 10, 0, 0, 1, 10, 9, 8, 7,
+                ];
+                let c = (!checksum::data(&h)).to_be_bytes();
+                h[10..12].copy_from_slice(&c);
+                let mut msg = Message::from_vec(h.to_vec());
+                decrement_ttl(&mut msg);
+                let after = msg.to_vec();
+                assert_eq!(after[8], ttl - 1);
+                let mut fresh = after.clone();
+                fresh[10..12].copy_from_slice(&[0, 0]);
+                let want = (!checksum::data(&fresh)).to_be_bytes();
+                assert_eq!(after[10..12], want, "ttl {ttl} proto {proto}");
+            }
+        }
+    }
+}

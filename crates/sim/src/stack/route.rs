@@ -1,0 +1,338 @@
+//! Routing tables: longest-prefix match (RFC 1812 §5.2.4.3) with
+//! equal-cost multipath.
+//!
+//! A [`Table`] is immutable once built and shared: machines with the same
+//! routes (every host of a LAN behind the same gateway, say) point at one
+//! table by index, so a million hosts cost 4 bytes each for routing. Tables
+//! are built by [`Routing::finish`] from the static routes given through
+//! the API or NDL and, when enabled, the routes computed from the topology
+//! (`crate::routing`).
+//!
+//! # Lookup
+//! One hash map per prefix length present in the table, longest first: a
+//! lookup costs at most one hash probe per distinct length (typically two
+//! or three: the networks' /24s and a default route), whatever the number
+//! of routes. No allocation.
+//!
+//! # ECMP
+//! A route may have several next hops. A flow picks one by a seeded hash of
+//! its 5-tuple (source, destination, protocol, ports) mixed with the
+//! forwarding machine's id, like Linux's `fib_multipath_hash_policy=1`; the
+//! same flow always takes the same path, different flows spread uniformly.
+//!
+//! # Gaps
+//! Weighted multipath, route metrics beyond "longest prefix wins", policy
+//! routing, routes changing during a run.
+
+use crate::machine::MachineId;
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+/// "No routing table" in [`Routing::of_machine`].
+pub(crate) const NO_TABLE: u32 = u32::MAX;
+
+/// One next hop: an interface and the neighbour to hand the datagram to
+/// (`0.0.0.0` when the destination itself is on that interface's network).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Hop {
+    pub iface: u16,
+    pub gateway: u32,
+}
+
+/// The next hops of one route.
+pub(crate) type Hops = smallvec::SmallVec<[Hop; 2]>;
+
+/// A prefix (`addr/len`, host bits zero) and its next hops.
+pub(crate) type RouteList = BTreeMap<(u32, u8), Hops>;
+
+struct Level {
+    len: u8,
+    mask: u32,
+    /// Masked prefix → (first hop index, hop count).
+    map: FxHashMap<u32, (u32, u16)>,
+}
+
+/// An immutable longest-prefix-match table.
+pub(crate) struct Table {
+    /// Levels by decreasing prefix length.
+    levels: Vec<Level>,
+    hops: Vec<Hop>,
+    routes: usize,
+}
+
+/// Returns the netmask of a prefix length (0..=32).
+pub(crate) fn mask(len: u8) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - u32::from(len.min(32)))
+    }
+}
+
+impl Table {
+    /// Builds a table from routes.
+    pub fn new(routes: &RouteList) -> Table {
+        let mut levels: Vec<Level> = Vec::new();
+        let mut hops = Vec::new();
+        for (&(prefix, len), hs) in routes.iter() {
+            let start = hops.len() as u32;
+            hops.extend_from_slice(hs);
+            let level = match levels.iter_mut().position(|l| l.len == len) {
+                Some(i) => &mut levels[i],
+                None => {
+                    levels.push(Level {
+                        len,
+                        mask: mask(len),
+                        map: FxHashMap::default(),
+                    });
+                    levels.last_mut().expect("just pushed")
+                }
+            };
+            level.map.insert(prefix, (start, hs.len() as u16));
+        }
+        levels.sort_by(|a, b| b.len.cmp(&a.len));
+        Table {
+            levels,
+            hops,
+            routes: routes.len(),
+        }
+    }
+
+    /// Returns the next hops of the longest prefix containing `dst`.
+    pub fn lookup(&self, dst: u32) -> Option<&[Hop]> {
+        for l in &self.levels {
+            if let Some(&(start, n)) = l.map.get(&(dst & l.mask)) {
+                return Some(&self.hops[start as usize..start as usize + usize::from(n)]);
+            }
+        }
+        None
+    }
+
+    /// Returns the number of routes.
+    pub fn len(&self) -> usize {
+        self.routes
+    }
+}
+
+/// Picks one of `n` next hops for a flow (deterministic, seeded).
+pub(crate) fn pick(n: usize, seed: u64, machine: MachineId, flow: &FlowKey) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    let mut h = seed ^ u64::from(machine).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for word in [
+        u64::from(flow.src) << 32 | u64::from(flow.dst),
+        u64::from(flow.proto) << 32 | u64::from(flow.sport) << 16 | u64::from(flow.dport),
+    ] {
+        h = splitmix(h ^ word);
+    }
+    // Lemire's multiply-shift: uniform over n without a division.
+    ((h >> 32) * n as u64 >> 32) as usize
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The 5-tuple a multipath choice hashes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowKey {
+    pub src: u32,
+    pub dst: u32,
+    pub proto: u8,
+    pub sport: u16,
+    pub dport: u16,
+}
+
+/// How automatic routes measure a path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Metric {
+    /// Fewest networks crossed (ns-3's global routing, RIP).
+    #[default]
+    Hops,
+    /// Least total one-way latency; ties (and zero-latency networks) broken
+    /// by hop count.
+    Latency,
+}
+
+/// A static route as given (checked when tables are built).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StaticRoute {
+    pub prefix: u32,
+    pub len: u8,
+    pub via: Ipv4Addr,
+}
+
+/// The routing state of a simulation.
+pub(crate) struct Routing {
+    pub tables: Vec<Table>,
+    /// Table index by machine id; empty while no machine has a table.
+    pub of_machine: Vec<u32>,
+    /// Static routes by machine, in the order given.
+    pub statics: BTreeMap<MachineId, Vec<StaticRoute>>,
+    /// Automatic routes, if enabled.
+    pub auto: Option<Metric>,
+    /// Tables need rebuilding before the next run.
+    pub dirty: bool,
+}
+
+impl Default for Routing {
+    fn default() -> Self {
+        Routing {
+            tables: Vec::new(),
+            of_machine: Vec::new(),
+            statics: BTreeMap::new(),
+            auto: None,
+            dirty: false,
+        }
+    }
+}
+
+impl Routing {
+    /// Returns the table of machine `m`, if it has one.
+    #[inline]
+    pub fn table(&self, m: MachineId) -> Option<&Table> {
+        let t = *self.of_machine.get(m as usize)?;
+        self.tables.get(t as usize)
+    }
+}
+
+/// Interns identical route lists as one shared table.
+#[derive(Default)]
+pub(crate) struct Interner {
+    ids: FxHashMap<Vec<((u32, u8), Hops)>, u32>,
+    pub tables: Vec<Table>,
+}
+
+impl Interner {
+    /// Returns the index of the table holding exactly `routes`.
+    pub fn intern(&mut self, routes: &RouteList) -> u32 {
+        let key: Vec<((u32, u8), Hops)> = routes.iter().map(|(k, v)| (*k, v.clone())).collect();
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        let id = self.tables.len() as u32;
+        self.tables.push(Table::new(routes));
+        self.ids.insert(key, id);
+        id
+    }
+}
+
+/// Parses `a.b.c.d/len` (host bits must be zero) into (prefix, len).
+///
+/// # Errors
+/// A line saying what is wrong.
+pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8), String> {
+    let (addr, len) = match s.split_once('/') {
+        Some((a, l)) => (a, l),
+        None => (s, "32"),
+    };
+    let ip: Ipv4Addr = addr
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{addr}' is not an IPv4 address"))?;
+    let len: u8 = len
+        .trim()
+        .parse()
+        .ok()
+        .filter(|l| *l <= 32)
+        .ok_or_else(|| format!("prefix length '{len}' is not in 0..=32"))?;
+    if u32::from(ip) & !mask(len) != 0 {
+        let net = Ipv4Addr::from(u32::from(ip) & mask(len));
+        return Err(format!("host bits set (the network is {net}/{len})"));
+    }
+    Ok((ip, len))
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn hop(iface: u16) -> Hops {
+        smallvec::smallvec![Hop { iface, gateway: 0 }]
+    }
+
+    fn p(s: &str) -> (u32, u8) {
+        let (ip, len) = parse_prefix(s).unwrap();
+        (u32::from(ip), len)
+    }
+
+    #[test]
+    fn longest_prefix_wins_over_shorter_and_default() {
+        let mut r = RouteList::new();
+        r.insert(p("0.0.0.0/0"), hop(0));
+        r.insert(p("10.0.0.0/8"), hop(1));
+        r.insert(p("10.1.0.0/16"), hop(2));
+        r.insert(p("10.1.2.0/24"), hop(3));
+        r.insert(p("10.1.2.128/25"), hop(4));
+        let t = Table::new(&r);
+        let at = |s: &str| t.lookup(u32::from(s.parse::<Ipv4Addr>().unwrap())).unwrap()[0].iface;
+        assert_eq!(at("10.1.2.200"), 4);
+        assert_eq!(at("10.1.2.127"), 3);
+        assert_eq!(at("10.1.3.1"), 2);
+        assert_eq!(at("10.2.0.1"), 1);
+        assert_eq!(at("192.168.0.1"), 0);
+        assert_eq!(t.len(), 5);
+    }
+
+    #[test]
+    fn a_table_without_default_misses_unknown_networks() {
+        let mut r = RouteList::new();
+        r.insert(p("10.1.0.0/16"), hop(2));
+        let t = Table::new(&r);
+        assert!(t.lookup(u32::from(Ipv4Addr::new(10, 2, 0, 1))).is_none());
+        assert!(t.lookup(u32::from(Ipv4Addr::new(10, 1, 255, 255))).is_some());
+    }
+
+    #[test]
+    fn host_routes_are_slash_32() {
+        let mut r = RouteList::new();
+        r.insert(p("10.1.0.0/16"), hop(2));
+        r.insert(p("10.1.0.7"), hop(5));
+        let t = Table::new(&r);
+        assert_eq!(t.lookup(u32::from(Ipv4Addr::new(10, 1, 0, 7))).unwrap()[0].iface, 5);
+        assert_eq!(t.lookup(u32::from(Ipv4Addr::new(10, 1, 0, 8))).unwrap()[0].iface, 2);
+    }
+
+    #[test]
+    fn prefixes_with_host_bits_or_bad_lengths_are_rejected() {
+        assert!(parse_prefix("10.1.0.0/16").is_ok());
+        assert!(parse_prefix("10.1.0.1/16").unwrap_err().contains("10.1.0.0/16"));
+        assert!(parse_prefix("10.1.0.0/33").is_err());
+        assert!(parse_prefix("10.1.0/16").is_err());
+    }
+
+    #[test]
+    fn identical_route_lists_share_one_table() {
+        let mut i = Interner::default();
+        let mut r = RouteList::new();
+        r.insert(p("0.0.0.0/0"), hop(0));
+        let a = i.intern(&r);
+        let b = i.intern(&r.clone());
+        r.insert(p("10.0.0.0/8"), hop(1));
+        let c = i.intern(&r);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(i.tables.len(), 2);
+    }
+
+    #[test]
+    fn the_multipath_pick_is_stable_per_flow_and_in_range() {
+        let f = FlowKey {
+            src: 1,
+            dst: 2,
+            proto: 17,
+            sport: 1000,
+            dport: 53,
+        };
+        for n in 1..9 {
+            let k = pick(n, 7, 3, &f);
+            assert!(k < n);
+            assert_eq!(k, pick(n, 7, 3, &f));
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! TCP against theory: NewReno's throughput under random loss against the
+//! Mathis et al. law, a CUBIC epoch against RFC 9438's W(t), Jain fairness
+//! of same-algorithm flows on one bottleneck, and the stability of CUBIC's
+//! and Compound's shares of one bottleneck. The scenarios, the model
+//! assumptions they match and the numbers are in `docs/tcp.md`
+//! ("Validation against theory").
+
+use crate::common::{link, nth_ip, sa};
+use elvis_sim::{
+    Congestion, Host, Message, NetworkConfig, NetworkKind, Protocols, RunLimits, Sample,
+    Sampling, Series, Simulation, Time,
+};
+use std::time::Duration;
+
+/// Payload bytes per segment (MTU 1500 − 20 IP − 20 TCP − 12 timestamps).
+const MSS: f64 = 1448.0;
+const S: u64 = 1_000_000_000;
+
+/// One bulk sender: its algorithm and when it starts (ns).
+#[derive(Clone, Copy)]
+struct Flow {
+    alg: Congestion,
+    start_ns: u64,
+}
+
+/// Runs `flows` from machines `tx-0…` to one receiver (`rx`) over `net`
+/// (every sender on the same network) for `run_ns`; returns the time
+/// series of the senders' ends, in flow order, and the report.
+fn run_flows(
+    net: NetworkConfig,
+    flows: &[Flow],
+    run_ns: u64,
+    sampling: Sampling,
+    seed: u64,
+) -> (Vec<Series>, elvis_sim::Report) {
+    let mut sim = Simulation::new(seed);
+    let n = sim.add_network(net);
+    let rx = sim.add_group("rx", None, Protocols::UDP_TCP).unwrap();
+    let tx = sim
+        .add_group("tx", Some(flows.len() as u32), Protocols::UDP_TCP)
+        .unwrap();
+    sim.attach(rx, n, nth_ip(0)).unwrap();
+    for i in 0..flows.len() as u32 {
+        sim.attach(tx + i, n, nth_ip(1 + i)).unwrap();
+    }
+    sim.trace_tcp(sampling);
+    for (i, f) in flows.iter().copied().enumerate() {
+        let port = 5000 + i as u16;
+        sim.spawn_daemon(rx, "sink", move |h: Host| async move {
+            let l = h.tcp_listen(port, 1)?;
+            let (s, _) = l.accept().await?;
+            while !s.recv(1 << 20).await?.is_empty() {}
+            Ok(())
+        });
+        sim.spawn_daemon(tx + i as u32, "bulk", move |h: Host| async move {
+            h.sleep(Duration::from_nanos(f.start_ns)).await;
+            let s = h.tcp_connect_with(sa(nth_ip(0), port), f.alg).await?;
+            loop {
+                s.write_all(Message::zeros(1 << 20)).await?;
+            }
+        });
+    }
+    let report = sim.run_with(
+        RunLimits {
+            until: Some(Time::from_nanos(run_ns)),
+        },
+        &mut |_| {},
+    );
+    let mut senders: Vec<Series> = sim
+        .tcp_series()
+        .into_iter()
+        .filter(|s| s.machine.starts_with("tx-"))
+        .collect();
+    senders.sort_by_key(|s| s.machine[3..].parse::<u32>().unwrap());
+    assert_eq!(senders.len(), flows.len(), "one sender series per flow");
+    (senders, report)
+}
+
+/// Returns the bytes acknowledged by time `t_ns` (the last sample at or
+/// before it; the state is constant between samples).
+fn acked_at(s: &Series, t_ns: u64) -> u64 {
+    let i = s.samples.partition_point(|x| x.time_ns <= t_ns);
+    if i == 0 {
+        0
+    } else {
+        s.samples[i - 1].bytes_acked
+    }
+}
+
+/// Jain's fairness index (Σx)² / (n·Σx²).
+fn jain(x: &[f64]) -> f64 {
+    let sum: f64 = x.iter().sum();
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    sum * sum / (x.len() as f64 * sq)
+}
+
+/// Mathis et al. (1997): B = (MSS/RTT)·√(3/2)/√p, bytes per second.
+fn mathis_bps(rtt_s: f64, p: f64) -> f64 {
+    MSS / rtt_s * (1.5f64).sqrt() / p.sqrt() * 8.0
+}
+
+#[test]
+fn newreno_throughput_under_random_loss_follows_the_mathis_law() {
+    // A 1 Gbit/s link never limits the window (W ≤ ~40 segments here) and
+    // its NIC never queues more than a few frames, so RTT is the base RTT.
+    let latency = 10_000_000;
+    let rtt_s = (2 * latency) as f64 / 1e9 + 2.0 * 1518.0 * 8.0 / 1e9;
+    println!("p       measured    Mathis      ratio  loss events");
+    for (p, secs) in [(0.001, 300), (0.005, 120), (0.01, 80), (0.02, 60)] {
+        let mut net = link("path", Some(1_000_000_000), latency);
+        net.loss = p;
+        let flows = [Flow {
+            alg: Congestion::NewReno,
+            start_ns: 0,
+        }];
+        let (series, report) =
+            run_flows(net, &flows, secs * S, Sampling::Every(Duration::from_millis(100)), 1);
+        let warm = 10 * S;
+        let bytes = acked_at(&series[0], secs * S) - acked_at(&series[0], warm);
+        let measured = bytes as f64 * 8.0 / ((secs * S - warm) as f64 / 1e9);
+        let theory = mathis_bps(rtt_s, p);
+        let c = &report.tcp_connections[series[0].id as usize];
+        println!(
+            "{:<7} {:>8.2} Mb/s {:>8.2} Mb/s {:.3}  {} (timeouts {})",
+            p,
+            measured / 1e6,
+            theory / 1e6,
+            measured / theory,
+            c.stats.fast_recoveries,
+            c.stats.timeouts
+        );
+        assert!(
+            (measured / theory - 1.0).abs() <= 0.20,
+            "p = {p}: measured {measured:.0} bit/s vs Mathis {theory:.0} bit/s"
+        );
+    }
+}
+
+/// One CUBIC congestion-avoidance epoch found in a cwnd trace.
+struct Epoch {
+    /// The reduction was a retransmission timeout (cwnd fell to 1 SMSS).
+    timeout: bool,
+    /// cwnd when the loss was detected, segments.
+    cwnd_at_loss: f64,
+    /// ssthresh set by the reduction, segments.
+    cwnd_epoch: f64,
+    /// First increase of cwnd after recovery (the epoch start), ns.
+    start_ns: u64,
+    /// The samples of the epoch, up to the next reduction.
+    samples: Vec<Sample>,
+}
+
+/// Splits a cwnd trace into the epochs that follow each reduction (a
+/// timeout when cwnd fell to one segment).
+fn epochs(s: &[Sample]) -> Vec<Epoch> {
+    let mut out: Vec<Epoch> = Vec::new();
+    let mut i = 1;
+    while i < s.len() {
+        if s[i].cwnd < s[i - 1].cwnd {
+            let cwnd_at_loss = s[i - 1].cwnd as f64 / MSS;
+            let cwnd_epoch = s[i].ssthresh as f64 / MSS;
+            let mut j = i + 1;
+            while j < s.len() && s[j].cwnd <= s[j - 1].cwnd {
+                j += 1;
+            }
+            let start = j;
+            while j < s.len() && s[j].cwnd >= s[j - 1].cwnd {
+                j += 1;
+            }
+            if start < s.len() {
+                let timeout = s[i..start].iter().any(|x| x.cwnd as f64 <= 2.0 * MSS);
+                out.push(Epoch {
+                    timeout,
+                    cwnd_at_loss,
+                    cwnd_epoch: if timeout {
+                        s[start].ssthresh as f64 / MSS
+                    } else {
+                        cwnd_epoch
+                    },
+                    start_ns: s[start].time_ns,
+                    samples: s[start..j].to_vec(),
+                });
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn a_cubic_epoch_after_a_loss_follows_the_rfc_9438_curve() {
+    // 100 ms RTT, rare random loss: the window reaches hundreds of
+    // segments, K is seconds, and the cubic curve dominates the
+    // Reno-friendly estimate.
+    let mut net = link("path", Some(1_000_000_000), 50_000_000);
+    net.loss = 2e-5;
+    let flows = [Flow {
+        alg: Congestion::Cubic,
+        start_ns: 0,
+    }];
+    let (series, _) = run_flows(net, &flows, 60 * S, Sampling::OnChange, 3);
+    let (c, beta) = (0.4, 0.7);
+    let mut w_max_prev = 0.0f64;
+    let mut checked = 0;
+    for e in epochs(&series[0].samples) {
+        if e.timeout {
+            // §4.8: the first congestion avoidance stage after a timeout
+            // has K = 0 and W_max = the window at its start (ssthresh).
+            w_max_prev = e.cwnd_epoch;
+            continue;
+        }
+        // RFC 9438 §4.7 fast convergence, then §4.2's K.
+        let w_max = if e.cwnd_at_loss < w_max_prev {
+            e.cwnd_at_loss * (1.0 + beta) / 2.0
+        } else {
+            e.cwnd_at_loss
+        };
+        w_max_prev = w_max;
+        assert!(
+            (e.cwnd_epoch / e.cwnd_at_loss - beta).abs() < 0.01,
+            "ssthresh = β·cwnd at the loss"
+        );
+        let k = ((w_max - e.cwnd_epoch) / c).cbrt();
+        let end_s = (e.samples.last().unwrap().time_ns - e.start_ns) as f64 / 1e9;
+        if end_s < k {
+            continue; // cut short by the next loss before the plateau
+        }
+        let mut worst = 0.0f64;
+        for x in e.samples.iter().filter(|x| x.time_ns >= e.start_ns + S / 5) {
+            let t = (x.time_ns - e.start_ns) as f64 / 1e9;
+            let w = c * (t - k).powi(3) + w_max;
+            let got = x.cwnd as f64 / MSS;
+            worst = worst.max((got - w).abs() / w_max);
+        }
+        println!(
+            "epoch at {:.2} s: W_max {:.1} seg, K {:.2} s, {:.2} s long, worst |cwnd − W(t)| = {:.2} % of W_max",
+            e.start_ns as f64 / 1e9,
+            w_max,
+            k,
+            end_s,
+            worst * 100.0
+        );
+        assert!(worst < 0.05, "cwnd strays {:.1} % from W(t)", worst * 100.0);
+        checked += 1;
+    }
+    assert!(checked >= 1, "no epoch reached its plateau: nothing checked");
+}
+
+/// A switched LAN whose receiver port is the bottleneck, with a drop-tail
+/// queue of about one bandwidth-delay product.
+fn bottleneck(bps: u64, latency_ns: u64, flows: usize) -> NetworkConfig {
+    let mut cfg = NetworkConfig::ideal("lan").with_rate(bps, latency_ns);
+    cfg.kind = NetworkKind::Switch;
+    let rtt_s = 2.0 * latency_ns as f64 / 1e9;
+    let bdp = (bps as f64 * rtt_s / 8.0 / 1514.0).ceil() as u32;
+    cfg.queue = Some(bdp.max(flows as u32 * 2));
+    cfg
+}
+
+/// Returns each flow's throughput between `from` and `to` (bit/s).
+fn rates(series: &[Series], from: u64, to: u64) -> Vec<f64> {
+    series
+        .iter()
+        .map(|s| (acked_at(s, to) - acked_at(s, from)) as f64 * 8e9 / (to - from) as f64)
+        .collect()
+}
+
+/// Runs 2, 4 and 8 staggered flows of `alg` through one bottleneck and
+/// checks Jain's index over the last 20 s of 30.
+fn check_fairness(alg: Congestion) {
+    {
+        for n in [2usize, 4, 8] {
+            let flows: Vec<Flow> = (0..n)
+                .map(|i| Flow {
+                    alg,
+                    start_ns: i as u64 * 200_000_000,
+                })
+                .collect();
+            let secs = 30;
+            let (series, _) = run_flows(
+                bottleneck(100_000_000, 5_000_000, n),
+                &flows,
+                secs * S,
+                Sampling::Every(Duration::from_millis(100)),
+                7,
+            );
+            let r = rates(&series, 10 * S, secs * S);
+            let j = jain(&r);
+            let total: f64 = r.iter().sum();
+            println!(
+                "{alg} × {n}: Jain {j:.3}, total {:.1} Mb/s, flows {:?}",
+                total / 1e6,
+                r.iter().map(|x| (x / 1e5).round() / 10.0).collect::<Vec<_>>()
+            );
+            assert!(j >= 0.95, "{alg} × {n}: Jain index {j:.3}");
+            assert!(total > 0.9 * 100e6, "{alg} × {n}: link underused");
+        }
+    }
+}
+
+#[test]
+fn newreno_flows_share_a_bottleneck_fairly() {
+    check_fairness(Congestion::NewReno);
+}
+
+#[test]
+fn cubic_flows_share_a_bottleneck_fairly() {
+    check_fairness(Congestion::Cubic);
+}
+
+#[test]
+fn compound_flows_share_a_bottleneck_fairly() {
+    check_fairness(Congestion::Compound);
+}
+
+#[test]
+fn cubic_and_compound_reach_stable_shares_of_one_bottleneck() {
+    let flows = [
+        Flow {
+            alg: Congestion::Cubic,
+            start_ns: 0,
+        },
+        Flow {
+            alg: Congestion::Compound,
+            start_ns: 0,
+        },
+    ];
+    let secs = 60;
+    let (series, report) = run_flows(
+        bottleneck(100_000_000, 10_000_000, 2),
+        &flows,
+        secs * S,
+        Sampling::Every(Duration::from_millis(100)),
+        11,
+    );
+    // Shares of each 3-second interval of the second half.
+    let mut shares = Vec::new();
+    for k in (secs / 2..secs).step_by(3) {
+        let r = rates(&series, k * S, (k + 3) * S);
+        shares.push(r[0] / (r[0] + r[1]));
+    }
+    let mean = shares.iter().sum::<f64>() / shares.len() as f64;
+    let sd = (shares.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / shares.len() as f64).sqrt();
+    println!(
+        "CUBIC share per 3 s: {:?}; mean {mean:.3}, sd {sd:.3}; report: {:?}",
+        shares.iter().map(|s| (s * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
+        report
+            .tcp_shares
+            .iter()
+            .map(|c| (c.congestion, (c.share * 1000.0).round() / 1000.0))
+            .collect::<Vec<_>>()
+    );
+    assert!(sd < 0.05, "CUBIC's share wanders: sd {sd:.3}");
+    assert_eq!(report.tcp_shares.len(), 2, "the report lists both algorithms");
+}
