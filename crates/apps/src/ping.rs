@@ -72,7 +72,9 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
         let deadline = sent_at + cfg.timeout;
         loop {
             match timeout_at(&host, deadline, sock.recv_echo()).await {
-                Some(Ok(reply)) if reply.seq == seq && reply.from == cfg.to && reply.error.is_none() => {
+                Some(Ok(reply))
+                    if reply.seq == seq && reply.from == cfg.to && reply.error.is_none() =>
+                {
                     samples.push(host.now().as_nanos() - sent_at.as_nanos());
                     break;
                 }

@@ -94,7 +94,10 @@ pub const APPS: &[(&str, &[&str])] = &[
         &["starter", "to", "local_port", "remote_port", "count"],
     ),
     ("ping", &["to", "count", "interval", "timeout", "size"]),
-    ("traceroute", &["to", "max_hops", "queries", "timeout", "size"]),
+    (
+        "traceroute",
+        &["to", "max_hops", "queries", "timeout", "size"],
+    ),
     (
         "bulk_send",
         &["to", "port", "bytes", "payload", "congestion"],

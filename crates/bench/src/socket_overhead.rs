@@ -177,7 +177,14 @@ fn machines(sim: &mut Simulation, n: u32) -> MachineId {
     first
 }
 
-fn add_app(sim: &mut Simulation, m: MachineId, i: u32, port: u16, rule: Rule, done: &Rc<Cell<u64>>) {
+fn add_app(
+    sim: &mut Simulation,
+    m: MachineId,
+    i: u32,
+    port: u16,
+    rule: Rule,
+    done: &Rc<Cell<u64>>,
+) {
     let app = App {
         ip: ip(i),
         port,
@@ -204,7 +211,8 @@ fn basic(sockets: bool, iters: u64) -> u64 {
             });
             sim.spawn(sender, "send_message", |h: Host| async move {
                 let s = h.udp_bind(0)?;
-                s.send_to(payload(0), SocketAddrV4::new(ip(1), PORT)).await?;
+                s.send_to(payload(0), SocketAddrV4::new(ip(1), PORT))
+                    .await?;
                 Ok(())
             });
         } else {

@@ -72,7 +72,8 @@ pub use net::{NetId, NetworkConfig, NetworkKind};
 pub use report::{DropReason, Report};
 pub use simulation::{Progress, RunLimits, SimError, Simulation};
 pub use socket::{
-    EchoOptions, EchoReply, IcmpError, IcmpSocket, Shutdown, SocketError, TcpListener, TcpSocket, TcpStream, UdpSocket,
+    EchoOptions, EchoReply, IcmpError, IcmpSocket, Shutdown, SocketError, TcpListener, TcpSocket,
+    TcpStream, UdpSocket,
 };
 pub use stack::tcp::keepalive::Keepalive;
 pub use stack::tcp::tcb::State as TcpState;

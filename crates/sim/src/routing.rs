@@ -285,10 +285,11 @@ fn compute(w: &World, metric: Metric) -> Computed {
             let mut hops = Hops::new();
             for &(n, k) in &info.nets {
                 if best[n as usize] != INF && cost[n as usize] + best[n as usize] == dist[r] {
-                    hops.extend(closest(n as usize, Some(r as u32)).into_iter().map(|h| Hop {
-                        iface: k,
-                        ..h
-                    }));
+                    hops.extend(
+                        closest(n as usize, Some(r as u32))
+                            .into_iter()
+                            .map(|h| Hop { iface: k, ..h }),
+                    );
                 }
             }
             hops.sort_unstable();
@@ -350,7 +351,9 @@ fn compress_to_default(list: &mut RouteList) {
     for hops in list.values() {
         *counts.entry(hops).or_insert(0) += 1;
     }
-    let Some((common, _)) = counts.into_iter().max_by_key(|&(h, c)| (c, Reverse(h.clone())))
+    let Some((common, _)) = counts
+        .into_iter()
+        .max_by_key(|&(h, c)| (c, Reverse(h.clone())))
     else {
         return;
     };

@@ -334,10 +334,11 @@ impl Simulation {
         if len > 32 || u32::from(prefix) & !crate::stack::route::mask(len) != 0 {
             return Err(bad(format!("{prefix}/{len} is not a network prefix")));
         }
-        let on_net = machine
-            .ifaces
-            .iter()
-            .any(|i| w.networks[i.net as usize].ip_to_port.contains_key(&u32::from(via)));
+        let on_net = machine.ifaces.iter().any(|i| {
+            w.networks[i.net as usize]
+                .ip_to_port
+                .contains_key(&u32::from(via))
+        });
         if !on_net {
             return Err(bad(format!(
                 "gateway {via} is on none of its networks (attach the machine first)"
@@ -886,9 +887,7 @@ impl Simulation {
                 .map(|(k, i)| RouterIfaceReport {
                     network: w.networks[i.net as usize].cfg.name.clone(),
                     address: i.ip.to_string(),
-                    counters: counters
-                        .and_then(|c| c.get(k).copied())
-                        .unwrap_or_default(),
+                    counters: counters.and_then(|c| c.get(k).copied()).unwrap_or_default(),
                 })
                 .collect();
             out.push(RouterReport {

@@ -108,7 +108,9 @@ impl Lower<'_> {
         };
         self.check_name(name);
         if let Some(p) = b.param("forward") {
-            g.forward = self.value(p, parse_yes_no, "forward='yes'").unwrap_or(false);
+            g.forward = self
+                .value(p, parse_yes_no, "forward='yes'")
+                .unwrap_or(false);
         }
         if let Some(p) = b.param("gateway") {
             if let Some(via) = self.gateway(p, g.count.is_some()) {

@@ -140,7 +140,9 @@ impl TcpSocket {
             return Err(SocketError::InvalidInput("socket already bound"));
         }
         if port == 0 {
-            return Err(SocketError::InvalidInput("port 0: leave unbound for an ephemeral port"));
+            return Err(SocketError::InvalidInput(
+                "port 0: leave unbound for an ephemeral port",
+            ));
         }
         let (m, reuse) = (self.host.machine, self.opts.reuseaddr);
         if try_with_world(|w| tcp::port_taken(w, m, port, reuse))? {
@@ -329,7 +331,9 @@ impl TcpStream {
 
     /// Returns the send and receive buffer sizes (`SO_SNDBUF`, `SO_RCVBUF`).
     pub fn buffer_sizes(&self) -> Result<(usize, usize), SocketError> {
-        with_sock(self.host, self.slot, |t| (t.tcb.sndbuf_cap, t.tcb.rcvbuf_cap))
+        with_sock(self.host, self.slot, |t| {
+            (t.tcb.sndbuf_cap, t.tcb.rcvbuf_cap)
+        })
     }
 
     /// Turns keep-alive on (re-armed `k.time` from now, as Linux does) or
@@ -354,7 +358,9 @@ impl TcpStream {
 
     /// Returns the keep-alive settings (`None`: off).
     pub fn keepalive(&self) -> Result<Option<Keepalive>, SocketError> {
-        with_sock(self.host, self.slot, |t| t.tcb.keepalive.as_ref().map(|k| k.cfg))
+        with_sock(self.host, self.slot, |t| {
+            t.tcb.keepalive.as_ref().map(|k| k.cfg)
+        })
     }
 
     /// Sets `SO_LINGER` (see [`TcpSocket::set_linger`]).
@@ -526,7 +532,10 @@ impl Future for Close {
                 return Some(Err(e));
             }
             let all_acked = t.tcb.sndbuf.len() == 0
-                && matches!(t.tcb.state, State::FinWait2 | State::TimeWait | State::Closed);
+                && matches!(
+                    t.tcb.state,
+                    State::FinWait2 | State::TimeWait | State::Closed
+                );
             if all_acked {
                 return Some(Ok(()));
             }

@@ -84,7 +84,16 @@ pub(crate) fn send_echo_request(
         return Ok(());
     }
     let ttl = opts.ttl.unwrap_or(w.default_ttl);
-    ipv4::send_opts(w, m, route, to, IpProtocol::Icmp, ttl, opts.dont_fragment, &mut data);
+    ipv4::send_opts(
+        w,
+        m,
+        route,
+        to,
+        IpProtocol::Icmp,
+        ttl,
+        opts.dont_fragment,
+        &mut data,
+    );
     Ok(())
 }
 
@@ -115,7 +124,10 @@ pub(crate) fn send_error(
     }
     if h[9] == 1 {
         let inner = datagram.byte_at(ihl);
-        if !matches!(inner, Some(ECHO_REQUEST) | Some(ECHO_REPLY) | Some(13) | Some(15)) {
+        if !matches!(
+            inner,
+            Some(ECHO_REQUEST) | Some(ECHO_REPLY) | Some(13) | Some(15)
+        ) {
             return; // Never an error about an error (or a truncated one).
         }
     }

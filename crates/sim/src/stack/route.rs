@@ -285,7 +285,9 @@ mod test {
         r.insert(p("10.1.0.0/16"), hop(2));
         let t = Table::new(&r);
         assert!(t.lookup(u32::from(Ipv4Addr::new(10, 2, 0, 1))).is_none());
-        assert!(t.lookup(u32::from(Ipv4Addr::new(10, 1, 255, 255))).is_some());
+        assert!(t
+            .lookup(u32::from(Ipv4Addr::new(10, 1, 255, 255)))
+            .is_some());
     }
 
     #[test]
@@ -294,14 +296,22 @@ mod test {
         r.insert(p("10.1.0.0/16"), hop(2));
         r.insert(p("10.1.0.7"), hop(5));
         let t = Table::new(&r);
-        assert_eq!(t.lookup(u32::from(Ipv4Addr::new(10, 1, 0, 7))).unwrap()[0].iface, 5);
-        assert_eq!(t.lookup(u32::from(Ipv4Addr::new(10, 1, 0, 8))).unwrap()[0].iface, 2);
+        assert_eq!(
+            t.lookup(u32::from(Ipv4Addr::new(10, 1, 0, 7))).unwrap()[0].iface,
+            5
+        );
+        assert_eq!(
+            t.lookup(u32::from(Ipv4Addr::new(10, 1, 0, 8))).unwrap()[0].iface,
+            2
+        );
     }
 
     #[test]
     fn prefixes_with_host_bits_or_bad_lengths_are_rejected() {
         assert!(parse_prefix("10.1.0.0/16").is_ok());
-        assert!(parse_prefix("10.1.0.1/16").unwrap_err().contains("10.1.0.0/16"));
+        assert!(parse_prefix("10.1.0.1/16")
+            .unwrap_err()
+            .contains("10.1.0.0/16"));
         assert!(parse_prefix("10.1.0.0/33").is_err());
         assert!(parse_prefix("10.1.0/16").is_err());
     }

@@ -578,7 +578,9 @@ pub(crate) fn receive(
     let ix = w.machines[m as usize].ext.as_deref().map(|e| &e.tcp);
     let conn = ix.and_then(|ix| ix.conns.get(&(local.port(), remote)).copied());
     if let Some(slot) = conn {
-        drive(w, m, slot, |tcb, now, out| tcb.input(now, &repr, payload, out));
+        drive(w, m, slot, |tcb, now, out| {
+            tcb.input(now, &repr, payload, out)
+        });
         return;
     }
     let listener = ix.and_then(|ix| ix.listeners.get(&local.port()).copied());

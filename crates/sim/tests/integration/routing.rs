@@ -66,7 +66,8 @@ fn probe(
         sock.send_echo_with(to, 1, opts, Message::zeros(data as u64))?;
         let deadline = t0 + Duration::from_secs(5);
         if let Some(r) = timeout_at(&host, deadline, sock.recv_echo()).await {
-            out.borrow_mut().push((r?, host.now().as_nanos() - t0.as_nanos()));
+            out.borrow_mut()
+                .push((r?, host.now().as_nanos() - t0.as_nanos()));
         }
         Ok(())
     });
@@ -112,7 +113,11 @@ fn a_ttl_that_runs_out_brings_time_exceeded_from_exactly_that_router() {
     let (reply, rtt) = &got[0];
     let err = reply.error.expect("an ICMP error");
     assert!(err.is_time_exceeded(), "{err:?}");
-    assert_eq!(reply.from, link_ip(254, 2), "router 255's address towards a");
+    assert_eq!(
+        reply.from,
+        link_ip(254, 2),
+        "router 255's address towards a"
+    );
     let want = 255 * (ser_ns(echo_frame(data), MBPS100) + LATENCY)
         + 255 * (ser_ns(ERROR_FRAME, MBPS100) + LATENCY);
     assert_eq!(*rtt, want);
@@ -123,7 +128,10 @@ fn a_ttl_that_runs_out_brings_time_exceeded_from_exactly_that_router() {
     assert_eq!(r255.interfaces[0].counters.ttl_exceeded, 1);
     assert_eq!(r255.interfaces[0].counters.received, 1);
     let r254 = report.routers[253].interfaces.clone();
-    assert_eq!((r254[1].counters.forwarded, r254[0].counters.forwarded), (1, 1));
+    assert_eq!(
+        (r254[1].counters.forwarded, r254[0].counters.forwarded),
+        (1, 1)
+    );
 }
 
 #[test]
@@ -310,7 +318,12 @@ fn the_longest_matching_static_route_wins() {
 fn static_routes_via_foreign_gateways_or_with_host_bits_are_refused() {
     let (mut sim, a, _b, _) = chain(1);
     let e = sim
-        .add_route(a, Ipv4Addr::new(10, 9, 0, 0), 16, Ipv4Addr::new(10, 0, 1, 1))
+        .add_route(
+            a,
+            Ipv4Addr::new(10, 9, 0, 0),
+            16,
+            Ipv4Addr::new(10, 0, 1, 1),
+        )
         .unwrap_err();
     assert!(e.to_string().contains("none of its networks"), "{e}");
     let e = sim

@@ -7,8 +7,8 @@
 
 use crate::common::{link, nth_ip, sa};
 use elvis_sim::{
-    Congestion, Host, Message, NetworkConfig, NetworkKind, Protocols, RunLimits, Sample,
-    Sampling, Series, Simulation, Time,
+    Congestion, Host, Message, NetworkConfig, NetworkKind, Protocols, RunLimits, Sample, Sampling,
+    Series, Simulation, Time,
 };
 use std::time::Duration;
 
@@ -113,8 +113,13 @@ fn newreno_throughput_under_random_loss_follows_the_mathis_law() {
             alg: Congestion::NewReno,
             start_ns: 0,
         }];
-        let (series, report) =
-            run_flows(net, &flows, secs * S, Sampling::Every(Duration::from_millis(100)), 1);
+        let (series, report) = run_flows(
+            net,
+            &flows,
+            secs * S,
+            Sampling::Every(Duration::from_millis(100)),
+            1,
+        );
         let warm = 10 * S;
         let bytes = acked_at(&series[0], secs * S) - acked_at(&series[0], warm);
         let measured = bytes as f64 * 8.0 / ((secs * S - warm) as f64 / 1e9);
@@ -245,7 +250,10 @@ fn a_cubic_epoch_after_a_loss_follows_the_rfc_9438_curve() {
         assert!(worst < 0.05, "cwnd strays {:.1} % from W(t)", worst * 100.0);
         checked += 1;
     }
-    assert!(checked >= 1, "no epoch reached its plateau: nothing checked");
+    assert!(
+        checked >= 1,
+        "no epoch reached its plateau: nothing checked"
+    );
 }
 
 /// A switched LAN whose receiver port is the bottleneck, with a drop-tail
@@ -292,7 +300,9 @@ fn check_fairness(alg: Congestion) {
             println!(
                 "{alg} × {n}: Jain {j:.3}, total {:.1} Mb/s, flows {:?}",
                 total / 1e6,
-                r.iter().map(|x| (x / 1e5).round() / 10.0).collect::<Vec<_>>()
+                r.iter()
+                    .map(|x| (x / 1e5).round() / 10.0)
+                    .collect::<Vec<_>>()
             );
             assert!(j >= 0.95, "{alg} × {n}: Jain index {j:.3}");
             assert!(total > 0.9 * 100e6, "{alg} × {n}: link underused");
@@ -345,7 +355,10 @@ fn cubic_and_compound_reach_stable_shares_of_one_bottleneck() {
     let sd = (shares.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / shares.len() as f64).sqrt();
     println!(
         "CUBIC share per 3 s: {:?}; mean {mean:.3}, sd {sd:.3}; report: {:?}",
-        shares.iter().map(|s| (s * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
+        shares
+            .iter()
+            .map(|s| (s * 1000.0).round() / 1000.0)
+            .collect::<Vec<_>>(),
         report
             .tcp_shares
             .iter()
@@ -353,5 +366,9 @@ fn cubic_and_compound_reach_stable_shares_of_one_bottleneck() {
             .collect::<Vec<_>>()
     );
     assert!(sd < 0.05, "CUBIC's share wanders: sd {sd:.3}");
-    assert_eq!(report.tcp_shares.len(), 2, "the report lists both algorithms");
+    assert_eq!(
+        report.tcp_shares.len(),
+        2,
+        "the report lists both algorithms"
+    );
 }

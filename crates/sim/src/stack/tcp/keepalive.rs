@@ -206,8 +206,14 @@ mod tests {
         let ok = Keepalive::default();
         assert!(ok.validate().is_ok());
         for bad in [
-            Keepalive { time: Duration::ZERO, ..ok },
-            Keepalive { interval: Duration::from_secs(40_000), ..ok },
+            Keepalive {
+                time: Duration::ZERO,
+                ..ok
+            },
+            Keepalive {
+                interval: Duration::from_secs(40_000),
+                ..ok
+            },
             Keepalive { probes: 0, ..ok },
             Keepalive { probes: 128, ..ok },
         ] {

