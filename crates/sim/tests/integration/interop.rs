@@ -29,7 +29,7 @@
 //! information as a sender (it does send SACK blocks as a receiver when we
 //! offer SACK), it sends no timestamps unless given a clock (none here),
 //! its RTO floor is 1 s (ours 200 ms), its delayed ACK is 10 ms (ours 40
-//! ms), and its TIME-WAIT lasts 10 s (ours 2·MSL). Both sides scale windows
+//! ms), and its TIME-WAIT lasts 10 s (ours 60 s). Both sides scale windows
 //! (256 KiB smoltcp buffers).
 
 mod smol;
