@@ -103,6 +103,13 @@ enum Cmd {
         /// Scale factor for the iteration counts (1: each run ≥ ~0.5 s).
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
+        /// Run only this scenario once (basic | ping-pong | server-client),
+        /// for profiling.
+        #[arg(long)]
+        only: Option<String>,
+        /// With --only: the socket variant (default: without sockets).
+        #[arg(long)]
+        sockets: bool,
     },
     /// Runs a scenario for each N in its own process and prints a table.
     Sweep {
@@ -154,7 +161,15 @@ fn main() {
             congestion,
         } => tcp_bulk(bytes, bandwidth, latency_ns, loss, real, &congestion),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
-        Cmd::SocketOverhead { scale } => socket_overhead::run(scale),
+        Cmd::SocketOverhead {
+            scale,
+            only: Some(name),
+            sockets,
+        } => {
+            let ok = socket_overhead::profile(scale, &name, sockets);
+            std::process::exit(if ok { 0 } else { 1 });
+        }
+        Cmd::SocketOverhead { scale, .. } => socket_overhead::run(scale),
         Cmd::Sweep {
             scenario,
             ns,

@@ -340,6 +340,18 @@ fn compare(f: &dyn Fn(bool) -> bool) -> (f64, f64, bool) {
     (best[0], best[1], ok)
 }
 
+/// Runs one scenario variant once (for profilers): `basic`, `ping-pong`
+/// or `server-client`, with or without sockets.
+pub fn profile(scale: f64, name: &str, sockets: bool) -> bool {
+    let n = |base: f64| ((base * scale).round() as u64).max(1);
+    match name {
+        "basic" => basic(sockets, n(20_000.0)) > 0,
+        "ping-pong" => ping_pong(sockets, n(1_000_000.0) as u32) > 0,
+        "server-client" => server_client(sockets, 10, n(50_000.0) as u32) > 0,
+        _ => false,
+    }
+}
+
 /// Runs the three scenarios; prints a table, returns the measurement.
 pub fn run(scale: f64) -> Measurement {
     let n = |base: f64| ((base * scale).round() as u64).max(1);

@@ -103,6 +103,11 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             latency_ns: spec.latency_ns,
             loss: spec.loss,
             corruption: spec.corruption,
+            duplicate: spec.duplicate,
+            reorder: spec.reorder,
+            reorder_delay_ns: spec
+                .reorder_delay_ns
+                .unwrap_or(NetworkConfig::DEFAULT_REORDER_DELAY_NS),
             mtu: spec.mtu,
             queue: spec.queue,
             txqueuelen: NetworkConfig::DEFAULT_TXQUEUELEN,

@@ -66,18 +66,19 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
             .iter()
             .map(|c| {
                 format!(
-                    "{} {:.1} % ({} sender{}, {}B)",
+                    "{} {:.1} % ({} sender{}, {}B, {}bit/s)",
                     c.congestion,
-                    c.share * 100.0,
+                    c.throughput_share * 100.0,
                     c.senders,
                     if c.senders == 1 { "" } else { "s" },
-                    si(c.bytes_acked as f64)
+                    si(c.bytes_acked as f64),
+                    si(c.throughput_bps as f64)
                 )
             })
             .collect();
         let _ = writeln!(
             s,
-            "  TCP              {} connections; bytes acked: {}",
+            "  TCP              {} connections; throughput shares: {}",
             r.tcp_connections_total,
             shares.join(", ")
         );

@@ -128,6 +128,17 @@ pub struct NetworkSpec {
     pub loss: f64,
     /// Probability that a frame gets one flipped bit on a hop, in [0, 1].
     pub corruption: f64,
+    /// Probability that a frame is delivered twice on a hop, in [0, 1].
+    #[serde(default)]
+    pub duplicate: f64,
+    /// Probability that a frame is held back (and so overtaken) on a hop,
+    /// in [0, 1].
+    #[serde(default)]
+    pub reorder: f64,
+    /// How long a reordered frame is held back, ns; `None` = the
+    /// simulator's default (1 ms).
+    #[serde(default)]
+    pub reorder_delay_ns: Option<u64>,
     /// Largest IP datagram a frame carries (bytes), default 1500.
     pub mtu: u32,
     /// Output-queue capacity in packets per port; `None` = unbounded.
@@ -150,6 +161,9 @@ impl NetworkSpec {
             latency_ns: 0,
             loss: 0.0,
             corruption: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            reorder_delay_ns: None,
             mtu: 1500,
             queue: None,
             addresses: Vec::new(),

@@ -61,6 +61,14 @@ pub mod socket;
 pub mod stack;
 mod world;
 
+/// Bodies of the cargo-fuzz targets in `fuzz/` that need the simulator's
+/// internals; not a public API. `cargo test -p elvis-sim` runs them over
+/// their seed corpus and as property tests.
+#[doc(hidden)]
+pub mod fuzz_bodies {
+    pub use crate::stack::tcp::tcb::fuzz::tcp_input;
+}
+
 pub use api::{Host, Sleep};
 pub use elvis_kernel::Time;
 pub use elvis_message::Message;

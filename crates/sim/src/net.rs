@@ -17,10 +17,28 @@
 //! - **Ideal** (no bandwidth given): no serialization and no queues;
 //!   arrival = `L`. This is Elvis' default network.
 //!
-//! Loss and corruption are drawn once per traversal of the network, from the
-//! network's own random stream, when the frame leaves the sender's NIC. A
-//! corrupted frame has one random bit flipped; the receiving stack's
-//! checksums must catch it (Ethernet's FCS is not modelled).
+//! # Impairments
+//! Loss, corruption, duplication and reordering are drawn once per
+//! traversal of the network, from the network's own random stream, when the
+//! frame leaves the sender's NIC (after its serialization; on an ideal
+//! network, when it is sent), in that order, each only when its probability
+//! is non-zero (so a network without duplication or reordering draws
+//! exactly as it did before they existed, and old seeds keep their runs):
+//!
+//! 1. **loss**: the frame vanishes (a lost frame is neither corrupted,
+//!    duplicated nor reordered);
+//! 2. **corruption**: one random bit of the frame is flipped; the receiving
+//!    stack's checksums must catch it (Ethernet's FCS is not modelled);
+//! 3. **duplication**: an exact copy of the (possibly corrupted) frame
+//!    follows the original, arriving at the same instant right after it
+//!    (on a switch both copies then queue for, and are serialized onto, the
+//!    egress port); the copy is not impaired again, as with Linux netem's
+//!    `duplicate`;
+//! 4. **reordering**: the frame (with its copy) is held back for an extra
+//!    `reorder_delay_ns` of propagation, so frames sent after it within
+//!    that time overtake it (netem's `delay … reorder` turned around: here
+//!    the impaired frames are late, the others keep the exact timing
+//!    above).
 //!
 //! # Back-pressure
 //! Each NIC holds at most `txqueuelen` frames (waiting or being serialized;
@@ -78,6 +96,14 @@ pub struct NetworkConfig {
     pub loss: f64,
     /// Probability that a frame gets one bit flipped crossing the network.
     pub corruption: f64,
+    /// Probability that a frame is delivered twice (see "Impairments").
+    pub duplicate: f64,
+    /// Probability that a frame is held back by `reorder_delay_ns` and so
+    /// overtaken by the frames sent after it (see "Impairments").
+    pub reorder: f64,
+    /// Extra propagation delay of a reordered frame, ns
+    /// ([`NetworkConfig::DEFAULT_REORDER_DELAY_NS`] unless set).
+    pub reorder_delay_ns: u64,
     /// Largest IP datagram per frame.
     pub mtu: u32,
     /// Capacity of each switch output queue, packets (`None` = unbounded).
@@ -91,6 +117,12 @@ impl NetworkConfig {
     /// little in flight, large enough to fill a link.
     pub const DEFAULT_TXQUEUELEN: u32 = 32;
 
+    /// Default hold-back of a reordered frame: 1 ms, the delay of the
+    /// examples in netem's manual page scaled to a LAN. On a 100 Mbit/s
+    /// path about eight full-size frames overtake it, enough to trigger a
+    /// TCP sender's fast retransmit (three duplicate ACKs).
+    pub const DEFAULT_REORDER_DELAY_NS: u64 = 1_000_000;
+
     /// Returns an ideal network: infinite bandwidth, no latency, no loss.
     pub fn ideal(name: impl Into<String>) -> Self {
         NetworkConfig {
@@ -100,6 +132,9 @@ impl NetworkConfig {
             latency_ns: 0,
             loss: 0.0,
             corruption: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            reorder_delay_ns: Self::DEFAULT_REORDER_DELAY_NS,
             mtu: 1500,
             queue: None,
             txqueuelen: Self::DEFAULT_TXQUEUELEN,
@@ -133,6 +168,10 @@ pub struct NetStats {
     pub frames_delivered: u64,
     pub lost: u64,
     pub corrupted: u64,
+    /// Frames that got a duplicate (each counts once).
+    pub duplicated: u64,
+    /// Frames held back by the reorder draw.
+    pub reordered: u64,
     pub queue_drops: u64,
 }
 
@@ -266,16 +305,24 @@ pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: &mut Message
     if n.is_ideal() {
         w.pcap.record(net, now, frame);
         let n = &mut w.networks[net as usize];
-        if let Err(reason) = draw_fate(n, frame) {
-            release_nic(w, net, port);
-            return w.drop_packet(reason);
-        }
-        let targets = egress_ports(&w.networks[net as usize], port, frame);
+        let fate = match draw_fate(n, frame) {
+            Ok(fate) => fate,
+            Err(reason) => {
+                release_nic(w, net, port);
+                return w.drop_packet(reason);
+            }
+        };
+        let n = &w.networks[net as usize];
+        let mut targets = egress_ports(n, port, frame);
         if targets.is_empty() {
             release_nic(w, net, port);
             return w.drop_packet(DropReason::UnknownDestination);
         }
-        let latency = w.networks[net as usize].cfg.latency_ns;
+        if fate.duplicate {
+            // Each receiver gets the copy right after the original.
+            targets = targets.into_iter().flat_map(|t| [t, t]).collect();
+        }
+        let latency = n.cfg.latency_ns + fate.extra_ns;
         if latency == 0 && w.sync_depth < MAX_SYNC_DEPTH {
             // Zero delay: deliver now, without an event or a frame slot.
             release_nic(w, net, port);
@@ -374,40 +421,14 @@ pub(crate) fn tx_done(w: &mut World, q: QueueRef) {
     if q.port_dir & 1 == 0 {
         release_nic(w, net, port);
         let (n, frame) = (&mut w.networks[net as usize], &mut w.frames[id as usize]);
-        if let Err(reason) = draw_fate(n, frame) {
-            discard(w, id, reason);
-        } else {
-            let at =
-                w.now() + std::time::Duration::from_nanos(w.networks[net as usize].cfg.latency_ns);
-            let lane = lane_of_net(w, net);
-            let n = &w.networks[net as usize];
-            match n.cfg.kind {
-                NetworkKind::Link => {
-                    let other = if port == 0 { 1 } else { 0 };
-                    if (other as usize) < n.ports.len() {
-                        w.queue.schedule(
-                            at,
-                            lane,
-                            Event::Deliver {
-                                net,
-                                port: other,
-                                frame: id,
-                                from: NO_PORT,
-                            },
-                        );
-                    } else {
-                        discard(w, id, DropReason::UnknownDestination);
-                    }
+        match draw_fate(n, frame) {
+            Err(reason) => discard(w, id, reason),
+            Ok(fate) => {
+                propagate(w, net, port, id, fate.extra_ns);
+                if fate.duplicate {
+                    let copy = w.frames.insert(w.frames[id as usize].clone()) as FrameId;
+                    propagate(w, net, port, copy, fate.extra_ns);
                 }
-                NetworkKind::Switch => w.queue.schedule(
-                    at,
-                    lane,
-                    Event::AtSwitch {
-                        net,
-                        from: port,
-                        frame: id,
-                    },
-                ),
             }
         }
     } else {
@@ -416,6 +437,35 @@ pub(crate) fn tx_done(w: &mut World, q: QueueRef) {
     if !fifo_mut(w, q).frames.is_empty() {
         start_tx(w, q);
     }
+}
+
+/// Sends frame `id`, just serialized by the NIC at `port`, across the
+/// network: to the other end of a link or to the switch fabric, after the
+/// latency plus `extra_ns` (a reorder hold-back).
+fn propagate(w: &mut World, net: NetId, port: u32, id: FrameId, extra_ns: u64) {
+    let n = &w.networks[net as usize];
+    let at = w.now() + std::time::Duration::from_nanos(n.cfg.latency_ns + extra_ns);
+    let lane = lane_of_net(w, net);
+    let event = match n.cfg.kind {
+        NetworkKind::Link => {
+            let other = if port == 0 { 1 } else { 0 };
+            if other as usize >= n.ports.len() {
+                return discard(w, id, DropReason::UnknownDestination);
+            }
+            Event::Deliver {
+                net,
+                port: other,
+                frame: id,
+                from: NO_PORT,
+            }
+        }
+        NetworkKind::Switch => Event::AtSwitch {
+            net,
+            from: port,
+            frame: id,
+        },
+    };
+    w.queue.schedule(at, lane, event);
 }
 
 /// Frees one NIC slot and wakes a sender blocked on it.
@@ -464,8 +514,19 @@ pub(crate) fn wait_for_room_foreign(w: &mut World, net: NetId, port: u32) {
         .foreign_waiting = true;
 }
 
-/// Applies loss and corruption as a frame leaves the sender.
-fn draw_fate(n: &mut Network, frame: &mut Message) -> Result<(), DropReason> {
+/// What the impairment draws decided for a frame that is not lost.
+#[derive(Clone, Copy, Debug, Default)]
+struct Fate {
+    /// Extra propagation delay (a reorder hold-back), ns.
+    extra_ns: u64,
+    /// Deliver an exact copy right after the frame.
+    duplicate: bool,
+}
+
+/// Applies loss, corruption, duplication and reordering as a frame leaves
+/// the sender, in that order (see "Impairments").
+fn draw_fate(n: &mut Network, frame: &mut Message) -> Result<Fate, DropReason> {
+    let mut fate = Fate::default();
     if n.cfg.loss > 0.0 && n.rng.random::<f64>() < n.cfg.loss {
         n.stats.lost += 1;
         return Err(DropReason::Loss);
@@ -478,7 +539,15 @@ fn draw_fate(n: &mut Network, frame: &mut Message) -> Result<(), DropReason> {
             frame.flip_bit(bit);
         }
     }
-    Ok(())
+    if n.cfg.duplicate > 0.0 && n.rng.random::<f64>() < n.cfg.duplicate {
+        n.stats.duplicated += 1;
+        fate.duplicate = true;
+    }
+    if n.cfg.reorder > 0.0 && n.rng.random::<f64>() < n.cfg.reorder {
+        n.stats.reordered += 1;
+        fate.extra_ns = n.cfg.reorder_delay_ns;
+    }
+    Ok(fate)
 }
 
 fn discard(w: &mut World, id: FrameId, reason: DropReason) {

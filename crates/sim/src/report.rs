@@ -177,6 +177,13 @@ pub struct ConnectionReport {
     pub congestion: &'static str,
     /// RFC 9293 state at the end (`Closed`, `TimeWait`, `Established`…).
     pub state: crate::stack::tcp::tcb::State,
+    /// When the connection was opened, ns.
+    pub opened_ns: u64,
+    /// When data was last acknowledged to this end, ns (0: never).
+    pub last_ack_ns: u64,
+    /// Mean goodput as a sender: `bytes_acked` × 8 over
+    /// `last_ack_ns − opened_ns`, bit/s (0 for a pure receiver).
+    pub throughput_bps: u64,
     #[serde(flatten)]
     pub stats: crate::stack::tcp::TcpStats,
 }
@@ -190,12 +197,18 @@ pub struct CongestionShare {
     pub bytes_acked: u64,
     /// `bytes_acked` over the total of all algorithms, 0–1.
     pub share: f64,
+    /// Sum of the senders' mean throughputs (`throughput_bps`), bit/s.
+    pub throughput_bps: u64,
+    /// `throughput_bps` over the total of all algorithms, 0–1: the share
+    /// of a bottleneck while flows compete, whatever their sizes.
+    pub throughput_share: f64,
 }
 
 impl CongestionShare {
     /// Returns the shares of `(algorithm, senders, bytes acked)` totals.
-    pub(crate) fn from_totals(totals: &BTreeMap<&'static str, (u64, u64)>) -> Vec<CongestionShare> {
+    pub(crate) fn from_totals(totals: &crate::stack::tcp::trace::Totals) -> Vec<CongestionShare> {
         let all: u64 = totals.values().map(|t| t.1).sum();
+        let all_bps: u64 = totals.values().map(|t| t.2).sum();
         totals
             .iter()
             .filter(|(_, t)| t.0 > 0)
@@ -205,6 +218,12 @@ impl CongestionShare {
                 bytes_acked: t.1,
                 share: if all > 0 {
                     t.1 as f64 / all as f64
+                } else {
+                    0.0
+                },
+                throughput_bps: t.2,
+                throughput_share: if all_bps > 0 {
+                    t.2 as f64 / all_bps as f64
                 } else {
                     0.0
                 },

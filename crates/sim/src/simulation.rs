@@ -396,7 +396,7 @@ impl Simulation {
 
     /// Sets the TCP settings of every connection opened from now on.
     pub fn set_tcp_config(&mut self, cfg: crate::stack::tcp::TcpConfig) {
-        self.w().tcp = cfg;
+        self.w().tcp = std::rc::Rc::new(cfg);
     }
 
     /// Adds a user-defined protocol above IPv4 to machine `m`.
@@ -811,6 +811,7 @@ impl Simulation {
                             congestion: t.tcb.cc_name(),
                             state: t.tcb.state,
                             stats: tcb_stats,
+                            life: t.life,
                         });
                     }
                 }
@@ -825,6 +826,9 @@ impl Simulation {
                 remote: r.remote.to_string(),
                 congestion: r.congestion,
                 state: r.state,
+                opened_ns: r.life.opened_ns,
+                last_ack_ns: r.life.last_ack_ns,
+                throughput_bps: r.life.throughput_bps(r.stats.bytes_acked),
                 stats: r.stats,
             })
             .collect()
@@ -838,7 +842,12 @@ impl Simulation {
         for machine in &w.machines {
             for s in &machine.sockets {
                 if let SocketSlot::Tcp(t) = s {
-                    trace::add_total(&mut totals, t.tcb.cc_name(), t.tcb.stats.bytes_acked);
+                    trace::add_total(
+                        &mut totals,
+                        t.tcb.cc_name(),
+                        t.tcb.stats.bytes_acked,
+                        t.life,
+                    );
                 }
             }
         }
@@ -875,6 +884,7 @@ impl Simulation {
         trace::write_csv(dir, &self.tcp_series())
     }
 
+    /// Returns the report lines of the routers (machines that forward).
     fn router_reports(&self) -> Vec<RouterReport> {
         let w = self.world.as_ref().expect("world is present outside run");
         let mut out = Vec::new();

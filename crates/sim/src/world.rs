@@ -65,7 +65,7 @@ pub(crate) struct World {
     pub counters: BTreeMap<String, Counter>,
     pub pcap: PcapSet,
     /// TCP settings.
-    pub tcp: crate::stack::tcp::TcpConfig,
+    pub tcp: std::rc::Rc<crate::stack::tcp::TcpConfig>,
     /// TCP connections: ids, ended connections, time series.
     pub conns: crate::stack::tcp::trace::ConnLog,
     /// Nesting depth of zero-delay deliveries in progress.
@@ -163,6 +163,12 @@ impl World {
                 continue;
             }
             machine.crashed = true;
+            // Its connections end here: keep their records for the report.
+            for slot in machine.sockets.iter_mut() {
+                if let crate::socket::SocketSlot::Tcp(t) = slot {
+                    self.conns.end(t.id, m, &mut t.tcb, t.life);
+                }
+            }
             machine.sockets.clear();
             if let Some(e) = machine.ext.as_deref_mut() {
                 e.tcp = Default::default();

@@ -18,6 +18,7 @@ mod bad_input;
 mod determinism;
 mod fuzz;
 mod runs;
+mod tcp_report;
 mod tshark;
 
 use serde_json::Value;

@@ -154,6 +154,19 @@ impl Lower<'_> {
                     .value(p, parse_probability, "corruption='0.1%'")
                     .unwrap_or(0.0)
             }
+            "duplicate" => {
+                net.duplicate = self
+                    .value(p, parse_probability, "duplicate='1%'")
+                    .unwrap_or(0.0)
+            }
+            "reorder" => {
+                net.reorder = self
+                    .value(p, parse_probability, "reorder='1%'")
+                    .unwrap_or(0.0)
+            }
+            "reorder_delay" => {
+                net.reorder_delay_ns = self.value(p, parse_duration_ns, "reorder_delay='1ms'")
+            }
             "mtu" => {
                 let mtu = |s: &str| match parse_size_bytes(s)? {
                     n @ 68..=65535 => Ok(n as u32),

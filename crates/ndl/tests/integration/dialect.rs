@@ -132,6 +132,10 @@ fn lan_example_lowers_every_extension() {
         (Some(10_000_000), 20_000_000, Some(64))
     );
     assert_eq!(link.corruption, 0.0001);
+    assert_eq!(
+        (link.duplicate, link.reorder, link.reorder_delay_ns),
+        (0.01, 0.01, Some(5_000_000))
+    );
     let client = &sc.machines[0];
     assert_eq!(client.count, Some(3));
     assert_eq!(
@@ -255,6 +259,21 @@ fn counted_machines_keep_placeholders_verbatim() {
     let app = &sc.machines[0].applications[0];
     assert_eq!(app.params.value("ip"), Some("10.0.0.{i}"));
     assert_eq!(app.children[0].params.value("to"), Some("{name}-peer"));
+}
+
+#[test]
+fn reorder_and_duplicate_keys_lower_to_the_network() {
+    let sc = ok("[Networks]\n\t[Network id='1' reorder='2.5%' reorder_delay='3ms' duplicate='0.01']\n\t[Network id='2']\n");
+    let n = &sc.networks[0];
+    assert_eq!(
+        (n.reorder, n.reorder_delay_ns, n.duplicate),
+        (0.025, Some(3_000_000), 0.01)
+    );
+    let plain = &sc.networks[1];
+    assert_eq!(
+        (plain.reorder, plain.reorder_delay_ns, plain.duplicate),
+        (0.0, None, 0.0)
+    );
 }
 
 #[test]

@@ -211,6 +211,22 @@ fn bad_units_are_rejected_with_an_example() {
 }
 
 #[test]
+fn bad_reorder_duplicate_and_reorder_delay_point_at_the_value() {
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1' reorder='150%']\n"),
+        "t.ndl:2:27: error: bad reorder '150%': `150%` is more than 1 (100%) (hint: write e.g. reorder='1%')"
+    );
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1' loss='1%' duplicate='often']\n"),
+        "t.ndl:2:39: error: bad duplicate 'often': `often` is not a probability (write e.g. `0.01` or `1%`) (hint: write e.g. duplicate='1%')"
+    );
+    assert_eq!(
+        fails("[Networks]\n\t[Network id='1' reorder_delay='2 fortnights']\n"),
+        "t.ndl:2:33: error: bad reorder_delay '2 fortnights': unknown time unit `fortnights` (use ns, us, ms or s) (hint: write e.g. reorder_delay='1ms')"
+    );
+}
+
+#[test]
 fn bad_link_type_suggests_a_kind() {
     assert_eq!(
         fails("[Networks]\n\t[Network id='1' type='lnk']\n"),

@@ -116,7 +116,10 @@ pub(crate) fn receive(
     if len < udp::HEADER_LEN || len > msg.len() {
         return w.drop_packet(DropReason::Malformed("udp"));
     }
-    msg.truncate(len);
+    if len < msg.len() {
+        // Ethernet padding or trailing bytes beyond the UDP length.
+        msg.truncate(len);
+    }
     if check != 0 {
         let mut sum = checksum::pseudo_header(src, dst, IpProtocol::Udp, len as u32);
         sum_message(&mut sum, msg);

@@ -242,9 +242,18 @@ impl RecvBuffer {
         }
     }
 
-    /// Returns up to `n` out-of-order ranges (for SACK blocks), the one
-    /// containing `first` (the most recent) first, as RFC 2018 asks.
-    pub fn sack_blocks(&self, first: Option<SeqNumber>, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+    /// Returns up to `n` out-of-order ranges (for SACK blocks): first the
+    /// ones holding the sequence numbers in `recent` (most recent first, so
+    /// the block of the segment that triggered this ACK leads), then the
+    /// rest in sequence order. RFC 2018 §4: "The first SACK block ... MUST
+    /// specify the contiguous block of data containing the segment which
+    /// triggered this ACK"; the others SHOULD repeat "the most recently
+    /// reported SACK blocks".
+    pub fn sack_blocks(
+        &self,
+        recent: &[Option<SeqNumber>],
+        n: usize,
+    ) -> Vec<(SeqNumber, SeqNumber)> {
         let mut ranges: Vec<(SeqNumber, SeqNumber)> = Vec::new();
         for (s, d) in &self.ooo {
             let e = *s + d.len();
@@ -253,14 +262,15 @@ impl RecvBuffer {
                 _ => ranges.push((*s, e)),
             }
         }
-        if let Some(f) = first {
-            if let Some(i) = ranges.iter().position(|(s, e)| *s <= f && f < *e) {
-                let r = ranges.remove(i);
-                ranges.insert(0, r);
+        let mut out = Vec::with_capacity(n.min(ranges.len()));
+        for f in recent.iter().flatten() {
+            if let Some(i) = ranges.iter().position(|(s, e)| *s <= *f && *f < *e) {
+                out.push(ranges.remove(i));
             }
         }
-        ranges.truncate(n);
-        ranges
+        out.extend(ranges);
+        out.truncate(n);
+        out
     }
 }
 
@@ -414,7 +424,7 @@ mod test {
         nxt = r.insert(nxt, base + 6, m(b"ghi"));
         nxt = r.insert(nxt, base + 3, m(b"def"));
         assert_eq!(nxt, base);
-        assert_eq!(r.sack_blocks(None, 4), vec![(base + 3, base + 9)]);
+        assert_eq!(r.sack_blocks(&[], 4), vec![(base + 3, base + 9)]);
         nxt = r.insert(nxt, base, m(b"abc"));
         assert_eq!(nxt, base + 9);
         assert_eq!(r.take(100).to_vec(), b"abcdefghi");

@@ -24,6 +24,7 @@ use elvis_tcpcc::{AckEvent, CongestionControl};
 use elvis_wire::tcp::{Control, Repr, SeqNumber};
 use serde::Serialize;
 use std::net::SocketAddrV4;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// Connection states (RFC 9293 §3.3.2).
@@ -143,11 +144,14 @@ pub(crate) struct Tcb {
     timewait_at: Option<Time>,
     persist_backoff: u32,
     syn_retries: u32,
+    /// Consecutive retransmission timeouts since `snd_una` last advanced.
+    retries: u32,
     /// Segments received since our last ACK.
     ack_pending: u32,
     ack_now: bool,
-    /// The most recent out-of-order segment (first SACK block).
-    last_ooo: Option<SeqNumber>,
+    /// The latest out-of-order segments, most recent first (the order of
+    /// SACK blocks, RFC 2018 §4).
+    last_ooo: [Option<SeqNumber>; 4],
     /// Data segments the NIC takes now (set by the caller before each call).
     pub budget: usize,
     /// Set when data waited for NIC room.
@@ -156,9 +160,28 @@ pub(crate) struct Tcb {
     pub error: Option<SocketError>,
     pub nodelay: bool,
     pub stats: TcpStats,
-    cfg: TcpConfig,
+    /// Shared by every connection without per-socket buffer options.
+    cfg: Rc<TcpConfig>,
     /// `SO_KEEPALIVE` (off: `None`).
     pub keepalive: Option<Box<KeepaliveTimer>>,
+}
+
+/// A configuration a TCB can hold: the simulation's shared one (no copy)
+/// or a plain one (copied, for tests and one-off settings).
+pub(crate) trait SharedConfig {
+    fn shared(self) -> Rc<TcpConfig>;
+}
+
+impl SharedConfig for &Rc<TcpConfig> {
+    fn shared(self) -> Rc<TcpConfig> {
+        Rc::clone(self)
+    }
+}
+
+impl SharedConfig for &TcpConfig {
+    fn shared(self) -> Rc<TcpConfig> {
+        Rc::new(self.clone())
+    }
 }
 
 /// Sequence-number helpers.
@@ -170,7 +193,7 @@ const TCP_OPTIONS_TS: usize = 12;
 
 impl Tcb {
     fn new(
-        cfg: &TcpConfig,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -178,6 +201,7 @@ impl Tcb {
         mtu: usize,
         state: State,
     ) -> Tcb {
+        let cfg = cfg.shared();
         let rcv_wscale = wscale_for(cfg.rcvbuf);
         Tcb {
             state,
@@ -223,9 +247,10 @@ impl Tcb {
             timewait_at: None,
             persist_backoff: 0,
             syn_retries: 0,
+            retries: 0,
             ack_pending: 0,
             ack_now: false,
-            last_ooo: None,
+            last_ooo: [None; 4],
             budget: usize::MAX,
             nic_blocked: false,
             error: None,
@@ -238,7 +263,7 @@ impl Tcb {
 
     /// Returns a connection actively opened to `remote` (state SYN-SENT).
     pub fn connect(
-        cfg: &TcpConfig,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -251,7 +276,7 @@ impl Tcb {
     /// Returns a connection passively opened by the SYN `syn` (state
     /// SYN-RECEIVED), RFC 9293 §3.10.7.2 "third, check for a SYN".
     pub fn accept(
-        cfg: &TcpConfig,
+        cfg: impl SharedConfig,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
@@ -308,8 +333,17 @@ impl Tcb {
     }
 
     /// Returns true in states where data may be sent.
+    /// (Data queued before our FIN is still sent, or resent after a
+    /// timeout, in FIN-WAIT-1, CLOSING and LAST-ACK.)
     fn can_send_data(&self) -> bool {
-        matches!(self.state, State::Established | State::CloseWait)
+        matches!(
+            self.state,
+            State::Established
+                | State::CloseWait
+                | State::FinWait1
+                | State::Closing
+                | State::LastAck
+        )
     }
 
     /// Returns the bytes the application may still write.
@@ -361,7 +395,8 @@ impl Tcb {
         if !self.fin_queued {
             self.fin_queued = true;
             if self.state == State::SynSent {
-                self.state = State::Closed;
+                // RFC 9293 §3.10.4 CLOSE, SYN-SENT: "Delete the TCB".
+                self.close();
             }
         }
     }
@@ -378,22 +413,29 @@ impl Tcb {
             }
             _ => None,
         };
-        self.state = State::Closed;
+        self.close();
         rst
     }
 
-    /// Returns our receive window in bytes.
-    ///
-    /// Known deviation: out-of-order bytes count against it, so the right
-    /// edge moves left as they arrive during recovery (RFC 9293 §3.8.6.2.2
-    /// says a receiver SHOULD NOT shrink the window; Linux does not). A
-    /// sender that counts duplicate ACKs strictly by RFC 5681 (unchanged
-    /// window), such as smoltcp, then never fast-retransmits to us and
-    /// recovers by RTO only (see `docs/tcp.md`). Not counting them changes
-    /// the CUBIC trajectories `tcp_theory` checks, so it waits for a fix
-    /// that keeps those.
+    /// Enters CLOSED and stops every timer: a deleted TCB sends nothing.
+    fn close(&mut self) {
+        self.state = State::Closed;
+        self.rto_at = None;
+        self.delack_at = None;
+        self.persist_at = None;
+        self.timewait_at = None;
+    }
+
+    /// Returns our receive window in bytes: the buffer less the in-order
+    /// bytes the application has not read. Out-of-order bytes are not
+    /// subtracted: they lie inside the window's sequence space already, so
+    /// counting them would move the right edge left as they arrive, which
+    /// RFC 9293 §3.8.6.2.2 says a receiver SHOULD NOT do ("shrinking the
+    /// window"), and would make every duplicate ACK a window update to a
+    /// sender that follows RFC 5681's definition strictly (smoltcp, found
+    /// by the interop tests). Linux keeps its right edge the same way.
     fn rcv_window(&self) -> usize {
-        self.rcvbuf_cap.saturating_sub(self.rcvbuf.held())
+        self.rcvbuf_cap.saturating_sub(self.rcvbuf.ready_len())
     }
 
     /// Returns bytes sent and not acknowledged.
@@ -480,7 +522,7 @@ impl Tcb {
         if self.sack_enabled && control != Control::Syn && control != Control::Rst {
             let blocks = self
                 .rcvbuf
-                .sack_blocks(self.last_ooo, if self.ts_enabled { 3 } else { 4 });
+                .sack_blocks(&self.last_ooo, if self.ts_enabled { 3 } else { 4 });
             for (i, (s, e)) in blocks.into_iter().enumerate() {
                 repr.sack_ranges[i] = Some((s.0, e.0));
             }
@@ -693,25 +735,28 @@ impl Tcb {
         self.push(seg, now, out, true);
     }
 
+    /// Sends our FIN after the data, or sends it again after a timeout
+    /// went back to `snd_una` (the state then stays as it is).
     fn send_fin(&mut self, now: Time, out: &mut Vec<Segment>) {
-        if !self.fin_queued || !matches!(self.state, State::Established | State::CloseWait) {
+        if !self.fin_queued || !self.can_send_data() {
             return;
         }
         let fin_seq = self.snd_una + self.sndbuf.len();
         if self.snd_nxt != fin_seq {
-            return; // data still to send first
+            return; // data still to send first, or the FIN is out
         }
         let seg = self.segment(Control::Fin, fin_seq, Message::new(), true);
+        let again = fin_seq < self.snd_max;
         self.snd_nxt = fin_seq + 1;
         if self.snd_nxt > self.snd_max {
             self.snd_max = self.snd_nxt;
         }
-        self.state = if self.state == State::Established {
-            State::FinWait1
-        } else {
-            State::LastAck
-        };
-        self.push(seg, now, out, false);
+        match self.state {
+            State::Established => self.state = State::FinWait1,
+            State::CloseWait => self.state = State::LastAck,
+            _ => {}
+        }
+        self.push(seg, now, out, again);
         self.arm_rto(now);
     }
 
@@ -738,9 +783,11 @@ impl Tcb {
     /// Handles expired deadlines; returns effects and appends segments.
     pub fn on_timer(&mut self, now: Time, out: &mut Vec<Segment>) -> Effects {
         let mut fx = Effects::default();
+        if self.state == State::Closed {
+            return fx;
+        }
         if self.timewait_at.is_some_and(|t| t <= now) {
-            self.timewait_at = None;
-            self.state = State::Closed;
+            self.close();
             fx.closed = true;
             return fx;
         }
@@ -817,7 +864,10 @@ impl Tcb {
             self.rto_at = Some(now + self.rto);
             return;
         }
-        if self.stats.timeouts > u64::from(self.cfg.max_retries) && self.backoff_exhausted() {
+        // Linux's `tcp_retries2`: give up after `max_retries` consecutive
+        // timeouts without progress (about 15 minutes with the defaults).
+        self.retries += 1;
+        if self.retries > self.cfg.max_retries {
             self.fail(SocketError::TimedOut, fx);
             return;
         }
@@ -829,29 +879,18 @@ impl Tcb {
         self.dupacks = 0;
         self.timed = None;
         // Go back to snd_una and resend from there as the window allows.
+        // The FIN is resent once the data before it is (`send_fin`); the
+        // state stays, so a FIN received meanwhile (CLOSING) is not lost.
         self.snd_nxt = self.snd_una;
-        if self.fin_queued
-            && matches!(
-                self.state,
-                State::FinWait1 | State::LastAck | State::Closing
-            )
-        {
-            // The FIN is resent once the data before it is.
-            self.state = if self.state == State::LastAck {
-                State::CloseWait
-            } else {
-                State::Established
-            };
-        }
         self.retransmit_first(now, out);
         let sent = (self.snd_max - self.snd_una).max(0) as usize;
         let first = self.sndbuf.len().min(self.smss()).min(sent);
         self.snd_nxt = self.snd_una + first;
+        if first == 0 && self.fin_queued && self.snd_max == self.snd_una + 1 {
+            // Only the FIN was outstanding, and it was just resent.
+            self.snd_nxt = self.snd_max;
+        }
         self.rto_at = Some(now + self.rto);
-    }
-
-    fn backoff_exhausted(&self) -> bool {
-        self.rto >= self.cfg.max_rto
     }
 
     fn zero_window_probe(&mut self, now: Time, out: &mut Vec<Segment>) {
@@ -875,10 +914,7 @@ impl Tcb {
 
     fn fail(&mut self, e: SocketError, fx: &mut Effects) {
         self.error = Some(e);
-        self.state = State::Closed;
-        self.rto_at = None;
-        self.persist_at = None;
-        self.delack_at = None;
+        self.close();
         fx.readable = true;
         fx.writable = true;
         fx.established = true;
@@ -996,6 +1032,26 @@ impl Tcb {
         (d < 1 << 31).then(|| Duration::from_micros(u64::from(d)))
     }
 
+    /// Remembers the segment's TSval for the next echo (RFC 7323 §4.3 and
+    /// Appendix D): "If SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent
+    /// then SEG.TSval is copied to TS.Recent", done *before* the sequence
+    /// check, so that the ACK answering a retransmitted duplicate (whose
+    /// first ACK was lost) echoes the retransmission's time, not the
+    /// original's (as Linux does; the echo of the original made the peer
+    /// sample an RTT inflated by a whole RTO). An older TSval (a late,
+    /// reordered or duplicated copy) never moves TS.Recent back. `rcv_nxt`
+    /// stands for Last.ACK.sent.
+    fn remember_timestamp(&mut self, seg: &Repr) {
+        let Some((tsval, _)) = seg.timestamp else {
+            return;
+        };
+        let newer = tsval.wrapping_sub(self.ts_recent) as i32 >= 0;
+        if self.ts_enabled && seg.control != Control::Rst && newer && seg.seq_number <= self.rcv_nxt
+        {
+            self.ts_recent = tsval;
+        }
+    }
+
     /// Returns true if the segment is acceptable (RFC 9293 §3.10.7.4 "first,
     /// check sequence number", the four cases).
     fn acceptable(&self, seg: &Repr, len: usize) -> bool {
@@ -1040,6 +1096,7 @@ impl Tcb {
             }
             return;
         }
+        self.remember_timestamp(seg);
         // First: sequence number check.
         if !self.acceptable(seg, seg_len) {
             // A zero-window probe or an old duplicate: "send an
@@ -1058,7 +1115,7 @@ impl Tcb {
                 let e = match self.state {
                     State::SynReceived => SocketError::ConnectionRefused,
                     State::Closing | State::LastAck | State::TimeWait => {
-                        self.state = State::Closed;
+                        self.close();
                         fx.closed = true;
                         return;
                     }
@@ -1070,16 +1127,18 @@ impl Tcb {
             }
             return;
         }
-        // Fourth: SYN in a synchronized state (RFC 5961 §4.2): challenge ACK.
-        if seg.control == Control::Syn && self.state != State::SynReceived {
-            self.challenge_ack(now, out);
-            return;
-        }
-        // Timestamps: remember TSval (RFC 7323 §4.3).
-        if let Some((tsval, _)) = seg.timestamp {
-            if self.ts_enabled && seg.seq_number <= self.rcv_nxt {
-                self.ts_recent = tsval;
+        // Fourth: the SYN bit. SYN-RECEIVED: "If the connection was
+        // initiated with a passive OPEN, then return this connection to
+        // LISTEN state and return" (the glue frees a passive TCB that
+        // closes with an error; Linux also sends a RST). Otherwise, and in
+        // the synchronized states, RFC 5961 §4.2: challenge ACK.
+        if seg.control == Control::Syn {
+            if self.state == State::SynReceived && self.peer_syn_opts.is_some() {
+                self.fail(SocketError::ConnectionRefused, fx);
+            } else {
+                self.challenge_ack(now, out);
             }
+            return;
         }
         // Fifth: the ACK field.
         let Some(ack) = seg.ack_number else { return };
@@ -1130,7 +1189,8 @@ impl Tcb {
             }
             if !in_order {
                 // Out of order: ACK at once with SACK (RFC 5681 §4.2).
-                self.last_ooo = Some(seg.seq_number);
+                self.last_ooo.rotate_right(1);
+                self.last_ooo[0] = Some(seg.seq_number);
                 self.ack_now = true;
             } else if had_hole || n < self.smss() {
                 // Filled (part of) a hole, or a short (PSH) segment: ACK at
@@ -1233,6 +1293,7 @@ impl Tcb {
             self.scoreboard.advance(ack);
             self.dupacks = 0;
             self.persist_backoff = 0;
+            self.retries = 0;
             // RTT (RFC 6298 §2, Karn's rule via the timed segment or TS).
             let sample = match self.ts_rtt(seg, now) {
                 Some(r) => Some(r),
@@ -1287,7 +1348,7 @@ impl Tcb {
                 State::FinWait1 if fin_acked => self.state = State::FinWait2,
                 State::Closing if fin_acked => self.enter_time_wait(now),
                 State::LastAck if fin_acked => {
-                    self.state = State::Closed;
+                    self.close();
                     fx.closed = true;
                     return;
                 }
@@ -1469,5 +1530,7 @@ pub(crate) fn rst_for(seg: &Repr, payload_len: usize) -> Repr {
     }
 }
 
+#[doc(hidden)]
+pub(crate) mod fuzz;
 #[cfg(test)]
 mod tests;

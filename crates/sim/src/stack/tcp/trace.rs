@@ -22,9 +22,11 @@
 //! Samples are kept in memory (48 bytes each) and written by
 //! [`write_csv`]: one file per connection.
 //!
+//! A machine that crashes ends its connections: they are archived in the
+//! state they had.
+//!
 //! # Gaps
-//! Connections of a machine that crashed are not archived. Samples are
-//! not streamed to disk during the run (a long on-change trace of a fast
+//! Samples are not streamed to disk during the run (a long on-change trace of a fast
 //! connection can take tens of megabytes).
 
 use super::tcb::{State, Tcb, TcpStats};
@@ -79,6 +81,37 @@ pub struct Series {
     pub samples: Vec<Sample>,
 }
 
+/// When a connection was opened and last had data acknowledged.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Life {
+    pub opened_ns: u64,
+    /// 0 until data is first acknowledged.
+    pub last_ack_ns: u64,
+}
+
+impl Life {
+    pub fn new(now: Time) -> Life {
+        Life {
+            opened_ns: now.as_nanos(),
+            last_ack_ns: 0,
+        }
+    }
+
+    /// Returns the mean rate of acknowledged data from the opening to
+    /// the last acknowledgment, bit/s (0 if nothing was acknowledged).
+    pub fn throughput_bps(&self, bytes_acked: u64) -> u64 {
+        if self.last_ack_ns <= self.opened_ns {
+            return 0;
+        }
+        let bits = u128::from(bytes_acked) * 8 * 1_000_000_000;
+        (bits / u128::from(self.last_ack_ns - self.opened_ns)) as u64
+    }
+}
+
+/// Totals of one algorithm: senders, bytes acknowledged, and the sum of
+/// the senders' mean throughputs.
+pub(crate) type Totals = BTreeMap<&'static str, (u64, u64, u64)>;
+
 /// A connection's identity and, once it ended, its final record.
 #[derive(Clone, Debug)]
 pub(crate) struct Record {
@@ -89,6 +122,7 @@ pub(crate) struct Record {
     pub congestion: &'static str,
     pub state: State,
     pub stats: TcpStats,
+    pub life: Life,
 }
 
 /// Series under construction, by connection id.
@@ -110,8 +144,8 @@ pub(crate) struct ConnLog {
     pub ended: Vec<Record>,
     /// Time series, when enabled.
     pub trace: Option<Box<Trace>>,
-    /// (senders, bytes acked) of ended connections, by algorithm.
-    pub ended_totals: BTreeMap<&'static str, (u64, u64)>,
+    /// Totals of ended connections, by algorithm.
+    pub ended_totals: Totals,
 }
 
 /// Time-series state.
@@ -142,10 +176,15 @@ impl ConnLog {
     }
 
     /// Archives a connection whose slot is being freed.
-    pub fn end(&mut self, id: u64, m: MachineId, tcb: &mut Tcb) {
-        add_total(&mut self.ended_totals, tcb.cc_name(), tcb.stats.bytes_acked);
+    pub fn end(&mut self, id: u64, m: MachineId, tcb: &mut Tcb, life: Life) {
+        add_total(
+            &mut self.ended_totals,
+            tcb.cc_name(),
+            tcb.stats.bytes_acked,
+            life,
+        );
         if id < MAX_LISTED {
-            self.ended.push(record(id, m, tcb));
+            self.ended.push(record(id, m, tcb, life));
         }
     }
 
@@ -160,20 +199,17 @@ impl ConnLog {
 }
 
 /// Counts a connection's acknowledged bytes in `totals` (if it sent any).
-pub(crate) fn add_total(
-    totals: &mut BTreeMap<&'static str, (u64, u64)>,
-    cc: &'static str,
-    bytes_acked: u64,
-) {
+pub(crate) fn add_total(totals: &mut Totals, cc: &'static str, bytes_acked: u64, life: Life) {
     if bytes_acked > 0 {
-        let t = totals.entry(cc).or_insert((0, 0));
+        let t = totals.entry(cc).or_insert((0, 0, 0));
         t.0 += 1;
         t.1 += bytes_acked;
+        t.2 += life.throughput_bps(bytes_acked);
     }
 }
 
 /// Returns the record of a connection as it is now.
-pub(crate) fn record(id: u64, m: MachineId, tcb: &mut Tcb) -> Record {
+pub(crate) fn record(id: u64, m: MachineId, tcb: &mut Tcb, life: Life) -> Record {
     Record {
         id,
         machine: m,
@@ -182,6 +218,7 @@ pub(crate) fn record(id: u64, m: MachineId, tcb: &mut Tcb) -> Record {
         congestion: tcb.cc_name(),
         state: tcb.state,
         stats: tcb.stats(),
+        life,
     }
 }
 

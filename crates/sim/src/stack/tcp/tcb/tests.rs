@@ -869,6 +869,87 @@ fn time_wait_acks_a_retransmitted_fin_and_restarts_2_msl() {
     assert_eq!(t.deadline(), Some(ms(5_000) + Duration::from_secs(60)));
 }
 
+/// RFC 9293 §3.10.7.4 "eighth", CLOSING: "Remain in the CLOSING state";
+/// RFC 6298 §5.4: a timeout resends "the earliest segment that has not
+/// been acknowledged" — here the FIN alone, once — and the peer's FIN,
+/// already received, is not forgotten: the ACK of ours leads to TIME-WAIT.
+#[test]
+fn a_timeout_in_closing_resends_our_fin_once_and_keeps_the_peers() {
+    let mut t = in_state(State::Closing);
+    let at = t.deadline().expect("the FIN is timed");
+    let (_, out) = timer(&mut t, at);
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (out[0].repr.control, out[0].repr.seq_number),
+        (Control::Fin, ISS + 1)
+    );
+    assert_eq!(t.state, State::Closing);
+    input(
+        &mut t,
+        at + Duration::from_millis(1),
+        ack(IRS + 2, ISS + 2),
+        Message::new(),
+    );
+    assert_eq!(t.state, State::TimeWait);
+}
+
+/// RFC 6298 §5.4 in FIN-WAIT-1 with data before the FIN: the data is
+/// resent first, then the FIN once, and the state stays FIN-WAIT-1.
+#[test]
+fn a_timeout_in_fin_wait_1_resends_the_data_then_the_fin() {
+    let (mut t, out) = sending(100, ms(100));
+    assert_eq!(out.len(), 1);
+    t.shutdown_write();
+    let out = output(&mut t, ms(101));
+    assert_eq!(out[0].repr.control, Control::Fin);
+    assert_eq!(t.state, State::FinWait1);
+    let (_, out) = timer(&mut t, ms(400));
+    let sent: Vec<(Control, SeqNumber, usize)> = out
+        .iter()
+        .map(|s| (s.repr.control, s.repr.seq_number, s.payload.len()))
+        .collect();
+    assert_eq!(sent[0], (Control::None, ISS + 1, 100));
+    assert_eq!(t.state, State::FinWait1);
+    // The ACK of the data lets the FIN follow.
+    let (_, out) = input(&mut t, ms(500), ack(IRS + 1, ISS + 101), Message::new());
+    let fins = out
+        .iter()
+        .filter(|s| s.repr.control == Control::Fin)
+        .count()
+        + sent.iter().filter(|s| s.0 == Control::Fin).count();
+    assert_eq!(fins, 1, "the FIN is resent once");
+    input(&mut t, ms(600), ack(IRS + 1, ISS + 102), Message::new());
+    assert_eq!(t.state, State::FinWait2);
+}
+
+/// RFC 9293 §3.10.7.4 "fourth, check the SYN bit", SYN-RECEIVED: "If the
+/// connection was initiated with a passive OPEN, then return this
+/// connection to LISTEN state and return." An in-window SYN is never taken
+/// as data.
+#[test]
+fn a_syn_in_syn_received_returns_a_passive_open_to_listen() {
+    let (mut t, _) = syn_received(&plain(), client_syn());
+    let syn = seg(Control::Syn, IRS + 1, Some(ISS + 1));
+    let (fx, out) = input(&mut t, ms(1), syn, bytes(10));
+    assert!(out.is_empty());
+    assert_eq!(t.rcv_nxt, IRS + 1, "no data taken");
+    assert!(fx.closed);
+    assert_eq!(t.state, State::Closed);
+    assert!(t.error.is_some());
+}
+
+/// RFC 9293 §3.10.4 CLOSE, SYN-SENT: "Delete the TCB" — so a timer that
+/// was armed for the SYN sends nothing when it fires later.
+#[test]
+fn a_deleted_tcb_sends_nothing_when_an_old_timer_fires() {
+    let (mut t, _) = syn_sent(&plain());
+    t.write(bytes(100));
+    t.shutdown_write();
+    assert_eq!(t.deadline(), None);
+    let (_, out) = timer(&mut t, Time::from_secs(1));
+    assert!(out.is_empty());
+}
+
 /// RFC 9293 §3.10.4 CLOSE, SYN-SENT: "Delete the TCB and return 'error:
 /// closing' responses to any queued SENDs, or RECEIVEs".
 #[test]
@@ -1151,8 +1232,9 @@ fn sack_blocks(s: &Segment) -> Vec<(u32, u32)> {
 
 /// RFC 2018 §4: "The first SACK block ... MUST specify the contiguous
 /// block of data containing the segment which triggered this ACK"; "the
-/// data receiver SHOULD include as many distinct SACK blocks as possible"
-/// (4, or 3 beside timestamps, RFC 2018 §3).
+/// data receiver SHOULD include as many distinct SACK blocks as possible
+/// ... repeating the most recently reported SACK blocks" (4, or 3 beside
+/// timestamps, RFC 2018 §3).
 #[test]
 fn the_first_sack_block_covers_the_segment_that_triggered_the_ack() {
     let mut t = established_with(&with_sack(), syn_ack_all());
@@ -1169,6 +1251,8 @@ fn the_first_sack_block_covers_the_segment_that_triggered_the_ack() {
         last = blocks;
     }
     assert_eq!(last.len(), 4, "four blocks without timestamps");
+    // The others repeat the most recently reported blocks, newest first.
+    assert_eq!(last, [block(9), block(7), block(5), block(1)]);
     // Extending a block reports the merged block first.
     let (_, out) = input(
         &mut t,

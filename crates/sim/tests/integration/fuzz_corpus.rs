@@ -1,0 +1,23 @@
+//! Runs the `tcp_input` fuzz target's body over its seed corpus
+//! (`fuzz/corpus/tcp_input/`) through the same public entry point the
+//! target calls, so that CI exercises what cargo-fuzz would start from.
+
+use std::path::PathBuf;
+
+#[test]
+fn every_file_of_the_tcp_input_corpus_and_each_prefix_passes_its_fuzz_body() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/tcp_input");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "corpus {} too small", dir.display());
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        // Every prefix too: cheap, and it walks the short-input paths.
+        for n in 0..=bytes.len() {
+            elvis_sim::fuzz_bodies::tcp_input(&bytes[..n]);
+        }
+    }
+}
