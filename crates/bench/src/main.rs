@@ -71,6 +71,21 @@ enum Cmd {
         #[arg(long, default_value_t = 10000)]
         packets: u64,
     },
+    /// P packets through a chain of H IPv4 routers (kernel forwarding,
+    /// routes computed from the topology).
+    RouterChain {
+        #[arg(long, default_value_t = 100)]
+        hops: u32,
+        #[arg(long, default_value_t = 10000)]
+        packets: u64,
+    },
+    /// Builds the automatic routes of N hosts in LANs of 50 behind access
+    /// routers, each access router dual-homed to two of sqrt(N/50) core
+    /// routers on a backbone; times the route computation.
+    Routes {
+        #[arg(long)]
+        n: u64,
+    },
     /// One TCP bulk transfer between two machines on a point-to-point link.
     TcpBulk {
         /// Bytes to move.
@@ -152,6 +167,8 @@ fn main() {
         Cmd::HighBandwidth { n, messages } => elvis_file("high-bandwidth", n, messages),
         Cmd::Instantiation { n, processes } => instantiation(n, processes),
         Cmd::Engine { hops, packets } => engine(hops, packets),
+        Cmd::RouterChain { hops, packets } => router_chain(hops, packets),
+        Cmd::Routes { n } => routes(n),
         Cmd::TcpBulk {
             bytes,
             bandwidth,
@@ -319,6 +336,140 @@ fn engine(hops: u32, packets: u64) -> Measurement {
         delivered: report.packets.udp_delivered,
         ok: report.success(),
         extra: serde_json::json!({ "sim_time_ns": report.sim_time_ns, "hop_deliveries_per_s": report.packets.udp_delivered as f64 / report.performance.wall_time_s }),
+        ..Default::default()
+    }
+}
+
+fn router_chain(hops: u32, packets: u64) -> Measurement {
+    let t0 = Instant::now();
+    let mut sim = Simulation::new(1);
+    let links: Vec<u32> = (0..hops)
+        .map(|i| {
+            sim.add_network(NetworkConfig {
+                kind: elvis_sim::NetworkKind::Link,
+                ..NetworkConfig::ideal(format!("l{i}")).with_rate(10_000_000_000, 1_000)
+            })
+        })
+        .collect();
+    let first = sim
+        .add_group("node", Some(hops + 1), Protocols::UDP)
+        .expect("fresh group");
+    let addr = |link: u32, side: u32| Ipv4Addr::from(0x0a00_0000 + (link << 2) + side + 1);
+    for (i, &l) in links.iter().enumerate() {
+        let i = i as u32;
+        sim.attach(first + i, l, addr(i, 0)).expect("address");
+        sim.attach(first + i + 1, l, addr(i, 1)).expect("address");
+    }
+    for i in 1..hops {
+        sim.set_forwarding(first + i, true).expect("machine");
+    }
+    sim.set_default_ttl(255);
+    sim.set_auto_routes(Some(elvis_sim::stack::route::Metric::Hops));
+    let dst = SocketAddrV4::new(addr(hops - 1, 1), 9);
+    sim.spawn(first, "source", move |h: Host| async move {
+        let sock = h.udp_bind(0)?;
+        for _ in 0..packets {
+            sock.send_to(elvis_sim::Message::zeros(1000), dst).await?;
+        }
+        Ok(())
+    });
+    sim.spawn(first + hops, "sink", move |h: Host| async move {
+        let sock = h.udp_bind(9)?;
+        for _ in 0..packets {
+            sock.recv().await?;
+        }
+        Ok(())
+    });
+    let tables = sim.build_routes().expect("routes");
+    let build_s = t0.elapsed().as_secs_f64();
+    let report = sim.run();
+    let forwarded: u64 = (report.routers.iter())
+        .map(|r| r.interfaces[1].counters.forwarded)
+        .sum();
+    Measurement {
+        scenario: "router-chain".into(),
+        n: u64::from(hops),
+        messages: packets,
+        build_s,
+        run_s: report.performance.wall_time_s,
+        events: report.events,
+        events_per_s: report.performance.events_per_s,
+        delivered: report.packets.udp_delivered,
+        ok: report.success(),
+        extra: serde_json::json!({
+            "tables": tables,
+            "forwarded": forwarded,
+            "forwards_per_s": forwarded as f64 / report.performance.wall_time_s,
+        }),
+        ..Default::default()
+    }
+}
+
+fn routes(n: u64) -> Measurement {
+    let t0 = Instant::now();
+    let mut sim = Simulation::new(1);
+    let per_lan = 50u64;
+    let access = n.div_ceil(per_lan).max(1);
+    let cores = ((access as f64).sqrt().ceil() as u64).max(2);
+    let backbone = sim.add_network(NetworkConfig::ideal("backbone"));
+    let core0 = sim
+        .add_group("core", Some(cores as u32), Protocols::UDP)
+        .expect("fresh");
+    let acc0 = sim
+        .add_group("access", Some(access as u32), Protocols::UDP)
+        .expect("fresh");
+    let hosts0 = sim
+        .add_group("host", Some(n as u32), Protocols::UDP)
+        .expect("fresh");
+    // 10.0.0.0/16: backbone; 10.1.0.0/14: uplinks (/30 each); 11.0.0.0/8:
+    // host LANs (/26 each).
+    for c in 0..cores {
+        let ip = Ipv4Addr::from(0x0a00_0001 + c as u32);
+        sim.attach(core0 + c as u32, backbone, ip).expect("attach");
+        sim.set_forwarding(core0 + c as u32, true).expect("fwd");
+    }
+    for a in 0..access {
+        let r = acc0 + a as u32;
+        sim.set_forwarding(r, true).expect("fwd");
+        let lan = sim.add_network(NetworkConfig::ideal(format!("lan{a}")));
+        let base = 0x0b00_0000 + (a as u32) * 64;
+        sim.attach(r, lan, Ipv4Addr::from(base + 1))
+            .expect("attach");
+        for h in 0..per_lan.min(n - a * per_lan) {
+            let m = hosts0 + (a * per_lan + h) as u32;
+            sim.attach(m, lan, Ipv4Addr::from(base + 2 + h as u32))
+                .expect("attach");
+        }
+        for k in 0..2u64 {
+            let up = sim.add_network(NetworkConfig {
+                kind: elvis_sim::NetworkKind::Link,
+                ..NetworkConfig::ideal(format!("up{a}-{k}"))
+            });
+            let base = 0x0a01_0000 + ((a * 2 + k) as u32) * 4;
+            let core = core0 + ((a + k) % cores) as u32;
+            sim.attach(r, up, Ipv4Addr::from(base + 1)).expect("attach");
+            sim.attach(core, up, Ipv4Addr::from(base + 2))
+                .expect("attach");
+        }
+    }
+    sim.set_auto_routes(Some(elvis_sim::stack::route::Metric::Hops));
+    let build_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let tables = sim.build_routes().expect("routes");
+    let routes_s = t1.elapsed().as_secs_f64();
+    Measurement {
+        scenario: "routes".into(),
+        n,
+        build_s,
+        run_s: routes_s,
+        ok: true,
+        extra: serde_json::json!({
+            "machines": sim.machine_count(),
+            "routers": cores + access,
+            "networks": 1 + 3 * access,
+            "tables": tables,
+            "route_compute_s": routes_s,
+        }),
         ..Default::default()
     }
 }

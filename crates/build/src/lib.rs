@@ -229,7 +229,9 @@ fn routes(
                         }
                         other => other.to_string(),
                     };
-                    err(r.via.loc, e)
+                    err(r.via.loc, e).with_hint(
+                        "a gateway is a neighbour: an address on one of the machine's [Networks]",
+                    )
                 })?;
             }
         }

@@ -2,7 +2,9 @@
 //!
 //! A [`Simulation`] owns every machine, network and application of a run.
 //! Machines run a protocol stack in the x-kernel style (Ethernet/ARP, IPv4
-//! with fragmentation, ICMP, UDP); networks carry real frames with a
+//! with fragmentation, ICMP, UDP; routers forwarding by longest-prefix
+//! match with ECMP, see [`Simulation::set_forwarding`] and
+//! [`Simulation::set_auto_routes`]); networks carry real frames with a
 //! bandwidth, latency, loss, corruption, MTU and queue; applications are
 //! `async` code written against the UNIX-like socket API of [`Host`].
 //!

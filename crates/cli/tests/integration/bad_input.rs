@@ -162,6 +162,38 @@ fn an_undeclared_network_id_in_a_machine_is_bad_input_with_a_suggestion() {
 }
 
 #[test]
+fn a_route_via_an_address_on_no_attached_network_is_bad_input_located_at_the_gateway() {
+    // Line 6: `\t\t[Route to='10.9.0.0/16' via='10.7.0.1']`, via's value
+    // in column 32.
+    assert_bad_input(
+        "bad/route-foreign-gateway.ndl",
+        6,
+        32,
+        &[
+            "machine 'sender'",
+            "gateway 10.7.0.1 is on none of its networks",
+        ],
+    );
+}
+
+#[test]
+fn a_route_to_a_prefix_with_host_bits_is_bad_input_naming_the_network() {
+    // Line 6: `\t\t[Route to='10.9.0.1/16' …]`, to's value in column 14.
+    assert_bad_input(
+        "bad/route-bad-prefix.ndl",
+        6,
+        14,
+        &["10.9.0.1/16", "did you mean 10.9.0.0/16?"],
+    );
+}
+
+#[test]
+fn a_forward_of_maybe_is_bad_input() {
+    // Line 5: `\t[Machine name='sender' forward='maybe']`, column 34.
+    assert_bad_input("bad/forward-maybe.ndl", 5, 34, &["bad forward 'maybe'"]);
+}
+
+#[test]
 fn two_machines_claiming_one_address_is_bad_input_located_at_the_second_claim() {
     // The sender claims ip='10.0.0.1' on line 12, the capturer again on
     // line 20 (its value in column 53).

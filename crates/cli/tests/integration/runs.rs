@@ -44,6 +44,53 @@ fn the_papers_fig2_file_runs_unmodified_and_its_capture_finishes() {
     assert_eq!(r["problems"], serde_json::json!([]));
 }
 
+#[test]
+fn the_router_chain_example_pings_and_traces_across_three_routers() {
+    let dir = temp_dir();
+    let report_path = dir.path().join("chain.json");
+    let out = elvis(args![
+        "run",
+        &example("router-chain.ndl"),
+        "--report",
+        &report_path
+    ]);
+    out.expect_code(0);
+    let r = read_report(&report_path);
+    let metric = |name: &str| {
+        r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no metric {name}: {}", r["metrics"]))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    // A 98-byte echo frame at 100 Mbit/s: 7840 ns per serialization; one
+    // way is 2 switched LANs (2 serializations each) + 2 links, each with
+    // 10 µs of latency: 6 × 7840 + 4 × 10000, twice.
+    assert_eq!(metric("rtt_min_ns"), 2.0 * (6.0 * 7840.0 + 4.0 * 10_000.0));
+    assert_eq!(metric("rtt_max_ns"), metric("rtt_min_ns"));
+    // traceroute: the three routers' addresses towards the client, then
+    // the server.
+    for name in [
+        "hop1 10.0.1.254 rtt_ns",
+        "hop2 10.1.1.2 rtt_ns",
+        "hop3 10.1.2.2 rtt_ns",
+        "hop4 10.0.2.1 rtt_ns",
+    ] {
+        assert!(metric(name) > 0.0, "{name}");
+    }
+    assert_eq!(metric("hops"), 4.0);
+    // Per-interface router counters: the TTL-1 probe expired at r1's LAN
+    // side; the 3 pings and the TTL 2–4 probes left on its link side.
+    let r1 = &r["routers"][0];
+    assert_eq!(r1["machine"], "r1");
+    assert_eq!(r1["interfaces"][0]["ttl_exceeded"], 1);
+    assert_eq!(r1["interfaces"][1]["forwarded"], 3 + 3);
+    assert_eq!(r["packets"]["dropped"]["ttl_exceeded"], 3);
+}
+
 /// Runs a 10000-sender benchmark-style file and checks every message
 /// arrived; returns the pcap directory's path (inside `dir`).
 fn run_ten_thousand_senders(file: &Path, dir: &Path) -> PathBuf {

@@ -46,6 +46,10 @@ pub(crate) type Hops = smallvec::SmallVec<[Hop; 2]>;
 /// A prefix (`addr/len`, host bits zero) and its next hops.
 pub(crate) type RouteList = BTreeMap<(u32, u8), Hops>;
 
+/// The same as a vector sorted by prefix, without duplicates (cheaper to
+/// build in bulk).
+pub(crate) type RouteVec = Vec<((u32, u8), Hops)>;
+
 struct Level {
     len: u8,
     mask: u32,
@@ -73,9 +77,13 @@ pub(crate) fn mask(len: u8) -> u32 {
 impl Table {
     /// Builds a table from routes.
     pub fn new(routes: &RouteList) -> Table {
+        Table::build(routes.iter(), routes.len())
+    }
+
+    fn build<'a>(routes: impl Iterator<Item = (&'a (u32, u8), &'a Hops)>, n: usize) -> Table {
         let mut levels: Vec<Level> = Vec::new();
         let mut hops = Vec::new();
-        for (&(prefix, len), hs) in routes.iter() {
+        for (&(prefix, len), hs) in routes {
             let start = hops.len() as u32;
             hops.extend_from_slice(hs);
             let level = match levels.iter_mut().position(|l| l.len == len) {
@@ -95,7 +103,7 @@ impl Table {
         Table {
             levels,
             hops,
-            routes: routes.len(),
+            routes: n,
         }
     }
 
@@ -204,20 +212,27 @@ impl Routing {
 /// Interns identical route lists as one shared table.
 #[derive(Default)]
 pub(crate) struct Interner {
-    ids: FxHashMap<Vec<((u32, u8), Hops)>, u32>,
+    ids: FxHashMap<RouteVec, u32>,
     pub tables: Vec<Table>,
 }
 
 impl Interner {
     /// Returns the index of the table holding exactly `routes`.
     pub fn intern(&mut self, routes: &RouteList) -> u32 {
-        let key: Vec<((u32, u8), Hops)> = routes.iter().map(|(k, v)| (*k, v.clone())).collect();
-        if let Some(&id) = self.ids.get(&key) {
+        self.intern_vec(routes.iter().map(|(k, v)| (*k, v.clone())).collect())
+    }
+
+    /// Returns the index of the table holding exactly `routes` (sorted by
+    /// prefix, no duplicates).
+    pub fn intern_vec(&mut self, routes: RouteVec) -> u32 {
+        if let Some(&id) = self.ids.get(&routes) {
             return id;
         }
         let id = self.tables.len() as u32;
-        self.tables.push(Table::new(routes));
-        self.ids.insert(key, id);
+        let n = routes.len();
+        self.tables
+            .push(Table::build(routes.iter().map(|(k, v)| (k, v)), n));
+        self.ids.insert(routes, id);
         id
     }
 }

@@ -286,3 +286,124 @@ fn tshark_decodes_a_lossy_tcp_transfer_with_good_checksums() {
     assert!(tcp_count(file, resent) >= 1);
     assert!(tcp_count(file, "tcp.options.timestamp.tsval") == frames);
 }
+
+/// A router between a 1500-byte and a 576-byte network: a probe whose TTL
+/// runs out, a DF datagram too big for the narrow side, one without DF
+/// (fragmented by the router), and one to a network nobody routes.
+fn routed(dir: &TempDir) -> (Report, Vec<PathBuf>) {
+    use elvis_sim::EchoOptions;
+    let mut sim = Simulation::new(3);
+    let wide = sim.add_network(link("wide", Some(100_000_000), 10_000));
+    let mut cfg = link("narrow", Some(100_000_000), 10_000);
+    cfg.mtu = 576;
+    let narrow = sim.add_network(cfg);
+    let (a, r, b) = (
+        sim.add_machine("a"),
+        sim.add_machine("r"),
+        sim.add_machine("b"),
+    );
+    let ip = |x: u8, y: u8| Ipv4Addr::new(10, 0, x, y);
+    sim.attach(a, wide, ip(0, 1)).unwrap();
+    sim.attach(r, wide, ip(0, 2)).unwrap();
+    sim.attach(r, narrow, ip(1, 1)).unwrap();
+    sim.attach(b, narrow, ip(1, 2)).unwrap();
+    sim.set_forwarding(r, true).unwrap();
+    sim.set_default_gateway(a, ip(0, 2)).unwrap();
+    sim.set_default_gateway(b, ip(1, 1)).unwrap();
+    sim.spawn(a, "probes", move |host: Host| async move {
+        let sock = host.icmp_socket(0x5151)?;
+        let df = EchoOptions {
+            dont_fragment: true,
+            ..EchoOptions::default()
+        };
+        let big = vec![7u8; 1000];
+        sock.send_echo_with(ip(1, 2), 1, EchoOptions::ttl(1), b"ttl".to_vec())?;
+        sock.send_echo_with(ip(1, 2), 2, df, big.clone())?;
+        sock.send_echo_with(ip(1, 2), 3, EchoOptions::default(), big)?;
+        sock.send_echo(Ipv4Addr::new(192, 0, 2, 9), 4, b"lost".to_vec())?;
+        for _ in 0..4 {
+            sock.recv_echo().await?;
+        }
+        Ok(())
+    });
+    let files = sim.capture_pcap(&dir.0).unwrap();
+    let report = sim.run();
+    assert_success(&report);
+    (report, files)
+}
+
+#[test]
+fn tshark_decodes_the_icmp_errors_of_a_router_without_errors() {
+    if !have_tshark() {
+        return;
+    }
+    let dir = TempDir::new("tshark-routed");
+    let (report, files) = routed(&dir);
+    let (wide, narrow) = (&files[0], &files[1]);
+    for f in [wide, narrow] {
+        assert_eq!(count(f, "_ws.malformed"), 0);
+        assert_eq!(count(f, "_ws.expert.severity == error"), 0);
+        // Wireshark's checksum status: 0 bad, 1 good, 2 unverified. The
+        // echo request quoted in an error is cut after 8 bytes, so its
+        // checksum is rightly unverified; none may be bad.
+        for proto in ["ip", "icmp"] {
+            assert_eq!(count(f, &format!("{proto}.checksum.status == 0")), 0);
+        }
+    }
+    assert!(count(wide, "icmp.checksum.status == 1") > 0);
+    // Time Exceeded from the router, quoting our TTL-1 echo request.
+    let te = tshark(
+        wide,
+        Some("icmp.type == 11"),
+        &["ip.src", "icmp.code", "icmp.ident", "icmp.seq"],
+    );
+    // Fields repeat for the quoted header: outer first.
+    let first = |v: &str| v.split(',').next().unwrap_or_default().to_string();
+    assert_eq!(te.len(), 1);
+    assert_eq!(te[0][0], "10.0.0.2,10.0.0.1", "from the router, about a's");
+    assert_eq!(first(&te[0][1]), "0");
+    // The quoted request's identifier and sequence (tshark lists the
+    // fields of the outer message and of the quoted one).
+    assert!(te[0][2].contains("20817"), "{:?}", te[0]);
+    assert!(te[0][3].contains('1'), "{:?}", te[0]);
+    // Fragmentation Needed with the next-hop MTU (RFC 1191).
+    let fnd = tshark(
+        wide,
+        Some("icmp.type == 3 && icmp.code == 4"),
+        &["ip.src", "icmp.mtu"],
+    );
+    assert_eq!(fnd.len(), 1);
+    assert_eq!(first(&fnd[0][0]), "10.0.0.2");
+    assert_eq!(fnd[0][1], "576");
+    // Net Unreachable (outer code 0) quoting the datagram to 192.0.2.9.
+    let unr = tshark(
+        wide,
+        Some("icmp.type == 3 && ip.dst == 192.0.2.9"),
+        &["ip.src", "icmp.code"],
+    );
+    assert_eq!(unr.len(), 1);
+    assert_eq!(first(&unr[0][0]), "10.0.0.2");
+    assert_eq!(first(&unr[0][1]), "0");
+    // The 1008-byte echo, fragmented by the router at 552-byte offsets,
+    // reassembled by tshark; its TTL is one less than when it left a.
+    let frags = tshark(
+        narrow,
+        Some("ip.src == 10.0.0.1 && (ip.flags.mf == 1 || ip.frag_offset > 0)"),
+        &["ip.frag_offset", "ip.ttl"],
+    );
+    assert_eq!(
+        frags,
+        vec![
+            vec!["0".to_string(), "63".to_string()],
+            vec![(552 / 8).to_string(), "63".to_string()]
+        ]
+    );
+    assert_eq!(
+        count(
+            narrow,
+            "ip.reassembled.length == 1008 && icmp.type == 8 && icmp.seq == 3"
+        ),
+        1
+    );
+    assert_eq!(report.routers[0].interfaces[1].counters.fragmented, 1);
+}
