@@ -64,8 +64,8 @@ pub struct SmolOutcome {
     pub states: Vec<(tcp::State, u64)>,
     /// Frames the reorderer held back (both directions).
     pub reordered: u64,
-    /// Frames smoltcp produced that the NIC refused (full queue).
-    pub nic_refused: u64,
+    /// Times a frame waited for NIC room (frames are never dropped here).
+    pub nic_full_waits: u64,
 }
 
 impl SmolOutcome {
@@ -339,7 +339,7 @@ impl Smol {
                     self.pending.pop_front();
                 }
                 Err(TransmitError::NicFull(_)) => {
-                    self.out.borrow_mut().nic_refused += 1;
+                    self.out.borrow_mut().nic_full_waits += 1;
                     return;
                 }
                 Err(e) => panic!("smoltcp produced a frame the NIC rejects: {e}"),
