@@ -278,8 +278,15 @@ fn instantiation(n: u64, processes: u64) -> Measurement {
     }
 }
 
-fn engine(hops: u32, packets: u64) -> Measurement {
-    let t0 = Instant::now();
+/// Address of side `side` (0 or 1) of link `link` in a [`chain`].
+fn chain_addr(link: u32, side: u32) -> Ipv4Addr {
+    Ipv4Addr::from(0x0a00_0000 + (link << 2) + side + 1)
+}
+
+/// Builds `hops + 1` UDP machines joined in a line by `hops` 10 Gbit/s,
+/// 1 µs links (link `i` joins machine `i` and `i + 1`, addressed by
+/// [`chain_addr`]); returns the simulation and the first machine's id.
+fn chain(hops: u32) -> (Simulation, u32) {
     let mut sim = Simulation::new(1);
     let links: Vec<u32> = (0..hops)
         .map(|i| {
@@ -292,12 +299,19 @@ fn engine(hops: u32, packets: u64) -> Measurement {
     let first = sim
         .add_group("node", Some(hops + 1), Protocols::UDP)
         .expect("fresh group");
-    let addr = |link: u32, side: u32| Ipv4Addr::from(0x0a00_0000 + (link << 2) + side + 1);
+    let addr = chain_addr;
     for (i, &l) in links.iter().enumerate() {
         let i = i as u32;
         sim.attach(first + i, l, addr(i, 0)).expect("address");
         sim.attach(first + i + 1, l, addr(i, 1)).expect("address");
     }
+    (sim, first)
+}
+
+fn engine(hops: u32, packets: u64) -> Measurement {
+    let t0 = Instant::now();
+    let (mut sim, first) = chain(hops);
+    let addr = chain_addr;
     for i in 1..hops {
         let next = SocketAddrV4::new(addr(i, 1), 9);
         sim.spawn_daemon(first + i, "forward", move |h: Host| async move {
@@ -342,24 +356,8 @@ fn engine(hops: u32, packets: u64) -> Measurement {
 
 fn router_chain(hops: u32, packets: u64) -> Measurement {
     let t0 = Instant::now();
-    let mut sim = Simulation::new(1);
-    let links: Vec<u32> = (0..hops)
-        .map(|i| {
-            sim.add_network(NetworkConfig {
-                kind: elvis_sim::NetworkKind::Link,
-                ..NetworkConfig::ideal(format!("l{i}")).with_rate(10_000_000_000, 1_000)
-            })
-        })
-        .collect();
-    let first = sim
-        .add_group("node", Some(hops + 1), Protocols::UDP)
-        .expect("fresh group");
-    let addr = |link: u32, side: u32| Ipv4Addr::from(0x0a00_0000 + (link << 2) + side + 1);
-    for (i, &l) in links.iter().enumerate() {
-        let i = i as u32;
-        sim.attach(first + i, l, addr(i, 0)).expect("address");
-        sim.attach(first + i + 1, l, addr(i, 1)).expect("address");
-    }
+    let (mut sim, first) = chain(hops);
+    let addr = chain_addr;
     for i in 1..hops {
         sim.set_forwarding(first + i, true).expect("machine");
     }

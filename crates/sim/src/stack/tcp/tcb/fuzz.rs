@@ -40,8 +40,10 @@ use elvis_wire::tcp::{Control, Repr, SeqNumber};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
-const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000);
-const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80);
+/// Our end of the connection under test (shared with the unit tests).
+pub(super) const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000);
+/// The peer's end.
+pub(super) const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80);
 
 /// Reads the fuzz input; past its end every read is zero.
 struct Cursor<'a> {
@@ -105,7 +107,8 @@ fn syn_options(c: &mut Cursor, r: &mut Repr) {
     }
 }
 
-fn bare(control: Control, seq: SeqNumber, ack: Option<SeqNumber>) -> Repr {
+/// A segment from the peer with a 65 535-byte window and no options.
+pub(super) fn bare(control: Control, seq: SeqNumber, ack: Option<SeqNumber>) -> Repr {
     Repr {
         src_port: REMOTE.port(),
         dst_port: LOCAL.port(),

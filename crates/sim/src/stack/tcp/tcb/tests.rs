@@ -6,12 +6,9 @@
 //! arithmetic stays readable, and the peer's SYN-ACK arrives 100 ms after
 //! our SYN (SRTT 100 ms, RTO 300 ms).
 
+use super::fuzz::{bare as seg, LOCAL, REMOTE};
 use super::*;
 use elvis_tcpcc::Algorithm;
-use std::net::Ipv4Addr;
-
-const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000);
-const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80);
 const ISS: SeqNumber = SeqNumber(1_000);
 const IRS: SeqNumber = SeqNumber(50_000);
 const MTU: usize = 1500;
@@ -41,26 +38,6 @@ fn with_sack() -> TcpConfig {
 
 fn cc(cfg: &TcpConfig) -> Box<dyn CongestionControl> {
     elvis_tcpcc::new(cfg.congestion, MSS as u64, cfg.initial_window_segments)
-}
-
-/// A segment from the peer with a 65 535-byte window and no options.
-fn seg(control: Control, seq: SeqNumber, ack: Option<SeqNumber>) -> Repr {
-    Repr {
-        src_port: REMOTE.port(),
-        dst_port: LOCAL.port(),
-        control,
-        seq_number: seq,
-        ack_number: ack,
-        window_len: 65_535,
-        window_scale: None,
-        max_seg_size: None,
-        sack_permitted: false,
-        sack_ranges: [None; 4],
-        timestamp: None,
-        ece: false,
-        cwr: false,
-        payload_len: 0,
-    }
 }
 
 fn ack(seq: SeqNumber, ack: SeqNumber) -> Repr {
