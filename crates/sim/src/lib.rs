@@ -56,6 +56,7 @@ pub mod foreign;
 mod machine;
 pub mod net;
 pub mod pcap;
+pub mod qdisc;
 pub mod report;
 mod routing;
 mod simulation;

@@ -1,0 +1,135 @@
+//! Queue disciplines: what an egress interface does with the frames that
+//! wait for its wire.
+//!
+//! A discipline sees only [`Queued`] descriptors (the frame's index in the
+//! world's frame arena, its length and the header fields it classifies
+//! on); the frames themselves stay where they are, so no discipline copies
+//! or allocates per packet. The network code (`crate::net`) asks
+//! [`Discipline::enqueue`] when a frame arrives at an egress queue and
+//! [`Discipline::dequeue`] whenever the wire goes idle; a discipline that
+//! shapes (token bucket, virtual clock with a rate cap) answers
+//! [`Dequeue::NotBefore`] and the wire retries then.
+//!
+//! Each discipline lives in its own file and implements its published
+//! definition; the file's documentation names the source and the
+//! equations. [`Qdisc`] dispatches by `match` (no boxing, no `dyn` call on
+//! the packet path).
+//!
+//! | discipline | file | classifies on |
+//! |---|---|---|
+//! | drop-tail (packets or bytes) | `droptail.rs` | — |
+
+pub mod droptail;
+
+use crate::report::DropReason;
+use elvis_kernel::rng::Rng;
+
+pub use droptail::{DropTail, Limit};
+
+/// A frame waiting in an egress queue, as a discipline sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Queued {
+    /// Index of the frame in the world's frame arena (opaque here).
+    pub frame: u32,
+    /// Whole Ethernet frame length, bytes (what serialization costs).
+    pub bytes: u32,
+    /// Traffic class: the IPv4 DSCP (`tos >> 2`), 0 for non-IPv4 frames.
+    pub class: u8,
+    /// Hash of the IPv4 5-tuple (addresses, protocol, ports), 0 for
+    /// non-IPv4 frames: the flow a fair-queueing discipline keys on.
+    pub flow: u32,
+    /// The IPv4 header's ECN field says ECT(0) or ECT(1) (RFC 3168 §5).
+    pub ecn_capable: bool,
+}
+
+/// What [`Discipline::enqueue`] did with an arriving frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enqueue {
+    /// Queued unchanged.
+    Queued,
+    /// Queued, and the caller must set CE in its IPv4 header (RFC 3168
+    /// §5; the caller fixes the header checksum).
+    QueuedMarked,
+    /// Not queued: the caller discards the frame for this reason.
+    Dropped(DropReason),
+}
+
+/// What [`Discipline::dequeue`] hands the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dequeue {
+    /// Serialize this frame now.
+    Frame(Queued),
+    /// Nothing waits.
+    Empty,
+    /// Frames wait but none may leave before this virtual time (ns): a
+    /// shaper's tokens run out. The caller asks again then.
+    NotBefore(u64),
+}
+
+/// A queue discipline. `now_ns` is the virtual time; `rng` is the
+/// network's own random stream (for RED's drop draw), so runs stay
+/// deterministic.
+pub trait Discipline {
+    /// Offers an arriving frame.
+    fn enqueue(&mut self, q: Queued, now_ns: u64, rng: &mut Rng) -> Enqueue;
+    /// Takes the next frame to serialize.
+    fn dequeue(&mut self, now_ns: u64) -> Dequeue;
+    /// Frames waiting.
+    fn packets(&self) -> u32;
+    /// Bytes waiting.
+    fn bytes(&self) -> u64;
+}
+
+/// Every discipline, dispatched by `match`.
+#[derive(Clone, Debug)]
+pub enum Qdisc {
+    DropTail(DropTail),
+}
+
+impl Discipline for Qdisc {
+    fn enqueue(&mut self, q: Queued, now_ns: u64, rng: &mut Rng) -> Enqueue {
+        match self {
+            Qdisc::DropTail(d) => d.enqueue(q, now_ns, rng),
+        }
+    }
+
+    fn dequeue(&mut self, now_ns: u64) -> Dequeue {
+        match self {
+            Qdisc::DropTail(d) => d.dequeue(now_ns),
+        }
+    }
+
+    fn packets(&self) -> u32 {
+        match self {
+            Qdisc::DropTail(d) => d.packets(),
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        match self {
+            Qdisc::DropTail(d) => d.bytes(),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Helpers shared by the disciplines' unit tests.
+    use super::*;
+
+    /// A frame of `bytes` in `class`, flow `flow`, not ECN-capable.
+    pub fn frame(id: u32, bytes: u32, class: u8, flow: u32) -> Queued {
+        Queued {
+            frame: id,
+            bytes,
+            class,
+            flow,
+            ecn_capable: false,
+        }
+    }
+
+    /// A fixed random stream for tests.
+    pub fn rng() -> Rng {
+        elvis_kernel::rng::stream(1, elvis_kernel::rng::StreamKind::Network, 0)
+    }
+}
