@@ -80,6 +80,47 @@ pub trait Discipline {
     fn bytes(&self) -> u64;
 }
 
+/// How a class-based scheduler (strict priority, DRR, WRR, WFQ, virtual
+/// clock) maps a frame to one of its classes.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Classify {
+    /// Class `i` takes the frames whose DSCP is `dscp[i]`; a DSCP not
+    /// listed goes to the last class. (So `dscp = [46, 0]` with two
+    /// classes puts EF in class 0 and everything else in class 1.)
+    Dscp(Vec<u8>),
+    /// Class = 5-tuple hash modulo the number of classes (stochastic fair
+    /// queueing's flow buckets).
+    Flow,
+}
+
+/// Parameters of the class-based schedulers: one entry of `weights` per
+/// class, whose meaning depends on the discipline (see each file):
+/// priority order for strict priority (class 0 first; values unused),
+/// quantum in bytes for DRR, frames per round for WRR, weight for WFQ,
+/// reserved rate in bit/s for virtual clock.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ClassParams {
+    pub classify: Classify,
+    pub weights: Vec<u64>,
+    /// Capacity of each class's FIFO.
+    pub limit: Limit,
+}
+
+impl ClassParams {
+    /// Returns the class (index into `weights`) of a frame.
+    pub fn class_of(&self, q: &Queued) -> usize {
+        let n = self.weights.len().max(1);
+        match &self.classify {
+            Classify::Dscp(dscp) => dscp
+                .iter()
+                .position(|&d| d == q.class)
+                .unwrap_or(n - 1)
+                .min(n - 1),
+            Classify::Flow => q.flow as usize % n,
+        }
+    }
+}
+
 /// Every discipline, dispatched by `match`.
 #[derive(Clone, Debug)]
 pub enum Qdisc {
