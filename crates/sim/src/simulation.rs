@@ -515,7 +515,7 @@ impl Simulation {
         }
         IN_SIM.with(|c| *c.borrow_mut() = Some(String::new()));
         let beat = Arc::new(Heartbeat {
-            polls: AtomicU64::new(0),
+            polls: AtomicU64::new(self.polls),
             in_poll: AtomicBool::new(false),
             machine: AtomicU32::new(0),
             done: AtomicBool::new(false),
@@ -634,8 +634,10 @@ impl Simulation {
         };
         beat.in_poll.store(true, Ordering::Relaxed);
         let result = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
-        beat.polls.fetch_add(1, Ordering::Relaxed);
+        // Only this thread writes the counter: a plain store, not an atomic
+        // read-modify-write (a locked instruction per poll).
         self.polls += 1;
+        beat.polls.store(self.polls, Ordering::Relaxed);
         beat.in_poll.store(false, Ordering::Relaxed);
         let outcome = match result {
             Ok(Poll::Pending) => {
@@ -801,8 +803,7 @@ impl Simulation {
             for s in &machine.sockets {
                 if let SocketSlot::Tcp(t) = s {
                     if t.id < trace::MAX_LISTED {
-                        let mut tcb_stats = t.tcb.stats.clone();
-                        t.tcb.fill_cc_stats(&mut tcb_stats);
+                        let tcb_stats = t.tcb.stats();
                         recs.push(trace::Record {
                             id: t.id,
                             machine: m as MachineId,

@@ -113,7 +113,7 @@ pub struct Cubic {
     /// Smoothed RTT (RFC 6298 gains), 0 until the first sample.
     srtt_ns: u64,
     /// Carry of `(target − cwnd)·acked` not yet worth a byte of cwnd.
-    remainder: u128,
+    remainder: u64,
 }
 
 impl Cubic {
@@ -245,9 +245,12 @@ impl Cubic {
         let max = self.cwnd.saturating_add(self.cwnd / 2);
         let target = self.bytes(self.w_cubic(t + rtt)).clamp(self.cwnd, max);
         let cwnd = u128::from(self.cwnd);
-        self.remainder += u128::from(target - self.cwnd) * u128::from(ev.acked_bytes);
-        let inc = self.remainder / cwnd;
-        self.remainder %= cwnd;
+        let carry = u128::from(self.remainder)
+            + u128::from(target - self.cwnd) * u128::from(ev.acked_bytes);
+        let inc = carry / cwnd;
+        // Below `cwnd`, so it fits in 64 bits (stored so: 16 bytes less per
+        // connection than a u128 and its alignment).
+        self.remainder = (carry % cwnd) as u64;
         self.cwnd = self
             .cwnd
             .saturating_add(u64::try_from(inc).unwrap_or(u64::MAX));

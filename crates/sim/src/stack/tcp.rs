@@ -51,6 +51,7 @@
 //! checked at `bind` is not reserved until `listen`/`connect`.
 
 pub(crate) mod buffers;
+pub(crate) mod deadline;
 pub mod keepalive;
 pub(crate) mod tcb;
 pub mod trace;
@@ -216,7 +217,7 @@ pub(crate) struct TcpSock {
     /// The application dropped its handle: free the slot once closed.
     pub orphan: bool,
     timer_gen: u32,
-    timer_at: Option<Time>,
+    timer_at: deadline::Deadline,
     /// The connection's id in the run's connection log.
     pub id: u64,
     /// When it was opened and last had data acknowledged.
@@ -345,7 +346,7 @@ pub(crate) fn connect(
         listener: None,
         orphan: false,
         timer_gen: 0,
-        timer_at: None,
+        timer_at: deadline::Deadline::NONE,
         id,
         life: trace::Life::new(w.now()),
     };
@@ -429,14 +430,14 @@ pub(crate) fn drive(
     // One pending timer event per connection: a later deadline keeps the
     // event already queued (it re-arms itself when it fires early), so
     // re-arming the RTO on every ACK adds nothing to the event queue.
-    let earlier = match (deadline, sock.timer_at) {
+    let earlier = match (deadline, sock.timer_at.get()) {
         (Some(d), Some(at)) => d < at,
         (Some(_), None) => true,
         (None, _) => false,
     };
     if earlier {
         sock.timer_gen = sock.timer_gen.wrapping_add(1);
-        sock.timer_at = deadline;
+        sock.timer_at = deadline.into();
         if let Some(at) = deadline {
             let timer = super::Timer::Tcp {
                 slot,
@@ -662,7 +663,7 @@ fn passive_open(
         listener: Some(l),
         orphan: true,
         timer_gen: 0,
-        timer_at: None,
+        timer_at: deadline::Deadline::NONE,
         id,
         life: trace::Life::new(w.now()),
     };
@@ -692,7 +693,7 @@ pub(crate) fn on_timer(w: &mut World, m: MachineId, slot: u32, gen: u32) {
     };
     if due {
         if let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize) {
-            t.timer_at = None;
+            t.timer_at = deadline::Deadline::NONE;
         }
         drive(w, m, slot, |tcb, now, out| tcb.on_timer(now, out));
     }

@@ -15,6 +15,7 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+use super::deadline::Deadline;
 use super::keepalive::{self, KeepaliveTimer};
 use super::TcpConfig;
 use crate::socket::SocketError;
@@ -63,6 +64,24 @@ pub struct TcpStats {
     /// Current congestion window, bytes.
     pub cwnd: u64,
     pub ssthresh: u64,
+}
+
+/// The counters a connection keeps: [`TcpStats`] less the fields read from
+/// the live state when asked (RTT, window), so that they cost no memory
+/// per connection and no work per segment.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Counters {
+    pub segments_sent: u64,
+    pub segments_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub retransmitted_segments: u64,
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    pub lost_retransmissions: u64,
+    pub rtt_samples: u64,
 }
 
 /// A segment to send: header fields and payload (addresses are the
@@ -138,10 +157,10 @@ pub(crate) struct Tcb {
     /// number, `snd_max` when it was sent), to detect its loss.
     rexmit_mark: Option<(SeqNumber, SeqNumber)>,
     // Timers (deadlines).
-    rto_at: Option<Time>,
-    delack_at: Option<Time>,
-    persist_at: Option<Time>,
-    timewait_at: Option<Time>,
+    rto_at: Deadline,
+    delack_at: Deadline,
+    persist_at: Deadline,
+    timewait_at: Deadline,
     persist_backoff: u32,
     syn_retries: u32,
     /// Consecutive retransmission timeouts since `snd_una` last advanced.
@@ -149,17 +168,16 @@ pub(crate) struct Tcb {
     /// Segments received since our last ACK.
     ack_pending: u32,
     ack_now: bool,
-    /// The latest out-of-order segments, most recent first (the order of
-    /// SACK blocks, RFC 2018 §4).
-    last_ooo: [Option<SeqNumber>; 4],
     /// Data segments the NIC takes now (set by the caller before each call).
     pub budget: usize,
     /// Set when data waited for NIC room.
     pub nic_blocked: bool,
     // Application side.
-    pub error: Option<SocketError>,
+    /// The error the application learns next (boxed: rare, and a
+    /// `SocketError` is several words).
+    pub error: Option<Box<SocketError>>,
     pub nodelay: bool,
-    pub stats: TcpStats,
+    pub stats: Counters,
     /// Shared by every connection without per-socket buffer options.
     cfg: Rc<TcpConfig>,
     /// `SO_KEEPALIVE` (off: `None`).
@@ -241,21 +259,20 @@ impl Tcb {
             rexmit_next: iss,
             rexmit_bytes_in_recovery: 0,
             rexmit_mark: None,
-            rto_at: None,
-            delack_at: None,
-            persist_at: None,
-            timewait_at: None,
+            rto_at: Deadline::NONE,
+            delack_at: Deadline::NONE,
+            persist_at: Deadline::NONE,
+            timewait_at: Deadline::NONE,
             persist_backoff: 0,
             syn_retries: 0,
             retries: 0,
             ack_pending: 0,
             ack_now: false,
-            last_ooo: [None; 4],
             budget: usize::MAX,
             nic_blocked: false,
             error: None,
             nodelay: false,
-            stats: TcpStats::default(),
+            stats: Counters::default(),
             cfg: cfg.clone(),
             keepalive: None,
         }
@@ -420,10 +437,10 @@ impl Tcb {
     /// Enters CLOSED and stops every timer: a deleted TCB sends nothing.
     fn close(&mut self) {
         self.state = State::Closed;
-        self.rto_at = None;
-        self.delack_at = None;
-        self.persist_at = None;
-        self.timewait_at = None;
+        self.rto_at = Deadline::NONE;
+        self.delack_at = Deadline::NONE;
+        self.persist_at = Deadline::NONE;
+        self.timewait_at = Deadline::NONE;
     }
 
     /// Returns our receive window in bytes: the buffer less the in-order
@@ -520,9 +537,7 @@ impl Tcb {
             repr.timestamp = Some((0, self.ts_recent));
         }
         if self.sack_enabled && control != Control::Syn && control != Control::Rst {
-            let blocks = self
-                .rcvbuf
-                .sack_blocks(&self.last_ooo, if self.ts_enabled { 3 } else { 4 });
+            let blocks = self.rcvbuf.sack_blocks(if self.ts_enabled { 3 } else { 4 });
             for (i, (s, e)) in blocks.into_iter().enumerate() {
                 repr.sack_ranges[i] = Some((s.0, e.0));
             }
@@ -546,8 +561,11 @@ impl Tcb {
             (None, y) => y,
         };
         min(
-            min(min(self.rto_at, self.delack_at), self.keepalive_deadline()),
-            min(self.persist_at, self.timewait_at),
+            min(
+                min(self.rto_at.get(), self.delack_at.get()),
+                self.keepalive_deadline(),
+            ),
+            min(self.persist_at.get(), self.timewait_at.get()),
         )
     }
 
@@ -597,7 +615,7 @@ impl Tcb {
         if seg.repr.ack_number.is_some() {
             self.ack_pending = 0;
             self.ack_now = false;
-            self.delack_at = None;
+            self.delack_at = Deadline::NONE;
         }
         let mut seg = seg;
         Tcb::stamp(&mut seg, now);
@@ -606,7 +624,7 @@ impl Tcb {
 
     fn arm_rto(&mut self, now: Time) {
         if self.rto_at.is_none() {
-            self.rto_at = Some(now + self.rto);
+            self.rto_at = Deadline::at(now + self.rto);
         }
     }
 
@@ -633,7 +651,7 @@ impl Tcb {
             let room = peer_room.min(cc_room);
             if peer_room == 0 && sent_unacked == 0 && self.persist_at.is_none() {
                 // Zero window: probe later (RFC 9293 §3.8.6.1).
-                self.persist_at = Some(now + self.rto);
+                self.persist_at = Deadline::at(now + self.rto);
             }
             let len = available.min(smss).min(room);
             if len == 0 {
@@ -772,7 +790,7 @@ impl Tcb {
             let seg = self.segment(Control::None, self.snd_nxt, Message::new(), false);
             self.push(seg, now, out, false);
         } else if self.ack_pending > 0 && self.delack_at.is_none() {
-            self.delack_at = Some(now + self.cfg.delayed_ack);
+            self.delack_at = Deadline::at(now + self.cfg.delayed_ack);
         }
     }
 
@@ -792,15 +810,15 @@ impl Tcb {
             return fx;
         }
         if self.delack_at.is_some_and(|t| t <= now) {
-            self.delack_at = None;
+            self.delack_at = Deadline::NONE;
             self.ack_now = true;
         }
         if self.persist_at.is_some_and(|t| t <= now) {
-            self.persist_at = None;
+            self.persist_at = Deadline::NONE;
             self.zero_window_probe(now, out);
         }
         if self.rto_at.is_some_and(|t| t <= now) {
-            self.rto_at = None;
+            self.rto_at = Deadline::NONE;
             self.on_rto(now, out, &mut fx);
         }
         if self.keepalive_deadline().is_some_and(|t| t <= now) {
@@ -861,7 +879,7 @@ impl Tcb {
             self.rto = (self.rto * 2).min(self.cfg.max_rto);
             let seg = self.segment(Control::Syn, self.iss, Message::new(), true);
             self.push(seg, now, out, true);
-            self.rto_at = Some(now + self.rto);
+            self.rto_at = Deadline::at(now + self.rto);
             return;
         }
         // Linux's `tcp_retries2`: give up after `max_retries` consecutive
@@ -890,7 +908,7 @@ impl Tcb {
             // Only the FIN was outstanding, and it was just resent.
             self.snd_nxt = self.snd_max;
         }
-        self.rto_at = Some(now + self.rto);
+        self.rto_at = Deadline::at(now + self.rto);
     }
 
     fn zero_window_probe(&mut self, now: Time, out: &mut Vec<Segment>) {
@@ -909,11 +927,11 @@ impl Tcb {
         }
         self.persist_backoff = (self.persist_backoff + 1).min(6);
         self.persist_at =
-            Some(now + (self.rto * (1 << self.persist_backoff)).min(self.cfg.max_rto));
+            Deadline::at(now + (self.rto * (1 << self.persist_backoff)).min(self.cfg.max_rto));
     }
 
     fn fail(&mut self, e: SocketError, fx: &mut Effects) {
-        self.error = Some(e);
+        self.error = Some(Box::new(e));
         self.close();
         fx.readable = true;
         fx.writable = true;
@@ -948,7 +966,6 @@ impl Tcb {
         if self.state != State::Closed {
             self.output(now, out);
         }
-        self.update_cc_stats();
         fx
     }
 
@@ -996,7 +1013,7 @@ impl Tcb {
                         .unwrap_or_else(|| now - self.syn_time(now)),
                 );
             }
-            self.rto_at = None;
+            self.rto_at = Deadline::NONE;
             self.state = State::Established;
             self.ack_now = true;
             fx.established = true;
@@ -1014,7 +1031,7 @@ impl Tcb {
     fn syn_time(&self, now: Time) -> Time {
         // Without timestamps the SYN's send time is now − elapsed RTO window;
         // use the RTO deadline: sent at rto_at − rto.
-        self.rto_at.map_or(now, |t| {
+        self.rto_at.get().map_or(now, |t| {
             Time::from_nanos(t.as_nanos().saturating_sub(self.rto.as_nanos() as u64))
         })
     }
@@ -1104,7 +1121,7 @@ impl Tcb {
             if seg.control != Control::Rst {
                 self.ack_now = true;
                 if self.state == State::TimeWait && seg.control == Control::Fin {
-                    self.timewait_at = Some(now + self.cfg.msl * 2);
+                    self.timewait_at = Deadline::at(now + self.cfg.msl * 2);
                 }
             }
             return;
@@ -1189,8 +1206,7 @@ impl Tcb {
             }
             if !in_order {
                 // Out of order: ACK at once with SACK (RFC 5681 §4.2).
-                self.last_ooo.rotate_right(1);
-                self.last_ooo[0] = Some(seg.seq_number);
+                self.rcvbuf.note_out_of_order(seg.seq_number);
                 self.ack_now = true;
             } else if had_hole || n < self.smss() {
                 // Filled (part of) a hole, or a short (PSH) segment: ACK at
@@ -1246,7 +1262,7 @@ impl Tcb {
             self.rtt_sample(now, rtt);
         }
         self.snd_una = ack;
-        self.rto_at = None;
+        self.rto_at = Deadline::NONE;
     }
 
     fn challenge_ack(&mut self, now: Time, out: &mut Vec<Segment>) {
@@ -1256,9 +1272,9 @@ impl Tcb {
 
     fn enter_time_wait(&mut self, now: Time) {
         self.state = State::TimeWait;
-        self.rto_at = None;
-        self.persist_at = None;
-        self.timewait_at = Some(now + self.cfg.msl * 2);
+        self.rto_at = Deadline::NONE;
+        self.persist_at = Deadline::NONE;
+        self.timewait_at = Deadline::at(now + self.cfg.msl * 2);
     }
 
     /// RFC 9293 §3.10.7.4 "fifth, check the ACK field" in ESTABLISHED and
@@ -1337,9 +1353,9 @@ impl Tcb {
             }
             // Restart or stop the retransmission timer (RFC 6298 §5.2, 5.3).
             self.rto_at = if self.snd_una == self.snd_max {
-                None
+                Deadline::NONE
             } else {
-                Some(now + self.rto)
+                Deadline::at(now + self.rto)
             };
             fx.writable = true;
             // Our FIN acknowledged?
@@ -1387,7 +1403,7 @@ impl Tcb {
                 self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
                 self.timed = None;
                 self.retransmit_first(now, out);
-                self.rto_at = Some(now + self.rto);
+                self.rto_at = Deadline::at(now + self.rto);
             }
         }
         // Lost retransmission (as Linux detects it): data sent after the
@@ -1414,7 +1430,7 @@ impl Tcb {
             self.snd_wl1 = seg.seq_number;
             self.snd_wl2 = ack;
             if opened {
-                self.persist_at = None;
+                self.persist_at = Deadline::NONE;
                 self.persist_backoff = 0;
             }
         }
@@ -1446,30 +1462,32 @@ impl Tcb {
             .min(self.cfg.max_rto);
     }
 
-    /// Fills the congestion and RTT fields of `st` from the live state.
-    pub fn fill_cc_stats(&self, st: &mut TcpStats) {
-        st.cwnd = self.cc.window();
-        st.ssthresh = self.cc.ssthresh();
-        st.srtt_ns = self.srtt.map_or(0, |d| d.as_nanos() as u64);
-        st.min_rtt_ns = self.min_rtt.map_or(0, |d| d.as_nanos() as u64);
-    }
-
-    fn update_cc_stats(&mut self) {
-        self.stats.cwnd = self.cc.window();
-        self.stats.ssthresh = self.cc.ssthresh();
-        self.stats.srtt_ns = self.srtt.map_or(0, |d| d.as_nanos() as u64);
-        self.stats.min_rtt_ns = self.min_rtt.map_or(0, |d| d.as_nanos() as u64);
+    /// Returns the statistics: the counters, and the congestion and RTT
+    /// fields from the live state.
+    pub fn stats(&self) -> TcpStats {
+        let c = &self.stats;
+        TcpStats {
+            segments_sent: c.segments_sent,
+            segments_received: c.segments_received,
+            bytes_sent: c.bytes_sent,
+            bytes_acked: c.bytes_acked,
+            bytes_received: c.bytes_received,
+            retransmitted_segments: c.retransmitted_segments,
+            retransmitted_bytes: c.retransmitted_bytes,
+            timeouts: c.timeouts,
+            fast_recoveries: c.fast_recoveries,
+            lost_retransmissions: c.lost_retransmissions,
+            rtt_samples: c.rtt_samples,
+            srtt_ns: self.srtt.map_or(0, |d| d.as_nanos() as u64),
+            min_rtt_ns: self.min_rtt.map_or(0, |d| d.as_nanos() as u64),
+            cwnd: self.cc.window(),
+            ssthresh: self.cc.ssthresh(),
+        }
     }
 
     /// Returns the congestion-control algorithm's name.
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()
-    }
-
-    /// Returns the current statistics.
-    pub fn stats(&mut self) -> TcpStats {
-        self.update_cc_stats();
-        self.stats.clone()
     }
 
     /// Returns true if `seq` is within the window of acceptable SYN-ACK acks.
