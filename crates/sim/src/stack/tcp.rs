@@ -777,7 +777,7 @@ mod tests {
     /// (measured whole by `elvis-bench tcp-idle`); printed with
     /// `--nocapture`.
     #[test]
-    fn an_idle_connection_fits_in_well_under_a_kilobyte() {
+    fn an_idle_connection_holds_at_most_720_bytes_of_tcp_state() {
         let cc = elvis_tcpcc::new(Algorithm::Cubic, 1448, 10);
         let cc_heap = std::mem::size_of_val(&*cc);
         let sizes = [
@@ -785,7 +785,7 @@ mod tests {
             ("TcpSock (boxed, holds the Tcb)", size_of::<TcpSock>()),
             ("  Tcb", size_of::<Tcb>()),
             ("    TcpConfig (shared, Rc)", size_of::<Rc<TcpConfig>>()),
-            ("    TcpStats", size_of::<TcpStats>()),
+            ("    Counters", size_of::<tcb::Counters>()),
             ("    SendBuffer", size_of::<SendBuffer>()),
             ("    RecvBuffer", size_of::<RecvBuffer>()),
             ("    Scoreboard", size_of::<Scoreboard>()),
@@ -796,6 +796,12 @@ mod tests {
         }
         let total = size_of::<SocketSlot>() + size_of::<TcpSock>() + cc_heap;
         println!("{:32} {total:5} bytes", "total (no buffered data)");
-        assert!(total <= 1024, "{total} bytes per idle connection");
+        // The contract `elvis-bench tcp-idle` measures whole (with the
+        // allocator's rounding, the demux index and the socket table):
+        // the structures an idle connection holds stay under 720 bytes
+        // (888 before the cold state went behind pointers and the timers
+        // and RTT estimators into one word each).
+        assert!(total <= 720, "{total} bytes per idle connection");
+        assert!(size_of::<TcpSock>() <= 576, "{}", size_of::<TcpSock>());
     }
 }

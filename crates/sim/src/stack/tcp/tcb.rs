@@ -139,10 +139,12 @@ pub(crate) struct Tcb {
     /// The peer offered these in its SYN (for a passive open).
     peer_syn_opts: Option<(Option<u16>, Option<u8>, bool, bool)>,
     // Round-trip time (RFC 6298).
-    srtt: Option<Duration>,
-    rttvar: Duration,
-    rto: Duration,
-    min_rtt: Option<Duration>,
+    // Nanoseconds (a `Duration` takes 16 bytes); `NO_RTT` before the
+    // first sample. Read through `srtt()`, `rttvar()`, `rto()`, `min_rtt()`.
+    srtt_ns: u64,
+    rttvar_ns: u64,
+    rto_ns: u64,
+    min_rtt_ns: u64,
     /// Classic timed segment when timestamps are off: (seq, send time).
     timed: Option<(SeqNumber, Time)>,
     // Congestion control and recovery.
@@ -202,6 +204,14 @@ impl SharedConfig for &TcpConfig {
     }
 }
 
+/// `srtt_ns` / `min_rtt_ns` before the first RTT sample.
+const NO_RTT: u64 = u64::MAX;
+
+/// Returns `d` in nanoseconds (saturating: 584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1)
+}
+
 /// Sequence-number helpers.
 fn seq_between(lo: SeqNumber, x: SeqNumber, hi: SeqNumber) -> bool {
     lo <= x && x <= hi
@@ -247,10 +257,10 @@ impl Tcb {
             ts_recent: 0,
             sack_enabled: false,
             peer_syn_opts: None,
-            srtt: None,
-            rttvar: Duration::ZERO,
-            rto: cfg.initial_rto,
-            min_rtt: None,
+            srtt_ns: NO_RTT,
+            rttvar_ns: 0,
+            rto_ns: nanos(cfg.initial_rto),
+            min_rtt_ns: NO_RTT,
             timed: None,
             cc,
             dupacks: 0,
@@ -624,7 +634,7 @@ impl Tcb {
 
     fn arm_rto(&mut self, now: Time) {
         if self.rto_at.is_none() {
-            self.rto_at = Deadline::at(now + self.rto);
+            self.rto_at = Deadline::at(now + self.rto());
         }
     }
 
@@ -651,7 +661,7 @@ impl Tcb {
             let room = peer_room.min(cc_room);
             if peer_room == 0 && sent_unacked == 0 && self.persist_at.is_none() {
                 // Zero window: probe later (RFC 9293 §3.8.6.1).
-                self.persist_at = Deadline::at(now + self.rto);
+                self.persist_at = Deadline::at(now + self.rto());
             }
             let len = available.min(smss).min(room);
             if len == 0 {
@@ -876,10 +886,10 @@ impl Tcb {
                 self.fail(SocketError::TimedOut, fx);
                 return;
             }
-            self.rto = (self.rto * 2).min(self.cfg.max_rto);
+            self.rto_ns = nanos((self.rto() * 2).min(self.cfg.max_rto));
             let seg = self.segment(Control::Syn, self.iss, Message::new(), true);
             self.push(seg, now, out, true);
-            self.rto_at = Deadline::at(now + self.rto);
+            self.rto_at = Deadline::at(now + self.rto());
             return;
         }
         // Linux's `tcp_retries2`: give up after `max_retries` consecutive
@@ -891,7 +901,7 @@ impl Tcb {
         }
         self.cc.on_rto(now.as_nanos(), self.flight() as u64);
         // "The host MUST set RTO <- RTO * 2 (back off the timer)."
-        self.rto = (self.rto * 2).min(self.cfg.max_rto);
+        self.rto_ns = nanos((self.rto() * 2).min(self.cfg.max_rto));
         self.recovery = None;
         self.scoreboard.clear();
         self.dupacks = 0;
@@ -908,7 +918,7 @@ impl Tcb {
             // Only the FIN was outstanding, and it was just resent.
             self.snd_nxt = self.snd_max;
         }
-        self.rto_at = Deadline::at(now + self.rto);
+        self.rto_at = Deadline::at(now + self.rto());
     }
 
     fn zero_window_probe(&mut self, now: Time, out: &mut Vec<Segment>) {
@@ -927,7 +937,7 @@ impl Tcb {
         }
         self.persist_backoff = (self.persist_backoff + 1).min(6);
         self.persist_at =
-            Deadline::at(now + (self.rto * (1 << self.persist_backoff)).min(self.cfg.max_rto));
+            Deadline::at(now + (self.rto() * (1 << self.persist_backoff)).min(self.cfg.max_rto));
     }
 
     fn fail(&mut self, e: SocketError, fx: &mut Effects) {
@@ -1032,7 +1042,7 @@ impl Tcb {
         // Without timestamps the SYN's send time is now − elapsed RTO window;
         // use the RTO deadline: sent at rto_at − rto.
         self.rto_at.get().map_or(now, |t| {
-            Time::from_nanos(t.as_nanos().saturating_sub(self.rto.as_nanos() as u64))
+            Time::from_nanos(t.as_nanos().saturating_sub(self.rto().as_nanos() as u64))
         })
     }
 
@@ -1344,7 +1354,7 @@ impl Tcb {
                         now_ns: now.as_nanos(),
                         acked_bytes: data_acked as u64,
                         rtt_ns: sample.map(|d| d.as_nanos() as u64),
-                        min_rtt_ns: self.min_rtt.map_or(0, |d| d.as_nanos() as u64),
+                        min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),
                         in_flight_bytes: in_flight_before,
                         app_limited: (self.sndbuf.len() as u64) < self.cc.window(),
                     };
@@ -1355,7 +1365,7 @@ impl Tcb {
             self.rto_at = if self.snd_una == self.snd_max {
                 Deadline::NONE
             } else {
-                Deadline::at(now + self.rto)
+                Deadline::at(now + self.rto())
             };
             fx.writable = true;
             // Our FIN acknowledged?
@@ -1403,7 +1413,7 @@ impl Tcb {
                 self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
                 self.timed = None;
                 self.retransmit_first(now, out);
-                self.rto_at = Deadline::at(now + self.rto);
+                self.rto_at = Deadline::at(now + self.rto());
             }
         }
         // Lost retransmission (as Linux detects it): data sent after the
@@ -1440,26 +1450,48 @@ impl Tcb {
     fn rtt_sample(&mut self, _now: Time, r: Duration) {
         let r = r.max(Duration::from_nanos(1));
         self.stats.rtt_samples += 1;
-        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
-        match self.srtt {
+        self.min_rtt_ns = nanos(self.min_rtt().map_or(r, |m| m.min(r)));
+        match self.srtt() {
             None => {
-                self.srtt = Some(r);
-                self.rttvar = r / 2;
+                self.srtt_ns = nanos(r);
+                self.rttvar_ns = nanos(r / 2);
             }
             Some(srtt) => {
                 // RTTVAR <- (1 - 1/4) * RTTVAR + 1/4 * |SRTT - R'|
                 let diff = srtt.abs_diff(r);
-                self.rttvar = self.rttvar * 3 / 4 + diff / 4;
+                self.rttvar_ns = nanos(self.rttvar() * 3 / 4 + diff / 4);
                 // SRTT <- (1 - 1/8) * SRTT + 1/8 * R'
-                self.srtt = Some(srtt * 7 / 8 + r / 8);
+                self.srtt_ns = nanos(srtt * 7 / 8 + r / 8);
             }
         }
-        let srtt = self.srtt.unwrap_or(r);
+        let srtt = self.srtt().unwrap_or(r);
         // RTO <- SRTT + max (G, K*RTTVAR), K = 4, then the minimum.
         let g = Duration::from_micros(1);
-        self.rto = (srtt + (self.rttvar * 4).max(g))
-            .max(self.cfg.min_rto)
-            .min(self.cfg.max_rto);
+        self.rto_ns = nanos(
+            (srtt + (self.rttvar() * 4).max(g))
+                .max(self.cfg.min_rto)
+                .min(self.cfg.max_rto),
+        );
+    }
+
+    /// Returns the smoothed RTT (RFC 6298's SRTT), if sampled yet.
+    fn srtt(&self) -> Option<Duration> {
+        (self.srtt_ns != NO_RTT).then(|| Duration::from_nanos(self.srtt_ns))
+    }
+
+    /// Returns the lowest RTT sampled, if any.
+    fn min_rtt(&self) -> Option<Duration> {
+        (self.min_rtt_ns != NO_RTT).then(|| Duration::from_nanos(self.min_rtt_ns))
+    }
+
+    /// Returns RFC 6298's RTTVAR.
+    fn rttvar(&self) -> Duration {
+        Duration::from_nanos(self.rttvar_ns)
+    }
+
+    /// Returns the retransmission timeout.
+    fn rto(&self) -> Duration {
+        Duration::from_nanos(self.rto_ns)
     }
 
     /// Returns the statistics: the counters, and the congestion and RTT
@@ -1478,8 +1510,8 @@ impl Tcb {
             fast_recoveries: c.fast_recoveries,
             lost_retransmissions: c.lost_retransmissions,
             rtt_samples: c.rtt_samples,
-            srtt_ns: self.srtt.map_or(0, |d| d.as_nanos() as u64),
-            min_rtt_ns: self.min_rtt.map_or(0, |d| d.as_nanos() as u64),
+            srtt_ns: self.srtt().map_or(0, |d| d.as_nanos() as u64),
+            min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),
             cwnd: self.cc.window(),
             ssthresh: self.cc.ssthresh(),
         }

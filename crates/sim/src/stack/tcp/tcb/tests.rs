@@ -313,9 +313,9 @@ fn syn_received_enters_established_on_the_ack_of_its_syn() {
     assert!(fx.established);
     assert_eq!(t.state, State::Established);
     assert!(out.is_empty());
-    assert_eq!(t.srtt, Some(Duration::from_millis(100)));
-    assert_eq!(t.rttvar, Duration::from_millis(50));
-    assert_eq!(t.rto, Duration::from_millis(300));
+    assert_eq!(t.srtt(), Some(Duration::from_millis(100)));
+    assert_eq!(t.rttvar(), Duration::from_millis(50));
+    assert_eq!(t.rto(), Duration::from_millis(300));
 }
 
 /// RFC 9293 §3.10.7.4, SYN-RECEIVED: "If the segment acknowledgment is not
@@ -995,8 +995,8 @@ fn a_handshake_with_a_retransmitted_syn_takes_no_rtt_sample() {
     input(&mut t, ms(1_100), syn_ack(), Message::new());
     assert_eq!(t.state, State::Established);
     assert_eq!(t.stats.rtt_samples, 0);
-    assert_eq!(t.srtt, None);
-    assert_eq!(t.rto, Duration::from_secs(2));
+    assert_eq!(t.srtt(), None);
+    assert_eq!(t.rto(), Duration::from_secs(2));
 }
 
 /// RFC 6298 §2.2 (first sample: "SRTT <- R, RTTVAR <- R/2, RTO <- SRTT +
@@ -1007,13 +1007,13 @@ fn a_handshake_with_a_retransmitted_syn_takes_no_rtt_sample() {
 fn rto_follows_rfc_6298_from_the_first_and_second_samples() {
     let (mut t, out) = sending(100, ms(100));
     assert_eq!(out.len(), 1);
-    assert_eq!(t.rto, Duration::from_millis(300));
+    assert_eq!(t.rto(), Duration::from_millis(300));
     assert_eq!(t.deadline(), Some(ms(400)), "RTO armed when data is sent");
     input(&mut t, ms(300), ack(IRS + 1, ISS + 101), Message::new());
     // R' = 200 ms: RTTVAR = 3/4·50 + 1/4·100 = 62.5, SRTT = 7/8·100 + 1/8·200 = 112.5.
-    assert_eq!(t.rttvar, Duration::from_micros(62_500));
-    assert_eq!(t.srtt, Some(Duration::from_micros(112_500)));
-    assert_eq!(t.rto, Duration::from_micros(112_500 + 250_000));
+    assert_eq!(t.rttvar(), Duration::from_micros(62_500));
+    assert_eq!(t.srtt(), Some(Duration::from_micros(112_500)));
+    assert_eq!(t.rto(), Duration::from_micros(112_500 + 250_000));
     assert_eq!(
         t.deadline(),
         None,
@@ -1029,7 +1029,7 @@ fn rto_is_never_below_the_configured_minimum() {
     let (mut t, _) = syn_sent(&plain());
     input(&mut t, ms(10), syn_ack(), Message::new());
     // 10 + 4·5 = 30 ms, floored.
-    assert_eq!(t.rto, Duration::from_millis(200));
+    assert_eq!(t.rto(), Duration::from_millis(200));
 }
 
 /// RFC 6298 §5.4–5.6: on expiry "retransmit the earliest segment that has
@@ -1065,10 +1065,10 @@ fn karns_rule_takes_no_sample_from_a_retransmitted_segment() {
     let (mut t, _) = sending(100, ms(100));
     let samples = t.stats.rtt_samples;
     timer(&mut t, ms(400));
-    assert_eq!(t.rto, Duration::from_millis(600));
+    assert_eq!(t.rto(), Duration::from_millis(600));
     input(&mut t, ms(450), ack(IRS + 1, ISS + 101), Message::new());
     assert_eq!(t.stats.rtt_samples, samples);
-    assert_eq!(t.rto, Duration::from_millis(600));
+    assert_eq!(t.rto(), Duration::from_millis(600));
     // New data is timed again.
     t.write(bytes(100));
     output(&mut t, ms(500));
