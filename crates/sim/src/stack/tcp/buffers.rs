@@ -324,13 +324,18 @@ impl RecvBuffer {
 }
 
 /// The sender's record of what the receiver reported with SACK
-/// (RFC 2018, RFC 6675 §3), as merged ranges above `snd_una`.
+/// (RFC 2018, RFC 6675 §3), as merged ranges above `snd_una`; allocated
+/// while there are some (one pointer for a connection without loss).
 #[derive(Default)]
 pub(crate) struct Scoreboard {
-    ranges: Vec<(SeqNumber, SeqNumber)>,
+    ranges: Option<Box<Vec<(SeqNumber, SeqNumber)>>>,
 }
 
 impl Scoreboard {
+    fn ranges(&self) -> &[(SeqNumber, SeqNumber)] {
+        self.ranges.as_deref().map_or(&[], |r| &r[..])
+    }
+
     /// Adds a SACK block, ignoring anything at or below `snd_una` or beyond
     /// `snd_nxt` (a bogus block).
     pub fn add(&mut self, una: SeqNumber, nxt: SeqNumber, mut s: SeqNumber, mut e: SeqNumber) {
@@ -343,11 +348,11 @@ impl Scoreboard {
         if e <= s {
             return;
         }
-        self.ranges.push((s, e));
-        self.ranges
-            .sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
-        let mut merged: Vec<(SeqNumber, SeqNumber)> = Vec::with_capacity(self.ranges.len());
-        for &(s, e) in &self.ranges {
+        let ranges = self.ranges.get_or_insert_with(Default::default);
+        ranges.push((s, e));
+        ranges.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        let mut merged: Vec<(SeqNumber, SeqNumber)> = Vec::with_capacity(ranges.len());
+        for &(s, e) in ranges.iter() {
             match merged.last_mut() {
                 Some(last) if s <= last.1 => {
                     if e > last.1 {
@@ -357,43 +362,46 @@ impl Scoreboard {
                 _ => merged.push((s, e)),
             }
         }
-        self.ranges = merged;
+        **ranges = merged;
     }
 
     /// Forgets everything below `una`.
     pub fn advance(&mut self, una: SeqNumber) {
-        self.ranges.retain(|r| r.1 > una);
-        for r in &mut self.ranges {
+        let Some(ranges) = self.ranges.as_deref_mut() else {
+            return;
+        };
+        ranges.retain(|r| r.1 > una);
+        for r in ranges.iter_mut() {
             if r.0 < una {
                 r.0 = una;
             }
         }
-        if self.ranges.is_empty() {
+        if ranges.is_empty() {
             // Recovery is over: an idle connection holds no heap.
-            self.ranges = Vec::new();
+            self.ranges = None;
         }
     }
 
     /// Forgets everything (after a timeout, RFC 6675 §5.1 allows it).
     pub fn clear(&mut self) {
-        self.ranges = Vec::new();
+        self.ranges = None;
     }
 
     /// Returns the bytes SACKed.
     pub fn sacked_bytes(&self) -> usize {
-        self.ranges.iter().map(|(s, e)| (*e - *s) as usize).sum()
+        self.ranges().iter().map(|(s, e)| (*e - *s) as usize).sum()
     }
 
     /// Returns the highest SACKed sequence number, if any.
     pub fn highest(&self) -> Option<SeqNumber> {
-        self.ranges.last().map(|r| r.1)
+        self.ranges().last().map(|r| r.1)
     }
 
     /// Returns the first un-SACKed hole at or after `from` and below the
     /// highest SACKed byte, as (start, length).
     pub fn next_hole(&self, from: SeqNumber) -> Option<(SeqNumber, usize)> {
         let mut at = from;
-        for (s, e) in &self.ranges {
+        for (s, e) in self.ranges() {
             if *e <= at {
                 continue;
             }

@@ -76,12 +76,31 @@ pub(crate) struct Counters {
     pub bytes_sent: u64,
     pub bytes_acked: u64,
     pub bytes_received: u64,
+    pub rtt_samples: u64,
+    /// Loss counters, allocated at the first loss event.
+    loss: Option<Box<LossCounters>>,
+}
+
+/// The counters of loss events (most connections never have one).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LossCounters {
     pub retransmitted_segments: u64,
     pub retransmitted_bytes: u64,
     pub timeouts: u64,
     pub fast_recoveries: u64,
     pub lost_retransmissions: u64,
-    pub rtt_samples: u64,
+}
+
+impl Counters {
+    /// Returns the loss counters, allocating them on first use.
+    pub fn loss(&mut self) -> &mut LossCounters {
+        self.loss.get_or_insert_with(Default::default)
+    }
+
+    /// Returns the loss counters (zero before any loss).
+    pub fn losses(&self) -> LossCounters {
+        self.loss.as_deref().cloned().unwrap_or_default()
+    }
 }
 
 /// A segment to send: header fields and payload (addresses are the
@@ -619,8 +638,8 @@ impl Tcb {
         }
         self.stats.bytes_sent += len as u64;
         if is_retransmit {
-            self.stats.retransmitted_segments += 1;
-            self.stats.retransmitted_bytes += len as u64;
+            self.stats.loss().retransmitted_segments += 1;
+            self.stats.loss().retransmitted_bytes += len as u64;
         }
         if seg.repr.ack_number.is_some() {
             self.ack_pending = 0;
@@ -879,7 +898,7 @@ impl Tcb {
         if self.snd_una == self.snd_max {
             return;
         }
-        self.stats.timeouts += 1;
+        self.stats.loss().timeouts += 1;
         if matches!(self.state, State::SynSent | State::SynReceived) {
             self.syn_retries += 1;
             if self.syn_retries > self.cfg.syn_retries {
@@ -1406,7 +1425,7 @@ impl Tcb {
                 && self.scoreboard.next_hole(self.snd_una).is_some();
             if self.recovery.is_none() && (self.dupacks as usize >= thresh || sack_loss) {
                 // Enter fast recovery (RFC 6675 §5 / RFC 6582 §3.2 step 2).
-                self.stats.fast_recoveries += 1;
+                self.stats.loss().fast_recoveries += 1;
                 self.recovery = Some(self.snd_max);
                 self.rexmit_bytes_in_recovery = 0;
                 self.rexmit_next = self.snd_una;
@@ -1426,7 +1445,7 @@ impl Tcb {
             if seq == self.snd_una && ack == self.snd_una && high > sent_max + self.smss() {
                 self.rexmit_mark = None;
                 self.rexmit_next = self.snd_una;
-                self.stats.lost_retransmissions += 1;
+                self.stats.loss().lost_retransmissions += 1;
                 if !self.sack_enabled {
                     self.retransmit_first(now, out);
                 }
@@ -1498,17 +1517,18 @@ impl Tcb {
     /// fields from the live state.
     pub fn stats(&self) -> TcpStats {
         let c = &self.stats;
+        let l = c.losses();
         TcpStats {
             segments_sent: c.segments_sent,
             segments_received: c.segments_received,
             bytes_sent: c.bytes_sent,
             bytes_acked: c.bytes_acked,
             bytes_received: c.bytes_received,
-            retransmitted_segments: c.retransmitted_segments,
-            retransmitted_bytes: c.retransmitted_bytes,
-            timeouts: c.timeouts,
-            fast_recoveries: c.fast_recoveries,
-            lost_retransmissions: c.lost_retransmissions,
+            retransmitted_segments: l.retransmitted_segments,
+            retransmitted_bytes: l.retransmitted_bytes,
+            timeouts: l.timeouts,
+            fast_recoveries: l.fast_recoveries,
+            lost_retransmissions: l.lost_retransmissions,
             rtt_samples: c.rtt_samples,
             srtt_ns: self.srtt().map_or(0, |d| d.as_nanos() as u64),
             min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),

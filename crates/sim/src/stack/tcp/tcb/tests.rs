@@ -1054,7 +1054,7 @@ fn rto_doubles_on_each_timeout_up_to_the_maximum() {
         assert_eq!(out[0].payload.len(), MSS);
         at = at + Duration::from_millis(next);
     }
-    assert_eq!(t.stats.timeouts, 4);
+    assert_eq!(t.stats.losses().timeouts, 4);
 }
 
 /// RFC 6298 §3 (Karn's algorithm): "RTT samples MUST NOT be made using
@@ -1278,8 +1278,8 @@ fn three_duplicate_acks_trigger_a_fast_retransmit() {
         (out[0].repr.seq_number, out[0].payload.len()),
         (ISS + 1, MSS)
     );
-    assert_eq!(t.stats.fast_recoveries, 1);
-    assert_eq!(t.stats.retransmitted_segments, 1);
+    assert_eq!(t.stats.losses().fast_recoveries, 1);
+    assert_eq!(t.stats.losses().retransmitted_segments, 1);
 }
 
 /// RFC 6675 §5: with SACK, the sender retransmits the first hole the
@@ -1307,5 +1307,5 @@ fn sack_recovery_retransmits_the_hole_the_receiver_reports() {
     }
     assert_eq!(rexmit.len(), 1, "the hole at SND.UNA, once");
     assert_eq!(rexmit[0].payload.len(), MSS);
-    assert_eq!(t.stats.fast_recoveries, 1);
+    assert_eq!(t.stats.losses().fast_recoveries, 1);
 }
