@@ -328,6 +328,8 @@ impl RecvBuffer {
 /// while there are some (one pointer for a connection without loss).
 #[derive(Default)]
 pub(crate) struct Scoreboard {
+    // A boxed Vec on purpose: one word in every TCB, not three.
+    #[allow(clippy::box_collection)]
     ranges: Option<Box<Vec<(SeqNumber, SeqNumber)>>>,
 }
 
