@@ -18,13 +18,17 @@
 //! | discipline | file | classifies on |
 //! |---|---|---|
 //! | drop-tail (packets or bytes) | `droptail.rs` | — |
+//! | strict priority (class 0 first) | `prio.rs` | [`Classify`] |
 
+pub mod classes;
 pub mod droptail;
+pub mod prio;
 
 use crate::report::DropReason;
 use elvis_kernel::rng::Rng;
 
 pub use droptail::{DropTail, Limit};
+pub use prio::Prio;
 
 /// A frame waiting in an egress queue, as a discipline sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,34 +125,63 @@ impl ClassParams {
     }
 }
 
+/// Per-class counters of a class-based scheduler.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ClassStats {
+    /// Frames accepted into the class's FIFO.
+    pub enqueued: u64,
+    /// Frames handed to the wire.
+    pub dequeued: u64,
+    /// Frames refused because the class's FIFO was full.
+    pub dropped: u64,
+    /// Bytes handed to the wire (whole frames).
+    pub bytes: u64,
+}
+
 /// Every discipline, dispatched by `match`.
 #[derive(Clone, Debug)]
 pub enum Qdisc {
     DropTail(DropTail),
+    Prio(Prio),
+}
+
+impl Qdisc {
+    /// Per-class counters of a class-based scheduler, indexed by class;
+    /// empty for a classless discipline.
+    pub fn class_stats(&self) -> &[ClassStats] {
+        match self {
+            Qdisc::DropTail(_) => &[],
+            Qdisc::Prio(d) => d.class_stats(),
+        }
+    }
 }
 
 impl Discipline for Qdisc {
     fn enqueue(&mut self, q: Queued, now_ns: u64, rng: &mut Rng) -> Enqueue {
         match self {
             Qdisc::DropTail(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Prio(d) => d.enqueue(q, now_ns, rng),
         }
     }
 
     fn dequeue(&mut self, now_ns: u64) -> Dequeue {
         match self {
             Qdisc::DropTail(d) => d.dequeue(now_ns),
+            Qdisc::Prio(d) => d.dequeue(now_ns),
         }
     }
 
     fn packets(&self) -> u32 {
         match self {
             Qdisc::DropTail(d) => d.packets(),
+            Qdisc::Prio(d) => d.packets(),
         }
     }
 
     fn bytes(&self) -> u64 {
         match self {
             Qdisc::DropTail(d) => d.bytes(),
+            Qdisc::Prio(d) => d.bytes(),
         }
     }
 }
