@@ -80,7 +80,7 @@ impl Classes {
     }
 
     /// Number of classes.
-    pub fn len(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.queues.len()
     }
 
@@ -89,9 +89,9 @@ impl Classes {
         match &self.map {
             Map::Dscp(table) => match table.get(usize::from(q.class)) {
                 Some(&c) => c as usize,
-                None => self.len() - 1,
+                None => self.count() - 1,
             },
-            Map::Flow => q.flow as usize % self.len(),
+            Map::Flow => q.flow as usize % self.count(),
         }
     }
 
@@ -152,7 +152,7 @@ impl Classes {
         if self.packets == 0 {
             return None;
         }
-        let n = self.len();
+        let n = self.count();
         let start = start % n;
         let words = self.nonempty.len();
         let (w0, b0) = (start / 64, start % 64);

@@ -19,15 +19,18 @@
 //! |---|---|---|
 //! | drop-tail (packets or bytes) | `droptail.rs` | — |
 //! | strict priority (class 0 first) | `prio.rs` | [`Classify`] |
+//! | deficit round robin (quantum bytes per class) | `drr.rs` | [`Classify`] |
 
 pub mod classes;
 pub mod droptail;
+pub mod drr;
 pub mod prio;
 
 use crate::report::DropReason;
 use elvis_kernel::rng::Rng;
 
 pub use droptail::{DropTail, Limit};
+pub use drr::Drr;
 pub use prio::Prio;
 
 /// A frame waiting in an egress queue, as a discipline sees it.
@@ -143,6 +146,7 @@ pub struct ClassStats {
 pub enum Qdisc {
     DropTail(DropTail),
     Prio(Prio),
+    Drr(Drr),
 }
 
 impl Qdisc {
@@ -152,6 +156,7 @@ impl Qdisc {
         match self {
             Qdisc::DropTail(_) => &[],
             Qdisc::Prio(d) => d.class_stats(),
+            Qdisc::Drr(d) => d.class_stats(),
         }
     }
 }
@@ -161,6 +166,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Prio(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Drr(d) => d.enqueue(q, now_ns, rng),
         }
     }
 
@@ -168,6 +174,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.dequeue(now_ns),
             Qdisc::Prio(d) => d.dequeue(now_ns),
+            Qdisc::Drr(d) => d.dequeue(now_ns),
         }
     }
 
@@ -175,6 +182,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.packets(),
             Qdisc::Prio(d) => d.packets(),
+            Qdisc::Drr(d) => d.packets(),
         }
     }
 
@@ -182,6 +190,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.bytes(),
             Qdisc::Prio(d) => d.bytes(),
+            Qdisc::Drr(d) => d.bytes(),
         }
     }
 }
@@ -205,5 +214,49 @@ pub(crate) mod testing {
     /// A fixed random stream for tests.
     pub fn rng() -> Rng {
         elvis_kernel::rng::stream(1, elvis_kernel::rng::StreamKind::Network, 0)
+    }
+
+    /// Dequeues (at time 0) until the discipline is empty.
+    pub fn served(d: &mut impl Discipline) -> Vec<Queued> {
+        std::iter::from_fn(|| match d.dequeue(0) {
+            Dequeue::Frame(f) => Some(f),
+            Dequeue::Empty => None,
+            Dequeue::NotBefore(t) => panic!("work-conserving discipline said NotBefore({t})"),
+        })
+        .collect()
+    }
+
+    /// Checks a fair-share bound over every window of a service log in
+    /// which the classes (the frames' `class` field, used as the class
+    /// index) were all backlogged: for every window there must be one `K`
+    /// with `|sent_c − K·weights[c]| ≤ bound(c)` for every class `c`.
+    /// By Helly's theorem in one dimension that holds iff it holds for
+    /// every pair: `(sent_i − B_i)·w_j ≤ (sent_j + B_j)·w_i`. Returns the
+    /// first violating window.
+    pub fn fair_within(
+        log: &[Queued],
+        weights: &[u64],
+        bound: impl Fn(usize) -> u64,
+    ) -> Result<(), String> {
+        let n = weights.len();
+        let b: Vec<i128> = (0..n).map(|c| i128::from(bound(c))).collect();
+        let w: Vec<i128> = weights.iter().map(|&x| i128::from(x)).collect();
+        let mut sent = vec![0i128; n];
+        for start in 0..log.len() {
+            sent.iter_mut().for_each(|s| *s = 0);
+            for (end, f) in log.iter().enumerate().skip(start) {
+                sent[usize::from(f.class)] += i128::from(f.bytes);
+                for i in 0..n {
+                    for j in 0..n {
+                        if (sent[i] - b[i]) * w[j] > (sent[j] + b[j]) * w[i] {
+                            return Err(format!(
+                                "window {start}..={end}: sent {sent:?}, classes {i} and {j}"
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
