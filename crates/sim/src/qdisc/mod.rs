@@ -20,11 +20,13 @@
 //! | drop-tail (packets or bytes) | `droptail.rs` | — |
 //! | strict priority (class 0 first) | `prio.rs` | [`Classify`] |
 //! | deficit round robin (quantum bytes per class) | `drr.rs` | [`Classify`] |
+//! | weighted round robin (frames per round) | `wrr.rs` | [`Classify`] |
 
 pub mod classes;
 pub mod droptail;
 pub mod drr;
 pub mod prio;
+pub mod wrr;
 
 use crate::report::DropReason;
 use elvis_kernel::rng::Rng;
@@ -32,6 +34,7 @@ use elvis_kernel::rng::Rng;
 pub use droptail::{DropTail, Limit};
 pub use drr::Drr;
 pub use prio::Prio;
+pub use wrr::Wrr;
 
 /// A frame waiting in an egress queue, as a discipline sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +149,7 @@ pub struct ClassStats {
 pub enum Qdisc {
     DropTail(DropTail),
     Prio(Prio),
+    Wrr(Wrr),
     Drr(Drr),
 }
 
@@ -156,6 +160,7 @@ impl Qdisc {
         match self {
             Qdisc::DropTail(_) => &[],
             Qdisc::Prio(d) => d.class_stats(),
+            Qdisc::Wrr(d) => d.class_stats(),
             Qdisc::Drr(d) => d.class_stats(),
         }
     }
@@ -166,6 +171,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Prio(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Wrr(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Drr(d) => d.enqueue(q, now_ns, rng),
         }
     }
@@ -174,6 +180,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.dequeue(now_ns),
             Qdisc::Prio(d) => d.dequeue(now_ns),
+            Qdisc::Wrr(d) => d.dequeue(now_ns),
             Qdisc::Drr(d) => d.dequeue(now_ns),
         }
     }
@@ -182,6 +189,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.packets(),
             Qdisc::Prio(d) => d.packets(),
+            Qdisc::Wrr(d) => d.packets(),
             Qdisc::Drr(d) => d.packets(),
         }
     }
@@ -190,6 +198,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.bytes(),
             Qdisc::Prio(d) => d.bytes(),
+            Qdisc::Wrr(d) => d.bytes(),
             Qdisc::Drr(d) => d.bytes(),
         }
     }
