@@ -21,11 +21,14 @@
 //! | strict priority (class 0 first) | `prio.rs` | [`Classify`] |
 //! | deficit round robin (quantum bytes per class) | `drr.rs` | [`Classify`] |
 //! | weighted round robin (frames per round) | `wrr.rs` | [`Classify`] |
+//! | weighted fair queueing: PGPS (GPS virtual time) or SCFQ (self-clocked) | `wfq.rs` | [`Classify`] |
 
 pub mod classes;
 pub mod droptail;
 pub mod drr;
 pub mod prio;
+pub mod tagged;
+pub mod wfq;
 pub mod wrr;
 
 use crate::report::DropReason;
@@ -34,6 +37,7 @@ use elvis_kernel::rng::Rng;
 pub use droptail::{DropTail, Limit};
 pub use drr::Drr;
 pub use prio::Prio;
+pub use wfq::Wfq;
 pub use wrr::Wrr;
 
 /// A frame waiting in an egress queue, as a discipline sees it.
@@ -149,6 +153,7 @@ pub struct ClassStats {
 pub enum Qdisc {
     DropTail(DropTail),
     Prio(Prio),
+    Wfq(Wfq),
     Wrr(Wrr),
     Drr(Drr),
 }
@@ -160,6 +165,7 @@ impl Qdisc {
         match self {
             Qdisc::DropTail(_) => &[],
             Qdisc::Prio(d) => d.class_stats(),
+            Qdisc::Wfq(d) => d.class_stats(),
             Qdisc::Wrr(d) => d.class_stats(),
             Qdisc::Drr(d) => d.class_stats(),
         }
@@ -171,6 +177,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Prio(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Wfq(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Wrr(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Drr(d) => d.enqueue(q, now_ns, rng),
         }
@@ -180,6 +187,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.dequeue(now_ns),
             Qdisc::Prio(d) => d.dequeue(now_ns),
+            Qdisc::Wfq(d) => d.dequeue(now_ns),
             Qdisc::Wrr(d) => d.dequeue(now_ns),
             Qdisc::Drr(d) => d.dequeue(now_ns),
         }
@@ -189,6 +197,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.packets(),
             Qdisc::Prio(d) => d.packets(),
+            Qdisc::Wfq(d) => d.packets(),
             Qdisc::Wrr(d) => d.packets(),
             Qdisc::Drr(d) => d.packets(),
         }
@@ -198,6 +207,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.bytes(),
             Qdisc::Prio(d) => d.bytes(),
+            Qdisc::Wfq(d) => d.bytes(),
             Qdisc::Wrr(d) => d.bytes(),
             Qdisc::Drr(d) => d.bytes(),
         }
@@ -233,6 +243,39 @@ pub(crate) mod testing {
             Dequeue::NotBefore(t) => panic!("work-conserving discipline said NotBefore({t})"),
         })
         .collect()
+    }
+
+    /// Serves `arrivals` (`(time ns, frame)`, in time order) on a wire of
+    /// `rate_bps` that asks for the next frame whenever it goes idle;
+    /// returns each frame with the time its last bit leaves.
+    pub fn run_link(
+        d: &mut impl Discipline,
+        arrivals: &[(u64, Queued)],
+        rate_bps: u64,
+    ) -> Vec<(u64, Queued)> {
+        let mut r = rng();
+        let mut out = Vec::with_capacity(arrivals.len());
+        let (mut next, mut free_at) = (0, 0u64);
+        loop {
+            if let Some(&(t, q)) = arrivals.get(next) {
+                if d.packets() == 0 || t <= free_at {
+                    free_at = free_at.max(t);
+                    d.enqueue(q, t, &mut r);
+                    next += 1;
+                    continue;
+                }
+            } else if d.packets() == 0 {
+                return out;
+            }
+            match d.dequeue(free_at) {
+                Dequeue::Frame(f) => {
+                    free_at += (u64::from(f.bytes) * 8_000_000_000).div_ceil(rate_bps);
+                    out.push((free_at, f));
+                }
+                Dequeue::NotBefore(t) => free_at = t.max(free_at + 1),
+                Dequeue::Empty => panic!("frames wait but dequeue says Empty"),
+            }
+        }
     }
 
     /// Checks a fair-share bound over every window of a service log in
