@@ -22,12 +22,14 @@
 //! | deficit round robin (quantum bytes per class) | `drr.rs` | [`Classify`] |
 //! | weighted round robin (frames per round) | `wrr.rs` | [`Classify`] |
 //! | weighted fair queueing: PGPS (GPS virtual time) or SCFQ (self-clocked) | `wfq.rs` | [`Classify`] |
+//! | virtual clock (reserved bit/s per class) | `vclock.rs` | [`Classify`] |
 
 pub mod classes;
 pub mod droptail;
 pub mod drr;
 pub mod prio;
 pub mod tagged;
+pub mod vclock;
 pub mod wfq;
 pub mod wrr;
 
@@ -37,6 +39,7 @@ use elvis_kernel::rng::Rng;
 pub use droptail::{DropTail, Limit};
 pub use drr::Drr;
 pub use prio::Prio;
+pub use vclock::VirtualClock;
 pub use wfq::Wfq;
 pub use wrr::Wrr;
 
@@ -153,6 +156,7 @@ pub struct ClassStats {
 pub enum Qdisc {
     DropTail(DropTail),
     Prio(Prio),
+    VirtualClock(VirtualClock),
     Wfq(Wfq),
     Wrr(Wrr),
     Drr(Drr),
@@ -165,6 +169,7 @@ impl Qdisc {
         match self {
             Qdisc::DropTail(_) => &[],
             Qdisc::Prio(d) => d.class_stats(),
+            Qdisc::VirtualClock(d) => d.class_stats(),
             Qdisc::Wfq(d) => d.class_stats(),
             Qdisc::Wrr(d) => d.class_stats(),
             Qdisc::Drr(d) => d.class_stats(),
@@ -177,6 +182,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Prio(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::VirtualClock(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Wfq(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Wrr(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Drr(d) => d.enqueue(q, now_ns, rng),
@@ -187,6 +193,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.dequeue(now_ns),
             Qdisc::Prio(d) => d.dequeue(now_ns),
+            Qdisc::VirtualClock(d) => d.dequeue(now_ns),
             Qdisc::Wfq(d) => d.dequeue(now_ns),
             Qdisc::Wrr(d) => d.dequeue(now_ns),
             Qdisc::Drr(d) => d.dequeue(now_ns),
@@ -197,6 +204,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.packets(),
             Qdisc::Prio(d) => d.packets(),
+            Qdisc::VirtualClock(d) => d.packets(),
             Qdisc::Wfq(d) => d.packets(),
             Qdisc::Wrr(d) => d.packets(),
             Qdisc::Drr(d) => d.packets(),
@@ -207,6 +215,7 @@ impl Discipline for Qdisc {
         match self {
             Qdisc::DropTail(d) => d.bytes(),
             Qdisc::Prio(d) => d.bytes(),
+            Qdisc::VirtualClock(d) => d.bytes(),
             Qdisc::Wfq(d) => d.bytes(),
             Qdisc::Wrr(d) => d.bytes(),
             Qdisc::Drr(d) => d.bytes(),
