@@ -321,3 +321,159 @@ pub(crate) mod testing {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Properties every discipline shares.
+    use super::testing::{frame, rng};
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// One step of a random workload.
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// A frame of `bytes`, DSCP, flow hash arrives; time advances by
+        /// `dt` ns first.
+        Arrive {
+            bytes: u32,
+            dscp: u8,
+            flow: u32,
+            dt: u64,
+        },
+        /// The wire asks for a frame.
+        Depart,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (1u32..1600, 0u8..64, any::<u32>(), 0u64..20_000).prop_map(
+                |(bytes, dscp, flow, dt)| Op::Arrive {
+                    bytes,
+                    dscp,
+                    flow,
+                    dt
+                }
+            ),
+            Just(Op::Depart),
+        ]
+    }
+
+    fn class_params() -> impl Strategy<Value = ClassParams> {
+        let classify = prop_oneof![
+            Just(Classify::Flow),
+            proptest::sample::subsequence((0u8..64).collect::<Vec<_>>(), 0..4)
+                .prop_shuffle()
+                .prop_map(Classify::Dscp),
+        ];
+        let limit = prop_oneof![
+            Just(Limit::Unbounded),
+            (1u32..6).prop_map(Limit::Packets),
+            (1500u64..6000).prop_map(Limit::Bytes),
+        ];
+        (classify, proptest::collection::vec(1u64..3000, 1..6), limit).prop_map(
+            |(mut classify, weights, limit)| {
+                // At most one DSCP per class.
+                if let Classify::Dscp(list) = &mut classify {
+                    list.truncate(weights.len());
+                }
+                ClassParams {
+                    classify,
+                    weights,
+                    limit,
+                }
+            },
+        )
+    }
+
+    /// Every discipline, built from the same class parameters.
+    fn all(p: &ClassParams) -> Vec<Qdisc> {
+        vec![
+            Qdisc::DropTail(DropTail::new(p.limit)),
+            Qdisc::Prio(Prio::new(p).unwrap()),
+            Qdisc::Drr(Drr::new(p).unwrap()),
+            Qdisc::Wrr(Wrr::new(p).unwrap()),
+            Qdisc::Wfq(Wfq::new(p).unwrap()),
+            Qdisc::Wfq(Wfq::new_with_rate(p, 100_000_000).unwrap()),
+            Qdisc::VirtualClock(VirtualClock::new(p).unwrap()),
+        ]
+    }
+
+    /// Runs `ops` on `d`, then drains it, checking that every accepted
+    /// frame leaves exactly once and the counters agree with a model.
+    fn conserves(d: &mut Qdisc, ops: &[Op]) -> Result<(), TestCaseError> {
+        let mut r = rng();
+        let mut waiting: BTreeMap<u32, u32> = BTreeMap::new();
+        let (mut now, mut id, mut accepted, mut dropped, mut served_bytes) = (0, 0, 0, 0, 0);
+        let mut depart = |d: &mut Qdisc, now, waiting: &mut BTreeMap<u32, u32>| match d.dequeue(now)
+        {
+            Dequeue::Frame(f) => {
+                prop_assert_eq!(
+                    waiting.remove(&f.frame),
+                    Some(f.bytes),
+                    "left twice or never came"
+                );
+                served_bytes += u64::from(f.bytes);
+                Ok(true)
+            }
+            Dequeue::Empty => {
+                prop_assert!(waiting.is_empty(), "Empty with frames waiting");
+                Ok(false)
+            }
+            Dequeue::NotBefore(t) => Err(TestCaseError::fail(format!("NotBefore({t})"))),
+        };
+        for op in ops {
+            match *op {
+                Op::Arrive {
+                    bytes,
+                    dscp,
+                    flow,
+                    dt,
+                } => {
+                    now += dt;
+                    id += 1;
+                    match d.enqueue(frame(id, bytes, dscp, flow), now, &mut r) {
+                        Enqueue::Queued => {
+                            waiting.insert(id, bytes);
+                            accepted += 1;
+                        }
+                        Enqueue::Dropped(_) => dropped += 1,
+                        Enqueue::QueuedMarked => prop_assert!(false, "no ECN here"),
+                    }
+                }
+                Op::Depart => {
+                    depart(d, now, &mut waiting)?;
+                }
+            }
+            prop_assert_eq!(d.packets() as usize, waiting.len());
+            prop_assert_eq!(
+                d.bytes(),
+                waiting.values().map(|&b| u64::from(b)).sum::<u64>()
+            );
+        }
+        while depart(d, now, &mut waiting)? {}
+        prop_assert_eq!((d.packets(), d.bytes()), (0, 0));
+        let stats = d.class_stats();
+        if !stats.is_empty() {
+            let sum = |f: fn(&ClassStats) -> u64| stats.iter().map(f).sum::<u64>();
+            prop_assert_eq!(sum(|s| s.enqueued), accepted);
+            prop_assert_eq!(sum(|s| s.dequeued), accepted);
+            prop_assert_eq!(sum(|s| s.dropped), dropped);
+            prop_assert_eq!(sum(|s| s.bytes), served_bytes);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn every_discipline_hands_each_accepted_frame_to_the_wire_exactly_once(
+            p in class_params(),
+            ops in proptest::collection::vec(op(), 0..300),
+        ) {
+            for mut d in all(&p) {
+                conserves(&mut d, &ops)?;
+            }
+        }
+    }
+}

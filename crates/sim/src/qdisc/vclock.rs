@@ -83,7 +83,7 @@ impl VirtualClock {
 impl Discipline for VirtualClock {
     fn enqueue(&mut self, q: Queued, now_ns: u64, _rng: &mut Rng) -> Enqueue {
         let c = self.queue.class_of(&q);
-        let tick = (u128::from(q.bytes) * 8_000_000_000 << FRAC) / u128::from(self.rate_bps[c]);
+        let tick = ((u128::from(q.bytes) * 8_000_000_000) << FRAC) / u128::from(self.rate_bps[c]);
         let stamp = self.aux[c].max(u128::from(now_ns) << FRAC) + tick;
         if !self.queue.push(c, q, stamp) {
             return Enqueue::Dropped(DropReason::QueueFull);
