@@ -386,27 +386,35 @@ mod tests {
         )
     }
 
-    /// Every discipline, built from the same class parameters.
-    fn all(p: &ClassParams) -> Vec<Qdisc> {
-        vec![
-            Qdisc::DropTail(DropTail::new(p.limit)),
-            Qdisc::Prio(Prio::new(p).unwrap()),
-            Qdisc::Drr(Drr::new(p).unwrap()),
-            Qdisc::Wrr(Wrr::new(p).unwrap()),
-            Qdisc::Wfq(Wfq::new(p).unwrap()),
-            Qdisc::Wfq(Wfq::new_with_rate(p, 100_000_000).unwrap()),
-            Qdisc::VirtualClock(VirtualClock::new(p).unwrap()),
-        ]
+    /// Per-class counters, for the disciplines that keep them. (Tests the
+    /// disciplines directly, not through [`Qdisc`], whose variants may be
+    /// boxed.)
+    trait Stats {
+        fn stats(&self) -> &[ClassStats];
     }
+    impl Stats for DropTail {
+        fn stats(&self) -> &[ClassStats] {
+            &[]
+        }
+    }
+    macro_rules! stats {
+        ($($t:ty),*) => {$(
+            impl Stats for $t {
+                fn stats(&self) -> &[ClassStats] {
+                    self.class_stats()
+                }
+            }
+        )*};
+    }
+    stats!(Prio, Drr, Wrr, Wfq, VirtualClock);
 
     /// Runs `ops` on `d`, then drains it, checking that every accepted
     /// frame leaves exactly once and the counters agree with a model.
-    fn conserves(d: &mut Qdisc, ops: &[Op]) -> Result<(), TestCaseError> {
+    fn conserves<D: Discipline + Stats>(mut d: D, ops: &[Op]) -> Result<(), TestCaseError> {
         let mut r = rng();
         let mut waiting: BTreeMap<u32, u32> = BTreeMap::new();
         let (mut now, mut id, mut accepted, mut dropped, mut served_bytes) = (0, 0, 0, 0, 0);
-        let mut depart = |d: &mut Qdisc, now, waiting: &mut BTreeMap<u32, u32>| match d.dequeue(now)
-        {
+        let mut depart = |d: &mut D, now, waiting: &mut BTreeMap<u32, u32>| match d.dequeue(now) {
             Dequeue::Frame(f) => {
                 prop_assert_eq!(
                     waiting.remove(&f.frame),
@@ -442,7 +450,7 @@ mod tests {
                     }
                 }
                 Op::Depart => {
-                    depart(d, now, &mut waiting)?;
+                    depart(&mut d, now, &mut waiting)?;
                 }
             }
             prop_assert_eq!(d.packets() as usize, waiting.len());
@@ -451,9 +459,9 @@ mod tests {
                 waiting.values().map(|&b| u64::from(b)).sum::<u64>()
             );
         }
-        while depart(d, now, &mut waiting)? {}
+        while depart(&mut d, now, &mut waiting)? {}
         prop_assert_eq!((d.packets(), d.bytes()), (0, 0));
-        let stats = d.class_stats();
+        let stats = d.stats();
         if !stats.is_empty() {
             let sum = |f: fn(&ClassStats) -> u64| stats.iter().map(f).sum::<u64>();
             prop_assert_eq!(sum(|s| s.enqueued), accepted);
@@ -471,9 +479,13 @@ mod tests {
             p in class_params(),
             ops in proptest::collection::vec(op(), 0..300),
         ) {
-            for mut d in all(&p) {
-                conserves(&mut d, &ops)?;
-            }
+            conserves(DropTail::new(p.limit), &ops)?;
+            conserves(Prio::new(&p).unwrap(), &ops)?;
+            conserves(Drr::new(&p).unwrap(), &ops)?;
+            conserves(Wrr::new(&p).unwrap(), &ops)?;
+            conserves(Wfq::new(&p).unwrap(), &ops)?;
+            conserves(Wfq::new_with_rate(&p, 100_000_000).unwrap(), &ops)?;
+            conserves(VirtualClock::new(&p).unwrap(), &ops)?;
         }
     }
 }
