@@ -230,6 +230,58 @@ mod tests {
         assert_eq!(d.deficit(0), 400 + 1000 - 600);
     }
 
+    /// The paper's Fig. 3 as written, run to completion on a fixed
+    /// backlog: returns the frame ids in the order they are sent.
+    fn paper_order(quanta: &[u64], frames: &[(u32, u8)]) -> Vec<usize> {
+        let n = quanta.len();
+        let mut queues: Vec<VecDeque<(usize, u64)>> = vec![VecDeque::new(); n];
+        let mut active = VecDeque::new();
+        for (id, &(len, class)) in frames.iter().enumerate() {
+            let c = usize::from(class);
+            if queues[c].is_empty() {
+                active.push_back(c);
+            }
+            queues[c].push_back((id, u64::from(len)));
+        }
+        let mut dc = vec![0u64; n];
+        let mut out = Vec::new();
+        while let Some(i) = active.pop_front() {
+            dc[i] += quanta[i];
+            while let Some(&(id, len)) = queues[i].front() {
+                if len > dc[i] {
+                    break;
+                }
+                dc[i] -= len;
+                out.push(id);
+                queues[i].pop_front();
+            }
+            if queues[i].is_empty() {
+                dc[i] = 0;
+            } else {
+                active.push_back(i);
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_order_matches_the_papers_pseudocode(
+            quanta in proptest::collection::vec(1u64..3000, 1..5),
+            frames in proptest::collection::vec((1u32..1600, 0u8..5), 0..200),
+        ) {
+            let frames: Vec<(u32, u8)> =
+                frames.into_iter().map(|(l, c)| (l, c % quanta.len() as u8)).collect();
+            let mut d = drr(&quanta);
+            let mut r = rng();
+            for (id, &(len, class)) in frames.iter().enumerate() {
+                d.enqueue(frame(id as u32, len, class, 0), 0, &mut r);
+            }
+            let ours: Vec<usize> = served(&mut d).iter().map(|f| f.frame as usize).collect();
+            proptest::prop_assert_eq!(ours, paper_order(&quanta, &frames));
+        }
+    }
+
     #[test]
     fn a_zero_quantum_is_refused_with_its_class_named() {
         let err = Drr::new(&ClassParams {
