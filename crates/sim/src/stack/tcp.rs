@@ -67,7 +67,8 @@ use elvis_tcpcc::Algorithm;
 use elvis_wire::checksum::{self, Checksum};
 use elvis_wire::tcp::{self, Control, Repr, SeqNumber};
 use elvis_wire::{Checksums, IpProtocol};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
 use std::time::Duration;
@@ -154,16 +155,18 @@ impl SockOpts {
 
 /// A machine's TCP lookup tables, kept in step with its socket table so
 /// that demux, `bind` and ephemeral-port choice cost O(1) however many
-/// connections the machine holds (`HashMap`s are only looked up, never
-/// iterated).
+/// connections the machine holds (the maps are only looked up, never
+/// iterated, so their order cannot leak into results; they use the Fx hash
+/// because every arriving segment is demuxed through `conns` and SipHash
+/// cost more than the rest of the lookup).
 #[derive(Default)]
 pub(crate) struct TcpIndex {
     /// Connections by (local port, remote address).
-    conns: HashMap<(u16, SocketAddrV4), u32>,
+    conns: FxHashMap<(u16, SocketAddrV4), u32>,
     /// Listeners by port.
-    listeners: HashMap<u16, u32>,
+    listeners: FxHashMap<u16, u32>,
     /// TCP sockets (connections and listeners) per local port.
-    ports: HashMap<u16, u32>,
+    ports: FxHashMap<u16, u32>,
     /// No ephemeral port below this is free.
     eph_low: u16,
 }
