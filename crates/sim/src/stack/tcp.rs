@@ -480,14 +480,15 @@ pub(crate) fn drive(
 
 /// Returns true when a writer blocked on a full send buffer should be woken:
 /// on an error or a state change; once the free space is at least half the
-/// bytes still queued (Linux `sk_stream_is_writeable`: `sk_stream_wspace
-/// >= sk_stream_min_wspace`, a third of the buffer free when it was full);
-/// or once the bytes not yet sent have fallen to the free space. The writer
-/// then refills the buffer in large pieces instead of one ACK's worth per
-/// wake-up. The last rule stands in for Linux's send-buffer autotuning
-/// (`tcp_sndbuf_expand`, not modelled): when the window approaches the
-/// buffer, Linux grows the buffer; here the writer is woken early enough
-/// that the connection never runs out of data it could send.
+/// bytes still queued (Linux `sk_stream_is_writeable`, where
+/// `sk_stream_wspace` must reach `sk_stream_min_wspace`: a third of the
+/// buffer free when it was full); or once the bytes not yet sent have
+/// fallen to the free space. The writer then refills the buffer in large
+/// pieces instead of one ACK's worth per wake-up. The last rule stands in
+/// for Linux's send-buffer autotuning (`tcp_sndbuf_expand`, not modelled):
+/// when the window approaches the buffer, Linux grows the buffer; here the
+/// writer is woken early enough that the connection never runs out of data
+/// it could send.
 fn writer_may_run(tcb: &Tcb) -> bool {
     let space = tcb.send_space();
     tcb.error.is_some()
