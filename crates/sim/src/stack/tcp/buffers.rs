@@ -301,7 +301,7 @@ impl RecvBuffer {
     /// reported SACK blocks".
     pub fn sack_blocks(&self, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
         let Some(ooo) = self.ooo.as_deref() else {
-            return Vec::new();
+            return Vec::new(); // the common case: nothing to report
         };
         let mut ranges: Vec<(SeqNumber, SeqNumber)> = Vec::new();
         for (s, d) in &ooo.segs {
