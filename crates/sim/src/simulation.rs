@@ -357,6 +357,66 @@ impl Simulation {
         Ok(())
     }
 
+    /// Adds a per-flow explicit route on router `m`: datagrams it forwards
+    /// from `src` to `dst` (and, when `dport` is given, to that UDP/TCP
+    /// destination port) leave toward the neighbour `via`, whatever the
+    /// routing table says; like Linux's `ip rule add from SRC to DST
+    /// [dport P] table T` with a one-route table. `via` may be `dst` itself
+    /// when it is on one of `m`'s networks. A later call for the same flow
+    /// replaces the route. See [`crate::stack::route`], "Per-flow explicit
+    /// routes".
+    ///
+    /// # Errors
+    /// `NoSuchMachine`; `BadRoute` when `via` is one of `m`'s own
+    /// addresses or on none of its networks.
+    pub fn add_flow_route(
+        &mut self,
+        m: MachineId,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        dport: Option<u16>,
+        via: Ipv4Addr,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let Some(machine) = w.machines.get(m as usize) else {
+            return Err(SimError::NoSuchMachine(m));
+        };
+        let bad = |message: String| SimError::BadRoute {
+            machine: w.machine_name(m),
+            message,
+        };
+        if machine.owns(via) {
+            return Err(bad(format!(
+                "flow route {src} -> {dst}: {via} is the machine's own address"
+            )));
+        }
+        let found = machine.ifaces.iter().enumerate().find_map(|(i, ifc)| {
+            let port = w.networks[ifc.net as usize]
+                .ip_to_port
+                .get(&u32::from(via))?;
+            Some((i as u16, *port))
+        });
+        let Some((iface, port)) = found else {
+            return Err(bad(format!(
+                "flow route {src} -> {dst}: next hop {via} is on none of its networks (attach the machine first)"
+            )));
+        };
+        let hop = crate::stack::route::FlowHop {
+            iface,
+            via: u32::from(via),
+            port,
+        };
+        w.routing
+            .flows
+            .insert(m, u32::from(src), u32::from(dst), dport, hop);
+        Ok(())
+    }
+
+    /// Returns the number of per-flow explicit routes of all machines.
+    pub fn flow_route_count(&self) -> usize {
+        self.world.as_ref().map_or(0, |w| w.routing.flows.len())
+    }
+
     /// Sets the default gateway of machine `m` (a route to `0.0.0.0/0`).
     ///
     /// # Errors
