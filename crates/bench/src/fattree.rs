@@ -30,9 +30,9 @@
 //! `Port`s).
 
 use crate::Measurement;
-use elvis_sim::{Host, Message, NetworkConfig, NetworkKind, Protocols, Simulation, Time};
+use elvis_sim::topology::{fat_tree, FatTreeParams};
+use elvis_sim::{Host, MachineId, Message, NetworkConfig, Simulation, Time};
 use serde::Deserialize;
-use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 use std::time::Instant;
@@ -115,83 +115,92 @@ pub fn read(path: &Path, k: Option<u32>) -> Result<FlowFile, String> {
         if fl.path.len() < 2 || ends != (Some(&fl.src), Some(&fl.dst)) {
             return bad(format!("flow {}: the path must run from src to dst", fl.id));
         }
+        if let Some(n) = fl.path.iter().find(|&&n| !known(n)) {
+            return bad(format!("flow {}: node {n} is unknown", fl.id));
+        }
     }
     Ok(f)
 }
 
-/// The address of side `side` (0 or 1) of link `i`: 10.0.0.0/8, four
-/// addresses per link.
-fn link_addr(i: u32, side: u32) -> Ipv4Addr {
-    Ipv4Addr::from(0x0a00_0000 + (i << 2) + side + 1)
-}
-
-/// The built scenario: the simulation and each node's machine id.
+/// The built scenario: the simulation and, by ns.py node id, each node's
+/// machine and address.
 struct Built {
     sim: Simulation,
-    /// Address of each node's end of each of its links: (node, peer) → ip.
-    addr: HashMap<(u32, u32), Ipv4Addr>,
-    host_ip: Vec<Option<Ipv4Addr>>,
-    machine: Vec<u32>,
+    machine: Vec<MachineId>,
+    addr: Vec<Ipv4Addr>,
+    is_host: Vec<bool>,
 }
 
+/// Builds FatTree(k) with [`elvis_sim::topology::fat_tree`] (its own
+/// aggregated routes stay; the flow routes come first) and maps ns.py's
+/// node ids onto it. ns.py (`ns.topos.fattree`) numbers the (k/2)² core
+/// switches first (core c joins aggregation switch c / (k/2) of every
+/// pod), then per pod its k/2 aggregation and k/2 edge switches, then the
+/// hosts edge switch by edge switch; the generator lists hosts in the
+/// same order and its routers as edge, aggregation, core switches.
 fn build_topology(f: &FlowFile) -> Result<Built, String> {
+    let (k, h) = (f.k, f.k / 2);
     let mut sim = Simulation::new(1);
-    let hosts = f.nodes.iter().filter(|n| n.kind == "host").count() as u32;
-    let switches = f.nodes.len() as u32 - hosts;
-    let err = |e: elvis_sim::SimError| e.to_string();
-    let sw0 = sim
-        .add_group("switch", Some(switches), Protocols::UDP)
-        .map_err(err)?;
-    let h0 = sim
-        .add_group("host", Some(hosts), Protocols::UDP)
-        .map_err(err)?;
-    let (mut next_sw, mut next_h) = (sw0, h0);
+    let link = NetworkConfig {
+        txqueuelen: f.qlimit,
+        ..NetworkConfig::ideal("").with_rate(f.rate_bps, 0)
+    };
+    let params = FatTreeParams {
+        link,
+        ..FatTreeParams::new(k)
+    };
+    let (hosts, switches, links) = (
+        params.host_count(),
+        params.switch_count(),
+        params.link_count(),
+    );
+    let file_hosts = f.nodes.iter().filter(|n| n.kind == "host").count() as u64;
+    let file_switches = f.nodes.len() as u64 - file_hosts;
+    if (file_hosts, file_switches, f.links.len() as u64) != (hosts, switches, links) {
+        return Err(format!(
+            "the file has {file_hosts} hosts, {file_switches} switches and {} links; FatTree({k}) has {hosts}, {switches} and {links}",
+            f.links.len()
+        ));
+    }
+    let topo = fat_tree(&mut sim, &params).map_err(|e| e.to_string())?;
+    let ips = sim.primary_addresses();
+    let (cores, pods) = (h * h, k * k);
     let mut machine = Vec::with_capacity(f.nodes.len());
+    let mut is_host = Vec::with_capacity(f.nodes.len());
     for n in &f.nodes {
-        if n.kind == "host" {
-            machine.push(next_h);
-            next_h += 1;
+        let (m, host) = if n.id < cores {
+            (topo.routers[(k * k + n.id) as usize], false)
+        } else if n.id < cores + pods {
+            let (pod, r) = ((n.id - cores) / k, (n.id - cores) % k);
+            let i = if r < h {
+                k * h + pod * h + r
+            } else {
+                pod * h + r - h
+            };
+            (topo.routers[i as usize], false)
         } else {
-            sim.set_forwarding(next_sw, true).map_err(err)?;
-            machine.push(next_sw);
-            next_sw += 1;
+            (topo.hosts[(n.id - cores - pods) as usize], true)
+        };
+        if host != (n.kind == "host") {
+            return Err(format!(
+                "node {} is a {}, FatTree({k}) has a {} there",
+                n.id,
+                n.kind,
+                if host { "host" } else { "switch" }
+            ));
         }
+        machine.push(m);
+        is_host.push(host);
     }
-    let mut addr = HashMap::with_capacity(f.links.len() * 2);
-    let mut host_ip = vec![None; f.nodes.len()];
-    let mut gateway = vec![None; f.nodes.len()];
-    for (i, &[a, b]) in f.links.iter().enumerate() {
-        let i = i as u32;
-        let net = sim.add_network(NetworkConfig {
-            kind: NetworkKind::Link,
-            txqueuelen: f.qlimit,
-            ..NetworkConfig::ideal(format!("l{i}")).with_rate(f.rate_bps, 0)
-        });
-        let (ia, ib) = (link_addr(i, 0), link_addr(i, 1));
-        sim.attach(machine[a as usize], net, ia).map_err(err)?;
-        sim.attach(machine[b as usize], net, ib).map_err(err)?;
-        addr.insert((a, b), ia);
-        addr.insert((b, a), ib);
-        for (me, mine, peer) in [(a, ia, ib), (b, ib, ia)] {
-            if f.nodes[me as usize].kind == "host" {
-                if host_ip[me as usize].is_some() {
-                    return Err(format!("host {me} has more than one link"));
-                }
-                host_ip[me as usize] = Some(mine);
-                gateway[me as usize] = Some(peer);
-            }
-        }
-    }
-    for (n, gw) in gateway.iter().enumerate() {
-        if let Some(gw) = gw {
-            sim.set_default_gateway(machine[n], *gw).map_err(err)?;
-        }
-    }
+    let addr = machine
+        .iter()
+        .map(|&m| ips[m as usize].ok_or(format!("machine {m} has no address")))
+        .collect::<Result<_, _>>()?;
     Ok(Built {
         sim,
-        addr,
-        host_ip,
         machine,
+        addr,
+        is_host,
     })
 }
 
@@ -201,14 +210,17 @@ fn add_flows(b: &mut Built, f: &FlowFile) -> Result<(), String> {
     let payload_len = (f.packet_bytes - HEADERS) as usize;
     let payload = Message::from_static(&PAYLOAD[..payload_len]);
     for fl in &f.flows {
-        let ip = |n: u32| b.host_ip[n as usize].ok_or(format!("flow {}: {n} is no host", fl.id));
-        let (src, dst) = (ip(fl.src)?, ip(fl.dst)?);
+        let host = |n: u32| {
+            let ok = b.is_host[n as usize];
+            ok.then(|| b.addr[n as usize])
+                .ok_or(format!("flow {}: node {n} is no host", fl.id))
+        };
+        let (src, dst) = (host(fl.src)?, host(fl.dst)?);
         let dport = (BASE_PORT + fl.id) as u16;
         for hop in fl.path.windows(2).skip(1) {
-            let via = b.addr.get(&(hop[1], hop[0])).copied();
-            let via = via.ok_or(format!("flow {}: no link {} - {}", fl.id, hop[0], hop[1]))?;
-            let m = b.machine[hop[0] as usize];
-            (b.sim.add_flow_route(m, src, dst, Some(dport), via)).map_err(|e| e.to_string())?;
+            let (m, via) = (b.machine[hop[0] as usize], b.addr[hop[1] as usize]);
+            (b.sim.add_flow_route(m, src, dst, Some(dport), via))
+                .map_err(|e| format!("flow {}, hop {} -> {}: {e}", fl.id, hop[0], hop[1]))?;
         }
         let to = SocketAddrV4::new(dst, dport);
         let (n, start, every) = (f.packets_per_flow, f.start_s, f.interval_s);

@@ -228,7 +228,7 @@ impl Lower<'_> {
             self.value(p, parse_port, "port='9'")
         });
         if from.is_some() && prefix.is_some_and(|(_, len)| len != 32) {
-            let msg = "a per-flow route (from=) goes to one address, not a network".into();
+            let msg = "a per-flow route (from=) goes to one address, not a network".to_string();
             let hint = Some("write e.g. to='10.0.2.7'".into());
             return self.error(ErrorKind::BadValue, to.value.span, msg, hint);
         }

@@ -221,6 +221,10 @@ impl FlowRoutes {
     }
 }
 
+/// A static route with known interfaces: `(prefix, len, [(iface,
+/// gateway)])`, several next hops forming an equal-cost set.
+pub(crate) type IfaceRoute<'a> = (Ipv4Addr, u8, &'a [(u16, Ipv4Addr)]);
+
 /// How automatic routes measure a path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Metric {
@@ -238,6 +242,9 @@ pub(crate) struct StaticRoute {
     pub prefix: u32,
     pub len: u8,
     pub via: Ipv4Addr,
+    /// The interface `via` is on, when the caller knows it (topology
+    /// generators do); otherwise found when tables are built.
+    pub iface: Option<u16>,
 }
 
 /// The routing state of a simulation.
