@@ -428,11 +428,11 @@ fn a_flow_route_is_read_and_its_mistakes_point_at_the_value() {
     );
     assert_eq!(
         fails(&route("from='10.0.1.5' to='10.0.2.0/24' via='10.0.0.2'")),
-        "t.ndl:4:34: error: a per-flow route (from=) goes to one address, not a network (hint: write e.g. to='10.0.2.7')"
+        "t.ndl:5:30: error: a per-flow route (from=) goes to one address, not a network (hint: write e.g. to='10.0.2.7')"
     );
     assert_eq!(
         fails(&route("to='10.0.2.7' via='10.0.0.2' port='9'")),
-        "t.ndl:4:40: error: port= needs from=: it narrows a per-flow route (hint: write e.g. [Route from='10.0.1.5' to='10.0.2.7' via='10.0.0.2' port='9'])"
+        "t.ndl:5:39: error: port= needs from=: it narrows a per-flow route (hint: write e.g. [Route from='10.0.1.5' to='10.0.2.7' via='10.0.0.2' port='9'])"
     );
     assert_eq!(
         kind(&route("from='10.0.1' to='10.0.2.7' via='10.0.0.2'")),
