@@ -24,8 +24,12 @@
 //!   (`tcp_idle.rs`).
 //! - `socket-overhead`: the Elvis paper's Table I, each scenario with and
 //!   without the socket API (`socket_overhead.rs`).
+//! - `fattree`: the Days paper's FatTree baseline from a flow file written
+//!   by `bench/fattree/nspy_fattree.py` (`fattree.rs`); `bench/fattree-vs-nspy K`
+//!   runs it side by side with ns.py.
 #![forbid(unsafe_code)]
 
+mod fattree;
 mod socket_overhead;
 mod tcp_idle;
 
@@ -126,6 +130,16 @@ enum Cmd {
         #[arg(long)]
         sockets: bool,
     },
+    /// The Days paper's FatTree baseline, from a flow file written by
+    /// `bench/fattree/nspy_fattree.py gen K FILE`.
+    Fattree {
+        /// The FatTree's k (checked against the file).
+        #[arg(long)]
+        k: Option<u32>,
+        /// The flow file (JSON).
+        #[arg(long)]
+        flows: std::path::PathBuf,
+    },
     /// Runs a scenario for each N in its own process and prints a table.
     Sweep {
         /// low-bandwidth | high-bandwidth | instantiation
@@ -178,6 +192,7 @@ fn main() {
             congestion,
         } => tcp_bulk(bytes, bandwidth, latency_ns, loss, real, &congestion),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
+        Cmd::Fattree { k, flows } => fattree::run(k, &flows),
         Cmd::SocketOverhead {
             scale,
             only: Some(name),

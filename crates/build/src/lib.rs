@@ -222,7 +222,11 @@ fn routes(
             for r in &g.routes {
                 let name = instance_name(g, i);
                 let via = parse_ip(&interpolate(&r.via.value, i, &name), r.via.loc)?;
-                sim.add_route(m, r.prefix, r.len, via).map_err(|e| {
+                let added = match r.from {
+                    Some(from) => sim.add_flow_route(m, from, r.prefix, r.port, via),
+                    None => sim.add_route(m, r.prefix, r.len, via),
+                };
+                added.map_err(|e| {
                     let e = match e {
                         elvis_sim::SimError::BadRoute { machine, message } => {
                             format!("machine '{machine}': {message}")

@@ -89,6 +89,15 @@ pub struct RouteSpec {
     pub len: u8,
     /// The gateway, as written (may hold `{i}` placeholders).
     pub via: Param,
+    /// A per-flow explicit route (`from='…'`): only datagrams from this
+    /// source to the single address `prefix` (`len` 32) take it, on a
+    /// router, before any other route.
+    #[serde(default)]
+    pub from: Option<Ipv4Addr>,
+    /// With `from`: only datagrams to this UDP/TCP destination port
+    /// (`port='…'`).
+    #[serde(default)]
+    pub port: Option<u16>,
     /// Where the route is written.
     pub loc: Loc,
 }

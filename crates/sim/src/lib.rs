@@ -62,6 +62,7 @@ mod routing;
 mod simulation;
 pub mod socket;
 pub mod stack;
+pub mod topology;
 mod world;
 
 /// Bodies of the cargo-fuzz targets in `fuzz/` that need the simulator's

@@ -152,6 +152,9 @@ impl NetworkConfig {
     pub fn serialization_ns(&self, bytes: usize) -> u64 {
         match self.bandwidth_bps {
             None | Some(0) => 0,
+            // Frames are far below the 2.3 GB where `bytes × 8 × 10⁹`
+            // overflows a u64: one 64-bit division instead of a 128-bit one.
+            Some(bps) if bytes < 2_000_000_000 => (bytes as u64 * 8_000_000_000).div_ceil(bps),
             Some(bps) => {
                 let bits = bytes as u128 * 8 * 1_000_000_000;
                 u64::try_from(bits.div_ceil(u128::from(bps))).unwrap_or(u64::MAX)
@@ -423,6 +426,9 @@ pub(crate) fn tx_done(w: &mut World, q: QueueRef) {
         let (n, frame) = (&mut w.networks[net as usize], &mut w.frames[id as usize]);
         match draw_fate(n, frame) {
             Err(reason) => discard(w, id, reason),
+            Ok(fate) if fate.extra_ns == 0 && is_zero_delay_link(n) => {
+                return deliver_across_link(w, q, id, fate.duplicate);
+            }
             Ok(fate) => {
                 propagate(w, net, port, id, fate.extra_ns);
                 if fate.duplicate {
@@ -436,6 +442,31 @@ pub(crate) fn tx_done(w: &mut World, q: QueueRef) {
     }
     if !fifo_mut(w, q).frames.is_empty() {
         start_tx(w, q);
+    }
+}
+
+fn is_zero_delay_link(n: &Network) -> bool {
+    n.cfg.kind == NetworkKind::Link && n.cfg.latency_ns == 0
+}
+
+/// Frame `id` has just been serialized by the NIC of `q` onto a link
+/// without latency: starts the NIC's next frame, then hands the frame (and
+/// its duplicate) to the machine at the other end at once, without a
+/// delivery event (the arrival instant is the same).
+fn deliver_across_link(w: &mut World, q: QueueRef, id: FrameId, duplicate: bool) {
+    let (net, port) = (q.net, q.port_dir >> 1);
+    let mut frame = w.frames.remove(id as usize);
+    let copy = duplicate.then(|| frame.clone());
+    if !fifo_mut(w, q).frames.is_empty() {
+        start_tx(w, q);
+    }
+    let other = if port == 0 { 1 } else { 0 };
+    if other as usize >= w.networks[net as usize].ports.len() {
+        return w.drop_packet(DropReason::UnknownDestination);
+    }
+    receive(w, net, other, &mut frame);
+    if let Some(mut copy) = copy {
+        receive(w, net, other, &mut copy);
     }
 }
 

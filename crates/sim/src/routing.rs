@@ -133,10 +133,12 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
         let mut list = RouteList::new();
         for r in routes {
             let via = u32::from(r.via);
-            let iface = machine
-                .ifaces
-                .iter()
-                .position(|i| w.networks[i.net as usize].ip_to_port.contains_key(&via));
+            let iface = r.iface.map(usize::from).or_else(|| {
+                machine
+                    .ifaces
+                    .iter()
+                    .position(|i| w.networks[i.net as usize].ip_to_port.contains_key(&via))
+            });
             let Some(iface) = iface else {
                 return Err(SimError::BadRoute {
                     machine: w.machine_name(m),

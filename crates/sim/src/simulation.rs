@@ -203,6 +203,13 @@ impl Simulation {
         Ok(first)
     }
 
+    /// Returns true when a machine group named `name` exists.
+    pub fn has_group(&self, name: &str) -> bool {
+        self.world
+            .as_ref()
+            .is_some_and(|w| w.group_by_name.contains_key(name))
+    }
+
     /// Adds one machine running IPv4 and UDP; returns its id.
     ///
     /// # Panics
@@ -358,7 +365,117 @@ impl Simulation {
                 prefix: u32::from(prefix),
                 len,
                 via,
+                iface: None,
             });
+        w.routing.dirty = true;
+        Ok(())
+    }
+
+    /// Adds a per-flow explicit route on router `m`: datagrams it forwards
+    /// from `src` to `dst` (and, when `dport` is given, to that UDP/TCP
+    /// destination port) leave toward the neighbour `via`, whatever the
+    /// routing table says; like Linux's `ip rule add from SRC to DST
+    /// [dport P] table T` with a one-route table. `via` may be `dst` itself
+    /// when it is on one of `m`'s networks. A later call for the same flow
+    /// replaces the route. See [`crate::stack::route`], "Per-flow explicit
+    /// routes".
+    ///
+    /// # Errors
+    /// `NoSuchMachine`; `BadRoute` when `via` is one of `m`'s own
+    /// addresses or on none of its networks.
+    pub fn add_flow_route(
+        &mut self,
+        m: MachineId,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        dport: Option<u16>,
+        via: Ipv4Addr,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let Some(machine) = w.machines.get(m as usize) else {
+            return Err(SimError::NoSuchMachine(m));
+        };
+        let bad = |message: String| SimError::BadRoute {
+            machine: w.machine_name(m),
+            message,
+        };
+        if machine.owns(via) {
+            return Err(bad(format!(
+                "flow route {src} -> {dst}: {via} is the machine's own address"
+            )));
+        }
+        let found = machine.ifaces.iter().enumerate().find_map(|(i, ifc)| {
+            let port = w.networks[ifc.net as usize]
+                .ip_to_port
+                .get(&u32::from(via))?;
+            Some((i as u16, *port))
+        });
+        let Some((iface, port)) = found else {
+            return Err(bad(format!(
+                "flow route {src} -> {dst}: next hop {via} is on none of its networks (attach the machine first)"
+            )));
+        };
+        let hop = crate::stack::route::FlowHop {
+            iface,
+            via: u32::from(via),
+            port,
+        };
+        w.routing
+            .flows
+            .insert(m, u32::from(src), u32::from(dst), dport, hop);
+        Ok(())
+    }
+
+    /// Returns the number of per-flow explicit routes of all machines.
+    pub fn flow_route_count(&self) -> usize {
+        self.world.as_ref().map_or(0, |w| w.routing.flows.len())
+    }
+
+    /// Adds static routes to machine `m` whose gateways are known to be on
+    /// the given interfaces (topology generators, which build millions of
+    /// routes, skip the search [`Simulation::add_route`] does). Each route
+    /// is `(prefix, len, [(iface, gateway)])`; several next hops make an
+    /// equal-cost set.
+    ///
+    /// # Errors
+    /// `NoSuchMachine`; `BadRoute` for a bad prefix or an interface the
+    /// machine does not have, or a gateway not on that interface's network.
+    pub(crate) fn add_routes_on(
+        &mut self,
+        m: MachineId,
+        routes: &[crate::stack::route::IfaceRoute<'_>],
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let Some(machine) = w.machines.get(m as usize) else {
+            return Err(SimError::NoSuchMachine(m));
+        };
+        let bad = |message: String| SimError::BadRoute {
+            machine: w.machine_name(m),
+            message,
+        };
+        let mut list = Vec::with_capacity(routes.iter().map(|r| r.2.len()).sum());
+        for &(prefix, len, hops) in routes {
+            if len > 32 || u32::from(prefix) & !crate::stack::route::mask(len) != 0 {
+                return Err(bad(format!("{prefix}/{len} is not a network prefix")));
+            }
+            for &(iface, via) in hops {
+                let ok = machine.ifaces.get(usize::from(iface)).is_some_and(|i| {
+                    w.networks[i.net as usize]
+                        .ip_to_port
+                        .contains_key(&u32::from(via))
+                });
+                if !ok {
+                    return Err(bad(format!("gateway {via} is not on interface {iface}")));
+                }
+                list.push(crate::stack::route::StaticRoute {
+                    prefix: u32::from(prefix),
+                    len,
+                    via,
+                    iface: Some(iface),
+                });
+            }
+        }
+        w.routing.statics.entry(m).or_default().extend(list);
         w.routing.dirty = true;
         Ok(())
     }

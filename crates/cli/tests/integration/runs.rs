@@ -352,3 +352,105 @@ fn a_pcap_directory_that_is_a_file_exits_with_status_5() {
         out.stderr
     );
 }
+
+/// client — r0 ={m1 | m2}= r3 — server over point-to-point links, with
+/// automatic (ECMP) routes and r0 pinning the client's flow through `via`.
+fn pinned_diamond(via: &str) -> String {
+    let link = |id: &str, subnet: &str| {
+        format!(
+            "\t[Network id='{id}' type='link' bandwidth='100Mbps']\n\t\t[IP subnet='{subnet}']\n"
+        )
+    };
+    let machine = |head: &str, nets: &[(&str, &str)], tail: &str| {
+        let nets: String = (nets.iter())
+            .map(|(id, ip)| format!("\t\t\t[Network id='{id}' ip='{ip}']\n"))
+            .collect();
+        format!("\t[Machine {head}]\n\t\t[Networks]\n{nets}{tail}")
+    };
+    let udp = "\t\t[Protocols]\n\t\t\t[Protocol name='IPv4']\n\t\t\t[Protocol name='UDP']\n";
+    let mut s = String::from("[Simulation seed='3' routing='shortest']\n[Networks]\n");
+    for (id, subnet) in [
+        ("a", "1"),
+        ("u1", "2"),
+        ("u2", "3"),
+        ("d1", "4"),
+        ("d2", "5"),
+        ("b", "6"),
+    ] {
+        s += &link(id, &format!("10.0.{subnet}.0/30"));
+    }
+    s += "[Machines]\n";
+    let send = format!("{udp}\t\t[Applications]\n\t\t\t[Application name='send_message' to='10.0.6.2' port='9' message='x' message_count='40']\n");
+    s += &machine(
+        "name='client' gateway='10.0.1.2'",
+        &[("a", "10.0.1.1")],
+        &send,
+    );
+    let pin = format!("\t\t[Route from='10.0.1.1' to='10.0.6.2' via='{via}']\n");
+    s += &machine(
+        "name='r0' forward='yes'",
+        &[("a", "10.0.1.2"), ("u1", "10.0.2.1"), ("u2", "10.0.3.1")],
+        &pin,
+    );
+    s += &machine(
+        "name='m1' forward='yes'",
+        &[("u1", "10.0.2.2"), ("d1", "10.0.4.1")],
+        "",
+    );
+    s += &machine(
+        "name='m2' forward='yes'",
+        &[("u2", "10.0.3.2"), ("d2", "10.0.5.1")],
+        "",
+    );
+    s += &machine(
+        "name='r3' forward='yes'",
+        &[("d1", "10.0.4.2"), ("d2", "10.0.5.2"), ("b", "10.0.6.1")],
+        "",
+    );
+    let capture = format!(
+        "{udp}\t\t[Applications]\n\t\t\t[Application name='capture' port='9' message_count='40']\n"
+    );
+    s += &machine(
+        "name='server' gateway='10.0.6.1'",
+        &[("b", "10.0.6.2")],
+        &capture,
+    );
+    s
+}
+
+#[test]
+fn an_ndl_flow_route_pins_the_flow_to_either_middle_router() {
+    for (via, used, unused) in [("10.0.2.2", "m1", "m2"), ("10.0.3.2", "m2", "m1")] {
+        let src = pinned_diamond(via);
+        let scenario = elvis_ndl::parse(&src, "pin.ndl").unwrap();
+        let mut built = elvis_build::build(&scenario, None).unwrap();
+        let report = built.sim.run();
+        assert!(report.success(), "{:?}", report.problems);
+        let forwarded = |name: &str| -> u64 {
+            let r = report.routers.iter().find(|r| r.machine == name).unwrap();
+            r.interfaces.iter().map(|i| i.counters.forwarded).sum()
+        };
+        assert_eq!((forwarded(used), forwarded(unused)), (40, 0), "via {via}");
+        assert_eq!(report.packets.udp_delivered, 40);
+    }
+}
+
+#[test]
+fn an_ndl_flow_route_via_a_stranger_is_an_error_at_its_line() {
+    let src = pinned_diamond("10.0.5.1");
+    let scenario = elvis_ndl::parse(&src, "pin.ndl").unwrap();
+    let e = elvis_build::build(&scenario, None)
+        .err()
+        .expect("a build error");
+    let text = e.to_string();
+    assert!(
+        text.contains("machine 'r0'") && text.contains("none of its networks"),
+        "{text}"
+    );
+    let line = src
+        .lines()
+        .position(|l| l.contains("[Route from="))
+        .unwrap()
+        + 1;
+    assert_eq!(e.loc.line as usize, line, "{text}");
+}

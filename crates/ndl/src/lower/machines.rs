@@ -4,7 +4,7 @@
 use super::{at, take, Lower, MACHINE_SECTIONS};
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
-use crate::units::parse_u64;
+use crate::units::{parse_port, parse_u64};
 use elvis_scenario as sc;
 use elvis_scenario::{MachineGroup, Ref};
 use std::net::Ipv4Addr;
@@ -119,6 +119,8 @@ impl Lower<'_> {
                     prefix: Ipv4Addr::UNSPECIFIED,
                     len: 0,
                     via,
+                    from: None,
+                    port: None,
                     loc,
                 });
             }
@@ -202,20 +204,48 @@ impl Lower<'_> {
     }
 
     /// `[Route to='10.1.0.0/16' via='10.0.0.1']` (`to='default'` is
-    /// `0.0.0.0/0`).
+    /// `0.0.0.0/0`), or a per-flow route `[Route from='10.0.1.5'
+    /// to='10.0.2.7' via='10.0.0.2' port='9']` (`port` optional).
     fn route(&mut self, r: &Block, g: &mut MachineGroup) {
-        self.keys(r, &["to", "via"]);
+        self.keys(r, &["to", "via", "from", "port"]);
         self.no_children(r);
         let (Some(to), Some(via)) = (self.required(r, "to"), self.required(r, "via")) else {
             return;
         };
         let prefix = self.value(to, parse_route_prefix, "to='10.1.0.0/16'");
         let via = self.gateway(via, g.count.is_some());
+        let from = r.param("from");
+        let from = from.map(|p| self.value(p, parse_ipv4, "from='10.0.1.5'"));
+        let port = r.param("port").map(|p| {
+            if from.is_none() {
+                let msg = "port= needs from=: it narrows a per-flow route".to_string();
+                let hint = Some(
+                    "write e.g. [Route from='10.0.1.5' to='10.0.2.7' via='10.0.0.2' port='9']"
+                        .into(),
+                );
+                self.error(ErrorKind::BadValue, p.key.span, msg, hint);
+            }
+            self.value(p, parse_port, "port='9'")
+        });
+        if from.is_some() && prefix.is_some_and(|(_, len)| len != 32) {
+            let msg = "a per-flow route (from=) goes to one address, not a network".to_string();
+            let hint = Some("write e.g. to='10.0.2.7'".into());
+            return self.error(ErrorKind::BadValue, to.value.span, msg, hint);
+        }
+        // Outer `None`: not written; inner `None`: written but bad (reported).
+        let (Some(from), Some(port)) = (
+            from.map_or(Some(None), |f| f.map(Some)),
+            port.map_or(Some(None), |p| p.map(Some)),
+        ) else {
+            return;
+        };
         if let (Some((prefix, len)), Some(via)) = (prefix, via) {
             g.routes.push(sc::RouteSpec {
                 prefix,
                 len,
                 via,
+                from,
+                port,
                 loc: self.loc(r.head()),
             });
         }

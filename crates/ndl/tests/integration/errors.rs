@@ -411,3 +411,31 @@ fn nesting_deeper_than_the_limit_is_an_indentation_error() {
     assert_eq!(e.kind, ErrorKind::Indentation);
     assert!(e.message.contains("more than 64 levels"), "{e}");
 }
+
+#[test]
+fn a_flow_route_is_read_and_its_mistakes_point_at_the_value() {
+    let route = |attrs: &str| machine("name='r' forward='yes'", &format!("\t\t[Route {attrs}]\n"));
+    let sc = elvis_ndl::parse(
+        &route("from='10.0.1.5' to='10.0.2.7' via='10.0.0.2' port='0x10'"),
+        "t.ndl",
+    )
+    .unwrap();
+    let r = &sc.machines[0].routes[0];
+    assert_eq!(r.from, Some("10.0.1.5".parse().unwrap()));
+    assert_eq!(
+        (r.prefix, r.len, r.port),
+        ("10.0.2.7".parse().unwrap(), 32, Some(16))
+    );
+    assert_eq!(
+        fails(&route("from='10.0.1.5' to='10.0.2.0/24' via='10.0.0.2'")),
+        "t.ndl:5:30: error: a per-flow route (from=) goes to one address, not a network (hint: write e.g. to='10.0.2.7')"
+    );
+    assert_eq!(
+        fails(&route("to='10.0.2.7' via='10.0.0.2' port='9'")),
+        "t.ndl:5:39: error: port= needs from=: it narrows a per-flow route (hint: write e.g. [Route from='10.0.1.5' to='10.0.2.7' via='10.0.0.2' port='9'])"
+    );
+    assert_eq!(
+        kind(&route("from='10.0.1' to='10.0.2.7' via='10.0.0.2'")),
+        ErrorKind::BadValue
+    );
+}

@@ -6,8 +6,10 @@
 //! 1. drops it with ICMP Time Exceeded (type 11, code 0) when its TTL is 1
 //!    or 0 (RFC 1812 §5.3.1: a router never forwards a TTL that would
 //!    reach 0);
-//! 2. looks the destination up (connected networks, then the routing
-//!    table; ECMP by the 5-tuple's hash): no route gives Destination
+//! 2. looks the destination up (a per-flow explicit route for its source,
+//!    destination and port if the router has one, else connected
+//!    networks, then the routing table; ECMP by the 5-tuple's hash): no
+//!    route gives Destination
 //!    Unreachable, Net Unreachable (type 3, code 0);
 //! 3. when the datagram is larger than the next network's MTU: with DF set,
 //!    Destination Unreachable, Fragmentation Needed (type 3, code 4) with
@@ -125,7 +127,8 @@ fn forward_parsed(
         w.drop_packet(DropReason::TtlExceeded);
         return super::icmp::send_error(w, m, super::icmp::TIME_EXCEEDED, 0, [0; 4], msg);
     }
-    let route = match ipv4::route_flow(w, m, dst, flow.as_ref()) {
+    let pinned = flow.as_ref().and_then(|f| ipv4::flow_route(w, m, f));
+    let route = match pinned.map_or_else(|| ipv4::route_flow(w, m, dst, flow.as_ref()), Ok) {
         Ok(r) if r.next != NextHop::Local => r,
         _ => {
             counters(w, m, iface).no_route += 1;

@@ -6,7 +6,8 @@
 //! A destination on one of the machine's networks is reached directly (the
 //! connected routes). Otherwise the machine's routing table
 //! ([`super::route`], longest prefix match, ECMP by flow hash) names the
-//! gateway. Broadcast (255.255.255.255) and multicast leave through the
+//! gateway. A router's per-flow explicit routes come before both
+//! ([`route::FlowRoutes`]). Broadcast (255.255.255.255) and multicast leave through the
 //! first interface. An own address is looped back without touching a
 //! network.
 //!
@@ -140,6 +141,20 @@ pub(crate) fn route_flow(
         src: ifc.ip,
         next: NextHop::Neighbour(Ipv4Addr::from(gw), port),
         mtu: net.cfg.mtu,
+    })
+}
+
+/// Returns the route of a forwarded datagram of `flow` when machine `m`
+/// holds a per-flow explicit route for it ([`route::FlowRoutes`]).
+#[inline]
+pub(crate) fn flow_route(w: &World, m: MachineId, flow: &FlowKey) -> Option<Route> {
+    let hop = w.routing.flows.lookup(m, flow)?;
+    let ifc = w.machines[m as usize].ifaces[hop.iface as usize];
+    Some(Route {
+        iface: hop.iface,
+        src: ifc.ip,
+        next: NextHop::Neighbour(Ipv4Addr::from(hop.via), hop.port),
+        mtu: w.networks[ifc.net as usize].cfg.mtu,
     })
 }
 

@@ -20,9 +20,23 @@
 //! forwarding machine's id, like Linux's `fib_multipath_hash_policy=1`; the
 //! same flow always takes the same path, different flows spread uniformly.
 //!
+//! # Per-flow explicit routes
+//! A router may also hold *flow routes* ([`FlowRoutes`]): "datagrams from
+//! SRC to DST (optionally: to destination port P) leave toward neighbour
+//! VIA", like Linux policy routing (`ip rule add from SRC to DST [dport P]
+//! table T` with a table holding one route). They are consulted before
+//! the connected networks and the longest-prefix match, for datagrams the
+//! machine forwards, with one hash probe (two when some flow route names a
+//! port: the port-specific one wins over the port-less one). They pin each
+//! flow of a benchmark to a chosen path (the FatTree benchmark's random
+//! shortest path per flow, as ns.py's per-flow FIB does).
+//!
 //! # Gaps
 //! Weighted multipath, route metrics beyond "longest prefix wins", policy
-//! routing, routes changing during a run.
+//! routing beyond exact (source, destination[, port]) flow routes (no
+//! prefixes, no `fwmark`, no TOS), flow routes for a machine's own
+//! datagrams (only forwarded ones use them), routes changing during a
+//! run.
 
 use crate::machine::MachineId;
 use rustc_hash::FxHashMap;
@@ -156,6 +170,61 @@ pub struct FlowKey {
     pub dport: u16,
 }
 
+/// "Any destination port" in a [`FlowRoutes`] key.
+const ANY_PORT: u32 = u32::MAX;
+
+/// Where a flow route sends a datagram: out of `iface`, to the neighbour
+/// `via` at `port` of that interface's network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FlowHop {
+    pub iface: u16,
+    pub via: u32,
+    pub port: u32,
+}
+
+/// The per-flow explicit routes of every machine (see "Per-flow explicit
+/// routes"): one hash map keyed by (machine, source, destination, port).
+#[derive(Default)]
+pub(crate) struct FlowRoutes {
+    map: FxHashMap<(MachineId, u32, u32, u32), FlowHop>,
+    /// Some route names a destination port (lookups probe twice).
+    with_ports: bool,
+}
+
+impl FlowRoutes {
+    /// Adds (or replaces) the route of flow `src` → `dst` (to port
+    /// `dport`, or any port) on machine `m`.
+    pub fn insert(&mut self, m: MachineId, src: u32, dst: u32, dport: Option<u16>, hop: FlowHop) {
+        self.with_ports |= dport.is_some();
+        let port = dport.map_or(ANY_PORT, u32::from);
+        self.map.insert((m, src, dst, port), hop);
+    }
+
+    /// Returns the flow route of a datagram of `flow` forwarded by `m`.
+    #[inline]
+    pub fn lookup(&self, m: MachineId, flow: &FlowKey) -> Option<FlowHop> {
+        if self.map.is_empty() {
+            return None;
+        }
+        if self.with_ports {
+            let key = (m, flow.src, flow.dst, u32::from(flow.dport));
+            if let Some(&hop) = self.map.get(&key) {
+                return Some(hop);
+            }
+        }
+        self.map.get(&(m, flow.src, flow.dst, ANY_PORT)).copied()
+    }
+
+    /// Returns the number of flow routes.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+/// A static route with known interfaces: `(prefix, len, [(iface,
+/// gateway)])`, several next hops forming an equal-cost set.
+pub(crate) type IfaceRoute<'a> = (Ipv4Addr, u8, &'a [(u16, Ipv4Addr)]);
+
 /// How automatic routes measure a path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Metric {
@@ -173,6 +242,9 @@ pub(crate) struct StaticRoute {
     pub prefix: u32,
     pub len: u8,
     pub via: Ipv4Addr,
+    /// The interface `via` is on, when the caller knows it (topology
+    /// generators do); otherwise found when tables are built.
+    pub iface: Option<u16>,
 }
 
 /// The routing state of a simulation.
@@ -186,6 +258,8 @@ pub(crate) struct Routing {
     pub auto: Option<Metric>,
     /// Tables need rebuilding before the next run.
     pub dirty: bool,
+    /// Per-flow explicit routes (kept across table rebuilds).
+    pub flows: FlowRoutes,
 }
 
 impl Default for Routing {
@@ -196,6 +270,7 @@ impl Default for Routing {
             statics: BTreeMap::new(),
             auto: None,
             dirty: false,
+            flows: FlowRoutes::default(),
         }
     }
 }

@@ -22,4 +22,5 @@ mod tcp_report;
 mod tcp_sockets;
 mod tcp_theory;
 mod timing;
+mod topology;
 mod tshark;

@@ -464,3 +464,75 @@ fn hosts_on_one_lan_share_one_routing_table() {
     assert_eq!(report.routing.routes, 4);
     let _ = Time::ZERO;
 }
+
+/// The address of the middle router `k` of [`diamond`] on its link to r0.
+fn diamond_mid(k: u32) -> Ipv4Addr {
+    link_ip(4 + 4 * k, 1)
+}
+
+#[test]
+fn a_flow_route_pins_every_flow_from_src_to_dst_to_its_path() {
+    let (mut sim, a) = diamond(11);
+    let (a_ip, b_ip) = (link_ip(1, 1), link_ip(20, 1));
+    let r0 = a + 1;
+    sim.add_flow_route(r0, a_ip, b_ip, None, diamond_mid(2))
+        .unwrap();
+    // 200 flows (source ports) that ECMP alone spreads over four paths.
+    sim.spawn(a, "flows", move |host: Host| async move {
+        for f in 0..200 {
+            let sock = host.udp_bind(10_000 + f)?;
+            sock.send_to(b"x".to_vec(), sa(b_ip, 9)).await?;
+        }
+        Ok(())
+    });
+    let report = sim.run();
+    assert_success(&report);
+    assert_eq!(path_counts(&report), vec![0, 0, 200, 0]);
+    assert_eq!(report.packets.udp_delivered, 200);
+}
+
+#[test]
+fn a_flow_route_for_a_destination_port_wins_over_one_for_any_port() {
+    let (mut sim, a) = diamond(3);
+    let (a_ip, b_ip) = (link_ip(1, 1), link_ip(20, 1));
+    let r0 = a + 1;
+    let b = a + 3;
+    sim.add_flow_route(r0, a_ip, b_ip, None, diamond_mid(1))
+        .unwrap();
+    sim.add_flow_route(r0, a_ip, b_ip, Some(10), diamond_mid(3))
+        .unwrap();
+    sim.spawn_daemon(b, "sink10", |host: Host| async move {
+        let sock = host.udp_bind(10)?;
+        loop {
+            sock.recv().await?;
+        }
+    });
+    sim.spawn(a, "two-ports", move |host: Host| async move {
+        let sock = host.udp_bind(5000)?;
+        for i in 0..50 {
+            let port = if i % 5 < 2 { 10 } else { 9 };
+            sock.send_to(b"x".to_vec(), sa(b_ip, port)).await?;
+        }
+        Ok(())
+    });
+    let report = sim.run();
+    assert_success(&report);
+    assert_eq!(path_counts(&report), vec![0, 30, 0, 20]);
+    assert_eq!(report.packets.udp_delivered, 50);
+}
+
+#[test]
+fn flow_routes_via_a_stranger_or_the_router_itself_are_refused() {
+    let (mut sim, a) = diamond(1);
+    let (a_ip, b_ip) = (link_ip(1, 1), link_ip(20, 1));
+    let r0 = a + 1;
+    // b is not on any of r0's networks.
+    let e = sim.add_flow_route(r0, a_ip, b_ip, None, b_ip).unwrap_err();
+    assert!(e.to_string().contains("'r0'"), "{e}");
+    assert!(e.to_string().contains("none of its networks"), "{e}");
+    let own = link_ip(2, 1);
+    let e = sim.add_flow_route(r0, a_ip, b_ip, None, own).unwrap_err();
+    assert!(e.to_string().contains("own address"), "{e}");
+    assert!(sim.add_flow_route(999, a_ip, b_ip, None, own).is_err());
+    assert_eq!(sim.flow_route_count(), 0);
+}
