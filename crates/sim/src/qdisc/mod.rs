@@ -18,13 +18,26 @@
 //! | discipline | file | classifies on |
 //! |---|---|---|
 //! | drop-tail (packets or bytes) | `droptail.rs` | — |
+//! | RED, optionally marking ECN (Floyd & Jacobson 1993, RFC 3168) | `red.rs` | ECN field |
+//! | token-bucket shaper | `tbf.rs` | — |
+//!
+//! [`QdiscConfig`] (`config.rs`) is the plain-data description a network
+//! or an interface is given; it validates its parameters and builds one
+//! fresh [`Qdisc`] per queue.
 
+pub mod config;
 pub mod droptail;
+pub mod red;
+pub mod stats;
+pub mod tbf;
 
 use crate::report::DropReason;
 use elvis_kernel::rng::Rng;
 
+pub use config::{QdiscConfig, QdiscError};
 pub use droptail::{DropTail, Limit};
+pub use red::{Red, RedConfig};
+pub use tbf::{TokenBucket, TokenBucketConfig};
 
 /// A frame waiting in an egress queue, as a discipline sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,34 +134,84 @@ impl ClassParams {
     }
 }
 
-/// Every discipline, dispatched by `match`.
+/// Returns the flow hash of an IPv4 5-tuple (deterministic: the same on
+/// every machine and run; ports 0 for non-TCP/UDP or non-first
+/// fragments).
+pub fn flow_hash(src: u32, dst: u32, proto: u8, sport: u16, dport: u16) -> u32 {
+    // SplitMix64's finalizer over the packed tuple.
+    let mut x = (u64::from(src) << 32 | u64::from(dst))
+        ^ (u64::from(proto) << 32 | u64::from(sport) << 16 | u64::from(dport))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (x ^ (x >> 31)) as u32
+}
+
+/// Every discipline, dispatched by `match`. The default drop-tail is kept
+/// inline (it is on every queue of every run); the others are boxed so
+/// that a queue that never uses them stays small.
 #[derive(Clone, Debug)]
 pub enum Qdisc {
     DropTail(DropTail),
+    Red(Box<Red>),
+    TokenBucket(Box<TokenBucket>),
+}
+
+impl Qdisc {
+    /// Returns the discipline's NDL name (`droptail`, `red`, `tbf`…).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Qdisc::DropTail(_) => "droptail",
+            Qdisc::Red(_) => "red",
+            Qdisc::TokenBucket(_) => "tbf",
+        }
+    }
+
+    /// Returns true when the discipline reads the header fields of
+    /// [`Queued`] (class, flow, ECN); the network then parses them,
+    /// otherwise it leaves them zero and saves the work.
+    pub fn classifies(&self) -> bool {
+        match self {
+            Qdisc::DropTail(_) | Qdisc::TokenBucket(_) => false,
+            Qdisc::Red(_) => true,
+        }
+    }
 }
 
 impl Discipline for Qdisc {
+    #[inline]
     fn enqueue(&mut self, q: Queued, now_ns: u64, rng: &mut Rng) -> Enqueue {
         match self {
             Qdisc::DropTail(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Red(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::TokenBucket(d) => d.enqueue(q, now_ns, rng),
         }
     }
 
+    #[inline]
     fn dequeue(&mut self, now_ns: u64) -> Dequeue {
         match self {
             Qdisc::DropTail(d) => d.dequeue(now_ns),
+            Qdisc::Red(d) => d.dequeue(now_ns),
+            Qdisc::TokenBucket(d) => d.dequeue(now_ns),
         }
     }
 
+    #[inline]
     fn packets(&self) -> u32 {
         match self {
             Qdisc::DropTail(d) => d.packets(),
+            Qdisc::Red(d) => d.packets(),
+            Qdisc::TokenBucket(d) => d.packets(),
         }
     }
 
+    #[inline]
     fn bytes(&self) -> u64 {
         match self {
             Qdisc::DropTail(d) => d.bytes(),
+            Qdisc::Red(d) => d.bytes(),
+            Qdisc::TokenBucket(d) => d.bytes(),
         }
     }
 }

@@ -162,6 +162,18 @@ pub(crate) fn room(w: &World, m: MachineId, route: &Route) -> u32 {
     net::nic_room(w, ifc.net, ifc.port)
 }
 
+/// Returns true when the route's interface has a configured queue
+/// discipline, which then decides drops instead of the NIC bound.
+pub(crate) fn qdisc_decides(w: &World, m: MachineId, route: &Route) -> bool {
+    if route.next == NextHop::Local {
+        return false;
+    }
+    let ifc = w.machines[m as usize].ifaces[route.iface as usize];
+    w.networks[ifc.net as usize]
+        .nic_qdisc_config(ifc.port)
+        .is_some()
+}
+
 /// Pushes an IPv4 header (fragmenting if needed) and sends the datagram.
 pub(crate) fn send(
     w: &mut World,
