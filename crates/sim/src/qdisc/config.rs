@@ -12,7 +12,7 @@
 use super::droptail::{DropTail, Limit};
 use super::red::{Red, RedConfig};
 use super::tbf::{TokenBucket, TokenBucketConfig};
-use super::{ClassParams, Classify, Qdisc};
+use super::{ClassParams, Classify, Drr, Prio, Qdisc, Wfq, Wrr};
 use serde::Serialize;
 
 /// A queue discipline and its parameters.
@@ -108,11 +108,15 @@ impl QdiscConfig {
             QdiscConfig::DropTail { limit } => Qdisc::DropTail(DropTail::new(*limit)),
             QdiscConfig::Red(c) => Qdisc::Red(Box::new(Red::new(c.clone(), bps))),
             QdiscConfig::TokenBucket(c) => Qdisc::TokenBucket(Box::new(TokenBucket::new(c))),
-            QdiscConfig::Prio(_)
-            | QdiscConfig::Drr(_)
-            | QdiscConfig::Wrr(_)
-            | QdiscConfig::Wfq(_)
-            | QdiscConfig::VirtualClock(_) => {
+            QdiscConfig::Prio(p) => Qdisc::Prio(Box::new(Prio::new(p).map_err(class_error)?)),
+            QdiscConfig::Drr(p) => Qdisc::Drr(Box::new(Drr::new(p).map_err(class_error)?)),
+            QdiscConfig::Wrr(p) => Qdisc::Wrr(Box::new(Wrr::new(p).map_err(class_error)?)),
+            // Weighted fair queueing proper: PGPS, with the GPS virtual
+            // time of this network's wire.
+            QdiscConfig::Wfq(p) => {
+                Qdisc::Wfq(Box::new(Wfq::new_with_rate(p, bps).map_err(class_error)?))
+            }
+            QdiscConfig::VirtualClock(_) => {
                 return Err(QdiscError::new(
                     "qdisc",
                     format!("'{}' is not available in this build", self.name()),
@@ -120,6 +124,12 @@ impl QdiscConfig {
             }
         })
     }
+}
+
+/// A class-based scheduler refused its parameters (they concern the
+/// classes and their weights).
+fn class_error(message: String) -> QdiscError {
+    QdiscError::new("weights", message)
 }
 
 /// A limit of zero packets or bytes would drop everything.

@@ -20,24 +20,38 @@
 //! | drop-tail (packets or bytes) | `droptail.rs` | — |
 //! | RED, optionally marking ECN (Floyd & Jacobson 1993, RFC 3168) | `red.rs` | ECN field |
 //! | token-bucket shaper | `tbf.rs` | — |
+//! | strict priority (class 0 first) | `prio.rs` | [`Classify`] |
+//! | deficit round robin (quantum bytes per class) | `drr.rs` | [`Classify`] |
+//! | weighted round robin (frames per round) | `wrr.rs` | [`Classify`] |
+//! | weighted fair queueing: PGPS (GPS virtual time) or SCFQ (self-clocked) | `wfq.rs` | [`Classify`] |
 //!
 //! [`QdiscConfig`] (`config.rs`) is the plain-data description a network
 //! or an interface is given; it validates its parameters and builds one
 //! fresh [`Qdisc`] per queue.
 
+pub mod classes;
 pub mod config;
 pub mod droptail;
+pub mod drr;
+pub mod prio;
 pub mod red;
 pub mod stats;
+pub mod tagged;
 pub mod tbf;
+pub mod wfq;
+pub mod wrr;
 
 use crate::report::DropReason;
 use elvis_kernel::rng::Rng;
 
 pub use config::{QdiscConfig, QdiscError};
 pub use droptail::{DropTail, Limit};
+pub use drr::Drr;
+pub use prio::Prio;
 pub use red::{Red, RedConfig};
 pub use tbf::{TokenBucket, TokenBucketConfig};
+pub use wfq::Wfq;
+pub use wrr::Wrr;
 
 /// A frame waiting in an egress queue, as a discipline sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,14 +161,32 @@ pub fn flow_hash(src: u32, dst: u32, proto: u8, sport: u16, dport: u16) -> u32 {
     (x ^ (x >> 31)) as u32
 }
 
+/// Per-class counters of a class-based scheduler.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ClassStats {
+    /// Frames accepted into the class's FIFO.
+    pub enqueued: u64,
+    /// Frames handed to the wire.
+    pub dequeued: u64,
+    /// Frames refused because the class's FIFO was full.
+    pub dropped: u64,
+    /// Bytes handed to the wire (whole frames).
+    pub bytes: u64,
+}
+
 /// Every discipline, dispatched by `match`. The default drop-tail is kept
 /// inline (it is on every queue of every run); the others are boxed so
-/// that a queue that never uses them stays small.
+/// that a queue that never uses them stays small (a port with traffic
+/// holds two queues).
 #[derive(Clone, Debug)]
 pub enum Qdisc {
     DropTail(DropTail),
     Red(Box<Red>),
     TokenBucket(Box<TokenBucket>),
+    Prio(Box<Prio>),
+    Wfq(Box<Wfq>),
+    Wrr(Box<Wrr>),
+    Drr(Box<Drr>),
 }
 
 impl Qdisc {
@@ -164,6 +196,10 @@ impl Qdisc {
             Qdisc::DropTail(_) => "droptail",
             Qdisc::Red(_) => "red",
             Qdisc::TokenBucket(_) => "tbf",
+            Qdisc::Prio(_) => "prio",
+            Qdisc::Wfq(_) => "wfq",
+            Qdisc::Wrr(_) => "wrr",
+            Qdisc::Drr(_) => "drr",
         }
     }
 
@@ -171,9 +207,18 @@ impl Qdisc {
     /// [`Queued`] (class, flow, ECN); the network then parses them,
     /// otherwise it leaves them zero and saves the work.
     pub fn classifies(&self) -> bool {
+        !matches!(self, Qdisc::DropTail(_) | Qdisc::TokenBucket(_))
+    }
+
+    /// Per-class counters of a class-based scheduler, indexed by class;
+    /// empty for a classless discipline.
+    pub fn class_stats(&self) -> &[ClassStats] {
         match self {
-            Qdisc::DropTail(_) | Qdisc::TokenBucket(_) => false,
-            Qdisc::Red(_) => true,
+            Qdisc::DropTail(_) | Qdisc::Red(_) | Qdisc::TokenBucket(_) => &[],
+            Qdisc::Prio(d) => d.class_stats(),
+            Qdisc::Wfq(d) => d.class_stats(),
+            Qdisc::Wrr(d) => d.class_stats(),
+            Qdisc::Drr(d) => d.class_stats(),
         }
     }
 }
@@ -185,6 +230,10 @@ impl Discipline for Qdisc {
             Qdisc::DropTail(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Red(d) => d.enqueue(q, now_ns, rng),
             Qdisc::TokenBucket(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Prio(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Wfq(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Wrr(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Drr(d) => d.enqueue(q, now_ns, rng),
         }
     }
 
@@ -194,6 +243,10 @@ impl Discipline for Qdisc {
             Qdisc::DropTail(d) => d.dequeue(now_ns),
             Qdisc::Red(d) => d.dequeue(now_ns),
             Qdisc::TokenBucket(d) => d.dequeue(now_ns),
+            Qdisc::Prio(d) => d.dequeue(now_ns),
+            Qdisc::Wfq(d) => d.dequeue(now_ns),
+            Qdisc::Wrr(d) => d.dequeue(now_ns),
+            Qdisc::Drr(d) => d.dequeue(now_ns),
         }
     }
 
@@ -203,6 +256,10 @@ impl Discipline for Qdisc {
             Qdisc::DropTail(d) => d.packets(),
             Qdisc::Red(d) => d.packets(),
             Qdisc::TokenBucket(d) => d.packets(),
+            Qdisc::Prio(d) => d.packets(),
+            Qdisc::Wfq(d) => d.packets(),
+            Qdisc::Wrr(d) => d.packets(),
+            Qdisc::Drr(d) => d.packets(),
         }
     }
 
@@ -212,6 +269,10 @@ impl Discipline for Qdisc {
             Qdisc::DropTail(d) => d.bytes(),
             Qdisc::Red(d) => d.bytes(),
             Qdisc::TokenBucket(d) => d.bytes(),
+            Qdisc::Prio(d) => d.bytes(),
+            Qdisc::Wfq(d) => d.bytes(),
+            Qdisc::Wrr(d) => d.bytes(),
+            Qdisc::Drr(d) => d.bytes(),
         }
     }
 }
@@ -235,5 +296,82 @@ pub(crate) mod testing {
     /// A fixed random stream for tests.
     pub fn rng() -> Rng {
         elvis_kernel::rng::stream(1, elvis_kernel::rng::StreamKind::Network, 0)
+    }
+
+    /// Dequeues (at time 0) until the discipline is empty.
+    pub fn served(d: &mut impl Discipline) -> Vec<Queued> {
+        std::iter::from_fn(|| match d.dequeue(0) {
+            Dequeue::Frame(f) => Some(f),
+            Dequeue::Empty => None,
+            Dequeue::NotBefore(t) => panic!("work-conserving discipline said NotBefore({t})"),
+        })
+        .collect()
+    }
+
+    /// Serves `arrivals` (`(time ns, frame)`, in time order) on a wire of
+    /// `rate_bps` that asks for the next frame whenever it goes idle;
+    /// returns each frame with the time its last bit leaves.
+    pub fn run_link(
+        d: &mut impl Discipline,
+        arrivals: &[(u64, Queued)],
+        rate_bps: u64,
+    ) -> Vec<(u64, Queued)> {
+        let mut r = rng();
+        let mut out = Vec::with_capacity(arrivals.len());
+        let (mut next, mut free_at) = (0, 0u64);
+        loop {
+            if let Some(&(t, q)) = arrivals.get(next) {
+                if d.packets() == 0 || t <= free_at {
+                    free_at = free_at.max(t);
+                    d.enqueue(q, t, &mut r);
+                    next += 1;
+                    continue;
+                }
+            } else if d.packets() == 0 {
+                return out;
+            }
+            match d.dequeue(free_at) {
+                Dequeue::Frame(f) => {
+                    free_at += (u64::from(f.bytes) * 8_000_000_000).div_ceil(rate_bps);
+                    out.push((free_at, f));
+                }
+                Dequeue::NotBefore(t) => free_at = t.max(free_at + 1),
+                Dequeue::Empty => panic!("frames wait but dequeue says Empty"),
+            }
+        }
+    }
+
+    /// Checks a fair-share bound over every window of a service log in
+    /// which the classes (the frames' `class` field, used as the class
+    /// index) were all backlogged: for every window there must be one `K`
+    /// with `|sent_c − K·weights[c]| ≤ bound(c)` for every class `c`.
+    /// By Helly's theorem in one dimension that holds iff it holds for
+    /// every pair: `(sent_i − B_i)·w_j ≤ (sent_j + B_j)·w_i`. Returns the
+    /// first violating window.
+    pub fn fair_within(
+        log: &[Queued],
+        weights: &[u64],
+        bound: impl Fn(usize) -> u64,
+    ) -> Result<(), String> {
+        let n = weights.len();
+        let b: Vec<i128> = (0..n).map(|c| i128::from(bound(c))).collect();
+        let w: Vec<i128> = weights.iter().map(|&x| i128::from(x)).collect();
+        let mut sent = vec![0i128; n];
+        for start in 0..log.len() {
+            sent.iter_mut().for_each(|s| *s = 0);
+            for (end, f) in log.iter().enumerate().skip(start) {
+                sent[usize::from(f.class)] += i128::from(f.bytes);
+                for i in 0..n {
+                    for j in 0..n {
+                        if (sent[i] - b[i]) * w[j] > (sent[j] + b[j]) * w[i] {
+                            return Err(format!(
+                                "window {start}..={end}: sent {sent:?}, classes {i} and {j}"
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }

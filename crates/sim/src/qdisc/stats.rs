@@ -124,6 +124,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_egress_queue_stays_small() {
+        // Two per port that saw traffic, a million ports in big runs:
+        // drop-tail inline, every other discipline boxed.
+        assert!(std::mem::size_of::<crate::qdisc::Qdisc>() <= 64);
+        assert!(std::mem::size_of::<crate::net::WireQueue>() <= 160);
+    }
+
+    #[test]
     fn the_mean_occupancy_is_time_weighted() {
         let mut s = QueueStats::default();
         s.enqueued(100, 1, 1000); // 1 frame from 100 to 200
