@@ -200,6 +200,23 @@ pub(crate) fn send_opts(
     dont_frag: bool,
     payload: &mut Message,
 ) {
+    send_tos(w, m, route, dst, proto, ttl, dont_frag, 0, payload);
+}
+
+/// Like [`send_opts`], with the whole TOS byte (DSCP and ECN field, RFC
+/// 2474 / RFC 3168) of the header.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn send_tos(
+    w: &mut World,
+    m: MachineId,
+    route: Route,
+    dst: Ipv4Addr,
+    proto: IpProtocol,
+    ttl: u8,
+    dont_frag: bool,
+    tos: u8,
+    payload: &mut Message,
+) {
     w.stats.ip_sent += 1;
     if route.next == NextHop::Local {
         deliver_up(w, m, &[], route.src, dst, proto, payload);
@@ -218,7 +235,7 @@ pub(crate) fn send_opts(
         dont_frag,
         more_frags: false,
         frag_offset: 0,
-        dscp_ecn: 0,
+        dscp_ecn: tos,
     };
     send_repr(w, m, &route, repr, payload);
 }
