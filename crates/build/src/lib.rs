@@ -143,7 +143,7 @@ fn qdisc_config(
         Ok(_) => Ok(cfg),
         Err(e) => Err(BuildError {
             message: format!("bad qdisc parameter {e}"),
-            hint: None,
+            hint: Some("see the qdisc table in docs/ndl.md for each parameter's range".into()),
             loc: q.loc_of(e.param),
         }),
     }

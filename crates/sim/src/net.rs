@@ -495,12 +495,19 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
         Enqueue::Dropped(reason) => {
             wq.stats.dropped += 1;
             n.stats.queue_drops += 1;
+            let idle = wq.on_wire.is_none();
             *w.queue_drops
                 .entry((q.net, q.port_dir, reason))
                 .or_insert(0) += 1;
             discard(w, id, reason);
             if up {
                 release_nic(w, q.net, port);
+            }
+            if idle {
+                // As a kernel runs its qdisc after every enqueue: the idle
+                // wire asks for a frame, and a discipline that tracks idle
+                // time (RED) learns that its idle period goes on.
+                start_tx(w, q);
             }
             return;
         }

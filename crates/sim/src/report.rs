@@ -326,8 +326,9 @@ pub struct QueueReport {
     /// serialized).
     pub max_packets: u32,
     pub max_bytes: u64,
-    /// Time-weighted mean of the frames waiting, from the first arrival to
-    /// the end of the run.
+    /// Time-weighted mean of the frames waiting, from the first time a
+    /// frame had to wait until the queue last emptied (the end of the run
+    /// if it still holds frames).
     pub mean_packets: f64,
     /// Frames still waiting at the end.
     pub packets_at_end: u32,

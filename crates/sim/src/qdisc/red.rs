@@ -12,7 +12,10 @@
 //!   typical packet of `avpkt` bytes on this network (the packets that
 //!   could have left while the queue was idle). The idle period starts
 //!   when the wire asks for a frame and none waits (as in Linux's
-//!   `sch_red`), and ends with the next arrival. `m` is an integer and the
+//!   `sch_red`), and ends with the next arrival; an arrival dropped on an
+//!   idle queue leaves it idle, so the wire asks again and a new idle
+//!   period starts then (Linux runs its qdisc after every enqueue). `m` is
+//!   an integer and the
 //!   power is taken by repeated squaring, so the result is the same on
 //!   every machine.
 //!

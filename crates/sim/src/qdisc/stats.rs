@@ -23,8 +23,10 @@ pub(crate) struct QueueStats {
     /// ∫ packets dt from `first_ns` to `last_ns`, packet·ns.
     area: f64,
     last_ns: u64,
-    /// First arrival, ns (`u64::MAX`: none yet).
+    /// When a frame first had to wait, ns (`u64::MAX`: never yet).
     first_ns: u64,
+    /// When the queue last went from waiting frames to none, ns.
+    emptied_ns: u64,
 }
 
 impl Default for QueueStats {
@@ -40,6 +42,7 @@ impl Default for QueueStats {
             area: 0.0,
             last_ns: 0,
             first_ns: u64::MAX,
+            emptied_ns: 0,
         }
     }
 }
@@ -48,11 +51,17 @@ impl QueueStats {
     /// Records the occupancy after a change at `now_ns`.
     fn occupancy(&mut self, now_ns: u64, packets: u32, bytes: u64) {
         if self.first_ns == u64::MAX {
+            if packets == 0 {
+                return; // Frames went straight to an idle wire.
+            }
             self.first_ns = now_ns;
             self.last_ns = now_ns;
         }
         let dt = now_ns.saturating_sub(self.last_ns);
         self.area += f64::from(self.last_packets) * dt as f64;
+        if packets == 0 && self.last_packets > 0 {
+            self.emptied_ns = now_ns;
+        }
         self.last_ns = now_ns;
         self.last_packets = packets;
         self.max_packets = self.max_packets.max(packets);
@@ -74,14 +83,24 @@ impl QueueStats {
     }
 
     /// Returns the time-weighted mean occupancy, frames, from the first
-    /// arrival to `end_ns`.
+    /// time a frame had to wait until the queue last emptied (until
+    /// `end_ns` when it still holds frames), so neither an idle start nor
+    /// the idle tail of a run dilutes it.
     pub fn mean_packets(&self, end_ns: u64) -> f64 {
-        if self.first_ns == u64::MAX || end_ns <= self.first_ns {
+        if self.first_ns == u64::MAX {
             return 0.0;
         }
-        let area =
-            self.area + f64::from(self.last_packets) * end_ns.saturating_sub(self.last_ns) as f64;
-        area / (end_ns - self.first_ns) as f64
+        let until = if self.last_packets == 0 {
+            self.emptied_ns
+        } else {
+            end_ns.max(self.last_ns)
+        };
+        if until <= self.first_ns {
+            return 0.0;
+        }
+        let tail = until.saturating_sub(self.last_ns);
+        let area = self.area + f64::from(self.last_packets) * tail as f64;
+        area / (until - self.first_ns) as f64
     }
 
     /// Returns true once a frame was offered to the queue.
@@ -100,9 +119,12 @@ pub struct OccupancySample {
 }
 
 /// Appends a sample to a series, compressed: several changes at one
-/// instant keep only the last, and a sample equal to the previous one is
-/// not repeated.
+/// instant keep only the last, a sample equal to the previous one is not
+/// repeated, and the series starts when a frame first waits.
 pub(crate) fn push_sample(series: &mut Vec<OccupancySample>, s: OccupancySample) {
+    if series.is_empty() && s.packets == 0 {
+        return; // Frames went straight to an idle wire: nothing waited yet.
+    }
     if let Some(last) = series.last_mut() {
         if last.time_ns == s.time_ns {
             *last = s;
@@ -134,6 +156,7 @@ mod tests {
     #[test]
     fn the_mean_occupancy_is_time_weighted() {
         let mut s = QueueStats::default();
+        s.enqueued(50, 0, 0); // straight onto the wire: not counted
         s.enqueued(100, 1, 1000); // 1 frame from 100 to 200
         s.enqueued(200, 2, 2000); // 2 frames from 200 to 400
         s.dequeued(400, 1, 1000); // 1 frame from 400 to 500
@@ -150,6 +173,7 @@ mod tests {
             packets: n,
             bytes: u64::from(n) * 100,
         };
+        push_sample(&mut v, p(0, 0));
         push_sample(&mut v, p(0, 1));
         push_sample(&mut v, p(5, 2));
         push_sample(&mut v, p(5, 1)); // back to 1 at the same instant
