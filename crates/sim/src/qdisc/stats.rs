@@ -59,7 +59,9 @@ impl QueueStats {
         }
         let dt = now_ns.saturating_sub(self.last_ns);
         self.area += f64::from(self.last_packets) * dt as f64;
-        if packets == 0 && self.last_packets > 0 {
+        // A frame that passes straight through (queued and taken at one
+        // instant) does not make the queue "empty again".
+        if packets == 0 && self.last_packets > 0 && dt > 0 {
             self.emptied_ns = now_ns;
         }
         self.last_ns = now_ns;
