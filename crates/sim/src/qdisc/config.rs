@@ -12,7 +12,7 @@
 use super::droptail::{DropTail, Limit};
 use super::red::{Red, RedConfig};
 use super::tbf::{TokenBucket, TokenBucketConfig};
-use super::{ClassParams, Classify, Drr, Prio, Qdisc, Wfq, Wrr};
+use super::{ClassParams, Classify, Drr, Prio, Qdisc, VirtualClock, Wfq, Wrr};
 use serde::Serialize;
 
 /// A queue discipline and its parameters.
@@ -116,11 +116,8 @@ impl QdiscConfig {
             QdiscConfig::Wfq(p) => {
                 Qdisc::Wfq(Box::new(Wfq::new_with_rate(p, bps).map_err(class_error)?))
             }
-            QdiscConfig::VirtualClock(_) => {
-                return Err(QdiscError::new(
-                    "qdisc",
-                    format!("'{}' is not available in this build", self.name()),
-                ))
+            QdiscConfig::VirtualClock(p) => {
+                Qdisc::VirtualClock(Box::new(VirtualClock::new(p).map_err(class_error)?))
             }
         })
     }

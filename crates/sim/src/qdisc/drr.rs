@@ -20,8 +20,10 @@
 //! window of a randomized run.
 //!
 //! Cost: O(1) per frame when every quantum is at least the largest frame
-//! (the paper's condition); a smaller quantum still gives the same shares
-//! but a frame may wait `⌈L/Q_i⌉` rounds, and `dequeue` walks those rounds.
+//! (the paper's condition). A smaller quantum gives the same shares, but a
+//! frame may wait `⌈L/Q_i⌉` rounds in which nobody sends; `dequeue` credits
+//! such rounds at once after one fruitless pass of the list, so a frame
+//! costs at most O(backlogged classes) whatever the quanta.
 //! Work-conserving: never answers [`Dequeue::NotBefore`].
 //!
 //! This is Linux's `drr` qdisc, except that Linux credits a class's
@@ -77,6 +79,30 @@ impl Drr {
         self.deficit[c]
     }
 
+    /// After a whole pass of the active list in which no class could send
+    /// (every `DC_i < L_i`, the head frame's length), credits at once the
+    /// `k = min_i ⌊(L_i − 1 − DC_i) / Q_i⌋` further rounds in which none
+    /// could: `DC_i ← DC_i + k·Q_i`. The order of service is unchanged;
+    /// only the empty rounds are not walked one by one (which a quantum
+    /// far below the frame size would otherwise cost).
+    fn skip_idle_rounds(&mut self) {
+        let rounds = |c: usize| {
+            let len = u64::from(
+                self.classes
+                    .front(c)
+                    .expect("active class is backlogged")
+                    .bytes,
+            );
+            (len - 1 - self.deficit[c]) / self.quantum[c]
+        };
+        let Some(k) = self.active.iter().map(|&c| rounds(c as usize)).min() else {
+            return;
+        };
+        for &c in &self.active {
+            self.deficit[c as usize] += k * self.quantum[c as usize];
+        }
+    }
+
     /// Ends the head class's turn: it leaves the list if it has emptied
     /// (losing its deficit), else goes to the tail.
     fn end_turn(&mut self, c: usize) {
@@ -104,6 +130,9 @@ impl Discipline for Drr {
     }
 
     fn dequeue(&mut self, _now_ns: u64) -> Dequeue {
+        // Turns ended in this call without sending: after a whole pass of
+        // the list, skip the rounds in which nobody can send.
+        let mut idle_turns = 0;
         while let Some(&head) = self.active.front() {
             let c = head as usize;
             if !self.in_turn {
@@ -125,6 +154,11 @@ impl Discipline for Drr {
                 return Dequeue::Frame(q);
             }
             self.end_turn(c);
+            idle_turns += 1;
+            if idle_turns == self.active.len() {
+                self.skip_idle_rounds();
+                idle_turns = 0;
+            }
         }
         Dequeue::Empty
     }
@@ -143,6 +177,7 @@ mod tests {
     use super::*;
     use crate::qdisc::testing::{fair_within, frame, rng, served};
     use crate::qdisc::{Classify, Limit};
+    use proptest::prelude::*;
     use rand::Rng as _;
 
     fn drr(quanta: &[u64]) -> Drr {
@@ -228,6 +263,76 @@ mod tests {
         assert_eq!(classes, [1, 0, 1, 0]);
         // 400 left from its turn, plus 1000, less one 600-byte frame.
         assert_eq!(d.deficit(0), 400 + 1000 - 600);
+    }
+
+    /// The paper's Fig. 3 as written, run to completion on a fixed
+    /// backlog: returns the frame ids in the order they are sent.
+    fn paper_order(quanta: &[u64], frames: &[(u32, u8)]) -> Vec<usize> {
+        let n = quanta.len();
+        let mut queues: Vec<VecDeque<(usize, u64)>> = vec![VecDeque::new(); n];
+        let mut active = VecDeque::new();
+        for (id, &(len, class)) in frames.iter().enumerate() {
+            let c = usize::from(class);
+            if queues[c].is_empty() {
+                active.push_back(c);
+            }
+            queues[c].push_back((id, u64::from(len)));
+        }
+        let mut dc = vec![0u64; n];
+        let mut out = Vec::new();
+        while let Some(i) = active.pop_front() {
+            dc[i] += quanta[i];
+            while let Some(&(id, len)) = queues[i].front() {
+                if len > dc[i] {
+                    break;
+                }
+                dc[i] -= len;
+                out.push(id);
+                queues[i].pop_front();
+            }
+            if queues[i].is_empty() {
+                dc[i] = 0;
+            } else {
+                active.push_back(i);
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn the_order_matches_the_papers_pseudocode(
+            // Quanta far below the frame sizes exercise the skipped rounds.
+            quanta in proptest::collection::vec(prop_oneof![1u64..40, 1u64..3000], 1..5),
+            frames in proptest::collection::vec((1u32..1600, 0u8..5), 0..200),
+        ) {
+            let frames: Vec<(u32, u8)> =
+                frames.into_iter().map(|(l, c)| (l, c % quanta.len() as u8)).collect();
+            let mut d = drr(&quanta);
+            let mut r = rng();
+            for (id, &(len, class)) in frames.iter().enumerate() {
+                d.enqueue(frame(id as u32, len, class, 0), 0, &mut r);
+            }
+            let ours: Vec<usize> = served(&mut d).iter().map(|f| f.frame as usize).collect();
+            prop_assert_eq!(ours, paper_order(&quanta, &frames));
+        }
+    }
+
+    #[test]
+    fn tiny_quanta_give_the_papers_order_without_walking_empty_rounds() {
+        // Quanta of 1 and 2 bytes, 1500-byte frames: class 1 can send every
+        // 750 rounds, class 0 every 1500.
+        let frames: Vec<(u32, u8)> = (0..6).map(|i| (1500, i % 2)).collect();
+        let mut d = drr(&[1, 2]);
+        let mut r = rng();
+        for (id, &(len, class)) in frames.iter().enumerate() {
+            d.enqueue(frame(id as u32, len, class, 0), 0, &mut r);
+        }
+        let ours: Vec<usize> = served(&mut d).iter().map(|f| f.frame as usize).collect();
+        assert_eq!(ours, paper_order(&[1, 2], &frames));
+        // Round 750: frame 1; round 1500: frames 0 and 3; round 2250: 5;
+        // rounds 3000 and 4500: 2 and 4.
+        assert_eq!(ours, [1, 0, 3, 5, 2, 4]);
     }
 
     #[test]

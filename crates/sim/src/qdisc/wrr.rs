@@ -167,6 +167,36 @@ mod tests {
         assert_eq!(classes(&served(&mut w)), [0, 0, 0, 1, 1, 1, 0, 0]);
     }
 
+    proptest::proptest! {
+        /// Against the round structure written out: on a fixed backlog,
+        /// round after round, class 0, 1, … each send `min(w_i, left)`.
+        #[test]
+        fn the_order_is_round_after_round_of_weighted_turns(
+            weights in proptest::collection::vec(1u64..5, 1..5),
+            classes in proptest::collection::vec(0u8..5, 0..100),
+        ) {
+            let n = weights.len();
+            let classes: Vec<u8> = classes.into_iter().map(|c| c % n as u8).collect();
+            let mut w = wrr(&weights);
+            let mut r = rng();
+            let mut queues = vec![std::collections::VecDeque::new(); n];
+            for (id, &c) in classes.iter().enumerate() {
+                w.enqueue(frame(id as u32, 100, c, 0), 0, &mut r);
+                queues[usize::from(c)].push_back(id as u32);
+            }
+            let mut expect = Vec::new();
+            while queues.iter().any(|q| !q.is_empty()) {
+                for (q, &wi) in queues.iter_mut().zip(&weights) {
+                    for _ in 0..wi {
+                        expect.extend(q.pop_front());
+                    }
+                }
+            }
+            let got: Vec<u32> = served(&mut w).iter().map(|f| f.frame).collect();
+            proptest::prop_assert_eq!(got, expect);
+        }
+    }
+
     #[test]
     fn a_zero_weight_is_refused_with_its_class_named() {
         let err = Wrr::new(&ClassParams {
