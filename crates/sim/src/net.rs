@@ -47,6 +47,19 @@
 //! originates (ARP, ICMP replies) are dropped instead. This bounds the
 //! frames in flight by `machines × txqueuelen` whatever the traffic.
 //!
+//! # Queue disciplines
+//! Every egress queue (a NIC, a switch output port) runs a
+//! [`crate::qdisc::Qdisc`]: the network offers it each arriving frame
+//! (it may queue, mark CE, or drop it with its reason) and asks it for the
+//! next frame whenever the wire goes idle; a shaper that answers "not
+//! before t" gets asked again at t (a `TxRetry` event). By default switch
+//! ports are drop-tail with `queue` frames and NICs are unbounded FIFOs
+//! paced by `txqueuelen`, exactly the timing above. `NetworkConfig::qdisc`
+//! (every egress of the network) and `Simulation::set_qdisc` (one NIC)
+//! choose another discipline; a router's forwarded datagrams then go to
+//! that discipline without the `txqueuelen` check. Per-queue counters
+//! (`crate::qdisc::stats`) feed the report's `queues`.
+//!
 //! # Forwarding
 //! The switch knows every attached MAC address (as a learning switch does
 //! after warm-up): simulator MACs encode the port number, so the forwarding
