@@ -21,6 +21,14 @@
 //! the receive queue, waking and polling a task, the send future. Tasks
 //! only start each exchange (`Host::send_ip`).
 //!
+//! Fair in both directions: the paper does not list its programs, but
+//! Basic is its Fig. 2 and the other two are the UDP exchanges their
+//! names say; both variants send the same datagrams (ports, lengths,
+//! checksums written and verified on both sides), allocate the same
+//! payloads and cross the same IPv4/Ethernet/network code, so the
+//! difference is the socket layer alone (`docs/sockets.md` has the
+//! instruction counts).
+//!
 //! Every link has 1 µs of latency (so each hop is an event, as with
 //! sockets), no rate limit. Each variant runs 3 times, alternating, and the
 //! fastest is reported (wall time is noisy on a shared machine).

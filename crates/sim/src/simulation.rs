@@ -52,11 +52,17 @@ pub enum SimError {
 enum Step {
     /// A task must be polled (task, its machine).
     Poll(TaskId, MachineId),
-    /// An event was processed.
+    /// Events were processed.
     Event,
-    /// An event was processed and a machine crashed in it.
+    /// Events were processed and a machine crashed in the last one.
     Crashed,
 }
+
+/// Most events processed per borrow of the world when no task wakes (so
+/// that the progress callback still runs regularly). Events run in exactly
+/// the order they would one by one: the batch ends as soon as one wakes a
+/// task or crashes a machine.
+const EVENT_BATCH: u32 = 64;
 
 /// Limits of one call to [`Simulation::run_with`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -709,7 +715,7 @@ impl Simulation {
         }
         IN_SIM.with(|c| *c.borrow_mut() = Some(String::new()));
         let beat = Arc::new(Heartbeat {
-            polls: AtomicU64::new(0),
+            polls: AtomicU64::new(self.polls),
             in_poll: AtomicBool::new(false),
             machine: AtomicU32::new(0),
             done: AtomicBool::new(false),
@@ -754,7 +760,9 @@ impl Simulation {
         let mut last_progress = Instant::now();
         let mut since_check = 0u32;
         loop {
-            // Poll the tasks the last event woke, then process the next event.
+            // Poll the tasks the last event woke, then process the next
+            // events: as many as run without waking a task (up to
+            // `EVENT_BATCH`), in one borrow of the world.
             let next = world::try_with_world(|w| {
                 if let Some(task) = w.ready.pop_front() {
                     let meta = &mut w.tasks.meta[task as usize];
@@ -763,28 +771,32 @@ impl Simulation {
                     w.current_machine = Some(meta.machine);
                     return Ok(Step::Poll(task, meta.machine));
                 }
-                if w.queue.peek_time().is_none_or(|t| t > until) {
-                    return Err(if w.queue.is_empty() {
-                        End::Idle
-                    } else {
-                        End::TimeLimit
-                    });
-                }
-                let Some((_, ev)) = w.queue.pop() else {
-                    return Err(End::Idle);
-                };
-                w.current_machine = None;
-                if catch_unwind(AssertUnwindSafe(|| w.handle(ev))).is_err() {
-                    let msg = take_panic_message();
-                    if let Some(m) = w.current_machine {
-                        w.crashed.push((m, msg));
+                for _ in 0..EVENT_BATCH {
+                    if w.queue.peek_time().is_none_or(|t| t > until) {
+                        return Err(if w.queue.is_empty() {
+                            End::Idle
+                        } else {
+                            End::TimeLimit
+                        });
+                    }
+                    let Some((_, ev)) = w.queue.pop() else {
+                        return Err(End::Idle);
+                    };
+                    w.current_machine = None;
+                    if catch_unwind(AssertUnwindSafe(|| w.handle(ev))).is_err() {
+                        let msg = take_panic_message();
+                        if let Some(m) = w.current_machine {
+                            w.crashed.push((m, msg));
+                        }
+                    }
+                    if !w.crashed.is_empty() {
+                        return Ok(Step::Crashed);
+                    }
+                    if !w.ready.is_empty() {
+                        break;
                     }
                 }
-                Ok(if w.crashed.is_empty() {
-                    Step::Event
-                } else {
-                    Step::Crashed
-                })
+                Ok(Step::Event)
             })
             .unwrap_or(Err(End::Idle));
             let task = match next {
@@ -828,8 +840,10 @@ impl Simulation {
         };
         beat.in_poll.store(true, Ordering::Relaxed);
         let result = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
-        beat.polls.fetch_add(1, Ordering::Relaxed);
+        // Only this thread writes the counter: a plain store, not an atomic
+        // read-modify-write (a locked instruction per poll).
         self.polls += 1;
+        beat.polls.store(self.polls, Ordering::Relaxed);
         beat.in_poll.store(false, Ordering::Relaxed);
         let outcome = match result {
             Ok(Poll::Pending) => {
@@ -998,8 +1012,7 @@ impl Simulation {
             for s in &machine.sockets {
                 if let SocketSlot::Tcp(t) = s {
                     if t.id < trace::MAX_LISTED {
-                        let mut tcb_stats = t.tcb.stats.clone();
-                        t.tcb.fill_cc_stats(&mut tcb_stats);
+                        let tcb_stats = t.tcb.stats();
                         recs.push(trace::Record {
                             id: t.id,
                             machine: m as MachineId,

@@ -83,6 +83,9 @@ pub const ALPHA: f64 = 3.0 * (1.0 - BETA) / (1.0 + BETA);
 
 const NS_PER_S: f64 = 1e9;
 
+/// An instant not set (`epoch_start_ns`, `last_ack_ns`).
+const NONE: u64 = u64::MAX;
+
 /// CUBIC congestion control state.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cubic {
@@ -107,13 +110,15 @@ pub struct Cubic {
     /// W_est in segments.
     w_est: f64,
     /// Start of the current congestion avoidance epoch.
-    epoch_start_ns: Option<u64>,
+    /// (`NONE`: no epoch; instants are stored without an `Option`'s
+    /// tag to keep the per-connection state small.)
+    epoch_start_ns: u64,
     /// Time of the previous ACK, to leave app-limited time out of `t`.
-    last_ack_ns: Option<u64>,
+    last_ack_ns: u64,
     /// Smoothed RTT (RFC 6298 gains), 0 until the first sample.
     srtt_ns: u64,
     /// Carry of `(target − cwnd)·acked` not yet worth a byte of cwnd.
-    remainder: u128,
+    remainder: u64,
 }
 
 impl Cubic {
@@ -135,8 +140,8 @@ impl Cubic {
             origin: 0.0,
             k: 0.0,
             w_est: 0.0,
-            epoch_start_ns: None,
-            last_ack_ns: None,
+            epoch_start_ns: NONE,
+            last_ack_ns: NONE,
             srtt_ns: 0,
             remainder: 0,
         }
@@ -160,7 +165,7 @@ impl Cubic {
     /// Returns the start of the current congestion avoidance epoch, if one
     /// has started since the last congestion event.
     pub fn epoch_start_ns(&self) -> Option<u64> {
-        self.epoch_start_ns
+        (self.epoch_start_ns != NONE).then_some(self.epoch_start_ns)
     }
 
     /// Returns W_est, the Reno-friendly estimate, in segments.
@@ -185,7 +190,7 @@ impl Cubic {
 
     fn start_epoch(&mut self, now_ns: u64) {
         let cwnd_epoch = self.segments(self.cwnd);
-        self.epoch_start_ns = Some(now_ns);
+        self.epoch_start_ns = now_ns;
         self.remainder = 0;
         if self.after_rto {
             // §4.8: "K is set to 0, and W_max is set to the congestion window
@@ -217,10 +222,10 @@ impl Cubic {
 
     /// Grows cwnd for one ACK in congestion avoidance (§4.2–§4.5).
     fn avoid(&mut self, ev: &AckEvent) {
-        if self.epoch_start_ns.is_none() {
+        if self.epoch_start_ns == NONE {
             self.start_epoch(ev.now_ns);
         }
-        let start = self.epoch_start_ns.unwrap_or(ev.now_ns);
+        let start = self.epoch_start_ns;
         let t = ev.now_ns.saturating_sub(start) as f64 / NS_PER_S;
         let rtt_ns = if self.srtt_ns > 0 {
             self.srtt_ns
@@ -245,9 +250,12 @@ impl Cubic {
         let max = self.cwnd.saturating_add(self.cwnd / 2);
         let target = self.bytes(self.w_cubic(t + rtt)).clamp(self.cwnd, max);
         let cwnd = u128::from(self.cwnd);
-        self.remainder += u128::from(target - self.cwnd) * u128::from(ev.acked_bytes);
-        let inc = self.remainder / cwnd;
-        self.remainder %= cwnd;
+        let carry = u128::from(self.remainder)
+            + u128::from(target - self.cwnd) * u128::from(ev.acked_bytes);
+        let inc = carry / cwnd;
+        // Below `cwnd`, so it fits in 64 bits (stored so: 16 bytes less per
+        // connection than a u128 and its alignment).
+        self.remainder = (carry % cwnd) as u64;
         self.cwnd = self
             .cwnd
             .saturating_add(u64::try_from(inc).unwrap_or(u64::MAX));
@@ -269,7 +277,7 @@ impl CongestionControl for Cubic {
 
     fn on_ack(&mut self, ev: &AckEvent) {
         self.update_srtt(ev.rtt_ns);
-        let last = self.last_ack_ns.replace(ev.now_ns);
+        let last = std::mem::replace(&mut self.last_ack_ns, ev.now_ns);
         if ev.acked_bytes == 0 {
             return;
         }
@@ -280,8 +288,9 @@ impl CongestionControl for Cubic {
         if ev.app_limited {
             // §5.8: no growth while application-limited, and that time does
             // not count towards t (Linux shifts epoch_start likewise).
-            if let (Some(start), Some(last)) = (self.epoch_start_ns.as_mut(), last) {
-                *start = start
+            if self.epoch_start_ns != NONE && last != NONE {
+                self.epoch_start_ns = self
+                    .epoch_start_ns
                     .saturating_add(ev.now_ns.saturating_sub(last))
                     .min(ev.now_ns);
             }
@@ -307,7 +316,7 @@ impl CongestionControl for Cubic {
         self.cwnd_prior = cwnd_seg;
         self.ssthresh = reduce(self.cwnd, self.mss);
         self.cwnd = self.ssthresh;
-        self.epoch_start_ns = None;
+        self.epoch_start_ns = NONE;
         self.after_rto = false;
         self.remainder = 0;
         self.in_recovery = true;
@@ -325,7 +334,7 @@ impl CongestionControl for Cubic {
         }
         self.rto_backoff = true;
         self.cwnd = self.mss;
-        self.epoch_start_ns = None;
+        self.epoch_start_ns = NONE;
         self.after_rto = true;
         self.remainder = 0;
         self.in_recovery = false;

@@ -529,7 +529,7 @@ impl Future for Close {
                 return Some(Err(SocketError::BadDescriptor));
             };
             if let Some(e) = t.tcb.error.take() {
-                return Some(Err(e));
+                return Some(Err(*e));
             }
             let all_acked = t.tcb.sndbuf.len() == 0
                 && matches!(
@@ -588,8 +588,8 @@ impl Future for Connect {
                 .get_mut(slot as usize)
             {
                 Some(SocketSlot::Tcp(t)) => {
-                    if let Some(e) = t.tcb.error.clone() {
-                        return Some(Err(e));
+                    if let Some(e) = t.tcb.error.as_deref() {
+                        return Some(Err(e.clone()));
                     }
                     if t.tcb.state == State::SynSent || t.tcb.state == State::SynReceived {
                         t.writer = task;
@@ -659,7 +659,7 @@ impl Future for Send<'_> {
             };
             // Linux `sk_stream_error`: the pending error once, then EPIPE.
             if let Some(e) = t.tcb.error.take() {
-                return Some(Err(e));
+                return Some(Err(*e));
             }
             if matches!(t.tcb.state, State::SynSent | State::SynReceived) {
                 t.writer = task;
@@ -724,7 +724,7 @@ impl Future for Recv<'_> {
                 return Some(Ok(data));
             }
             if let Some(e) = t.tcb.error.take() {
-                return Some(Err(e));
+                return Some(Err(*e));
             }
             if t.tcb.fin_received || t.tcb.state == State::Closed {
                 return Some(Ok(Message::new()));

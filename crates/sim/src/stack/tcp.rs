@@ -51,6 +51,7 @@
 //! checked at `bind` is not reserved until `listen`/`connect`.
 
 pub(crate) mod buffers;
+pub(crate) mod deadline;
 pub mod keepalive;
 pub(crate) mod tcb;
 pub mod trace;
@@ -67,7 +68,8 @@ use elvis_tcpcc::Algorithm;
 use elvis_wire::checksum::{self, Checksum};
 use elvis_wire::tcp::{self, Control, Repr, SeqNumber};
 use elvis_wire::{Checksums, IpProtocol};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
 use std::time::Duration;
@@ -154,16 +156,18 @@ impl SockOpts {
 
 /// A machine's TCP lookup tables, kept in step with its socket table so
 /// that demux, `bind` and ephemeral-port choice cost O(1) however many
-/// connections the machine holds (`HashMap`s are only looked up, never
-/// iterated).
+/// connections the machine holds (the maps are only looked up, never
+/// iterated, so their order cannot leak into results; they use the Fx hash
+/// because every arriving segment is demuxed through `conns` and SipHash
+/// cost more than the rest of the lookup).
 #[derive(Default)]
 pub(crate) struct TcpIndex {
     /// Connections by (local port, remote address).
-    conns: HashMap<(u16, SocketAddrV4), u32>,
+    conns: FxHashMap<(u16, SocketAddrV4), u32>,
     /// Listeners by port.
-    listeners: HashMap<u16, u32>,
+    listeners: FxHashMap<u16, u32>,
     /// TCP sockets (connections and listeners) per local port.
-    ports: HashMap<u16, u32>,
+    ports: FxHashMap<u16, u32>,
     /// No ephemeral port below this is free.
     eph_low: u16,
 }
@@ -216,7 +220,7 @@ pub(crate) struct TcpSock {
     /// The application dropped its handle: free the slot once closed.
     pub orphan: bool,
     timer_gen: u32,
-    timer_at: Option<Time>,
+    timer_at: deadline::Deadline,
     /// The connection's id in the run's connection log.
     pub id: u64,
     /// When it was opened and last had data acknowledged.
@@ -345,7 +349,7 @@ pub(crate) fn connect(
         listener: None,
         orphan: false,
         timer_gen: 0,
-        timer_at: None,
+        timer_at: deadline::Deadline::NONE,
         id,
         life: trace::Life::new(w.now()),
     };
@@ -409,7 +413,7 @@ pub(crate) fn drive(
     if fx.readable {
         wake.extend(sock.reader.take());
     }
-    if fx.writable {
+    if fx.writable && writer_may_run(&sock.tcb) {
         wake.extend(sock.writer.take());
     }
     let mut to_listener = None;
@@ -429,14 +433,14 @@ pub(crate) fn drive(
     // One pending timer event per connection: a later deadline keeps the
     // event already queued (it re-arms itself when it fires early), so
     // re-arming the RTO on every ACK adds nothing to the event queue.
-    let earlier = match (deadline, sock.timer_at) {
+    let earlier = match (deadline, sock.timer_at.get()) {
         (Some(d), Some(at)) => d < at,
         (Some(_), None) => true,
         (None, _) => false,
     };
     if earlier {
         sock.timer_gen = sock.timer_gen.wrapping_add(1);
-        sock.timer_at = deadline;
+        sock.timer_at = deadline.into();
         if let Some(at) = deadline {
             let timer = super::Timer::Tcp {
                 slot,
@@ -473,6 +477,25 @@ pub(crate) fn drive(
     for t in wake {
         w.wake(t);
     }
+}
+
+/// Returns true when a writer blocked on a full send buffer should be woken:
+/// on an error or a state change; once the free space is at least half the
+/// bytes still queued (Linux `sk_stream_is_writeable`, where
+/// `sk_stream_wspace` must reach `sk_stream_min_wspace`: a third of the
+/// buffer free when it was full); or once the bytes not yet sent have
+/// fallen to the free space. The writer then refills the buffer in large
+/// pieces instead of one ACK's worth per wake-up. The last rule stands in
+/// for Linux's send-buffer autotuning (`tcp_sndbuf_expand`, not modelled):
+/// when the window approaches the buffer, Linux grows the buffer; here the
+/// writer is woken early enough that the connection never runs out of data
+/// it could send.
+fn writer_may_run(tcb: &Tcb) -> bool {
+    let space = tcb.send_space();
+    tcb.error.is_some()
+        || !matches!(tcb.state, State::Established | State::CloseWait)
+        || space >= tcb.sndbuf.len() / 2
+        || tcb.unsent() <= space
 }
 
 /// Frames TCP may keep in a NIC before its segments are dropped there
@@ -662,7 +685,7 @@ fn passive_open(
         listener: Some(l),
         orphan: true,
         timer_gen: 0,
-        timer_at: None,
+        timer_at: deadline::Deadline::NONE,
         id,
         life: trace::Life::new(w.now()),
     };
@@ -692,7 +715,7 @@ pub(crate) fn on_timer(w: &mut World, m: MachineId, slot: u32, gen: u32) {
     };
     if due {
         if let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize) {
-            t.timer_at = None;
+            t.timer_at = deadline::Deadline::NONE;
         }
         drive(w, m, slot, |tcb, now, out| tcb.on_timer(now, out));
     }
@@ -776,7 +799,7 @@ mod tests {
     /// (measured whole by `elvis-bench tcp-idle`); printed with
     /// `--nocapture`.
     #[test]
-    fn an_idle_connection_fits_in_well_under_a_kilobyte() {
+    fn an_idle_connection_holds_at_most_640_bytes_of_tcp_state() {
         let cc = elvis_tcpcc::new(Algorithm::Cubic, 1448, 10);
         let cc_heap = std::mem::size_of_val(&*cc);
         let sizes = [
@@ -784,7 +807,7 @@ mod tests {
             ("TcpSock (boxed, holds the Tcb)", size_of::<TcpSock>()),
             ("  Tcb", size_of::<Tcb>()),
             ("    TcpConfig (shared, Rc)", size_of::<Rc<TcpConfig>>()),
-            ("    TcpStats", size_of::<TcpStats>()),
+            ("    Counters", size_of::<tcb::Counters>()),
             ("    SendBuffer", size_of::<SendBuffer>()),
             ("    RecvBuffer", size_of::<RecvBuffer>()),
             ("    Scoreboard", size_of::<Scoreboard>()),
@@ -795,6 +818,12 @@ mod tests {
         }
         let total = size_of::<SocketSlot>() + size_of::<TcpSock>() + cc_heap;
         println!("{:32} {total:5} bytes", "total (no buffered data)");
-        assert!(total <= 1024, "{total} bytes per idle connection");
+        // The contract `elvis-bench tcp-idle` measures whole (with the
+        // allocator's rounding, the demux index and the socket table):
+        // the structures an idle connection holds stay within 640 bytes
+        // (888 before the cold state went behind pointers and the timers
+        // and RTT estimators into one word each).
+        assert!(total <= 640, "{total} bytes per idle connection");
+        assert!(size_of::<TcpSock>() <= 520, "{}", size_of::<TcpSock>());
     }
 }

@@ -131,10 +131,20 @@ fn is_virtual(m: &Message) -> bool {
 pub(crate) struct RecvBuffer {
     ready: VecDeque<Message>,
     ready_len: usize,
-    /// Out-of-order segments: (first sequence number, data), sorted, not
-    /// overlapping.
-    ooo: Vec<(SeqNumber, Message)>,
-    ooo_len: usize,
+    /// Out-of-order segments, allocated while there are some (most
+    /// connections never reorder: they pay one pointer).
+    ooo: Option<Box<Reassembly>>,
+}
+
+/// Out-of-order segments: (first sequence number, data), sorted, not
+/// overlapping, and their total length.
+#[derive(Default)]
+struct Reassembly {
+    segs: Vec<(SeqNumber, Message)>,
+    len: usize,
+    /// The latest out-of-order segments, most recent first (the order of
+    /// SACK blocks, RFC 2018 §4); forgotten with the segments.
+    recent: [Option<SeqNumber>; 4],
 }
 
 impl RecvBuffer {
@@ -145,7 +155,7 @@ impl RecvBuffer {
 
     /// Returns all bytes held (in order and out of order).
     pub fn held(&self) -> usize {
-        self.ready_len + self.ooo_len
+        self.ready_len + self.ooo.as_ref().map_or(0, |o| o.len)
     }
 
     /// Takes up to `max` in-order bytes.
@@ -191,24 +201,40 @@ impl RecvBuffer {
         if seq == rcv_nxt {
             let mut next = rcv_nxt + data.len();
             self.push_ready(data);
-            // Pull now-contiguous out-of-order segments.
-            while let Some((s, _)) = self.ooo.first() {
-                if *s > next {
-                    break;
-                }
-                let (s, mut d) = self.ooo.remove(0);
-                self.ooo_len -= d.len();
-                let dup = (next - s) as usize;
-                if dup < d.len() {
-                    let _ = d.pop_front(dup);
-                    next += d.len();
-                    self.push_ready(d);
-                }
+            if self.ooo.is_some() {
+                next = self.pull_contiguous(next);
             }
             return next;
         }
         self.insert_ooo(seq, data);
         rcv_nxt
+    }
+
+    /// Moves the out-of-order segments that `next` reaches to the ready
+    /// queue; frees the reassembly state once empty. Returns the new
+    /// `rcv_nxt`.
+    fn pull_contiguous(&mut self, mut next: SeqNumber) -> SeqNumber {
+        let Some(ooo) = self.ooo.as_deref_mut() else {
+            return next;
+        };
+        while let Some((s, _)) = ooo.segs.first() {
+            if *s > next {
+                break;
+            }
+            let (s, mut d) = ooo.segs.remove(0);
+            ooo.len -= d.len();
+            let dup = (next - s) as usize;
+            if dup < d.len() {
+                let _ = d.pop_front(dup);
+                next += d.len();
+                self.ready_len += d.len();
+                self.ready.push_back(d);
+            }
+        }
+        if ooo.segs.is_empty() {
+            self.ooo = None;
+        }
+        next
     }
 
     fn push_ready(&mut self, d: Message) {
@@ -220,9 +246,10 @@ impl RecvBuffer {
 
     /// Stores an out-of-order segment, keeping only bytes not held yet.
     fn insert_ooo(&mut self, mut seq: SeqNumber, mut data: Message) {
+        let ooo = self.ooo.get_or_insert_with(Default::default);
         let mut i = 0;
-        while i < self.ooo.len() && !data.is_empty() {
-            let (s, ref d) = self.ooo[i];
+        while i < ooo.segs.len() && !data.is_empty() {
+            let (s, ref d) = ooo.segs[i];
             let e = s + d.len();
             if e <= seq {
                 i += 1;
@@ -235,8 +262,8 @@ impl RecvBuffer {
                 // Keep the part before this segment, continue with the rest.
                 let head_len = (s - seq) as usize;
                 let rest = data.split_off(head_len);
-                self.ooo_len += data.len();
-                self.ooo.insert(i, (seq, data));
+                ooo.len += data.len();
+                ooo.segs.insert(i, (seq, data));
                 i += 2;
                 data = rest;
                 seq = s;
@@ -247,26 +274,37 @@ impl RecvBuffer {
             seq += overlap;
         }
         if !data.is_empty() {
-            let pos = self.ooo.partition_point(|(s, _)| *s < seq);
-            self.ooo_len += data.len();
-            self.ooo.insert(pos, (seq, data));
+            let pos = ooo.segs.partition_point(|(s, _)| *s < seq);
+            ooo.len += data.len();
+            ooo.segs.insert(pos, (seq, data));
+        }
+        if ooo.segs.is_empty() {
+            self.ooo = None;
+        }
+    }
+
+    /// Notes that the segment at `seq` arrived out of order (it leads the
+    /// next SACK blocks).
+    pub fn note_out_of_order(&mut self, seq: SeqNumber) {
+        if let Some(o) = self.ooo.as_deref_mut() {
+            o.recent.rotate_right(1);
+            o.recent[0] = Some(seq);
         }
     }
 
     /// Returns up to `n` out-of-order ranges (for SACK blocks): first the
-    /// ones holding the sequence numbers in `recent` (most recent first, so
+    /// ones holding the most recent out-of-order segments (most recent first, so
     /// the block of the segment that triggered this ACK leads), then the
     /// rest in sequence order. RFC 2018 §4: "The first SACK block ... MUST
     /// specify the contiguous block of data containing the segment which
     /// triggered this ACK"; the others SHOULD repeat "the most recently
     /// reported SACK blocks".
-    pub fn sack_blocks(
-        &self,
-        recent: &[Option<SeqNumber>],
-        n: usize,
-    ) -> Vec<(SeqNumber, SeqNumber)> {
+    pub fn sack_blocks(&self, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+        let Some(ooo) = self.ooo.as_deref() else {
+            return Vec::new(); // the common case: nothing to report
+        };
         let mut ranges: Vec<(SeqNumber, SeqNumber)> = Vec::new();
-        for (s, d) in &self.ooo {
+        for (s, d) in &ooo.segs {
             let e = *s + d.len();
             match ranges.last_mut() {
                 Some(last) if last.1 == *s => last.1 = e,
@@ -274,7 +312,7 @@ impl RecvBuffer {
             }
         }
         let mut out = Vec::with_capacity(n.min(ranges.len()));
-        for f in recent.iter().flatten() {
+        for f in ooo.recent.iter().flatten() {
             if let Some(i) = ranges.iter().position(|(s, e)| *s <= *f && *f < *e) {
                 out.push(ranges.remove(i));
             }
@@ -286,13 +324,20 @@ impl RecvBuffer {
 }
 
 /// The sender's record of what the receiver reported with SACK
-/// (RFC 2018, RFC 6675 §3), as merged ranges above `snd_una`.
+/// (RFC 2018, RFC 6675 §3), as merged ranges above `snd_una`; allocated
+/// while there are some (one pointer for a connection without loss).
 #[derive(Default)]
 pub(crate) struct Scoreboard {
-    ranges: Vec<(SeqNumber, SeqNumber)>,
+    // A boxed Vec on purpose: one word in every TCB, not three.
+    #[allow(clippy::box_collection)]
+    ranges: Option<Box<Vec<(SeqNumber, SeqNumber)>>>,
 }
 
 impl Scoreboard {
+    fn ranges(&self) -> &[(SeqNumber, SeqNumber)] {
+        self.ranges.as_deref().map_or(&[], |r| &r[..])
+    }
+
     /// Adds a SACK block, ignoring anything at or below `snd_una` or beyond
     /// `snd_nxt` (a bogus block).
     pub fn add(&mut self, una: SeqNumber, nxt: SeqNumber, mut s: SeqNumber, mut e: SeqNumber) {
@@ -305,11 +350,11 @@ impl Scoreboard {
         if e <= s {
             return;
         }
-        self.ranges.push((s, e));
-        self.ranges
-            .sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
-        let mut merged: Vec<(SeqNumber, SeqNumber)> = Vec::with_capacity(self.ranges.len());
-        for &(s, e) in &self.ranges {
+        let ranges = self.ranges.get_or_insert_with(Default::default);
+        ranges.push((s, e));
+        ranges.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        let mut merged: Vec<(SeqNumber, SeqNumber)> = Vec::with_capacity(ranges.len());
+        for &(s, e) in ranges.iter() {
             match merged.last_mut() {
                 Some(last) if s <= last.1 => {
                     if e > last.1 {
@@ -319,39 +364,46 @@ impl Scoreboard {
                 _ => merged.push((s, e)),
             }
         }
-        self.ranges = merged;
+        **ranges = merged;
     }
 
     /// Forgets everything below `una`.
     pub fn advance(&mut self, una: SeqNumber) {
-        self.ranges.retain(|r| r.1 > una);
-        for r in &mut self.ranges {
+        let Some(ranges) = self.ranges.as_deref_mut() else {
+            return;
+        };
+        ranges.retain(|r| r.1 > una);
+        for r in ranges.iter_mut() {
             if r.0 < una {
                 r.0 = una;
             }
+        }
+        if ranges.is_empty() {
+            // Recovery is over: an idle connection holds no heap.
+            self.ranges = None;
         }
     }
 
     /// Forgets everything (after a timeout, RFC 6675 §5.1 allows it).
     pub fn clear(&mut self) {
-        self.ranges.clear();
+        self.ranges = None;
     }
 
     /// Returns the bytes SACKed.
     pub fn sacked_bytes(&self) -> usize {
-        self.ranges.iter().map(|(s, e)| (*e - *s) as usize).sum()
+        self.ranges().iter().map(|(s, e)| (*e - *s) as usize).sum()
     }
 
     /// Returns the highest SACKed sequence number, if any.
     pub fn highest(&self) -> Option<SeqNumber> {
-        self.ranges.last().map(|r| r.1)
+        self.ranges().last().map(|r| r.1)
     }
 
     /// Returns the first un-SACKed hole at or after `from` and below the
     /// highest SACKed byte, as (start, length).
     pub fn next_hole(&self, from: SeqNumber) -> Option<(SeqNumber, usize)> {
         let mut at = from;
-        for (s, e) in &self.ranges {
+        for (s, e) in self.ranges() {
             if *e <= at {
                 continue;
             }
@@ -435,7 +487,7 @@ mod test {
         nxt = r.insert(nxt, base + 6, m(b"ghi"));
         nxt = r.insert(nxt, base + 3, m(b"def"));
         assert_eq!(nxt, base);
-        assert_eq!(r.sack_blocks(&[], 4), vec![(base + 3, base + 9)]);
+        assert_eq!(r.sack_blocks(4), vec![(base + 3, base + 9)]);
         nxt = r.insert(nxt, base, m(b"abc"));
         assert_eq!(nxt, base + 9);
         assert_eq!(r.take(100).to_vec(), b"abcdefghi");

@@ -15,6 +15,7 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+use super::deadline::Deadline;
 use super::keepalive::{self, KeepaliveTimer};
 use super::TcpConfig;
 use crate::socket::SocketError;
@@ -63,6 +64,43 @@ pub struct TcpStats {
     /// Current congestion window, bytes.
     pub cwnd: u64,
     pub ssthresh: u64,
+}
+
+/// The counters a connection keeps: [`TcpStats`] less the fields read from
+/// the live state when asked (RTT, window), so that they cost no memory
+/// per connection and no work per segment.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Counters {
+    pub segments_sent: u64,
+    pub segments_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub rtt_samples: u64,
+    /// Loss counters, allocated at the first loss event.
+    loss: Option<Box<LossCounters>>,
+}
+
+/// The counters of loss events (most connections never have one).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LossCounters {
+    pub retransmitted_segments: u64,
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    pub lost_retransmissions: u64,
+}
+
+impl Counters {
+    /// Returns the loss counters, allocating them on first use.
+    pub fn loss(&mut self) -> &mut LossCounters {
+        self.loss.get_or_insert_with(Default::default)
+    }
+
+    /// Returns the loss counters (zero before any loss).
+    pub fn losses(&self) -> LossCounters {
+        self.loss.as_deref().cloned().unwrap_or_default()
+    }
 }
 
 /// A segment to send: header fields and payload (addresses are the
@@ -120,10 +158,12 @@ pub(crate) struct Tcb {
     /// The peer offered these in its SYN (for a passive open).
     peer_syn_opts: Option<(Option<u16>, Option<u8>, bool, bool)>,
     // Round-trip time (RFC 6298).
-    srtt: Option<Duration>,
-    rttvar: Duration,
-    rto: Duration,
-    min_rtt: Option<Duration>,
+    // Nanoseconds (a `Duration` takes 16 bytes); `NO_RTT` before the
+    // first sample. Read through `srtt()`, `rttvar()`, `rto()`, `min_rtt()`.
+    srtt_ns: u64,
+    rttvar_ns: u64,
+    rto_ns: u64,
+    min_rtt_ns: u64,
     /// Classic timed segment when timestamps are off: (seq, send time).
     timed: Option<(SeqNumber, Time)>,
     // Congestion control and recovery.
@@ -138,10 +178,10 @@ pub(crate) struct Tcb {
     /// number, `snd_max` when it was sent), to detect its loss.
     rexmit_mark: Option<(SeqNumber, SeqNumber)>,
     // Timers (deadlines).
-    rto_at: Option<Time>,
-    delack_at: Option<Time>,
-    persist_at: Option<Time>,
-    timewait_at: Option<Time>,
+    rto_at: Deadline,
+    delack_at: Deadline,
+    persist_at: Deadline,
+    timewait_at: Deadline,
     persist_backoff: u32,
     syn_retries: u32,
     /// Consecutive retransmission timeouts since `snd_una` last advanced.
@@ -149,17 +189,16 @@ pub(crate) struct Tcb {
     /// Segments received since our last ACK.
     ack_pending: u32,
     ack_now: bool,
-    /// The latest out-of-order segments, most recent first (the order of
-    /// SACK blocks, RFC 2018 §4).
-    last_ooo: [Option<SeqNumber>; 4],
     /// Data segments the NIC takes now (set by the caller before each call).
     pub budget: usize,
     /// Set when data waited for NIC room.
     pub nic_blocked: bool,
     // Application side.
-    pub error: Option<SocketError>,
+    /// The error the application learns next (boxed: rare, and a
+    /// `SocketError` is several words).
+    pub error: Option<Box<SocketError>>,
     pub nodelay: bool,
-    pub stats: TcpStats,
+    pub stats: Counters,
     /// Shared by every connection without per-socket buffer options.
     cfg: Rc<TcpConfig>,
     /// `SO_KEEPALIVE` (off: `None`).
@@ -182,6 +221,14 @@ impl SharedConfig for &TcpConfig {
     fn shared(self) -> Rc<TcpConfig> {
         Rc::new(self.clone())
     }
+}
+
+/// `srtt_ns` / `min_rtt_ns` before the first RTT sample.
+const NO_RTT: u64 = u64::MAX;
+
+/// Returns `d` in nanoseconds (saturating: 584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1)
 }
 
 /// Sequence-number helpers.
@@ -229,10 +276,10 @@ impl Tcb {
             ts_recent: 0,
             sack_enabled: false,
             peer_syn_opts: None,
-            srtt: None,
-            rttvar: Duration::ZERO,
-            rto: cfg.initial_rto,
-            min_rtt: None,
+            srtt_ns: NO_RTT,
+            rttvar_ns: 0,
+            rto_ns: nanos(cfg.initial_rto),
+            min_rtt_ns: NO_RTT,
             timed: None,
             cc,
             dupacks: 0,
@@ -241,21 +288,20 @@ impl Tcb {
             rexmit_next: iss,
             rexmit_bytes_in_recovery: 0,
             rexmit_mark: None,
-            rto_at: None,
-            delack_at: None,
-            persist_at: None,
-            timewait_at: None,
+            rto_at: Deadline::NONE,
+            delack_at: Deadline::NONE,
+            persist_at: Deadline::NONE,
+            timewait_at: Deadline::NONE,
             persist_backoff: 0,
             syn_retries: 0,
             retries: 0,
             ack_pending: 0,
             ack_now: false,
-            last_ooo: [None; 4],
             budget: usize::MAX,
             nic_blocked: false,
             error: None,
             nodelay: false,
-            stats: TcpStats::default(),
+            stats: Counters::default(),
             cfg: cfg.clone(),
             keepalive: None,
         }
@@ -359,6 +405,11 @@ impl Tcb {
         self.sndbuf_cap.saturating_sub(self.sndbuf.len())
     }
 
+    /// Returns the queued bytes not sent yet.
+    pub fn unsent(&self) -> usize {
+        self.sndbuf.len().saturating_sub(self.flight())
+    }
+
     /// Queues application data (the caller checked [`Tcb::send_space`]).
     pub fn write(&mut self, data: Message) {
         self.sndbuf.push(data);
@@ -420,10 +471,10 @@ impl Tcb {
     /// Enters CLOSED and stops every timer: a deleted TCB sends nothing.
     fn close(&mut self) {
         self.state = State::Closed;
-        self.rto_at = None;
-        self.delack_at = None;
-        self.persist_at = None;
-        self.timewait_at = None;
+        self.rto_at = Deadline::NONE;
+        self.delack_at = Deadline::NONE;
+        self.persist_at = Deadline::NONE;
+        self.timewait_at = Deadline::NONE;
     }
 
     /// Returns our receive window in bytes: the buffer less the in-order
@@ -520,9 +571,7 @@ impl Tcb {
             repr.timestamp = Some((0, self.ts_recent));
         }
         if self.sack_enabled && control != Control::Syn && control != Control::Rst {
-            let blocks = self
-                .rcvbuf
-                .sack_blocks(&self.last_ooo, if self.ts_enabled { 3 } else { 4 });
+            let blocks = self.rcvbuf.sack_blocks(if self.ts_enabled { 3 } else { 4 });
             for (i, (s, e)) in blocks.into_iter().enumerate() {
                 repr.sack_ranges[i] = Some((s.0, e.0));
             }
@@ -546,8 +595,11 @@ impl Tcb {
             (None, y) => y,
         };
         min(
-            min(min(self.rto_at, self.delack_at), self.keepalive_deadline()),
-            min(self.persist_at, self.timewait_at),
+            min(
+                min(self.rto_at.get(), self.delack_at.get()),
+                self.keepalive_deadline(),
+            ),
+            min(self.persist_at.get(), self.timewait_at.get()),
         )
     }
 
@@ -591,13 +643,13 @@ impl Tcb {
         }
         self.stats.bytes_sent += len as u64;
         if is_retransmit {
-            self.stats.retransmitted_segments += 1;
-            self.stats.retransmitted_bytes += len as u64;
+            self.stats.loss().retransmitted_segments += 1;
+            self.stats.loss().retransmitted_bytes += len as u64;
         }
         if seg.repr.ack_number.is_some() {
             self.ack_pending = 0;
             self.ack_now = false;
-            self.delack_at = None;
+            self.delack_at = Deadline::NONE;
         }
         let mut seg = seg;
         Tcb::stamp(&mut seg, now);
@@ -606,7 +658,7 @@ impl Tcb {
 
     fn arm_rto(&mut self, now: Time) {
         if self.rto_at.is_none() {
-            self.rto_at = Some(now + self.rto);
+            self.rto_at = Deadline::at(now + self.rto());
         }
     }
 
@@ -633,7 +685,7 @@ impl Tcb {
             let room = peer_room.min(cc_room);
             if peer_room == 0 && sent_unacked == 0 && self.persist_at.is_none() {
                 // Zero window: probe later (RFC 9293 §3.8.6.1).
-                self.persist_at = Some(now + self.rto);
+                self.persist_at = Deadline::at(now + self.rto());
             }
             let len = available.min(smss).min(room);
             if len == 0 {
@@ -772,7 +824,7 @@ impl Tcb {
             let seg = self.segment(Control::None, self.snd_nxt, Message::new(), false);
             self.push(seg, now, out, false);
         } else if self.ack_pending > 0 && self.delack_at.is_none() {
-            self.delack_at = Some(now + self.cfg.delayed_ack);
+            self.delack_at = Deadline::at(now + self.cfg.delayed_ack);
         }
     }
 
@@ -792,15 +844,15 @@ impl Tcb {
             return fx;
         }
         if self.delack_at.is_some_and(|t| t <= now) {
-            self.delack_at = None;
+            self.delack_at = Deadline::NONE;
             self.ack_now = true;
         }
         if self.persist_at.is_some_and(|t| t <= now) {
-            self.persist_at = None;
+            self.persist_at = Deadline::NONE;
             self.zero_window_probe(now, out);
         }
         if self.rto_at.is_some_and(|t| t <= now) {
-            self.rto_at = None;
+            self.rto_at = Deadline::NONE;
             self.on_rto(now, out, &mut fx);
         }
         if self.keepalive_deadline().is_some_and(|t| t <= now) {
@@ -851,17 +903,17 @@ impl Tcb {
         if self.snd_una == self.snd_max {
             return;
         }
-        self.stats.timeouts += 1;
+        self.stats.loss().timeouts += 1;
         if matches!(self.state, State::SynSent | State::SynReceived) {
             self.syn_retries += 1;
             if self.syn_retries > self.cfg.syn_retries {
                 self.fail(SocketError::TimedOut, fx);
                 return;
             }
-            self.rto = (self.rto * 2).min(self.cfg.max_rto);
+            self.rto_ns = nanos((self.rto() * 2).min(self.cfg.max_rto));
             let seg = self.segment(Control::Syn, self.iss, Message::new(), true);
             self.push(seg, now, out, true);
-            self.rto_at = Some(now + self.rto);
+            self.rto_at = Deadline::at(now + self.rto());
             return;
         }
         // Linux's `tcp_retries2`: give up after `max_retries` consecutive
@@ -873,7 +925,7 @@ impl Tcb {
         }
         self.cc.on_rto(now.as_nanos(), self.flight() as u64);
         // "The host MUST set RTO <- RTO * 2 (back off the timer)."
-        self.rto = (self.rto * 2).min(self.cfg.max_rto);
+        self.rto_ns = nanos((self.rto() * 2).min(self.cfg.max_rto));
         self.recovery = None;
         self.scoreboard.clear();
         self.dupacks = 0;
@@ -890,7 +942,7 @@ impl Tcb {
             // Only the FIN was outstanding, and it was just resent.
             self.snd_nxt = self.snd_max;
         }
-        self.rto_at = Some(now + self.rto);
+        self.rto_at = Deadline::at(now + self.rto());
     }
 
     fn zero_window_probe(&mut self, now: Time, out: &mut Vec<Segment>) {
@@ -909,11 +961,11 @@ impl Tcb {
         }
         self.persist_backoff = (self.persist_backoff + 1).min(6);
         self.persist_at =
-            Some(now + (self.rto * (1 << self.persist_backoff)).min(self.cfg.max_rto));
+            Deadline::at(now + (self.rto() * (1 << self.persist_backoff)).min(self.cfg.max_rto));
     }
 
     fn fail(&mut self, e: SocketError, fx: &mut Effects) {
-        self.error = Some(e);
+        self.error = Some(Box::new(e));
         self.close();
         fx.readable = true;
         fx.writable = true;
@@ -948,7 +1000,6 @@ impl Tcb {
         if self.state != State::Closed {
             self.output(now, out);
         }
-        self.update_cc_stats();
         fx
     }
 
@@ -996,7 +1047,7 @@ impl Tcb {
                         .unwrap_or_else(|| now - self.syn_time(now)),
                 );
             }
-            self.rto_at = None;
+            self.rto_at = Deadline::NONE;
             self.state = State::Established;
             self.ack_now = true;
             fx.established = true;
@@ -1014,8 +1065,8 @@ impl Tcb {
     fn syn_time(&self, now: Time) -> Time {
         // Without timestamps the SYN's send time is now − elapsed RTO window;
         // use the RTO deadline: sent at rto_at − rto.
-        self.rto_at.map_or(now, |t| {
-            Time::from_nanos(t.as_nanos().saturating_sub(self.rto.as_nanos() as u64))
+        self.rto_at.get().map_or(now, |t| {
+            Time::from_nanos(t.as_nanos().saturating_sub(self.rto().as_nanos() as u64))
         })
     }
 
@@ -1104,7 +1155,7 @@ impl Tcb {
             if seg.control != Control::Rst {
                 self.ack_now = true;
                 if self.state == State::TimeWait && seg.control == Control::Fin {
-                    self.timewait_at = Some(now + self.cfg.msl * 2);
+                    self.timewait_at = Deadline::at(now + self.cfg.msl * 2);
                 }
             }
             return;
@@ -1189,8 +1240,7 @@ impl Tcb {
             }
             if !in_order {
                 // Out of order: ACK at once with SACK (RFC 5681 §4.2).
-                self.last_ooo.rotate_right(1);
-                self.last_ooo[0] = Some(seg.seq_number);
+                self.rcvbuf.note_out_of_order(seg.seq_number);
                 self.ack_now = true;
             } else if had_hole || n < self.smss() {
                 // Filled (part of) a hole, or a short (PSH) segment: ACK at
@@ -1246,7 +1296,7 @@ impl Tcb {
             self.rtt_sample(now, rtt);
         }
         self.snd_una = ack;
-        self.rto_at = None;
+        self.rto_at = Deadline::NONE;
     }
 
     fn challenge_ack(&mut self, now: Time, out: &mut Vec<Segment>) {
@@ -1256,9 +1306,9 @@ impl Tcb {
 
     fn enter_time_wait(&mut self, now: Time) {
         self.state = State::TimeWait;
-        self.rto_at = None;
-        self.persist_at = None;
-        self.timewait_at = Some(now + self.cfg.msl * 2);
+        self.rto_at = Deadline::NONE;
+        self.persist_at = Deadline::NONE;
+        self.timewait_at = Deadline::at(now + self.cfg.msl * 2);
     }
 
     /// RFC 9293 §3.10.7.4 "fifth, check the ACK field" in ESTABLISHED and
@@ -1328,7 +1378,7 @@ impl Tcb {
                         now_ns: now.as_nanos(),
                         acked_bytes: data_acked as u64,
                         rtt_ns: sample.map(|d| d.as_nanos() as u64),
-                        min_rtt_ns: self.min_rtt.map_or(0, |d| d.as_nanos() as u64),
+                        min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),
                         in_flight_bytes: in_flight_before,
                         app_limited: (self.sndbuf.len() as u64) < self.cc.window(),
                     };
@@ -1337,9 +1387,9 @@ impl Tcb {
             }
             // Restart or stop the retransmission timer (RFC 6298 §5.2, 5.3).
             self.rto_at = if self.snd_una == self.snd_max {
-                None
+                Deadline::NONE
             } else {
-                Some(now + self.rto)
+                Deadline::at(now + self.rto())
             };
             fx.writable = true;
             // Our FIN acknowledged?
@@ -1380,14 +1430,14 @@ impl Tcb {
                 && self.scoreboard.next_hole(self.snd_una).is_some();
             if self.recovery.is_none() && (self.dupacks as usize >= thresh || sack_loss) {
                 // Enter fast recovery (RFC 6675 §5 / RFC 6582 §3.2 step 2).
-                self.stats.fast_recoveries += 1;
+                self.stats.loss().fast_recoveries += 1;
                 self.recovery = Some(self.snd_max);
                 self.rexmit_bytes_in_recovery = 0;
                 self.rexmit_next = self.snd_una;
                 self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
                 self.timed = None;
                 self.retransmit_first(now, out);
-                self.rto_at = Some(now + self.rto);
+                self.rto_at = Deadline::at(now + self.rto());
             }
         }
         // Lost retransmission (as Linux detects it): data sent after the
@@ -1400,7 +1450,7 @@ impl Tcb {
             if seq == self.snd_una && ack == self.snd_una && high > sent_max + self.smss() {
                 self.rexmit_mark = None;
                 self.rexmit_next = self.snd_una;
-                self.stats.lost_retransmissions += 1;
+                self.stats.loss().lost_retransmissions += 1;
                 if !self.sack_enabled {
                     self.retransmit_first(now, out);
                 }
@@ -1414,7 +1464,7 @@ impl Tcb {
             self.snd_wl1 = seg.seq_number;
             self.snd_wl2 = ack;
             if opened {
-                self.persist_at = None;
+                self.persist_at = Deadline::NONE;
                 self.persist_backoff = 0;
             }
         }
@@ -1424,52 +1474,77 @@ impl Tcb {
     fn rtt_sample(&mut self, _now: Time, r: Duration) {
         let r = r.max(Duration::from_nanos(1));
         self.stats.rtt_samples += 1;
-        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
-        match self.srtt {
+        self.min_rtt_ns = nanos(self.min_rtt().map_or(r, |m| m.min(r)));
+        match self.srtt() {
             None => {
-                self.srtt = Some(r);
-                self.rttvar = r / 2;
+                self.srtt_ns = nanos(r);
+                self.rttvar_ns = nanos(r / 2);
             }
             Some(srtt) => {
                 // RTTVAR <- (1 - 1/4) * RTTVAR + 1/4 * |SRTT - R'|
                 let diff = srtt.abs_diff(r);
-                self.rttvar = self.rttvar * 3 / 4 + diff / 4;
+                self.rttvar_ns = nanos(self.rttvar() * 3 / 4 + diff / 4);
                 // SRTT <- (1 - 1/8) * SRTT + 1/8 * R'
-                self.srtt = Some(srtt * 7 / 8 + r / 8);
+                self.srtt_ns = nanos(srtt * 7 / 8 + r / 8);
             }
         }
-        let srtt = self.srtt.unwrap_or(r);
+        let srtt = self.srtt().unwrap_or(r);
         // RTO <- SRTT + max (G, K*RTTVAR), K = 4, then the minimum.
         let g = Duration::from_micros(1);
-        self.rto = (srtt + (self.rttvar * 4).max(g))
-            .max(self.cfg.min_rto)
-            .min(self.cfg.max_rto);
+        self.rto_ns = nanos(
+            (srtt + (self.rttvar() * 4).max(g))
+                .max(self.cfg.min_rto)
+                .min(self.cfg.max_rto),
+        );
     }
 
-    /// Fills the congestion and RTT fields of `st` from the live state.
-    pub fn fill_cc_stats(&self, st: &mut TcpStats) {
-        st.cwnd = self.cc.window();
-        st.ssthresh = self.cc.ssthresh();
-        st.srtt_ns = self.srtt.map_or(0, |d| d.as_nanos() as u64);
-        st.min_rtt_ns = self.min_rtt.map_or(0, |d| d.as_nanos() as u64);
+    /// Returns the smoothed RTT (RFC 6298's SRTT), if sampled yet.
+    fn srtt(&self) -> Option<Duration> {
+        (self.srtt_ns != NO_RTT).then(|| Duration::from_nanos(self.srtt_ns))
     }
 
-    fn update_cc_stats(&mut self) {
-        self.stats.cwnd = self.cc.window();
-        self.stats.ssthresh = self.cc.ssthresh();
-        self.stats.srtt_ns = self.srtt.map_or(0, |d| d.as_nanos() as u64);
-        self.stats.min_rtt_ns = self.min_rtt.map_or(0, |d| d.as_nanos() as u64);
+    /// Returns the lowest RTT sampled, if any.
+    fn min_rtt(&self) -> Option<Duration> {
+        (self.min_rtt_ns != NO_RTT).then(|| Duration::from_nanos(self.min_rtt_ns))
+    }
+
+    /// Returns RFC 6298's RTTVAR.
+    fn rttvar(&self) -> Duration {
+        Duration::from_nanos(self.rttvar_ns)
+    }
+
+    /// Returns the retransmission timeout.
+    fn rto(&self) -> Duration {
+        Duration::from_nanos(self.rto_ns)
+    }
+
+    /// Returns the statistics: the counters, and the congestion and RTT
+    /// fields from the live state.
+    pub fn stats(&self) -> TcpStats {
+        let c = &self.stats;
+        let l = c.losses();
+        TcpStats {
+            segments_sent: c.segments_sent,
+            segments_received: c.segments_received,
+            bytes_sent: c.bytes_sent,
+            bytes_acked: c.bytes_acked,
+            bytes_received: c.bytes_received,
+            retransmitted_segments: l.retransmitted_segments,
+            retransmitted_bytes: l.retransmitted_bytes,
+            timeouts: l.timeouts,
+            fast_recoveries: l.fast_recoveries,
+            lost_retransmissions: l.lost_retransmissions,
+            rtt_samples: c.rtt_samples,
+            srtt_ns: self.srtt().map_or(0, |d| d.as_nanos() as u64),
+            min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),
+            cwnd: self.cc.window(),
+            ssthresh: self.cc.ssthresh(),
+        }
     }
 
     /// Returns the congestion-control algorithm's name.
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()
-    }
-
-    /// Returns the current statistics.
-    pub fn stats(&mut self) -> TcpStats {
-        self.update_cc_stats();
-        self.stats.clone()
     }
 
     /// Returns true if `seq` is within the window of acceptable SYN-ACK acks.

@@ -235,7 +235,7 @@ fn syn_sent_is_refused_by_a_reset_acking_its_syn_and_ignores_one_without_ack() {
         "connect() wakes up with the error"
     );
     assert_eq!(t.state, State::Closed);
-    assert_eq!(t.error, Some(SocketError::ConnectionRefused));
+    assert_eq!(t.error.as_deref(), Some(&SocketError::ConnectionRefused));
 }
 
 /// RFC 9293 §3.10.7.3 "fifth, if neither of the SYN or RST bits is set,
@@ -313,9 +313,9 @@ fn syn_received_enters_established_on_the_ack_of_its_syn() {
     assert!(fx.established);
     assert_eq!(t.state, State::Established);
     assert!(out.is_empty());
-    assert_eq!(t.srtt, Some(Duration::from_millis(100)));
-    assert_eq!(t.rttvar, Duration::from_millis(50));
-    assert_eq!(t.rto, Duration::from_millis(300));
+    assert_eq!(t.srtt(), Some(Duration::from_millis(100)));
+    assert_eq!(t.rttvar(), Duration::from_millis(50));
+    assert_eq!(t.rto(), Duration::from_millis(300));
 }
 
 /// RFC 9293 §3.10.7.4, SYN-RECEIVED: "If the segment acknowledgment is not
@@ -590,7 +590,7 @@ fn established_exact_rst_resets_the_connection() {
     assert!(out.is_empty());
     assert!(fx.readable && fx.writable && fx.closed);
     assert_eq!(t.state, State::Closed);
-    assert_eq!(t.error, Some(SocketError::ConnectionReset));
+    assert_eq!(t.error.as_deref(), Some(&SocketError::ConnectionReset));
 }
 
 /// RFC 5961 §3.2: "If the RST bit is set and the sequence number does not
@@ -982,7 +982,7 @@ fn syn_retransmissions_back_off_from_1_s_and_give_up_after_the_configured_retrie
     assert_eq!(t.deadline(), Some(Time::from_secs(127)));
     let (fx, out) = timer(&mut t, Time::from_secs(127));
     assert!(fx.closed && out.is_empty());
-    assert_eq!(t.error, Some(SocketError::TimedOut));
+    assert_eq!(t.error.as_deref(), Some(&SocketError::TimedOut));
 }
 
 /// RFC 6298 §4 / Karn: a SYN-ACK answering a retransmitted SYN gives no
@@ -995,8 +995,8 @@ fn a_handshake_with_a_retransmitted_syn_takes_no_rtt_sample() {
     input(&mut t, ms(1_100), syn_ack(), Message::new());
     assert_eq!(t.state, State::Established);
     assert_eq!(t.stats.rtt_samples, 0);
-    assert_eq!(t.srtt, None);
-    assert_eq!(t.rto, Duration::from_secs(2));
+    assert_eq!(t.srtt(), None);
+    assert_eq!(t.rto(), Duration::from_secs(2));
 }
 
 /// RFC 6298 §2.2 (first sample: "SRTT <- R, RTTVAR <- R/2, RTO <- SRTT +
@@ -1007,13 +1007,13 @@ fn a_handshake_with_a_retransmitted_syn_takes_no_rtt_sample() {
 fn rto_follows_rfc_6298_from_the_first_and_second_samples() {
     let (mut t, out) = sending(100, ms(100));
     assert_eq!(out.len(), 1);
-    assert_eq!(t.rto, Duration::from_millis(300));
+    assert_eq!(t.rto(), Duration::from_millis(300));
     assert_eq!(t.deadline(), Some(ms(400)), "RTO armed when data is sent");
     input(&mut t, ms(300), ack(IRS + 1, ISS + 101), Message::new());
     // R' = 200 ms: RTTVAR = 3/4·50 + 1/4·100 = 62.5, SRTT = 7/8·100 + 1/8·200 = 112.5.
-    assert_eq!(t.rttvar, Duration::from_micros(62_500));
-    assert_eq!(t.srtt, Some(Duration::from_micros(112_500)));
-    assert_eq!(t.rto, Duration::from_micros(112_500 + 250_000));
+    assert_eq!(t.rttvar(), Duration::from_micros(62_500));
+    assert_eq!(t.srtt(), Some(Duration::from_micros(112_500)));
+    assert_eq!(t.rto(), Duration::from_micros(112_500 + 250_000));
     assert_eq!(
         t.deadline(),
         None,
@@ -1029,7 +1029,7 @@ fn rto_is_never_below_the_configured_minimum() {
     let (mut t, _) = syn_sent(&plain());
     input(&mut t, ms(10), syn_ack(), Message::new());
     // 10 + 4·5 = 30 ms, floored.
-    assert_eq!(t.rto, Duration::from_millis(200));
+    assert_eq!(t.rto(), Duration::from_millis(200));
 }
 
 /// RFC 6298 §5.4–5.6: on expiry "retransmit the earliest segment that has
@@ -1054,7 +1054,7 @@ fn rto_doubles_on_each_timeout_up_to_the_maximum() {
         assert_eq!(out[0].payload.len(), MSS);
         at = at + Duration::from_millis(next);
     }
-    assert_eq!(t.stats.timeouts, 4);
+    assert_eq!(t.stats.losses().timeouts, 4);
 }
 
 /// RFC 6298 §3 (Karn's algorithm): "RTT samples MUST NOT be made using
@@ -1065,10 +1065,10 @@ fn karns_rule_takes_no_sample_from_a_retransmitted_segment() {
     let (mut t, _) = sending(100, ms(100));
     let samples = t.stats.rtt_samples;
     timer(&mut t, ms(400));
-    assert_eq!(t.rto, Duration::from_millis(600));
+    assert_eq!(t.rto(), Duration::from_millis(600));
     input(&mut t, ms(450), ack(IRS + 1, ISS + 101), Message::new());
     assert_eq!(t.stats.rtt_samples, samples);
-    assert_eq!(t.rto, Duration::from_millis(600));
+    assert_eq!(t.rto(), Duration::from_millis(600));
     // New data is timed again.
     t.write(bytes(100));
     output(&mut t, ms(500));
@@ -1278,8 +1278,8 @@ fn three_duplicate_acks_trigger_a_fast_retransmit() {
         (out[0].repr.seq_number, out[0].payload.len()),
         (ISS + 1, MSS)
     );
-    assert_eq!(t.stats.fast_recoveries, 1);
-    assert_eq!(t.stats.retransmitted_segments, 1);
+    assert_eq!(t.stats.losses().fast_recoveries, 1);
+    assert_eq!(t.stats.losses().retransmitted_segments, 1);
 }
 
 /// RFC 6675 §5: with SACK, the sender retransmits the first hole the
@@ -1307,5 +1307,5 @@ fn sack_recovery_retransmits_the_hole_the_receiver_reports() {
     }
     assert_eq!(rexmit.len(), 1, "the hole at SND.UNA, once");
     assert_eq!(rexmit[0].payload.len(), MSS);
-    assert_eq!(t.stats.fast_recoveries, 1);
+    assert_eq!(t.stats.losses().fast_recoveries, 1);
 }
