@@ -74,6 +74,81 @@ fn err(loc: Loc, message: impl Into<String>) -> BuildError {
     }
 }
 
+/// Turns a network's `qdisc=` spec into the simulator's config and checks
+/// its ranges, locating an error at the offending key's value.
+fn qdisc_config(
+    q: &elvis_scenario::QdiscSpec,
+    bandwidth_bps: Option<u64>,
+) -> Result<elvis_sim::qdisc::QdiscConfig, BuildError> {
+    use elvis_scenario::{ClassifySpec, QdiscKind, QueueLimit};
+    use elvis_sim::qdisc::TokenBucketConfig;
+    use elvis_sim::qdisc::{ClassParams, Classify, Limit, QdiscConfig, RedConfig};
+    let limit = |default: Limit| match q.limit {
+        None => default,
+        Some(QueueLimit::Unbounded) => Limit::Unbounded,
+        Some(QueueLimit::Packets(n)) => Limit::Packets(n),
+        Some(QueueLimit::Bytes(n)) => Limit::Bytes(n),
+    };
+    let classes = || ClassParams {
+        classify: match &q.classify {
+            Some(ClassifySpec::Dscp(d)) => Classify::Dscp(d.clone()),
+            Some(ClassifySpec::Flow) | None => Classify::Flow,
+        },
+        weights: q.weights.clone(),
+        limit: limit(Limit::Packets(1000)),
+    };
+    let cfg = match q.kind {
+        QdiscKind::DropTail => QdiscConfig::DropTail {
+            limit: limit(Limit::Unbounded),
+        },
+        QdiscKind::Red => {
+            let (min, min_bytes) = q.red_min.unwrap_or((0.0, false));
+            let (max, max_bytes) = q.red_max.unwrap_or((0.0, false));
+            if min_bytes != max_bytes {
+                return Err(BuildError {
+                    message: "red_min and red_max must both be packets or both be bytes".into(),
+                    hint: Some(
+                        "write e.g. red_min='5' red_max='15', or red_min='30kB' red_max='90kB'"
+                            .into(),
+                    ),
+                    loc: q.loc_of("red_max"),
+                });
+            }
+            let mut c = RedConfig::packets(min, max, q.red_max_p.unwrap_or(0.1));
+            c.bytes = min_bytes;
+            if c.bytes {
+                c.limit = Limit::Bytes((4.0 * max).ceil() as u64);
+            }
+            c.limit = limit(c.limit);
+            c.w_q = q.red_wq.unwrap_or(RedConfig::DEFAULT_W_Q);
+            c.gentle = q.red_gentle;
+            c.ecn = q.ecn;
+            c.avpkt = q.red_avpkt.map_or(RedConfig::DEFAULT_AVPKT, |b| {
+                b.min(u64::from(u32::MAX)) as u32
+            });
+            QdiscConfig::Red(c)
+        }
+        QdiscKind::TokenBucket => QdiscConfig::TokenBucket(TokenBucketConfig {
+            rate_bps: q.rate_bps.unwrap_or(0),
+            burst_bytes: q.burst_bytes.unwrap_or(0),
+            limit: limit(TokenBucketConfig::DEFAULT_LIMIT),
+        }),
+        QdiscKind::Prio => QdiscConfig::Prio(classes()),
+        QdiscKind::Drr => QdiscConfig::Drr(classes()),
+        QdiscKind::Wrr => QdiscConfig::Wrr(classes()),
+        QdiscKind::Wfq => QdiscConfig::Wfq(classes()),
+        QdiscKind::VirtualClock => QdiscConfig::VirtualClock(classes()),
+    };
+    match cfg.build(bandwidth_bps) {
+        Ok(_) => Ok(cfg),
+        Err(e) => Err(BuildError {
+            message: format!("bad qdisc parameter {e}"),
+            hint: Some("see the qdisc table in docs/ndl.md for each parameter's range".into()),
+            loc: q.loc_of(e.param),
+        }),
+    }
+}
+
 /// A built simulation and the settings it should run with.
 pub struct Built {
     pub sim: Simulation,
@@ -111,6 +186,10 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             mtu: spec.mtu,
             queue: spec.queue,
             txqueuelen: NetworkConfig::DEFAULT_TXQUEUELEN,
+            qdisc: match &spec.qdisc {
+                Some(q) => Some(qdisc_config(q, spec.bandwidth_bps)?),
+                None => None,
+            },
         };
         let id = sim.add_network(cfg);
         net_ids.insert(spec.id.as_str(), id);

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! elvis run [FILE] [--seed N] [--until 10s] [--report out.json] [--pcap DIR]
-//!           [--tcp-trace DIR [--tcp-trace-every 10ms|change]]
+//!           [--tcp-trace DIR [--tcp-trace-every 10ms|change]] [--queue-trace DIR]
 //! elvis check FILE
 //! ```
 //! Without a FILE, `run` runs the embedded default scenario
@@ -76,6 +76,11 @@ struct RunArgs {
     /// `change` (whenever cwnd, ssthresh or srtt changes).
     #[arg(long, default_value = "10ms", value_name = "INTERVAL")]
     tcp_trace_every: String,
+    /// Write the occupancy (frames and bytes waiting, a row per change)
+    /// of every egress queue that saw traffic as one CSV per queue into
+    /// this directory.
+    #[arg(long, value_name = "DIR")]
+    queue_trace: Option<PathBuf>,
     /// No progress bar and no summary.
     #[arg(long, short)]
     quiet: bool,
@@ -212,6 +217,9 @@ fn run(args: RunArgs) -> ExitCode {
     if args.tcp_trace.is_some() {
         built.sim.trace_tcp(sampling);
     }
+    if args.queue_trace.is_some() {
+        built.sim.trace_queues();
+    }
     built.sim.set_watchdog(watchdog, |machine| {
         eprintln!(
             "error: an application on machine '{machine}' has not yielded for the watchdog limit; \
@@ -264,6 +272,15 @@ fn run(args: RunArgs) -> ExitCode {
         if let Err(e) = built.sim.write_tcp_series(dir) {
             eprintln!(
                 "error: cannot write TCP time series into {}: {e}",
+                dir.display()
+            );
+            code = status::OUTPUT;
+        }
+    }
+    if let Some(dir) = &args.queue_trace {
+        if let Err(e) = built.sim.write_queue_series(dir) {
+            eprintln!(
+                "error: cannot write queue time series into {}: {e}",
                 dir.display()
             );
             code = status::OUTPUT;

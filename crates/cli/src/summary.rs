@@ -14,6 +14,43 @@ fn si(x: f64) -> String {
     }
 }
 
+/// How many queues the summary lists.
+const QUEUES_SHOWN: usize = 5;
+
+/// Lists the queues that dropped or marked most (nothing when none did).
+fn queues(s: &mut String, r: &Report) {
+    let mut busy: Vec<_> = (r.queues.iter())
+        .filter(|q| q.dropped + q.marked > 0)
+        .collect();
+    if busy.is_empty() {
+        return;
+    }
+    busy.sort_by_key(|q| std::cmp::Reverse(q.dropped + q.marked));
+    let _ = writeln!(
+        s,
+        "  queues           {} with drops or marks (of {} used); top by drops:",
+        busy.len(),
+        r.queues_total
+    );
+    for q in busy.iter().take(QUEUES_SHOWN) {
+        let reasons: Vec<String> = (q.dropped_by.iter())
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "    {:<24} {:<8} {:<8} dropped {} ({}), marked {}, max {} waiting, mean {:.1}",
+            format!("{}/{}", q.network, q.machine),
+            q.direction,
+            q.discipline,
+            q.dropped,
+            reasons.join(", "),
+            q.marked,
+            q.max_packets,
+            q.mean_packets
+        );
+    }
+}
+
 /// Returns the summary table of a run.
 pub fn render(name: &str, r: &Report, build: Duration) -> String {
     let mut s = String::new();
@@ -83,6 +120,7 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
             shares.join(", ")
         );
     }
+    queues(&mut s, r);
     let _ = writeln!(s, "  applications");
     for a in &r.applications {
         let mut parts = vec![format!("{} finished", a.finished)];

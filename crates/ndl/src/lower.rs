@@ -275,3 +275,4 @@ impl Lower<'_> {
 
 mod machines;
 mod networks;
+mod qdisc;

@@ -152,6 +152,10 @@ pub struct NetworkSpec {
     pub mtu: u32,
     /// Output-queue capacity in packets per port; `None` = unbounded.
     pub queue: Option<u32>,
+    /// Queue discipline of every egress queue (`qdisc='red' …`); `None`
+    /// keeps the default drop-tail queues.
+    #[serde(default)]
+    pub qdisc: Option<QdiscSpec>,
     /// Addresses listed with `[IP ip=…]` / `[IP range=…]`, in order.
     pub addresses: Vec<AddressEntry>,
     /// `subnet='a.b.c.d/len'` if given.
@@ -175,10 +179,94 @@ impl NetworkSpec {
             reorder_delay_ns: None,
             mtu: 1500,
             queue: None,
+            qdisc: None,
             addresses: Vec::new(),
             subnet: None,
             loc: Loc::default(),
         }
+    }
+}
+
+/// Which queue discipline (`qdisc='…'`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QdiscKind {
+    DropTail,
+    Red,
+    TokenBucket,
+    Prio,
+    Drr,
+    Wrr,
+    Wfq,
+    VirtualClock,
+}
+
+/// A queue capacity (`limit='100'`, `limit='64kB'`, `limit='inf'`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QueueLimit {
+    Unbounded,
+    Packets(u32),
+    Bytes(u64),
+}
+
+/// How a class-based discipline picks a frame's class (`classify='…'`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClassifySpec {
+    /// `flow`: by 5-tuple hash.
+    Flow,
+    /// `dscp:46,0`: class `i` takes DSCP `dscp[i]`, the last class the rest.
+    Dscp(Vec<u8>),
+}
+
+/// A network's queue discipline as written (parsed, not yet range
+/// checked: the simulator's `QdiscConfig` does that, and `locs` lets the
+/// builder point at the offending value).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QdiscSpec {
+    pub kind: QdiscKind,
+    pub limit: Option<QueueLimit>,
+    /// RED thresholds: `(value, in bytes)`.
+    pub red_min: Option<(f64, bool)>,
+    pub red_max: Option<(f64, bool)>,
+    pub red_max_p: Option<f64>,
+    pub red_wq: Option<f64>,
+    pub red_gentle: bool,
+    pub red_avpkt: Option<u64>,
+    pub ecn: bool,
+    /// Token bucket rate, bit/s, and bucket size, bytes.
+    pub rate_bps: Option<u64>,
+    pub burst_bytes: Option<u64>,
+    /// Class weights (meaning per discipline).
+    pub weights: Vec<u64>,
+    pub classify: Option<ClassifySpec>,
+    /// Where each key's value is, by lower-case key (`qdisc` included).
+    pub locs: Vec<(String, Loc)>,
+}
+
+impl QdiscSpec {
+    /// Returns an empty spec of `kind`.
+    pub fn new(kind: QdiscKind) -> Self {
+        QdiscSpec {
+            kind,
+            limit: None,
+            red_min: None,
+            red_max: None,
+            red_max_p: None,
+            red_wq: None,
+            red_gentle: false,
+            red_avpkt: None,
+            ecn: false,
+            rate_bps: None,
+            burst_bytes: None,
+            weights: Vec::new(),
+            classify: None,
+            locs: Vec::new(),
+        }
+    }
+
+    /// Returns where `key`'s value was written (else where `qdisc` was).
+    pub fn loc_of(&self, key: &str) -> Loc {
+        let find = |k: &str| self.locs.iter().find(|(n, _)| n == k).map(|(_, l)| *l);
+        find(key).or_else(|| find("qdisc")).unwrap_or_default()
     }
 }
 

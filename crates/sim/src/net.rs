@@ -47,6 +47,19 @@
 //! originates (ARP, ICMP replies) are dropped instead. This bounds the
 //! frames in flight by `machines × txqueuelen` whatever the traffic.
 //!
+//! # Queue disciplines
+//! Every egress queue (a NIC, a switch output port) runs a
+//! [`crate::qdisc::Qdisc`]: the network offers it each arriving frame
+//! (it may queue, mark CE, or drop it with its reason) and asks it for the
+//! next frame whenever the wire goes idle; a shaper that answers "not
+//! before t" gets asked again at t (a `TxRetry` event). By default switch
+//! ports are drop-tail with `queue` frames and NICs are unbounded FIFOs
+//! paced by `txqueuelen`, exactly the timing above. `NetworkConfig::qdisc`
+//! (every egress of the network) and `Simulation::set_qdisc` (one NIC)
+//! choose another discipline; a router's forwarded datagrams then go to
+//! that discipline without the `txqueuelen` check. Per-queue counters
+//! (`crate::qdisc::stats`) feed the report's `queues`.
+//!
 //! # Forwarding
 //! The switch knows every attached MAC address (as a learning switch does
 //! after warm-up): simulator MACs encode the port number, so the forwarding
@@ -55,15 +68,17 @@
 //! membership, like IGMP snooping), unknown unicast is dropped.
 
 use crate::machine::MachineId;
+use crate::qdisc::{self, Dequeue, Discipline, Enqueue, Limit, Qdisc, QdiscConfig, Queued};
 use crate::report::DropReason;
 use crate::world::{Event, World};
 use elvis_kernel::rng::{self, Rng, StreamKind};
+use elvis_kernel::Time;
 use elvis_message::Message;
 use elvis_wire::EthernetAddress;
 use rand::Rng as _;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// Index of a network in the simulation.
 pub type NetId = u32;
@@ -110,6 +125,11 @@ pub struct NetworkConfig {
     pub queue: Option<u32>,
     /// Capacity of each NIC's transmit queue, frames.
     pub txqueuelen: u32,
+    /// Queue discipline of every egress queue on this network (switch
+    /// output ports and the NICs attached to it); `None` keeps the
+    /// defaults: drop-tail switch ports of `queue` packets and NICs
+    /// bounded by `txqueuelen` (see "Queue disciplines").
+    pub qdisc: Option<QdiscConfig>,
 }
 
 impl NetworkConfig {
@@ -138,6 +158,7 @@ impl NetworkConfig {
             mtu: 1500,
             queue: None,
             txqueuelen: Self::DEFAULT_TXQUEUELEN,
+            qdisc: None,
         }
     }
 
@@ -178,18 +199,43 @@ pub struct NetStats {
     pub queue_drops: u64,
 }
 
-/// A FIFO of frames being serialized onto one wire.
-#[derive(Default)]
-pub(crate) struct Fifo {
-    frames: VecDeque<FrameId>,
-    busy: bool,
+/// One egress queue: its discipline, the frame being serialized, and its
+/// statistics.
+pub(crate) struct WireQueue {
+    qdisc: Qdisc,
+    /// The frame on the wire (out of the discipline already).
+    on_wire: Option<FrameId>,
+    /// Time of the latest retry scheduled for a shaper that said
+    /// [`Dequeue::NotBefore`], ns (0: none).
+    retry_at: u64,
+    pub stats: qdisc::stats::QueueStats,
+}
+
+impl WireQueue {
+    fn new(qdisc: Qdisc) -> Self {
+        WireQueue {
+            qdisc,
+            on_wire: None,
+            retry_at: 0,
+            stats: Default::default(),
+        }
+    }
+
+    /// Returns the discipline (for the report).
+    pub fn qdisc(&self) -> &Qdisc {
+        &self.qdisc
+    }
+
+    /// Returns true when nothing waits or is on the wire.
+    fn is_idle(&self) -> bool {
+        self.on_wire.is_none() && self.qdisc.packets() == 0
+    }
 }
 
 /// The two queues of a switch port (NIC → switch, switch → NIC).
-#[derive(Default)]
 pub(crate) struct PortQueues {
-    up: Fifo,
-    down: Fifo,
+    pub up: WireQueue,
+    pub down: WireQueue,
     /// TCP connections (machine, socket slot) waiting for NIC room.
     tcp_waiters: Vec<(MachineId, u32)>,
     /// A foreign stack waits for NIC room (see `crate::foreign`).
@@ -204,7 +250,7 @@ pub(crate) struct Port {
     pub inflight: u32,
     /// A task blocked on a full NIC.
     pub waiter: Option<crate::executor::TaskId>,
-    queues: Option<Box<PortQueues>>,
+    pub(crate) queues: Option<Box<PortQueues>>,
 }
 
 /// Identifies one direction of one port.
@@ -228,6 +274,8 @@ pub(crate) struct Network {
     pub foreign_macs: FxHashMap<[u8; 6], u32>,
     pub stats: NetStats,
     pub index: NetId,
+    /// Per-interface NIC disciplines (`Simulation::set_qdisc`), by port.
+    pub nic_qdisc: BTreeMap<u32, QdiscConfig>,
 }
 
 impl Network {
@@ -241,6 +289,7 @@ impl Network {
             foreign_macs: FxHashMap::default(),
             stats: NetStats::default(),
             index,
+            nic_qdisc: BTreeMap::new(),
         }
     }
 
@@ -276,6 +325,68 @@ impl Network {
 
     fn is_ideal(&self) -> bool {
         self.cfg.bandwidth_bps.is_none()
+    }
+
+    /// Returns the configured discipline of the NIC at `port`, if it is
+    /// not the default one.
+    pub fn nic_qdisc_config(&self, port: u32) -> Option<&QdiscConfig> {
+        self.nic_qdisc.get(&port).or(self.cfg.qdisc.as_ref())
+    }
+
+    /// Returns fresh queues for `port` (both directions).
+    fn new_queues(&self, port: u32) -> PortQueues {
+        let bps = self.cfg.bandwidth_bps;
+        // Configs were validated when they were set: building cannot fail
+        // (and falls back to the default if it somehow did).
+        let build = |c: Option<&QdiscConfig>, default: Limit| {
+            c.and_then(|c| c.build(bps).ok())
+                .unwrap_or(Qdisc::DropTail(qdisc::DropTail::new(default)))
+        };
+        let switch = self.cfg.queue.map_or(Limit::Unbounded, Limit::Packets);
+        PortQueues {
+            // The default NIC queue is bounded by `txqueuelen` through
+            // back-pressure, not by the discipline.
+            up: WireQueue::new(build(self.nic_qdisc_config(port), Limit::Unbounded)),
+            down: WireQueue::new(build(self.cfg.qdisc.as_ref(), switch)),
+            tcp_waiters: Vec::new(),
+            foreign_waiting: false,
+        }
+    }
+
+    /// Gives the NIC at `port` its own discipline (validated by the
+    /// caller); a NIC whose queue is in use keeps its old one.
+    ///
+    /// # Errors
+    /// The NIC holds frames.
+    pub fn set_nic_qdisc(&mut self, port: u32, cfg: QdiscConfig) -> Result<(), String> {
+        if let Some(q) = self.ports[port as usize].queues.as_deref() {
+            if !q.up.is_idle() {
+                return Err("its queue holds frames".into());
+            }
+        }
+        self.nic_qdisc.insert(port, cfg);
+        if let Some(q) = self.ports[port as usize].queues.as_deref_mut() {
+            let c = self
+                .nic_qdisc
+                .get(&port)
+                .and_then(|c| c.build(self.cfg.bandwidth_bps).ok());
+            if let Some(c) = c {
+                q.up.qdisc = c;
+            }
+        }
+        Ok(())
+    }
+
+    /// Returns the queues of `port`, made on first use.
+    fn queues_mut(&mut self, port: u32) -> &mut PortQueues {
+        if self.ports[port as usize].queues.is_none() {
+            let q = Box::new(self.new_queues(port));
+            self.ports[port as usize].queues = Some(q);
+        }
+        match self.ports[port as usize].queues.as_deref_mut() {
+            Some(q) => q,
+            None => unreachable!("made above"),
+        }
     }
 }
 
@@ -369,16 +480,11 @@ pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: &mut Message
         net,
         port_dir: port << 1,
     };
-    let fifo = fifo_mut(w, q);
-    fifo.frames.push_back(id);
-    if !fifo.busy {
-        start_tx(w, q);
-    }
+    enqueue(w, q, id);
 }
 
-fn fifo_mut(w: &mut World, q: QueueRef) -> &mut Fifo {
-    let port = &mut w.networks[q.net as usize].ports[(q.port_dir >> 1) as usize];
-    let queues = port.queues.get_or_insert_with(Default::default);
+fn queue_mut(w: &mut World, q: QueueRef) -> &mut WireQueue {
+    let queues = w.networks[q.net as usize].queues_mut(q.port_dir >> 1);
     if q.port_dir & 1 == 0 {
         &mut queues.up
     } else {
@@ -386,39 +492,192 @@ fn fifo_mut(w: &mut World, q: QueueRef) -> &mut Fifo {
     }
 }
 
-/// Starts serializing the head frame of `q`.
-fn start_tx(w: &mut World, q: QueueRef) {
-    let now = w.now();
-    let fifo = fifo_mut(w, q);
-    let Some(&id) = fifo.frames.front() else {
-        fifo.busy = false;
+/// Offers frame `id` to queue `q` and starts the wire if it is idle. A
+/// frame the discipline refuses is discarded with its reason (and frees
+/// its NIC slot when `q` is a NIC); one it marks gets CE set.
+fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
+    let now = w.now().as_nanos();
+    let n = &mut w.networks[q.net as usize];
+    let (port, up) = (q.port_dir >> 1, q.port_dir & 1 == 0);
+    n.queues_mut(port);
+    let Some(queues) = n.ports[port as usize].queues.as_deref_mut() else {
         return;
     };
-    fifo.busy = true;
+    let wq = if up { &mut queues.up } else { &mut queues.down };
+    let frame = &mut w.frames[id as usize];
+    let desc = describe(frame, id, wq.qdisc.classifies());
+    let verdict = wq.qdisc.enqueue(desc, now, &mut n.rng);
+    match verdict {
+        Enqueue::Dropped(reason) => {
+            wq.stats.dropped += 1;
+            n.stats.queue_drops += 1;
+            let idle = wq.on_wire.is_none();
+            *w.queue_drops
+                .entry((q.net, q.port_dir, reason))
+                .or_insert(0) += 1;
+            discard(w, id, reason);
+            if up {
+                release_nic(w, q.net, port);
+            }
+            if idle {
+                // As a kernel runs its qdisc after every enqueue: the idle
+                // wire asks for a frame, and a discipline that tracks idle
+                // time (RED) learns that its idle period goes on.
+                start_tx(w, q);
+            }
+            return;
+        }
+        Enqueue::QueuedMarked => {
+            wq.stats.marked += 1;
+            mark_ce(frame);
+        }
+        Enqueue::Queued => {}
+    }
+    let (packets, bytes) = (wq.qdisc.packets(), wq.qdisc.bytes());
+    wq.stats.enqueued(now, packets, bytes);
+    let idle = wq.on_wire.is_none();
+    if w.queue_trace {
+        trace_sample(w, q, now, packets, bytes);
+    }
+    if idle {
+        start_tx(w, q);
+    }
+}
+
+/// Returns what a discipline sees of frame `id`: its length, and, when it
+/// `classifies`, the DSCP, flow hash and ECN capability of its IPv4
+/// header (zero for other frames).
+fn describe(frame: &Message, id: FrameId, classifies: bool) -> Queued {
+    let mut d = Queued {
+        frame: id,
+        bytes: frame.len() as u32,
+        class: 0,
+        flow: 0,
+        ecn_capable: false,
+    };
+    if !classifies {
+        return d;
+    }
+    // Ethernet header, IPv4 header without options, 4 bytes of ports.
+    let mut h = [0u8; 14 + 20 + 4];
+    let have = frame.len().min(h.len());
+    if have < 34 || frame.copy_to_slice(0, &mut h[..have]).is_err() {
+        return d;
+    }
+    if h[12..14] != [0x08, 0x00] || h[14] >> 4 != 4 {
+        return d;
+    }
+    let ip = &h[14..];
+    d.class = ip[1] >> 2;
+    d.ecn_capable = matches!(ip[1] & 3, 1 | 2);
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    let first = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
+    let (mut sport, mut dport) = (0, 0);
+    if first && matches!(ip[9], 6 | 17) {
+        let mut p = [0u8; 4];
+        if frame.copy_to_slice(14 + ihl, &mut p).is_ok() {
+            sport = u16::from_be_bytes([p[0], p[1]]);
+            dport = u16::from_be_bytes([p[2], p[3]]);
+        }
+    }
+    let addr = |o: usize| u32::from_be_bytes([ip[o], ip[o + 1], ip[o + 2], ip[o + 3]]);
+    d.flow = qdisc::flow_hash(addr(12), addr(16), ip[9], sport, dport);
+    d
+}
+
+/// Sets the ECN field of the IPv4 header of an Ethernet frame to CE (0b11,
+/// RFC 3168 §5) and patches the header checksum incrementally (RFC 1624
+/// eqn. 3: HC' = ~(~HC + ~m + m')).
+pub(crate) fn mark_ce(frame: &mut Message) {
+    let Some(h) = frame.front_mut(14 + 20) else {
+        return;
+    };
+    if h[12..14] != [0x08, 0x00] {
+        return;
+    }
+    let ip = &mut h[14..];
+    let old = u16::from_be_bytes([ip[0], ip[1]]);
+    ip[1] |= 0b11;
+    let new = u16::from_be_bytes([ip[0], ip[1]]);
+    let hc = u16::from_be_bytes([ip[10], ip[11]]);
+    let mut sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+}
+
+/// Starts serializing the next frame the discipline of `q` hands out; if
+/// a shaper says "not before t", asks again at t.
+fn start_tx(w: &mut World, q: QueueRef) {
+    let now = w.now();
+    let wq = queue_mut(w, q);
+    let d = wq.qdisc.dequeue(now.as_nanos());
+    let id = match d {
+        Dequeue::Frame(d) => d.frame,
+        Dequeue::Empty => {
+            wq.on_wire = None;
+            return;
+        }
+        Dequeue::NotBefore(t) => {
+            wq.on_wire = None;
+            let t = t.max(now.as_nanos() + 1);
+            if wq.retry_at != t {
+                wq.retry_at = t;
+                let lane = lane_of_net(w, q.net);
+                w.queue
+                    .schedule(Time::from_nanos(t), lane, Event::TxRetry(q));
+            }
+            return;
+        }
+    };
+    wq.on_wire = Some(id);
+    let (packets, bytes) = (wq.qdisc.packets(), wq.qdisc.bytes());
+    wq.stats.dequeued(now.as_nanos(), packets, bytes);
+    if w.queue_trace {
+        trace_sample(w, q, now.as_nanos(), packets, bytes);
+    }
     let frame = &w.frames[id as usize];
     if q.port_dir & 1 == 0 {
         w.pcap.record(q.net, now, frame);
     }
     let ser = w.networks[q.net as usize].cfg.serialization_ns(frame.len());
-    let lane = q.net; // networks schedule on their own lanes, after machines
     w.queue.schedule(
         now + std::time::Duration::from_nanos(ser),
-        lane_of_net(w, lane),
+        lane_of_net(w, q.net), // networks schedule on their own lanes, after machines
         Event::TxDone(q),
     );
+}
+
+/// Appends an occupancy sample of `q` (tracing on).
+fn trace_sample(w: &mut World, q: QueueRef, now: u64, packets: u32, bytes: u64) {
+    let series = w.queue_series.entry((q.net, q.port_dir)).or_default();
+    let s = qdisc::stats::OccupancySample {
+        time_ns: now,
+        packets,
+        bytes,
+    };
+    qdisc::stats::push_sample(series, s);
 }
 
 fn lane_of_net(w: &World, net: NetId) -> u32 {
     (w.machines.len() as u32).wrapping_add(net)
 }
 
+/// A shaper's wait is over: try the wire again (a stale retry finds it
+/// busy, or is told to wait again and schedules nothing new).
+pub(crate) fn tx_retry(w: &mut World, q: QueueRef) {
+    if queue_mut(w, q).on_wire.is_none() {
+        start_tx(w, q);
+    }
+}
+
 /// A queue finished serializing its head frame.
 pub(crate) fn tx_done(w: &mut World, q: QueueRef) {
-    let fifo = fifo_mut(w, q);
-    let Some(id) = fifo.frames.pop_front() else {
+    let wq = queue_mut(w, q);
+    let Some(id) = wq.on_wire.take() else {
         return;
     };
-    fifo.busy = false;
     let port = q.port_dir >> 1;
     let net = q.net;
     if q.port_dir & 1 == 0 {
@@ -440,7 +699,7 @@ pub(crate) fn tx_done(w: &mut World, q: QueueRef) {
     } else {
         deliver(w, net, port, id, NO_PORT);
     }
-    if !fifo_mut(w, q).frames.is_empty() {
+    if queue_mut(w, q).on_wire.is_none() {
         start_tx(w, q);
     }
 }
@@ -529,8 +788,7 @@ fn release_nic(w: &mut World, net: NetId, port: u32) {
 /// Registers TCP connection `slot` of machine `m` to be kicked when the
 /// NIC at `port` frees a slot.
 pub(crate) fn wait_for_room(w: &mut World, net: NetId, port: u32, m: MachineId, slot: u32) {
-    let p = &mut w.networks[net as usize].ports[port as usize];
-    let q = p.queues.get_or_insert_with(Default::default);
+    let q = w.networks[net as usize].queues_mut(port);
     if !q.tcp_waiters.contains(&(m, slot)) {
         q.tcp_waiters.push((m, slot));
     }
@@ -539,10 +797,7 @@ pub(crate) fn wait_for_room(w: &mut World, net: NetId, port: u32, m: MachineId, 
 /// Registers the foreign stack on `port` to be polled when the NIC at
 /// `port` frees a slot.
 pub(crate) fn wait_for_room_foreign(w: &mut World, net: NetId, port: u32) {
-    let p = &mut w.networks[net as usize].ports[port as usize];
-    p.queues
-        .get_or_insert_with(Default::default)
-        .foreign_waiting = true;
+    w.networks[net as usize].queues_mut(port).foreign_waiting = true;
 }
 
 /// What the impairment draws decided for a frame that is not lost.
@@ -627,7 +882,6 @@ pub(crate) fn at_switch(w: &mut World, net: NetId, from: u32, id: FrameId) {
         discard(w, id, DropReason::UnknownDestination);
         return;
     }
-    let cap = w.networks[net as usize].cfg.queue;
     let mut first = true;
     for t in targets {
         let copy = if first {
@@ -640,18 +894,7 @@ pub(crate) fn at_switch(w: &mut World, net: NetId, from: u32, id: FrameId) {
             net,
             port_dir: (t << 1) | 1,
         };
-        let fifo = fifo_mut(w, q);
-        // `queue` counts the frames waiting, not the one on the wire.
-        let waiting = fifo.frames.len() - usize::from(fifo.busy);
-        if cap.is_some_and(|c| waiting >= c as usize) {
-            w.networks[net as usize].stats.queue_drops += 1;
-            discard(w, copy, DropReason::QueueFull);
-            continue;
-        }
-        fifo.frames.push_back(copy);
-        if !fifo.busy {
-            start_tx(w, q);
-        }
+        enqueue(w, q, copy);
     }
 }
 

@@ -52,6 +52,14 @@ pub enum DropReason {
     NoRoute,
     /// A router had to fragment a datagram with DF set (Frag Needed sent).
     FragNeeded,
+    /// RED dropped an arrival early (average queue between the
+    /// thresholds; see `qdisc::red`).
+    RedEarly,
+    /// RED dropped an arrival because the average queue was above its
+    /// upper threshold (twice it when gentle).
+    RedForced,
+    /// A frame larger than a token bucket's burst (it could never leave).
+    ExceedsBurst,
 }
 
 impl fmt::Display for DropReason {
@@ -77,6 +85,9 @@ impl fmt::Display for DropReason {
             DropReason::TtlExceeded => f.write_str("ttl_exceeded"),
             DropReason::NoRoute => f.write_str("no_route"),
             DropReason::FragNeeded => f.write_str("frag_needed"),
+            DropReason::RedEarly => f.write_str("red_early"),
+            DropReason::RedForced => f.write_str("red_forced"),
+            DropReason::ExceedsBurst => f.write_str("exceeds_burst"),
         }
     }
 }
@@ -132,6 +143,11 @@ pub struct Report {
     pub networks: Vec<NetworkReport>,
     /// One entry per router (forwarding machine), in machine order.
     pub routers: Vec<RouterReport>,
+    /// Egress queues that saw traffic (NICs and switch ports).
+    pub queues_total: u64,
+    /// The most eventful [`Report::MAX_QUEUES_LISTED`] of them (most drops
+    /// and marks, then deepest), in (network, port, direction) order.
+    pub queues: Vec<QueueReport>,
     /// Routing tables: how many distinct ones the machines share, and the
     /// routes in them.
     pub routing: RoutingReport,
@@ -284,6 +300,40 @@ pub struct NetworkReport {
     pub stats: NetStats,
 }
 
+/// The counters of one egress queue.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueReport {
+    /// The network's name.
+    pub network: String,
+    /// The machine whose NIC this is, or towards which the switch port
+    /// sends.
+    pub machine: String,
+    /// `nic` (machine → network) or `switch` (switch port → machine).
+    pub direction: &'static str,
+    /// `droptail`, `red`, `tbf`, …
+    pub discipline: &'static str,
+    /// Frames the discipline accepted (marked ones included).
+    pub enqueued: u64,
+    /// Frames that left for the wire.
+    pub dequeued: u64,
+    /// Frames the discipline refused.
+    pub dropped: u64,
+    /// `dropped` by reason (`queue_full`, `red_early`, `red_forced`, …).
+    pub dropped_by: BTreeMap<String, u64>,
+    /// Frames queued with their ECN field set to CE.
+    pub marked: u64,
+    /// Most frames / bytes waiting at once (not counting the one being
+    /// serialized).
+    pub max_packets: u32,
+    pub max_bytes: u64,
+    /// Time-weighted mean of the frames waiting, from the first time a
+    /// frame had to wait until the queue last emptied (the end of the run
+    /// if it still holds frames).
+    pub mean_packets: f64,
+    /// Frames still waiting at the end.
+    pub packets_at_end: u32,
+}
+
 /// Size of the routing state.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RoutingReport {
@@ -350,6 +400,8 @@ pub struct Performance {
 impl Report {
     /// How many individual problems are listed.
     pub const MAX_LISTED: usize = 100;
+    /// How many egress queues are listed.
+    pub const MAX_QUEUES_LISTED: usize = 1000;
 
     /// Returns true when every application finished well (daemons may
     /// still be waiting) and the run did not end on its time limit with

@@ -42,6 +42,10 @@ pub enum SimError {
     Running,
     #[error("bad route on machine '{machine}': {message}")]
     BadRoute { machine: String, message: String },
+    /// A queue discipline parameter is out of range (`place` names the
+    /// network or the machine interface).
+    #[error("bad queue discipline on {place}: {message}")]
+    BadQdisc { place: String, message: String },
 }
 
 /// What one turn of the run loop did.
@@ -291,6 +295,13 @@ impl Simulation {
         if n.cfg.kind == NetworkKind::Link && n.ports.len() >= 2 {
             return Err(SimError::LinkFull(n.cfg.name.clone()));
         }
+        if let Some(q) = &n.cfg.qdisc {
+            q.validate(n.cfg.bandwidth_bps)
+                .map_err(|e| SimError::BadQdisc {
+                    place: format!("network '{}'", n.cfg.name),
+                    message: e.to_string(),
+                })?;
+        }
         let iface = w.machines[m as usize].ifaces.len() as u16;
         let n = &mut w.networks[net as usize];
         let port = n.add_port(m, iface);
@@ -300,6 +311,189 @@ impl Simulation {
             w.routing.dirty = true;
         }
         Ok(())
+    }
+
+    /// Gives every egress queue of network `net` (switch ports and the
+    /// NICs attached to it, unless an interface has its own, see
+    /// [`Simulation::set_qdisc`]) the discipline `cfg`; `None` restores
+    /// the default drop-tail queues.
+    ///
+    /// # Errors
+    /// `NoSuchNetwork`; `BadQdisc` naming the parameter out of range;
+    /// `Running` once the network carried traffic.
+    pub fn set_network_qdisc(
+        &mut self,
+        net: NetId,
+        cfg: Option<crate::qdisc::QdiscConfig>,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let Some(n) = w.networks.get_mut(net as usize) else {
+            return Err(SimError::NoSuchNetwork(net));
+        };
+        if let Some(c) = &cfg {
+            c.validate(n.cfg.bandwidth_bps)
+                .map_err(|e| SimError::BadQdisc {
+                    place: format!("network '{}'", n.cfg.name),
+                    message: e.to_string(),
+                })?;
+        }
+        if n.ports.iter().any(|p| p.queues.is_some()) {
+            return Err(SimError::Running);
+        }
+        n.cfg.qdisc = cfg;
+        Ok(())
+    }
+
+    /// Gives the NIC of machine `m`'s interface `iface` (0-based, in
+    /// attachment order) its own queue discipline, overriding its
+    /// network's. Forwarded datagrams leaving a router through that
+    /// interface are then dropped (or marked) by the discipline rather
+    /// than by the NIC bound (`txqueuelen`), which still paces the
+    /// machine's own sockets.
+    ///
+    /// # Errors
+    /// `NoSuchMachine`; `BadQdisc` for an interface the machine lacks, a
+    /// parameter out of range (named), or a NIC already holding frames.
+    pub fn set_qdisc(
+        &mut self,
+        m: MachineId,
+        iface: usize,
+        cfg: crate::qdisc::QdiscConfig,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        if m as usize >= w.machines.len() {
+            return Err(SimError::NoSuchMachine(m));
+        }
+        let place = format!("machine '{}' interface {iface}", w.machine_name(m));
+        let bad = |message: String| SimError::BadQdisc {
+            place: place.clone(),
+            message,
+        };
+        let Some(ifc) = w.machines[m as usize].ifaces.get(iface).copied() else {
+            return Err(bad("no such interface".into()));
+        };
+        let n = &mut w.networks[ifc.net as usize];
+        cfg.validate(n.cfg.bandwidth_bps)
+            .map_err(|e| bad(e.to_string()))?;
+        n.set_nic_qdisc(ifc.port, cfg).map_err(bad)
+    }
+
+    /// Records the occupancy of every egress queue over time (a point at
+    /// each change, see [`crate::qdisc::stats::OccupancySample`]); read it
+    /// with [`Simulation::queue_series`] or write it with
+    /// [`Simulation::write_queue_series`]. Off by default, and free when
+    /// off.
+    pub fn trace_queues(&mut self) {
+        self.w().queue_trace = true;
+    }
+
+    /// Returns the occupancy series recorded so far, by (network, port,
+    /// direction) order, each with a file-friendly name
+    /// (`NETWORK-MACHINE-nic` or `NETWORK-MACHINE-switch`).
+    pub fn queue_series(&self) -> Vec<(String, Vec<crate::qdisc::stats::OccupancySample>)> {
+        let Some(w) = self.world.as_ref() else {
+            return Vec::new();
+        };
+        (w.queue_series.iter())
+            .map(|(&(net, pd), v)| {
+                let (network, machine, dir) = queue_names(w, net, pd);
+                (format!("{network}-{machine}-{dir}"), v.clone())
+            })
+            .collect()
+    }
+
+    /// Writes the occupancy series as one CSV per queue into `dir`
+    /// (`time_ns,packets,bytes`, a row per change); returns the paths.
+    ///
+    /// # Errors
+    /// If the directory or a file cannot be written.
+    pub fn write_queue_series(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        use std::io::Write;
+        std::fs::create_dir_all(dir)?;
+        let mut paths = Vec::new();
+        for (name, series) in self.queue_series() {
+            let safe: String = (name.chars())
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let path = dir.join(format!("queue-{safe}.csv"));
+            let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
+            writeln!(f, "time_ns,packets,bytes")?;
+            for s in series {
+                writeln!(f, "{},{},{}", s.time_ns, s.packets, s.bytes)?;
+            }
+            f.flush()?;
+            paths.push(path);
+        }
+        Ok(paths)
+    }
+
+    /// Returns the report lines of the egress queues that saw traffic
+    /// (the most eventful [`Report::MAX_QUEUES_LISTED`], in network, port,
+    /// direction order) and how many saw traffic in all.
+    fn queue_reports(&self) -> (u64, Vec<report::QueueReport>) {
+        let w = self.world.as_ref().expect("world is present outside run");
+        let end = w.now().as_nanos();
+        let mut all = Vec::new();
+        for (ni, n) in w.networks.iter().enumerate() {
+            for (pi, p) in n.ports.iter().enumerate() {
+                let Some(q) = p.queues.as_deref() else {
+                    continue;
+                };
+                for (dir, wq) in [(0u32, &q.up), (1, &q.down)] {
+                    if wq.stats.saw_traffic() {
+                        all.push((ni as NetId, (pi as u32) << 1 | dir, wq));
+                    }
+                }
+            }
+        }
+        let total = all.len() as u64;
+        if all.len() > Report::MAX_QUEUES_LISTED {
+            // Most drops and marks first, then the deepest; ties by place.
+            all.sort_by_key(|(n, pd, wq)| {
+                let s = &wq.stats;
+                (
+                    std::cmp::Reverse((s.dropped + s.marked, s.max_packets)),
+                    *n,
+                    *pd,
+                )
+            });
+            all.truncate(Report::MAX_QUEUES_LISTED);
+            all.sort_by_key(|(n, pd, _)| (*n, *pd));
+        }
+        let lines = all
+            .into_iter()
+            .map(|(net, pd, wq)| {
+                use crate::qdisc::Discipline;
+                let (network, machine, dir) = queue_names(w, net, pd);
+                let s = &wq.stats;
+                let dropped_by = (w.queue_drops.range((net, pd, report::DropReason::Loss)..))
+                    .take_while(|((n, p, _), _)| (*n, *p) == (net, pd))
+                    .map(|((_, _, r), c)| (r.to_string(), *c))
+                    .collect();
+                report::QueueReport {
+                    network,
+                    machine,
+                    direction: dir,
+                    discipline: wq.qdisc().name(),
+                    enqueued: s.enqueued,
+                    dequeued: s.dequeued,
+                    dropped: s.dropped,
+                    dropped_by,
+                    marked: s.marked,
+                    max_packets: s.max_packets,
+                    max_bytes: s.max_bytes,
+                    mean_packets: s.mean_packets(end),
+                    packets_at_end: wq.qdisc().packets(),
+                }
+            })
+            .collect();
+        (total, lines)
     }
 
     /// Makes machine `m` a router (`true`): it forwards datagrams addressed
@@ -863,6 +1057,7 @@ impl Simulation {
         }
         let events = w.queue.popped() + self.polls;
         let wall = self.wall.as_secs_f64();
+        let (queues_total, queues) = self.queue_reports();
         Report {
             seed: w.seed,
             end,
@@ -883,6 +1078,8 @@ impl Simulation {
                 })
                 .collect(),
             routers: self.router_reports(),
+            queues_total,
+            queues,
             routing: report::RoutingReport {
                 tables: w.routing.tables.len() as u64,
                 routes: w.routing.tables.iter().map(|t| t.len() as u64).sum(),
@@ -1042,6 +1239,16 @@ impl Simulation {
     pub fn pcap_error(&self) -> Option<String> {
         self.world.as_ref().and_then(|w| w.pcap.error.clone())
     }
+}
+
+/// Returns the network name, machine name and direction (`nic`: the
+/// machine's NIC; `switch`: the switch port towards the machine) of a
+/// queue.
+fn queue_names(w: &World, net: NetId, port_dir: u32) -> (String, String, &'static str) {
+    let n = &w.networks[net as usize];
+    let machine = n.ports[(port_dir >> 1) as usize].machine;
+    let dir = if port_dir & 1 == 0 { "nic" } else { "switch" };
+    (n.cfg.name.clone(), w.machine_name(machine), dir)
 }
 
 fn spawn_watchdog(

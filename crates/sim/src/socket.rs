@@ -109,6 +109,8 @@ pub(crate) struct UdpState {
     pub rx_cap: usize,
     pub waiter: Option<TaskId>,
     pub error: Option<SocketError>,
+    /// TOS byte of the datagrams sent (`IP_TOS`).
+    pub tos: u8,
 }
 
 pub(crate) struct IcmpState {
@@ -303,6 +305,7 @@ impl UdpSocket {
                 rx_cap: usize::MAX,
                 waiter: None,
                 error: None,
+                tos: 0,
             };
             let slot = alloc_slot(w, m, SocketSlot::Udp(Box::new(state)));
             Ok(UdpSocket { host, slot, port })
@@ -318,6 +321,18 @@ impl UdpSocket {
     pub fn connect(&self, to: SocketAddrV4) -> Result<(), SocketError> {
         self.with_state(|s| {
             s.remote = Some(to);
+            Ok(())
+        })
+    }
+
+    /// Sets the TOS byte of the datagrams this socket sends (`IP_TOS`):
+    /// the DSCP in the upper six bits, the ECN field in the lower two (RFC
+    /// 3168 §5: `0b10` ECT(0), `0b01` ECT(1)), so that a RED queue with
+    /// ECN on marks them instead of dropping them and a class-based
+    /// discipline sees their DSCP.
+    pub fn set_tos(&self, tos: u8) -> Result<(), SocketError> {
+        self.with_state(|s| {
+            s.tos = tos;
             Ok(())
         })
     }

@@ -22,6 +22,8 @@ pub(crate) enum Event {
     Wake(TaskId),
     /// A queue finished serializing its head frame.
     TxDone(QueueRef),
+    /// A shaping discipline's wait is over: try the queue's wire again.
+    TxRetry(QueueRef),
     /// A frame reached the switch fabric of `net`, coming from `port`.
     AtSwitch {
         net: NetId,
@@ -81,6 +83,12 @@ pub(crate) struct World {
     pub routing: crate::stack::route::Routing,
     /// TTL of datagrams machines originate (`net.ipv4.ip_default_ttl`).
     pub default_ttl: u8,
+    /// Egress-queue drops by (network, `port << 1 | dir`, reason).
+    pub queue_drops: BTreeMap<(NetId, u32, DropReason), u64>,
+    /// Record egress-queue occupancy time series.
+    pub queue_trace: bool,
+    /// Occupancy series by (network, `port << 1 | dir`), when tracing.
+    pub queue_series: BTreeMap<(NetId, u32), Vec<crate::qdisc::stats::OccupancySample>>,
 }
 
 /// A value published by an application.
@@ -124,6 +132,9 @@ impl World {
             conns: Default::default(),
             routing: Default::default(),
             default_ttl: crate::stack::ipv4::DEFAULT_TTL,
+            queue_drops: BTreeMap::new(),
+            queue_trace: false,
+            queue_series: BTreeMap::new(),
         }
     }
 
@@ -192,6 +203,7 @@ impl World {
         match event {
             Event::Wake(task) => self.wake(task),
             Event::TxDone(q) => crate::net::tx_done(self, q),
+            Event::TxRetry(q) => crate::net::tx_retry(self, q),
             Event::AtSwitch { net, from, frame } => crate::net::at_switch(self, net, from, frame),
             Event::Deliver {
                 net,

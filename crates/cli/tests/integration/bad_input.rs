@@ -322,3 +322,39 @@ fn a_watchdog_of_nan_is_bad_input() {
     assert!(first.contains("(hint: "), "{first}");
     assert!(!report.exists());
 }
+
+#[test]
+fn queue_discipline_mistakes_are_located_at_the_offending_value() {
+    // Line 2 is `\t[Network id='3' bandwidth='10Mbps' …]` with the qdisc
+    // keys appended.
+    assert_bad_input(
+        "bad/qdisc-unknown.ndl",
+        2,
+        44,
+        &["bad qdisc 'fifo'", "unknown discipline"],
+    );
+    assert_bad_input(
+        "bad/qdisc-red-range.ndl",
+        2,
+        71,
+        &["red_max (5) must be larger than red_min (15)"],
+    );
+    assert_bad_input(
+        "bad/qdisc-red-max-p.ndl",
+        2,
+        85,
+        &["red_max_p: 0 is outside (0, 1]"],
+    );
+    assert_bad_input(
+        "bad/qdisc-tbf-no-rate.ndl",
+        2,
+        44,
+        &["qdisc 'tbf' needs `rate`"],
+    );
+    assert_bad_input(
+        "bad/qdisc-zero-weight.ndl",
+        2,
+        58,
+        &["weights: class 1 has weight 0"],
+    );
+}

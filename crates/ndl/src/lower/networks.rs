@@ -77,7 +77,11 @@ fn parse_ip(s: &str) -> Result<Ipv4Addr, String> {
 
 impl Lower<'_> {
     pub(super) fn network(&mut self, b: &Block) {
-        self.keys(b, NETWORK_KEYS);
+        let keys: Vec<&str> = (NETWORK_KEYS.iter())
+            .chain(super::qdisc::QDISC_KEYS)
+            .copied()
+            .collect();
+        self.keys(b, &keys);
         let Some(id) = self.required(b, "id") else {
             return;
         };
@@ -104,6 +108,7 @@ impl Lower<'_> {
         for p in &b.params {
             self.network_param(p, &mut net);
         }
+        self.qdisc(b, &mut net);
         for c in &b.children {
             if c.is("IP") {
                 self.ip(c, &mut net);

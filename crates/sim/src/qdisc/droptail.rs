@@ -35,6 +35,11 @@ impl DropTail {
             bytes: 0,
         }
     }
+
+    /// Returns the frame that leaves next, if any.
+    pub fn front(&self) -> Option<&Queued> {
+        self.frames.front()
+    }
 }
 
 impl Discipline for DropTail {

@@ -18,17 +18,27 @@
 //! | discipline | file | classifies on |
 //! |---|---|---|
 //! | drop-tail (packets or bytes) | `droptail.rs` | — |
+//! | RED, optionally marking ECN (Floyd & Jacobson 1993, RFC 3168) | `red.rs` | ECN field |
+//! | token-bucket shaper | `tbf.rs` | — |
 //! | strict priority (class 0 first) | `prio.rs` | [`Classify`] |
 //! | deficit round robin (quantum bytes per class) | `drr.rs` | [`Classify`] |
 //! | weighted round robin (frames per round) | `wrr.rs` | [`Classify`] |
 //! | weighted fair queueing: PGPS (GPS virtual time) or SCFQ (self-clocked) | `wfq.rs` | [`Classify`] |
 //! | virtual clock (reserved bit/s per class) | `vclock.rs` | [`Classify`] |
+//!
+//! [`QdiscConfig`] (`config.rs`) is the plain-data description a network
+//! or an interface is given; it validates its parameters and builds one
+//! fresh [`Qdisc`] per queue.
 
 pub mod classes;
+pub mod config;
 pub mod droptail;
 pub mod drr;
 pub mod prio;
+pub mod red;
+pub mod stats;
 pub mod tagged;
+pub mod tbf;
 pub mod vclock;
 pub mod wfq;
 pub mod wrr;
@@ -36,9 +46,12 @@ pub mod wrr;
 use crate::report::DropReason;
 use elvis_kernel::rng::Rng;
 
+pub use config::{QdiscConfig, QdiscError};
 pub use droptail::{DropTail, Limit};
 pub use drr::Drr;
 pub use prio::Prio;
+pub use red::{Red, RedConfig};
+pub use tbf::{TokenBucket, TokenBucketConfig};
 pub use vclock::VirtualClock;
 pub use wfq::Wfq;
 pub use wrr::Wrr;
@@ -138,6 +151,19 @@ impl ClassParams {
     }
 }
 
+/// Returns the flow hash of an IPv4 5-tuple (deterministic: the same on
+/// every machine and run; ports 0 for non-TCP/UDP or non-first
+/// fragments).
+pub fn flow_hash(src: u32, dst: u32, proto: u8, sport: u16, dport: u16) -> u32 {
+    // SplitMix64's finalizer over the packed tuple.
+    let mut x = (u64::from(src) << 32 | u64::from(dst))
+        ^ (u64::from(proto) << 32 | u64::from(sport) << 16 | u64::from(dport))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (x ^ (x >> 31)) as u32
+}
+
 /// Per-class counters of a class-based scheduler.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ClassStats {
@@ -151,23 +177,49 @@ pub struct ClassStats {
     pub bytes: u64,
 }
 
-/// Every discipline, dispatched by `match`.
+/// Every discipline, dispatched by `match`. The default drop-tail is kept
+/// inline (it is on every queue of every run); the others are boxed so
+/// that a queue that never uses them stays small (a port with traffic
+/// holds two queues).
 #[derive(Clone, Debug)]
 pub enum Qdisc {
     DropTail(DropTail),
-    Prio(Prio),
-    VirtualClock(VirtualClock),
-    Wfq(Wfq),
-    Wrr(Wrr),
-    Drr(Drr),
+    Red(Box<Red>),
+    TokenBucket(Box<TokenBucket>),
+    Prio(Box<Prio>),
+    Wfq(Box<Wfq>),
+    Wrr(Box<Wrr>),
+    Drr(Box<Drr>),
+    VirtualClock(Box<VirtualClock>),
 }
 
 impl Qdisc {
+    /// Returns the discipline's NDL name (`droptail`, `red`, `tbf`…).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Qdisc::DropTail(_) => "droptail",
+            Qdisc::Red(_) => "red",
+            Qdisc::TokenBucket(_) => "tbf",
+            Qdisc::Prio(_) => "prio",
+            Qdisc::Wfq(_) => "wfq",
+            Qdisc::Wrr(_) => "wrr",
+            Qdisc::Drr(_) => "drr",
+            Qdisc::VirtualClock(_) => "vclock",
+        }
+    }
+
+    /// Returns true when the discipline reads the header fields of
+    /// [`Queued`] (class, flow, ECN); the network then parses them,
+    /// otherwise it leaves them zero and saves the work.
+    pub fn classifies(&self) -> bool {
+        !matches!(self, Qdisc::DropTail(_) | Qdisc::TokenBucket(_))
+    }
+
     /// Per-class counters of a class-based scheduler, indexed by class;
     /// empty for a classless discipline.
     pub fn class_stats(&self) -> &[ClassStats] {
         match self {
-            Qdisc::DropTail(_) => &[],
+            Qdisc::DropTail(_) | Qdisc::Red(_) | Qdisc::TokenBucket(_) => &[],
             Qdisc::Prio(d) => d.class_stats(),
             Qdisc::VirtualClock(d) => d.class_stats(),
             Qdisc::Wfq(d) => d.class_stats(),
@@ -178,9 +230,12 @@ impl Qdisc {
 }
 
 impl Discipline for Qdisc {
+    #[inline]
     fn enqueue(&mut self, q: Queued, now_ns: u64, rng: &mut Rng) -> Enqueue {
         match self {
             Qdisc::DropTail(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Red(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::TokenBucket(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Prio(d) => d.enqueue(q, now_ns, rng),
             Qdisc::VirtualClock(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Wfq(d) => d.enqueue(q, now_ns, rng),
@@ -189,9 +244,12 @@ impl Discipline for Qdisc {
         }
     }
 
+    #[inline]
     fn dequeue(&mut self, now_ns: u64) -> Dequeue {
         match self {
             Qdisc::DropTail(d) => d.dequeue(now_ns),
+            Qdisc::Red(d) => d.dequeue(now_ns),
+            Qdisc::TokenBucket(d) => d.dequeue(now_ns),
             Qdisc::Prio(d) => d.dequeue(now_ns),
             Qdisc::VirtualClock(d) => d.dequeue(now_ns),
             Qdisc::Wfq(d) => d.dequeue(now_ns),
@@ -200,9 +258,12 @@ impl Discipline for Qdisc {
         }
     }
 
+    #[inline]
     fn packets(&self) -> u32 {
         match self {
             Qdisc::DropTail(d) => d.packets(),
+            Qdisc::Red(d) => d.packets(),
+            Qdisc::TokenBucket(d) => d.packets(),
             Qdisc::Prio(d) => d.packets(),
             Qdisc::VirtualClock(d) => d.packets(),
             Qdisc::Wfq(d) => d.packets(),
@@ -211,9 +272,12 @@ impl Discipline for Qdisc {
         }
     }
 
+    #[inline]
     fn bytes(&self) -> u64 {
         match self {
             Qdisc::DropTail(d) => d.bytes(),
+            Qdisc::Red(d) => d.bytes(),
+            Qdisc::TokenBucket(d) => d.bytes(),
             Qdisc::Prio(d) => d.bytes(),
             Qdisc::VirtualClock(d) => d.bytes(),
             Qdisc::Wfq(d) => d.bytes(),

@@ -25,6 +25,13 @@
 //! per packet is a header rewrite and a table lookup, no allocation (a
 //! datagram to fragment shares its payload chunks).
 //!
+//! A datagram leaves through the egress queue of the outgoing interface.
+//! With the default queue, a full NIC (`txqueuelen`) drops it here
+//! (`nic_queue_full`); when the interface (or its network) has a
+//! configured queue discipline, that discipline decides instead
+//! (`red_early`, `queue_full`, …), which is how a router's output queue
+//! is modelled.
+//!
 //! Each router counts, per interface, what arrived for forwarding, what
 //! left, and what it dropped by reason ([`IfaceCounters`]; `routers` in the
 //! run report).
@@ -60,7 +67,9 @@ pub struct IfaceCounters {
     pub frag_needed: u64,
     /// Datagrams cut into fragments on the way out of this interface.
     pub fragmented: u64,
-    /// Datagrams dropped because this interface's NIC queue was full.
+    /// Datagrams dropped because this interface's NIC queue was full
+    /// (default queue only; a configured discipline's drops are counted
+    /// in the report's `queues`).
     pub nic_full: u64,
 }
 
@@ -147,7 +156,10 @@ fn forward_parsed(
         return super::icmp::send_error(w, m, super::icmp::DST_UNREACHABLE, code, rest, msg);
     }
     let frames = ipv4::frames_needed(&route, msg.len() - ihl);
-    if ipv4::room(w, m, &route) < frames {
+    // An interface with a configured queue discipline models the router's
+    // output queue: the discipline decides what to drop (and why), not
+    // the default NIC bound.
+    if !ipv4::qdisc_decides(w, m, &route) && ipv4::room(w, m, &route) < frames {
         counters(w, m, route.iface).nic_full += 1;
         return w.drop_packet(DropReason::NicQueueFull);
     }

@@ -177,6 +177,18 @@ pub(crate) fn room(w: &World, m: MachineId, route: &Route) -> u32 {
     net::nic_room(w, ifc.net, ifc.port)
 }
 
+/// Returns true when the route's interface has a configured queue
+/// discipline, which then decides drops instead of the NIC bound.
+pub(crate) fn qdisc_decides(w: &World, m: MachineId, route: &Route) -> bool {
+    if route.next == NextHop::Local {
+        return false;
+    }
+    let ifc = w.machines[m as usize].ifaces[route.iface as usize];
+    w.networks[ifc.net as usize]
+        .nic_qdisc_config(ifc.port)
+        .is_some()
+}
+
 /// Pushes an IPv4 header (fragmenting if needed) and sends the datagram.
 pub(crate) fn send(
     w: &mut World,
@@ -203,6 +215,23 @@ pub(crate) fn send_opts(
     dont_frag: bool,
     payload: &mut Message,
 ) {
+    send_tos(w, m, route, dst, proto, ttl, dont_frag, 0, payload);
+}
+
+/// Like [`send_opts`], with the whole TOS byte (DSCP and ECN field, RFC
+/// 2474 / RFC 3168) of the header.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn send_tos(
+    w: &mut World,
+    m: MachineId,
+    route: Route,
+    dst: Ipv4Addr,
+    proto: IpProtocol,
+    ttl: u8,
+    dont_frag: bool,
+    tos: u8,
+    payload: &mut Message,
+) {
     w.stats.ip_sent += 1;
     if route.next == NextHop::Local {
         deliver_up(w, m, &[], route.src, dst, proto, payload);
@@ -221,7 +250,7 @@ pub(crate) fn send_opts(
         dont_frag,
         more_frags: false,
         frag_offset: 0,
-        dscp_ecn: 0,
+        dscp_ecn: tos,
     };
     send_repr(w, m, &route, repr, payload);
 }

@@ -43,8 +43,8 @@ pub(crate) fn send(
     if len > MAX_UDP_PAYLOAD {
         return Err(SocketError::MessageTooLong(len));
     }
-    let src_port = match w.machines[m as usize].sockets.get(slot as usize) {
-        Some(SocketSlot::Udp(s)) => s.port,
+    let (src_port, tos) = match w.machines[m as usize].sockets.get(slot as usize) {
+        Some(SocketSlot::Udp(s)) => (s.port, s.tos),
         _ => return Err(SocketError::BadDescriptor),
     };
     let flow = super::route::FlowKey {
@@ -87,7 +87,8 @@ pub(crate) fn send(
         sum,
     );
     w.stats.udp_sent += 1;
-    ipv4::send(w, m, route, *to.ip(), IpProtocol::Udp, &mut msg);
+    let (dst, ttl) = (*to.ip(), w.default_ttl);
+    ipv4::send_tos(w, m, route, dst, IpProtocol::Udp, ttl, false, tos, &mut msg);
     Ok(true)
 }
 

@@ -12,6 +12,7 @@ mod fragmentation;
 mod fuzz_corpus;
 mod impairments;
 mod interop;
+mod qdisc;
 mod queues;
 mod robustness;
 mod routing;

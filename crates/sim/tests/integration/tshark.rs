@@ -77,7 +77,7 @@ fn golden(dir: &TempDir) -> (Report, PathBuf) {
 
 /// Runs tshark on `file` with checksum validation on; returns one line per
 /// frame with `fields` separated by tabs (repeated values by commas).
-fn tshark(file: &Path, filter: Option<&str>, fields: &[&str]) -> Vec<Vec<String>> {
+pub(crate) fn tshark(file: &Path, filter: Option<&str>, fields: &[&str]) -> Vec<Vec<String>> {
     let mut cmd = Command::new("tshark");
     cmd.arg("-r").arg(file);
     for pref in ["ip.check_checksum:TRUE", "udp.check_checksum:TRUE"] {
@@ -107,7 +107,7 @@ fn count(file: &Path, filter: &str) -> usize {
     tshark(file, Some(filter), &["frame.number"]).len()
 }
 
-fn have_tshark() -> bool {
+pub(crate) fn have_tshark() -> bool {
     let ok = Command::new("tshark")
         .arg("--version")
         .output()

@@ -1,0 +1,275 @@
+//! A network's queue discipline: `qdisc='…'` and its parameters
+//! (`limit`, `red_*`, `ecn`, `rate`, `burst`, `weights`, `classify`).
+//!
+//! Checked here: the discipline's name, each value's syntax and units,
+//! parameters that belong to another discipline (or to none, without
+//! `qdisc=`), and required parameters. Ranges (`red_min < red_max`,
+//! `max_p` in (0, 1], positive weights…) are the simulator's
+//! `QdiscConfig::validate`, which the builder runs and locates with the
+//! `locs` kept here.
+
+use super::Lower;
+use crate::error::ErrorKind;
+use crate::parser::{Block, Param};
+use crate::suggest;
+use crate::units::{parse_bandwidth, parse_probability, parse_size_bytes, parse_u64};
+use elvis_scenario::{ClassifySpec, NetworkSpec, QdiscKind, QdiscSpec, QueueLimit};
+
+/// Disciplines by NDL name.
+const KINDS: &[(&str, QdiscKind)] = &[
+    ("droptail", QdiscKind::DropTail),
+    ("red", QdiscKind::Red),
+    ("tbf", QdiscKind::TokenBucket),
+    ("prio", QdiscKind::Prio),
+    ("drr", QdiscKind::Drr),
+    ("wrr", QdiscKind::Wrr),
+    ("wfq", QdiscKind::Wfq),
+    ("vclock", QdiscKind::VirtualClock),
+];
+
+/// Every discipline parameter key.
+pub(super) const QDISC_KEYS: &[&str] = &[
+    "qdisc",
+    "limit",
+    "red_min",
+    "red_max",
+    "red_max_p",
+    "red_wq",
+    "red_gentle",
+    "red_avpkt",
+    "ecn",
+    "rate",
+    "burst",
+    "weights",
+    "classify",
+];
+
+/// Returns the keys `kind` accepts and those it requires.
+fn keys_of(kind: QdiscKind) -> (&'static [&'static str], &'static [&'static str]) {
+    match kind {
+        QdiscKind::DropTail => (&["limit"], &[]),
+        QdiscKind::Red => (
+            &[
+                "limit",
+                "red_min",
+                "red_max",
+                "red_max_p",
+                "red_wq",
+                "red_gentle",
+                "red_avpkt",
+                "ecn",
+            ],
+            &["red_min", "red_max"],
+        ),
+        QdiscKind::TokenBucket => (&["limit", "rate", "burst"], &["rate", "burst"]),
+        _ => (&["limit", "weights", "classify"], &["weights"]),
+    }
+}
+
+fn parse_kind(s: &str) -> Result<QdiscKind, String> {
+    let t = s.trim().to_ascii_lowercase();
+    KINDS
+        .iter()
+        .find(|(n, _)| *n == t)
+        .map(|(_, k)| *k)
+        .ok_or_else(|| {
+            let names: Vec<&str> = KINDS.iter().map(|(n, _)| *n).collect();
+            format!("unknown discipline (known: {})", names.join(", "))
+        })
+}
+
+/// `100` (packets), `64kB` (bytes, any size unit), `inf`.
+fn parse_limit(s: &str) -> Result<QueueLimit, String> {
+    let t = s.trim();
+    if ["inf", "infinite", "unbounded", "unlimited"]
+        .iter()
+        .any(|w| t.eq_ignore_ascii_case(w))
+    {
+        return Ok(QueueLimit::Unbounded);
+    }
+    if t.bytes().all(|c| c.is_ascii_digit()) {
+        let n = parse_u64(t)?;
+        return u32::try_from(n)
+            .map(QueueLimit::Packets)
+            .map_err(|_| format!("{n} packets is too many"));
+    }
+    parse_size_bytes(t).map(QueueLimit::Bytes)
+}
+
+/// A RED threshold: `5` or `7.5` (packets) or `30kB` (bytes).
+fn parse_threshold(s: &str) -> Result<(f64, bool), String> {
+    let t = s.trim();
+    let plain = !t.is_empty()
+        && t.bytes().all(|c| c.is_ascii_digit() || c == b'.')
+        && t.matches('.').count() <= 1
+        && t != ".";
+    if plain {
+        return t
+            .parse()
+            .map(|v| (v, false))
+            .map_err(|_| format!("`{t}` is not a number"));
+    }
+    parse_size_bytes(t).map(|b| (b as f64, true))
+}
+
+fn parse_yes_no(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "yes" | "true" | "1" | "on" => Ok(true),
+        "no" | "false" | "0" | "off" => Ok(false),
+        _ => Err("expected yes or no".into()),
+    }
+}
+
+/// `flow` or `dscp:46,0`.
+fn parse_classify(s: &str) -> Result<ClassifySpec, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("flow") {
+        return Ok(ClassifySpec::Flow);
+    }
+    let Some(list) = t.strip_prefix("dscp:").or_else(|| t.strip_prefix("DSCP:")) else {
+        return Err("expected `flow` or `dscp:` and a list of DSCP values".into());
+    };
+    list.split(',')
+        .map(|v| {
+            let n = parse_u64(v)?;
+            u8::try_from(n)
+                .ok()
+                .filter(|&d| d <= 63)
+                .ok_or_else(|| format!("DSCP {n} is outside 0 to 63"))
+        })
+        .collect::<Result<Vec<u8>, String>>()
+        .map(ClassifySpec::Dscp)
+}
+
+/// A comma list, each item parsed by `f`.
+fn parse_list(s: &str, f: impl Fn(&str) -> Result<u64, String>) -> Result<Vec<u64>, String> {
+    s.split(',').map(|v| f(v.trim())).collect()
+}
+
+impl Lower<'_> {
+    /// Reads the discipline keys of network block `b` into `net.qdisc`.
+    pub(super) fn qdisc(&mut self, b: &Block, net: &mut NetworkSpec) {
+        let given: Vec<&Param> = (b.params.iter())
+            .filter(|p| {
+                QDISC_KEYS
+                    .iter()
+                    .any(|k| p.key.node.eq_ignore_ascii_case(k))
+            })
+            .collect();
+        let Some(q) = b.param("qdisc") else {
+            for p in given {
+                let msg = format!("`{}` needs a queue discipline", p.key.node);
+                let hint = Some("add e.g. qdisc='red' (see the qdisc table in docs/ndl.md)".into());
+                self.error(ErrorKind::MissingKey, p.key.span, msg, hint);
+            }
+            return;
+        };
+        let Some(kind) = self.value(q, parse_kind, "qdisc='red'") else {
+            return;
+        };
+        if net.queue.is_some() {
+            let msg = "`queue` sizes the default drop-tail queues; with `qdisc` use `limit`";
+            if let Some(p) = b.param("queue") {
+                self.error(ErrorKind::BadValue, p.key.span, msg, None);
+            }
+        }
+        let mut spec = QdiscSpec::new(kind);
+        spec.locs.push(("qdisc".into(), self.loc(q.value.span)));
+        let (allowed, required) = keys_of(kind);
+        for p in given
+            .iter()
+            .filter(|p| !p.key.node.eq_ignore_ascii_case("qdisc"))
+        {
+            let key = p.key.node.to_ascii_lowercase();
+            if !allowed.contains(&key.as_str()) {
+                let msg = format!("`{key}` is not a parameter of qdisc '{}'", q.value.node);
+                let hint = match suggest(&key, allowed) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!("'{}' takes {}", q.value.node, allowed.join(", ")),
+                };
+                self.error(ErrorKind::UnknownKey, p.key.span, msg, Some(hint));
+                continue;
+            }
+            spec.locs.push((key.clone(), self.loc(p.value.span)));
+            self.qdisc_param(&key, p, &mut spec);
+        }
+        for key in required {
+            if b.param(key).is_none() {
+                let msg = format!("qdisc '{}' needs `{key}`", q.value.node);
+                let hint = Some(format!("write e.g. {}", example(key)));
+                self.error(ErrorKind::MissingKey, q.value.span, msg, hint);
+            }
+        }
+        net.qdisc = Some(spec);
+    }
+
+    fn qdisc_param(&mut self, key: &str, p: &Param, spec: &mut QdiscSpec) {
+        let ex = example(key);
+        match key {
+            "limit" => spec.limit = self.value(p, parse_limit, ex),
+            "red_min" => spec.red_min = self.value(p, parse_threshold, ex),
+            "red_max" => spec.red_max = self.value(p, parse_threshold, ex),
+            "red_max_p" => spec.red_max_p = self.value(p, parse_probability, ex),
+            "red_wq" => spec.red_wq = self.value(p, parse_probability, ex),
+            "red_gentle" => spec.red_gentle = self.value(p, parse_yes_no, ex).unwrap_or(false),
+            "red_avpkt" => spec.red_avpkt = self.value(p, parse_size_bytes, ex),
+            "ecn" => spec.ecn = self.value(p, parse_yes_no, ex).unwrap_or(false),
+            "rate" => spec.rate_bps = self.value(p, parse_bandwidth, ex).flatten(),
+            "burst" => spec.burst_bytes = self.value(p, parse_size_bytes, ex),
+            "classify" => spec.classify = self.value(p, parse_classify, ex),
+            "weights" => {
+                let f: fn(&str) -> Result<u64, String> = match spec.kind {
+                    QdiscKind::Drr => parse_size_bytes,
+                    QdiscKind::VirtualClock => |s: &str| {
+                        parse_bandwidth(s)?.ok_or_else(|| "a reserved rate is finite".to_string())
+                    },
+                    _ => parse_u64,
+                };
+                spec.weights = self.value(p, |s| parse_list(s, f), ex).unwrap_or_default();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An example value for `key`, for hints.
+fn example(key: &str) -> &'static str {
+    match key {
+        "limit" => "limit='100' (packets), limit='64kB' (bytes) or limit='inf'",
+        "red_min" => "red_min='5' (packets) or red_min='30kB' (bytes)",
+        "red_max" => "red_max='15' (packets) or red_max='90kB' (bytes)",
+        "red_max_p" => "red_max_p='0.1'",
+        "red_wq" => "red_wq='0.002'",
+        "red_gentle" | "ecn" => "yes or no",
+        "red_avpkt" => "red_avpkt='1000B'",
+        "rate" => "rate='1Mbps'",
+        "burst" => "burst='10kB'",
+        "classify" => "classify='flow' or classify='dscp:46,0'",
+        _ => "weights='1500,3000'",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_packets_bytes_or_unbounded() {
+        assert_eq!(parse_limit("100"), Ok(QueueLimit::Packets(100)));
+        assert_eq!(parse_limit("64kB"), Ok(QueueLimit::Bytes(64_000)));
+        assert_eq!(parse_limit("inf"), Ok(QueueLimit::Unbounded));
+        assert!(parse_limit("ten").is_err());
+    }
+
+    #[test]
+    fn thresholds_and_classifiers_parse() {
+        assert_eq!(parse_threshold("7.5"), Ok((7.5, false)));
+        assert_eq!(parse_threshold("30kB"), Ok((30_000.0, true)));
+        assert_eq!(parse_classify("flow"), Ok(ClassifySpec::Flow));
+        assert_eq!(
+            parse_classify("dscp:46,0"),
+            Ok(ClassifySpec::Dscp(vec![46, 0]))
+        );
+        assert!(parse_classify("dscp:64").is_err());
+    }
+}
