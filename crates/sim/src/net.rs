@@ -716,7 +716,7 @@ fn deliver_across_link(w: &mut World, q: QueueRef, id: FrameId, duplicate: bool)
     let (net, port) = (q.net, q.port_dir >> 1);
     let mut frame = w.frames.remove(id as usize);
     let copy = duplicate.then(|| frame.clone());
-    if !fifo_mut(w, q).frames.is_empty() {
+    if queue_mut(w, q).on_wire.is_none() {
         start_tx(w, q);
     }
     let other = if port == 0 { 1 } else { 0 };
