@@ -617,6 +617,9 @@ impl Message {
     /// Keeps the first `len` bytes and drops the rest; does nothing if the
     /// message is not longer than `len`.
     pub fn truncate(&mut self, len: usize) {
+        if len >= self.len() {
+            return; // the common case: a datagram as long as its frame
+        }
         let h = self.head_len();
         if len <= h {
             self.keep_head_prefix(len);

@@ -378,15 +378,27 @@ impl Network {
     }
 
     /// Returns the queues of `port`, made on first use.
+    ///
+    /// Inlined: it runs several times per frame, and all but the first
+    /// call per port find the queues made ([`Network::make_queues`] stays
+    /// out of line).
+    #[inline]
     fn queues_mut(&mut self, port: u32) -> &mut PortQueues {
         if self.ports[port as usize].queues.is_none() {
-            let q = Box::new(self.new_queues(port));
-            self.ports[port as usize].queues = Some(q);
+            self.make_queues(port);
         }
         match self.ports[port as usize].queues.as_deref_mut() {
             Some(q) => q,
             None => unreachable!("made above"),
         }
+    }
+
+    /// Makes the queues of `port` (first use).
+    #[cold]
+    #[inline(never)]
+    fn make_queues(&mut self, port: u32) {
+        let q = Box::new(self.new_queues(port));
+        self.ports[port as usize].queues = Some(q);
     }
 }
 
@@ -483,6 +495,7 @@ pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: &mut Message
     enqueue(w, q, id);
 }
 
+#[inline]
 fn queue_mut(w: &mut World, q: QueueRef) -> &mut WireQueue {
     let queues = w.networks[q.net as usize].queues_mut(q.port_dir >> 1);
     if q.port_dir & 1 == 0 {
@@ -810,8 +823,20 @@ struct Fate {
 }
 
 /// Applies loss, corruption, duplication and reordering as a frame leaves
-/// the sender, in that order (see "Impairments").
+/// the sender, in that order (see "Impairments"). A network without
+/// impairments draws nothing (its random stream is untouched either way:
+/// every draw below is guarded by a non-zero probability).
+#[inline]
 fn draw_fate(n: &mut Network, frame: &mut Message) -> Result<Fate, DropReason> {
+    let c = &n.cfg;
+    if c.loss == 0.0 && c.corruption == 0.0 && c.duplicate == 0.0 && c.reorder == 0.0 {
+        return Ok(Fate::default());
+    }
+    draw_impairments(n, frame)
+}
+
+/// [`draw_fate`] on a network with at least one impairment.
+fn draw_impairments(n: &mut Network, frame: &mut Message) -> Result<Fate, DropReason> {
     let mut fate = Fate::default();
     if n.cfg.loss > 0.0 && n.rng.random::<f64>() < n.cfg.loss {
         n.stats.lost += 1;

@@ -73,6 +73,7 @@ pub struct IfaceCounters {
     pub nic_full: u64,
 }
 
+#[inline]
 fn counters(w: &mut World, m: MachineId, iface: u16) -> &mut IfaceCounters {
     let n = w.machines[m as usize].ifaces.len();
     let v = &mut w.machines[m as usize].ext().forwarding;
