@@ -35,8 +35,11 @@ impl<E> PartialOrd for Entry<E> {
 }
 impl<E> Ord for Entry<E> {
     /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest.
+    /// One 128-bit comparison of `time ‖ key` (the same order as the pair).
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.key).cmp(&(self.time, self.key))
+        let order = |e: &Self| u128::from(e.time) << 64 | u128::from(e.key);
+        order(other).cmp(&order(self))
     }
 }
 

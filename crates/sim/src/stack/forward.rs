@@ -73,14 +73,23 @@ pub struct IfaceCounters {
     pub nic_full: u64,
 }
 
+/// Returns the counters of `iface` (two per forwarded datagram: inlined,
+/// with the one-time growth out of line).
 #[inline]
 fn counters(w: &mut World, m: MachineId, iface: u16) -> &mut IfaceCounters {
-    let n = w.machines[m as usize].ifaces.len();
-    let v = &mut w.machines[m as usize].ext().forwarding;
+    let machine = &mut w.machines[m as usize];
+    let n = machine.ifaces.len();
+    let v = &mut machine.ext().forwarding;
     if v.len() < n {
-        v.resize(n, IfaceCounters::default());
+        grow(v, n);
     }
     &mut v[iface as usize]
+}
+
+#[cold]
+#[inline(never)]
+fn grow(v: &mut Vec<IfaceCounters>, n: usize) {
+    v.resize(n, IfaceCounters::default());
 }
 
 /// Forwards datagram `msg` (IPv4 header of `ihl` bytes first, checksum
