@@ -90,6 +90,9 @@ pub struct Built {
 /// address conflicts, a link that does not join exactly two machines.
 pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError> {
     let mut sim = Simulation::new(seed.unwrap_or(scenario.sim.seed));
+    if let Some(ttl) = scenario.sim.ttl {
+        sim.set_default_ttl(ttl);
+    }
     let mut pools: Vec<Pool> = Vec::new();
     let mut net_ids: BTreeMap<&str, u32> = BTreeMap::new();
     for spec in &scenario.networks {
@@ -218,6 +221,10 @@ fn routes(
                 routers = true;
                 sim.set_forwarding(m, true)
                     .map_err(|e| err(g.loc, e.to_string()))?;
+                if g.keep_ttl {
+                    sim.set_ttl_decrement(m, false)
+                        .map_err(|e| err(g.loc, e.to_string()))?;
+                }
             }
             for r in &g.routes {
                 let name = instance_name(g, i);

@@ -63,6 +63,10 @@ pub struct SimSettings {
     /// How routes are computed when the scenario has routers.
     #[serde(default)]
     pub routing: RoutingMode,
+    /// The TTL of every datagram a machine originates (`ttl='255'`;
+    /// `None`: Linux's 64).
+    #[serde(default)]
+    pub ttl: Option<u8>,
     pub loc: Loc,
 }
 
@@ -99,6 +103,7 @@ impl Default for SimSettings {
             seed: 1,
             until: None,
             routing: RoutingMode::default(),
+            ttl: None,
             loc: Loc::default(),
         }
     }
@@ -201,6 +206,10 @@ pub struct MachineGroup {
     /// Forwards datagrams addressed to others (`forward='yes'`): a router.
     #[serde(default)]
     pub forward: bool,
+    /// A router that forwards without checking or decrementing the TTL
+    /// (`decrement_ttl='no'`; only with `forward='yes'`).
+    #[serde(default)]
+    pub keep_ttl: bool,
     /// Static routes, in order (`gateway=` first).
     #[serde(default)]
     pub routes: Vec<RouteSpec>,

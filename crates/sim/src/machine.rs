@@ -83,6 +83,9 @@ pub(crate) struct Machine {
     pub foreign: bool,
     /// Forwards datagrams not addressed to it (a router).
     pub forward: bool,
+    /// A router that forwards without checking or decrementing the TTL
+    /// (see [`crate::stack::forward`]); meaningless on a host.
+    pub keep_ttl: bool,
     pub ip_ident: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
     pub sockets: Vec<SocketSlot>,
@@ -115,6 +118,7 @@ impl Machine {
             crashed: false,
             foreign: false,
             forward: false,
+            keep_ttl: false,
             ip_ident: 0,
             ifaces: SmallVec::new(),
             sockets: Vec::new(),

@@ -411,3 +411,29 @@ fn nesting_deeper_than_the_limit_is_an_indentation_error() {
     assert_eq!(e.kind, ErrorKind::Indentation);
     assert!(e.message.contains("more than 64 levels"), "{e}");
 }
+
+#[test]
+fn decrement_ttl_on_a_host_is_refused_at_the_key() {
+    assert_eq!(
+        fails(&machine("name='a' decrement_ttl='no'", "")),
+        "t.ndl:4:20: error: decrement_ttl applies to routers only (hint: add forward='yes': only a router forwards datagrams)"
+    );
+    let ok = machine("name='r' forward='yes' decrement_ttl='no'", "");
+    let sc = elvis_ndl::parse(&ok, "t.ndl").unwrap();
+    assert!(sc.machines[0].forward && sc.machines[0].keep_ttl);
+    let ok = machine("name='r' forward='yes' decrement_ttl='yes'", "");
+    assert!(!elvis_ndl::parse(&ok, "t.ndl").unwrap().machines[0].keep_ttl);
+}
+
+#[test]
+fn a_ttl_outside_one_to_255_is_refused() {
+    for bad in ["0", "256", "-1", "x"] {
+        let e = fails(&format!("[Simulation ttl='{bad}']\n"));
+        assert!(
+            e.starts_with("t.ndl:1:18: error:") && e.contains("from 1 to 255"),
+            "{e}"
+        );
+    }
+    let sc = elvis_ndl::parse("[Simulation ttl='255']\n", "t.ndl").unwrap();
+    assert_eq!(sc.sim.ttl, Some(255));
+}
