@@ -109,6 +109,8 @@ pub(crate) struct MachineExt {
     pub foreign: Option<crate::foreign::ForeignSlot>,
     /// Forwarding counters by interface (routers only).
     pub forwarding: Vec<crate::stack::forward::IfaceCounters>,
+    /// ICMP error rate-limit buckets (machines that sent an error only).
+    pub icmp_limit: Option<Box<crate::stack::icmp_limit::Limiter>>,
 }
 
 impl Machine {

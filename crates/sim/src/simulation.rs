@@ -421,6 +421,16 @@ impl Simulation {
         self.w().default_ttl = ttl;
     }
 
+    /// Sets the ICMP error rate limits of every machine (Linux's
+    /// `icmp_ratelimit`, `icmp_msgs_per_sec`, `icmp_msgs_burst`; on by
+    /// default with Linux's values; [`IcmpRateLimit::OFF`] turns them off).
+    /// See [`crate::stack::icmp_limit`].
+    ///
+    /// [`IcmpRateLimit::OFF`]: crate::stack::icmp_limit::IcmpRateLimit::OFF
+    pub fn set_icmp_rate_limit(&mut self, limit: crate::stack::icmp_limit::IcmpRateLimit) {
+        self.w().icmp_limit = limit;
+    }
+
     /// Sets the TCP settings of every connection opened from now on.
     pub fn set_tcp_config(&mut self, cfg: crate::stack::tcp::TcpConfig) {
         self.w().tcp = std::rc::Rc::new(cfg);

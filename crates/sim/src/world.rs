@@ -81,6 +81,8 @@ pub(crate) struct World {
     pub routing: crate::stack::route::Routing,
     /// TTL of datagrams machines originate (`net.ipv4.ip_default_ttl`).
     pub default_ttl: u8,
+    /// ICMP error rate limits (Linux's defaults).
+    pub icmp_limit: crate::stack::icmp_limit::IcmpRateLimit,
 }
 
 /// A value published by an application.
@@ -124,6 +126,7 @@ impl World {
             conns: Default::default(),
             routing: Default::default(),
             default_ttl: crate::stack::ipv4::DEFAULT_TTL,
+            icmp_limit: Default::default(),
         }
     }
 

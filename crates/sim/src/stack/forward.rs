@@ -35,9 +35,10 @@
 //! left, and what it dropped by reason ([`IfaceCounters`]; `routers` in the
 //! run report).
 //!
+//! ICMP errors are rate-limited as on Linux ([`super::icmp_limit`]).
+//!
 //! # Gaps
-//! No ICMP rate limiting (Linux's `icmp_ratelimit`: 1 error per second per
-//! destination with a burst); no Redirects; options are forwarded
+//! No Redirects; options are forwarded
 //! unchanged, and not copied into fragments (an options header is
 //! rebuilt as a plain 20-byte one when fragmenting).
 
