@@ -93,6 +93,7 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
     if let Some(ttl) = scenario.sim.ttl {
         sim.set_default_ttl(ttl);
     }
+    icmp_limits(&mut sim, &scenario.sim);
     let mut pools: Vec<Pool> = Vec::new();
     let mut net_ids: BTreeMap<&str, u32> = BTreeMap::new();
     for spec in &scenario.networks {
@@ -203,6 +204,18 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
         until: scenario.sim.until.map(Time::from_nanos),
         groups,
     })
+}
+
+/// Applies the `[Simulation]` ICMP rate limits given (Linux's defaults
+/// for the others).
+fn icmp_limits(sim: &mut Simulation, s: &elvis_scenario::SimSettings) {
+    let mut limit = elvis_sim::IcmpRateLimit::default();
+    if let Some(ns) = s.icmp_ratelimit_ns {
+        limit.per_destination = std::time::Duration::from_nanos(ns);
+    }
+    limit.per_second = s.icmp_msgs_per_sec.unwrap_or(limit.per_second);
+    limit.burst = s.icmp_msgs_burst.unwrap_or(limit.burst);
+    sim.set_icmp_rate_limit(limit);
 }
 
 /// Makes routers forward, adds static routes (once every machine is

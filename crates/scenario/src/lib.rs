@@ -67,6 +67,14 @@ pub struct SimSettings {
     /// `None`: Linux's 64).
     #[serde(default)]
     pub ttl: Option<u8>,
+    /// ICMP error rate limits (`icmp_ratelimit`, `icmp_msgs_per_sec`,
+    /// `icmp_msgs_burst`; `None`: Linux's 1000 ms, 1000, 50).
+    #[serde(default)]
+    pub icmp_ratelimit_ns: Option<u64>,
+    #[serde(default)]
+    pub icmp_msgs_per_sec: Option<u64>,
+    #[serde(default)]
+    pub icmp_msgs_burst: Option<u64>,
     pub loc: Loc,
 }
 
@@ -104,6 +112,9 @@ impl Default for SimSettings {
             until: None,
             routing: RoutingMode::default(),
             ttl: None,
+            icmp_ratelimit_ns: None,
+            icmp_msgs_per_sec: None,
+            icmp_msgs_burst: None,
             loc: Loc::default(),
         }
     }

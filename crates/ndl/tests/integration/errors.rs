@@ -437,3 +437,16 @@ fn a_ttl_outside_one_to_255_is_refused() {
     let sc = elvis_ndl::parse("[Simulation ttl='255']\n", "t.ndl").unwrap();
     assert_eq!(sc.sim.ttl, Some(255));
 }
+
+#[test]
+fn icmp_rate_limits_are_read_and_bad_ones_refused() {
+    let src = "[Simulation icmp_ratelimit='250ms' icmp_msgs_per_sec='0' icmp_msgs_burst='5']\n";
+    let sc = elvis_ndl::parse(src, "t.ndl").unwrap();
+    assert_eq!(sc.sim.icmp_ratelimit_ns, Some(250_000_000));
+    assert_eq!(sc.sim.icmp_msgs_per_sec, Some(0));
+    assert_eq!(sc.sim.icmp_msgs_burst, Some(5));
+    let e = fails("[Simulation icmp_ratelimit='fast']\n");
+    assert!(e.starts_with("t.ndl:1:29: error:"), "{e}");
+    let e = fails("[Simulation icmp_msgs_burst='-1']\n");
+    assert!(e.starts_with("t.ndl:1:30: error:"), "{e}");
+}
