@@ -431,10 +431,11 @@ impl Opts<'_> {
         };
         let b = self.size(p)?;
         if !(2048..=1 << 30).contains(&b) {
-            return Err(
-                ParamError::new(p.loc, format!("{key} '{}' is not 2KiB to 1GiB", p.value))
-                    .hint(format!("{key}='512KiB'")),
-            );
+            return Err(ParamError::new(
+                p.loc,
+                format!("{key} '{}' is not between 2KiB and 1GiB", p.value),
+            )
+            .hint(format!("{key}='512KiB'")));
         }
         Ok(Some(b as usize))
     }

@@ -322,3 +322,13 @@ fn a_watchdog_of_nan_is_bad_input() {
     assert!(first.contains("(hint: "), "{first}");
     assert!(!report.exists());
 }
+
+#[test]
+fn a_receive_buffer_below_two_kib_is_bad_input_located_at_the_value() {
+    assert_bad_input(
+        "bad/rcvbuf-tiny.ndl",
+        21,
+        69,
+        &["rcvbuf '1KB' is not between 2KiB and 1GiB"],
+    );
+}
