@@ -20,6 +20,9 @@
 //!   spawning `/bin/true` processes in the same harness.
 //! - `engine`: a chain of H forwarding machines joined by links; P packets
 //!   traverse it; reports events/s.
+//! - `router-chain-sweep`: the router chain of seed 002 (Figs. 12–15):
+//!   ping RTT and TCP goodput across 1 … 1000 routers against closed
+//!   forms (`chain_sweep.rs`).
 //! - `tcp-idle`: N idle established TCP connections; bytes per connection
 //!   (`tcp_idle.rs`).
 //! - `socket-overhead`: the Elvis paper's Table I, each scenario with and
@@ -29,6 +32,7 @@
 //!   runs it side by side with ns.py.
 #![forbid(unsafe_code)]
 
+mod chain_sweep;
 mod fattree;
 mod socket_overhead;
 mod tcp_idle;
@@ -82,6 +86,16 @@ enum Cmd {
         hops: u32,
         #[arg(long, default_value_t = 10000)]
         packets: u64,
+    },
+    /// Ping RTT and TCP goodput (512 KiB window) across 1, 2, 4, … MAX
+    /// routers on 100 Mbit/s links, against their closed forms; prints a
+    /// Markdown table.
+    RouterChainSweep {
+        #[arg(long, default_value_t = 1000)]
+        max: u32,
+        /// Receive window (SO_RCVBUF), bytes.
+        #[arg(long, default_value_t = 524_288)]
+        window: usize,
     },
     /// Builds the automatic routes of N hosts in LANs of 50 behind access
     /// routers, each access router dual-homed to two of sqrt(N/50) core
@@ -182,6 +196,10 @@ fn main() {
         Cmd::Instantiation { n, processes } => instantiation(n, processes),
         Cmd::Engine { hops, packets } => engine(hops, packets),
         Cmd::RouterChain { hops, packets } => router_chain(hops, packets),
+        Cmd::RouterChainSweep { max, window } => {
+            let ok = chain_sweep::run(max, window);
+            std::process::exit(if ok { 0 } else { 1 });
+        }
         Cmd::Routes { n } => routes(n),
         Cmd::TcpBulk {
             bytes,

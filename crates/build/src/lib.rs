@@ -165,6 +165,10 @@ pub struct Built {
 /// address conflicts, a link that does not join exactly two machines.
 pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError> {
     let mut sim = Simulation::new(seed.unwrap_or(scenario.sim.seed));
+    if let Some(ttl) = scenario.sim.ttl {
+        sim.set_default_ttl(ttl);
+    }
+    icmp_limits(&mut sim, &scenario.sim);
     let mut pools: Vec<Pool> = Vec::new();
     let mut net_ids: BTreeMap<&str, u32> = BTreeMap::new();
     for spec in &scenario.networks {
@@ -281,6 +285,18 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
     })
 }
 
+/// Applies the `[Simulation]` ICMP rate limits given (Linux's defaults
+/// for the others).
+fn icmp_limits(sim: &mut Simulation, s: &elvis_scenario::SimSettings) {
+    let mut limit = elvis_sim::IcmpRateLimit::default();
+    if let Some(ns) = s.icmp_ratelimit_ns {
+        limit.per_destination = std::time::Duration::from_nanos(ns);
+    }
+    limit.per_second = s.icmp_msgs_per_sec.unwrap_or(limit.per_second);
+    limit.burst = s.icmp_msgs_burst.unwrap_or(limit.burst);
+    sim.set_icmp_rate_limit(limit);
+}
+
 /// Makes routers forward, adds static routes (once every machine is
 /// attached, so a gateway may be declared after the machine using it) and
 /// turns on automatic routes when the scenario has routers.
@@ -297,6 +313,10 @@ fn routes(
                 routers = true;
                 sim.set_forwarding(m, true)
                     .map_err(|e| err(g.loc, e.to_string()))?;
+                if g.keep_ttl {
+                    sim.set_ttl_decrement(m, false)
+                        .map_err(|e| err(g.loc, e.to_string()))?;
+                }
             }
             for r in &g.routes {
                 let name = instance_name(g, i);

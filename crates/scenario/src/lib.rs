@@ -63,6 +63,18 @@ pub struct SimSettings {
     /// How routes are computed when the scenario has routers.
     #[serde(default)]
     pub routing: RoutingMode,
+    /// The TTL of every datagram a machine originates (`ttl='255'`;
+    /// `None`: Linux's 64).
+    #[serde(default)]
+    pub ttl: Option<u8>,
+    /// ICMP error rate limits (`icmp_ratelimit`, `icmp_msgs_per_sec`,
+    /// `icmp_msgs_burst`; `None`: Linux's 1000 ms, 1000, 50).
+    #[serde(default)]
+    pub icmp_ratelimit_ns: Option<u64>,
+    #[serde(default)]
+    pub icmp_msgs_per_sec: Option<u64>,
+    #[serde(default)]
+    pub icmp_msgs_burst: Option<u64>,
     pub loc: Loc,
 }
 
@@ -108,6 +120,10 @@ impl Default for SimSettings {
             seed: 1,
             until: None,
             routing: RoutingMode::default(),
+            ttl: None,
+            icmp_ratelimit_ns: None,
+            icmp_msgs_per_sec: None,
+            icmp_msgs_burst: None,
             loc: Loc::default(),
         }
     }
@@ -298,6 +314,10 @@ pub struct MachineGroup {
     /// Forwards datagrams addressed to others (`forward='yes'`): a router.
     #[serde(default)]
     pub forward: bool,
+    /// A router that forwards without checking or decrementing the TTL
+    /// (`decrement_ttl='no'`; only with `forward='yes'`).
+    #[serde(default)]
+    pub keep_ttl: bool,
     /// Static routes, in order (`gateway=` first).
     #[serde(default)]
     pub routes: Vec<RouteSpec>,

@@ -4,6 +4,7 @@
 //! decoder (`tshark`). One test binary, per `STYLE.md`.
 #![forbid(unsafe_code)]
 
+mod chain;
 mod common;
 mod delivery;
 mod determinism;
