@@ -24,10 +24,13 @@
 //!   (`tcp_idle.rs`).
 //! - `socket-overhead`: the Elvis paper's Table I, each scenario with and
 //!   without the socket API (`socket_overhead.rs`).
+//! - `topology`: builds a generated topology (FatTree(k)) with its routes,
+//!   pings a few host pairs across it (`topology.rs`).
 #![forbid(unsafe_code)]
 
 mod socket_overhead;
 mod tcp_idle;
+mod topology;
 
 use clap::{Parser, Subcommand};
 use elvis_sim::{Host, NetworkConfig, Protocols, Simulation};
@@ -126,6 +129,18 @@ enum Cmd {
         #[arg(long)]
         sockets: bool,
     },
+    /// Builds a generated topology and its routes; pings P host pairs.
+    Topology {
+        /// fattree
+        #[arg(long = "type", default_value = "fattree")]
+        kind: String,
+        /// FatTree ports per switch (even).
+        #[arg(long, default_value_t = 16)]
+        k: u32,
+        /// Host pairs to ping across pods (RTT checked).
+        #[arg(long, default_value_t = 0)]
+        pings: u32,
+    },
     /// Runs a scenario for each N in its own process and prints a table.
     Sweep {
         /// low-bandwidth | high-bandwidth | instantiation
@@ -178,6 +193,13 @@ fn main() {
             congestion,
         } => tcp_bulk(bytes, bandwidth, latency_ns, loss, real, &congestion),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
+        Cmd::Topology { kind, k, pings } => match kind.as_str() {
+            "fattree" => topology::fat_tree(k, pings),
+            other => {
+                eprintln!("error: unknown topology type '{other}' (known: fattree)");
+                std::process::exit(2);
+            }
+        },
         Cmd::SocketOverhead {
             scale,
             only: Some(name),
