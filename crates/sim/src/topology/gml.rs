@@ -1,0 +1,1 @@
+//! GML import (being written).
