@@ -46,6 +46,7 @@ pub mod tree;
 pub use chain::{chain, ChainParams};
 pub use dumbbell::{dumbbell, DumbbellParams};
 pub use fattree::{fat_tree, FatTreeParams};
+pub use gml::{graph, Graph, GraphParams};
 
 pub use star::{star, StarParams};
 pub use torus::{torus, TorusParams};

@@ -405,3 +405,59 @@ fn generators_name_the_bad_parameter() {
     assert_eq!(key(t.unwrap_err()), "n");
     assert_eq!(sim.machine_count(), 0, "nothing half-built");
 }
+
+#[test]
+fn gml_rtts_follow_the_least_latency_paths_of_an_independent_floyd_warshall() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/ndl/backbone-10.gml"
+    );
+    let g = topology::Graph::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!((g.nodes.len(), g.edges.len()), (10, 12));
+    let n = g.nodes.len();
+    let mut d = vec![vec![u64::MAX / 4; n]; n];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[i] = 0;
+    }
+    for e in &g.edges {
+        let l = e.latency_ns.unwrap();
+        d[e.a][e.b] = l;
+        d[e.b][e.a] = l;
+    }
+    for k in 0..n {
+        for i in 0..n {
+            for j in 0..n {
+                d[i][j] = d[i][j].min(d[i][k] + d[k][j]);
+            }
+        }
+    }
+    let mut sim = Simulation::new(1);
+    let mut p = topology::GraphParams::new(g);
+    p.metric = elvis_sim::stack::route::Metric::Latency;
+    p.link.bandwidth_bps = None; // no serialization: RTT = 2 × path latency
+    for e in &mut p.graph.edges {
+        e.bandwidth_bps = None;
+    }
+    let topo = topology::graph(&mut sim, &p).unwrap();
+    let got = log();
+    for a in [0usize, 4, 8] {
+        let (addrs, out) = (topo.addresses.clone(), got.clone());
+        sim.spawn(topo.hosts[a], "pings", move |host: Host| async move {
+            let sock = host.icmp_socket(3)?;
+            for (b, &ip) in addrs.iter().enumerate().filter(|(b, _)| *b != a) {
+                let t0 = host.now();
+                sock.send_echo(ip, b as u16, Message::zeros(8))?;
+                sock.recv_echo().await?;
+                out.borrow_mut()
+                    .push((a, b, host.now().as_nanos() - t0.as_nanos()));
+            }
+            Ok(())
+        });
+    }
+    assert_success(&sim.run());
+    let got = got.borrow();
+    assert_eq!(got.len(), 27);
+    for &(a, b, rtt) in got.iter() {
+        assert_eq!(rtt, 2 * d[a][b], "{a} -> {b}");
+    }
+}
