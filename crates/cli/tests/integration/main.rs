@@ -19,6 +19,7 @@ mod determinism;
 mod fuzz;
 mod runs;
 mod tcp_report;
+mod topology;
 mod tshark;
 
 use serde_json::Value;
