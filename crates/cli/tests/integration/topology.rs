@@ -180,3 +180,52 @@ fn a_declared_machine_named_like_a_generated_one_is_a_clash() {
         &["'host-2' clashes", "line 1"],
     );
 }
+
+#[test]
+fn every_topology_type_builds_from_ndl_and_its_hosts_reach_each_other() {
+    // (block, pinging machine, target, links each way); 1 Gbit/s, 5 µs
+    // links: RTT = 2 × links × (784 ns + 5 µs).
+    let cases = [
+        (
+            "[Topology type='chain' n='3' bandwidth='1Gbps' latency='5us']",
+            "host-0",
+            "host-1",
+            4.0,
+        ),
+        (
+            "[Topology type='star' n='5' hub='router' bandwidth='1Gbps' latency='5us']",
+            "host-0",
+            "host-4",
+            2.0,
+        ),
+        (
+            "[Topology type='tree' depth='2' fanout='3' bandwidth='1Gbps' latency='5us']",
+            "host-0",
+            "host-8",
+            4.0,
+        ),
+        (
+            "[Topology type='torus2d' x='4' y='3' bandwidth='1Gbps' latency='5us']",
+            "host-0",
+            "host-6",
+            5.0,
+        ),
+        (
+            "[Topology type='torus3d' x='3' y='3' z='3' bandwidth='1Gbps' latency='5us']",
+            "host-0",
+            "host-26",
+            5.0,
+        ),
+    ];
+    for (block, from, to, links) in cases {
+        let ndl = format!("{block}\n[Machines]\n\t[Machine name='{from}']\n\t\t[Applications]\n\t\t\t[Application name='ping' to='{to}' count='1']\n");
+        let (out, dir) = run_in(&[("t.ndl", &ndl)]);
+        out.expect_code(0);
+        let r = read_report(&dir.path().join("r.json"));
+        assert_eq!(
+            metric(&r, from, "rtt_min_ns"),
+            2.0 * links * 5_784.0,
+            "{block}"
+        );
+    }
+}
