@@ -30,12 +30,15 @@
 //! - `fattree`: the Days paper's FatTree baseline from a flow file written
 //!   by `bench/fattree/nspy_fattree.py` (`fattree.rs`); `bench/fattree-vs-nspy K`
 //!   runs it side by side with ns.py.
+//! - `topology`: builds a generated topology (FatTree(k)) with its routes,
+//!   pings a few host pairs across it (`topology.rs`).
 #![forbid(unsafe_code)]
 
 mod chain_sweep;
 mod fattree;
 mod socket_overhead;
 mod tcp_idle;
+mod topology;
 
 use clap::{Parser, Subcommand};
 use elvis_sim::{Host, NetworkConfig, Protocols, Simulation};
@@ -154,6 +157,18 @@ enum Cmd {
         #[arg(long)]
         flows: std::path::PathBuf,
     },
+    /// Builds a generated topology and its routes; pings P host pairs.
+    Topology {
+        /// fattree
+        #[arg(long = "type", default_value = "fattree")]
+        kind: String,
+        /// FatTree ports per switch (even).
+        #[arg(long, default_value_t = 16)]
+        k: u32,
+        /// Host pairs to ping across pods (RTT checked).
+        #[arg(long, default_value_t = 0)]
+        pings: u32,
+    },
     /// Runs a scenario for each N in its own process and prints a table.
     Sweep {
         /// low-bandwidth | high-bandwidth | instantiation
@@ -211,6 +226,13 @@ fn main() {
         } => tcp_bulk(bytes, bandwidth, latency_ns, loss, real, &congestion),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
         Cmd::Fattree { k, flows } => fattree::run(k, &flows),
+        Cmd::Topology { kind, k, pings } => match kind.as_str() {
+            "fattree" => topology::fat_tree(k, pings),
+            other => {
+                eprintln!("error: unknown topology type '{other}' (known: fattree)");
+                std::process::exit(2);
+            }
+        },
         Cmd::SocketOverhead {
             scale,
             only: Some(name),

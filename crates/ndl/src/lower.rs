@@ -20,7 +20,7 @@ use crate::{suggest, SourceMap};
 use elvis_scenario::{Loc, Scenario};
 use std::collections::{BTreeMap, HashMap};
 
-const SECTIONS: &[&str] = &["Networks", "Machines", "Simulation", "Template"];
+const SECTIONS: &[&str] = &["Networks", "Machines", "Simulation", "Template", "Topology"];
 const NETWORK_KEYS: &[&str] = &[
     "id",
     "type",
@@ -219,6 +219,9 @@ impl Lower<'_> {
         if b.is("Simulation") {
             return self.simulation(b);
         }
+        if b.is("Topology") {
+            return self.topology(b);
+        }
         let (child, f): (&str, fn(&mut Self, &Block)) = if b.is("Networks") {
             ("Network", Self::network)
         } else if b.is("Machines") {
@@ -305,3 +308,4 @@ impl Lower<'_> {
 mod machines;
 mod networks;
 mod qdisc;
+mod topology;

@@ -389,6 +389,13 @@ impl Lower<'_> {
                 .machines
                 .iter()
                 .find(|g| g.name == base && g.count.is_some_and(|c| n < c))
+                // With a `[Topology]`, two blocks without networks may both
+                // add applications to generated machines (a group and one
+                // of its members); the builder checks those names.
+                .filter(|g| {
+                    self.sc.topologies.is_empty()
+                        || !(m.networks.is_empty() && g.networks.is_empty())
+                })
             {
                 let msg = format!(
                     "machine name '{}' clashes with an instance of the counted group '{}'",
