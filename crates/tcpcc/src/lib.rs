@@ -72,8 +72,9 @@
 //!
 //! # Gaps
 //! - No HyStart++ (RFC 9406) for CUBIC: slow start is Reno's.
-//! - No ECN response (the reduction would be the same as `on_congestion`
-//!   with the 1 MSS floor of RFC 9438 §4.6).
+//! - ECN ([`CongestionControl::on_ecn`]) reduces as a loss does; RFC 9438
+//!   §4.6's 1-MSS floor for ECN-only reductions is not applied (the
+//!   loss floor of 2 MSS is).
 //! - No undo of spurious reductions (RFC 9438 §4.9, Eifel, F-RTO).
 //! - No congestion window validation after idle periods (RFC 7661 §4.3 is
 //!   approximated by not growing on app-limited ACKs).
@@ -133,6 +134,16 @@ pub trait CongestionControl: fmt::Debug {
     /// the window may grow again.
     fn on_recovery_end(&mut self, now_ns: u64) {
         let _ = now_ns;
+    }
+    /// Reduces the window in answer to an ECN echo (RFC 3168 §6.1.2: "the
+    /// congestion window is halved and the slow-start threshold is
+    /// reduced", as for a loss but with nothing to retransmit), at most once
+    /// per window of data; the engine calls
+    /// [`CongestionControl::on_recovery_end`] when the data in flight at
+    /// the reduction is acknowledged. The default is the loss response,
+    /// which RFC 9438 §4.6 and RFC 8312 §4.6 also prescribe for CUBIC.
+    fn on_ecn(&mut self, now_ns: u64, in_flight_bytes: u64) {
+        self.on_congestion(now_ns, in_flight_bytes);
     }
     /// Collapses the window on a retransmission timeout.
     fn on_rto(&mut self, now_ns: u64, in_flight_bytes: u64);

@@ -20,6 +20,7 @@
 //! | TS.Recent | updated before the sequence check, never backwards (RFC 7323 App. D) | yes |
 //! | congestion control | CUBIC | yes |
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
+//! | ECN ([`ecn`], RFC 3168) | accept when asked, never ask (`EcnMode::Accept`) | yes (`tcp_ecn=2`) |
 //!
 //! TCP does not block on the NIC as a UDP sender does: its windows bound
 //! what it sends, and beyond [`NIC_LIMIT`] queued frames (Linux's default
@@ -44,13 +45,14 @@
 //! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored. A
 //! retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux
 //! resends the SYN-ACK); the SYN-ACK's own timer resends it. Urgent data,
-//! ECN (the bits parse but are not acted on), PMTU discovery, HyStart++. A
+//! PMTU discovery, HyStart++. A
 //! SYN for a 4-tuple still in TIME-WAIT is not taken as a new connection
 //! (Linux accepts one with a higher sequence number). `SO_REUSEADDR` does
 //! not let two live (non-TIME-WAIT) sockets share a port, and a port
 //! checked at `bind` is not reserved until `listen`/`connect`.
 
 pub(crate) mod buffers;
+pub mod ecn;
 pub mod keepalive;
 pub(crate) mod tcb;
 pub mod trace;
@@ -73,6 +75,7 @@ use std::rc::Rc;
 use std::time::Duration;
 use tcb::{Effects, Segment, State, Tcb};
 
+pub use ecn::EcnMode;
 pub use tcb::TcpStats;
 
 /// TCP settings of a simulation (see the module table for defaults).
@@ -93,6 +96,8 @@ pub struct TcpConfig {
     pub timestamps: bool,
     pub congestion: Algorithm,
     pub initial_window_segments: u64,
+    /// Explicit Congestion Notification (RFC 3168): Linux's `tcp_ecn`.
+    pub ecn: EcnMode,
 }
 
 impl Default for TcpConfig {
@@ -111,6 +116,7 @@ impl Default for TcpConfig {
             timestamps: true,
             congestion: Algorithm::Cubic,
             initial_window_segments: 10,
+            ecn: EcnMode::Accept,
         }
     }
 }
@@ -122,6 +128,7 @@ pub(crate) struct SockOpts {
     pub sndbuf: Option<usize>,
     pub rcvbuf: Option<usize>,
     pub congestion: Option<Algorithm>,
+    pub ecn: Option<EcnMode>,
     pub nodelay: bool,
     pub reuseaddr: bool,
     pub keepalive: Option<keepalive::Keepalive>,
@@ -133,13 +140,18 @@ impl SockOpts {
     /// Returns the configuration a new connection with these options gets:
     /// the simulation's, shared, unless an option changes it.
     fn config(&self, w: &World) -> Rc<TcpConfig> {
-        if self.sndbuf.is_none() && self.rcvbuf.is_none() && self.congestion.is_none() {
+        if self.sndbuf.is_none()
+            && self.rcvbuf.is_none()
+            && self.congestion.is_none()
+            && self.ecn.is_none()
+        {
             return w.tcp.clone();
         }
         let mut cfg = TcpConfig::clone(&w.tcp);
         cfg.sndbuf = self.sndbuf.unwrap_or(cfg.sndbuf);
         cfg.rcvbuf = self.rcvbuf.unwrap_or(cfg.rcvbuf);
         cfg.congestion = self.congestion.unwrap_or(cfg.congestion);
+        cfg.ecn = self.ecn.unwrap_or(cfg.ecn);
         Rc::new(cfg)
     }
 
@@ -524,7 +536,8 @@ fn transmit(
         sum,
     );
     w.stats.tcp_sent += 1;
-    super::ipv4::send(w, m, route, *remote.ip(), IpProtocol::Tcp, &mut msg);
+    let ecn = ecn::EcnState::codepoint(seg.ect);
+    super::ipv4::send_ecn(w, m, route, *remote.ip(), IpProtocol::Tcp, ecn, &mut msg);
 }
 
 /// Sends a bare RST answering `seg` (no connection matched).
@@ -551,16 +564,19 @@ fn send_rst(
         Segment {
             repr,
             payload: Message::new(),
+            ect: false,
         },
     );
 }
 
-/// Checks, parses and demuxes an arriving segment (RFC 9293 §3.10.7).
+/// Checks, parses and demuxes an arriving segment (RFC 9293 §3.10.7);
+/// `ip_ecn` is the ECN field of the datagram that carried it.
 pub(crate) fn receive(
     w: &mut World,
     m: MachineId,
     src: Ipv4Addr,
     dst: Ipv4Addr,
+    ip_ecn: u8,
     msg: &mut Message,
 ) {
     if check_tcp_enabled(w, m).is_err() {
@@ -603,7 +619,7 @@ pub(crate) fn receive(
     let conn = ix.and_then(|ix| ix.conns.get(&(local.port(), remote)).copied());
     if let Some(slot) = conn {
         drive(w, m, slot, |tcb, now, out| {
-            tcb.input(now, &repr, payload, out)
+            tcb.input_ecn(now, &repr, ip_ecn, payload, out)
         });
         return;
     }

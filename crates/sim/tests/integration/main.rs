@@ -7,6 +7,7 @@
 mod common;
 mod delivery;
 mod determinism;
+mod ecn;
 mod faults;
 mod fragmentation;
 mod fuzz_corpus;

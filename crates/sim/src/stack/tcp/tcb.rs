@@ -15,6 +15,7 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+use super::ecn::{EcnState, Reaction};
 use super::keepalive::{self, KeepaliveTimer};
 use super::TcpConfig;
 use crate::socket::SocketError;
@@ -63,6 +64,13 @@ pub struct TcpStats {
     /// Current congestion window, bytes.
     pub cwnd: u64,
     pub ssthresh: u64,
+    /// Data segments received with the IPv4 ECN field CE (RFC 3168).
+    pub ce_received: u64,
+    /// ACKs received with ECE set (ECN negotiated).
+    pub ece_received: u64,
+    /// Congestion-window reductions in answer to ECE (at most one per
+    /// window of data, RFC 3168 §6.1.2).
+    pub ecn_reductions: u64,
 }
 
 /// A segment to send: header fields and payload (addresses are the
@@ -70,6 +78,9 @@ pub struct TcpStats {
 pub(crate) struct Segment {
     pub repr: Repr,
     pub payload: Message,
+    /// Send as ECN-capable, ECT(0) (RFC 3168: new data of an ECN
+    /// connection only).
+    pub ect: bool,
 }
 
 /// What the application side should learn after a call.
@@ -131,6 +142,8 @@ pub(crate) struct Tcb {
     dupacks: u32,
     recovery: Option<SeqNumber>,
     scoreboard: Scoreboard,
+    /// Explicit Congestion Notification (RFC 3168, `ecn.rs`).
+    ecn: EcnState,
     /// Next sequence number to consider for retransmission in recovery.
     rexmit_next: SeqNumber,
     rexmit_bytes_in_recovery: usize,
@@ -238,6 +251,7 @@ impl Tcb {
             dupacks: 0,
             recovery: None,
             scoreboard: Scoreboard::default(),
+            ecn: EcnState::new(iss),
             rexmit_next: iss,
             rexmit_bytes_in_recovery: 0,
             rexmit_mark: None,
@@ -296,6 +310,7 @@ impl Tcb {
             syn.timestamp.is_some(),
         ));
         t.apply_syn_options(syn);
+        t.ecn.on_syn(syn, t.cfg.ecn);
         t.snd_wnd = u64::from(syn.window_len);
         t
     }
@@ -516,8 +531,14 @@ impl Tcb {
             if offer.2 && self.cfg.timestamps {
                 repr.timestamp = Some((0, self.ts_recent));
             }
+            let active = self.peer_syn_opts.is_none();
+            (repr.ece, repr.cwr) = self.ecn.syn_flags(active, self.cfg.ecn);
         } else if self.ts_enabled {
             repr.timestamp = Some((0, self.ts_recent));
+        }
+        if !syn && control != Control::Rst {
+            // "sets ECE in every subsequent ACK" (RFC 3168 §6.1.3).
+            repr.ece = self.ecn.echo();
         }
         if self.sack_enabled && control != Control::Syn && control != Control::Rst {
             let blocks = self
@@ -527,7 +548,11 @@ impl Tcb {
                 repr.sack_ranges[i] = Some((s.0, e.0));
             }
         }
-        Segment { repr, payload }
+        Segment {
+            repr,
+            payload,
+            ect: false,
+        }
     }
 
     /// Stamps TSval on an outgoing segment (µs clock, RFC 7323 §5.4 allows
@@ -657,6 +682,13 @@ impl Tcb {
                 seg.repr.control = Control::Psh;
             }
             let is_rexmit = self.snd_nxt < self.snd_max;
+            if !is_rexmit {
+                // New data only: retransmissions are not ECT (RFC 3168
+                // §6.1.5), and CWR goes on "the first new data packet sent
+                // after the window reduction" (§6.1.2).
+                seg.ect = self.ecn.ect();
+                seg.repr.cwr = self.ecn.take_cwr();
+            }
             if self.timed.is_none() && !self.ts_enabled && !is_rexmit {
                 self.timed = Some((self.snd_nxt, now));
             }
@@ -872,6 +904,8 @@ impl Tcb {
             return;
         }
         self.cc.on_rto(now.as_nanos(), self.flight() as u64);
+        self.ecn.take_reduction();
+        self.ecn.reduced(self.snd_max, false);
         // "The host MUST set RTO <- RTO * 2 (back off the timer)."
         self.rto = (self.rto * 2).min(self.cfg.max_rto);
         self.recovery = None;
@@ -925,11 +959,26 @@ impl Tcb {
     // Input
     // ------------------------------------------------------------------
 
-    /// Processes an arriving segment (RFC 9293 §3.10.7).
+    /// Processes an arriving segment (RFC 9293 §3.10.7) that came in an
+    /// IPv4 datagram whose ECN field was Not-ECT.
+    #[cfg(test)]
     pub fn input(
         &mut self,
         now: Time,
         seg: &Repr,
+        payload: Message,
+        out: &mut Vec<Segment>,
+    ) -> Effects {
+        self.input_ecn(now, seg, super::ecn::NOT_ECT, payload, out)
+    }
+
+    /// Processes an arriving segment (RFC 9293 §3.10.7) whose IPv4 ECN
+    /// field was `ip_ecn` (RFC 3168 §5: `0b11` is CE).
+    pub fn input_ecn(
+        &mut self,
+        now: Time,
+        seg: &Repr,
+        ip_ecn: u8,
         payload: Message,
         out: &mut Vec<Segment>,
     ) -> Effects {
@@ -938,7 +987,7 @@ impl Tcb {
         match self.state {
             State::Closed => {}
             State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
-            _ => self.input_synchronized(now, seg, payload, out, &mut fx),
+            _ => self.input_synchronized(now, seg, ip_ecn, payload, out, &mut fx),
         }
         if let Some(k) = self.keepalive.as_deref_mut() {
             if !matches!(self.state, State::SynSent | State::SynReceived) {
@@ -961,6 +1010,7 @@ impl Tcb {
                     out.push(Segment {
                         repr: rst_for(seg, 0),
                         payload: Message::new(),
+                        ect: false,
                     });
                 }
                 return;
@@ -981,6 +1031,7 @@ impl Tcb {
         self.rcv_adv = self.rcv_nxt;
         self.apply_syn_options(seg);
         if let Some(ack) = seg.ack_number {
+            self.ecn.on_syn_ack(seg, self.cfg.ecn);
             // Our SYN is acknowledged: ESTABLISHED.
             self.snd_una = ack;
             // RFC 7323 §2.2: "The window field in a segment where the SYN
@@ -1073,6 +1124,7 @@ impl Tcb {
         &mut self,
         now: Time,
         seg: &Repr,
+        ip_ecn: u8,
         mut payload: Message,
         out: &mut Vec<Segment>,
         fx: &mut Effects,
@@ -1150,6 +1202,7 @@ impl Tcb {
                 out.push(Segment {
                     repr: rst_for(seg, payload.len()),
                     payload: Message::new(),
+                    ect: false,
                 });
                 return;
             }
@@ -1164,6 +1217,7 @@ impl Tcb {
                 return;
             }
         }
+        self.ecn_receive(seg, !payload.is_empty(), ip_ecn);
         // Seventh: segment text.
         if !payload.is_empty()
             && matches!(
@@ -1384,12 +1438,18 @@ impl Tcb {
                 self.recovery = Some(self.snd_max);
                 self.rexmit_bytes_in_recovery = 0;
                 self.rexmit_next = self.snd_una;
-                self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
+                if !self.ecn.take_reduction() {
+                    // (An ECN reduction in progress counts for this loss
+                    // too: one reduction per window, as Linux.)
+                    self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
+                }
+                self.ecn.reduced(self.snd_max, false);
                 self.timed = None;
                 self.retransmit_first(now, out);
                 self.rto_at = Some(now + self.rto);
             }
         }
+        self.ecn_on_ack(now, seg, ack);
         // Lost retransmission (as Linux detects it): data sent after the
         // retransmission of snd_una was SACKed, yet snd_una is still
         // unacknowledged, so the retransmission itself was lost. Resend it
@@ -1417,6 +1477,38 @@ impl Tcb {
                 self.persist_at = None;
                 self.persist_backoff = 0;
             }
+        }
+    }
+
+    /// The receiver's half of RFC 3168 §6.1.3 for an acceptable segment:
+    /// a CE-marked data segment starts the ECE echo, a CWR ends it.
+    fn ecn_receive(&mut self, seg: &Repr, data: bool, ip_ecn: u8) {
+        let (ce, ack_now) = self.ecn.on_segment(seg.cwr, data, ip_ecn);
+        if ce {
+            self.stats.ce_received += 1;
+        }
+        if ack_now {
+            self.ack_now = true;
+        }
+    }
+
+    /// The sender's half of RFC 3168 §6.1.2 for an ACK: "If the sender
+    /// receives an ECN-Echo (ECE) ACK packet ... the sender knows that
+    /// congestion was encountered in the network ... and MUST reduce the
+    /// congestion window" — once per window of data, never during loss
+    /// recovery (already reduced), without retransmitting.
+    fn ecn_on_ack(&mut self, now: Time, seg: &Repr, ack: SeqNumber) {
+        if seg.ece && self.ecn.is_on() {
+            self.stats.ece_received += 1;
+        }
+        let (ended, reaction) = self.ecn.on_ack(seg.ece, ack, self.recovery.is_some());
+        if ended {
+            self.cc.on_recovery_end(now.as_nanos());
+        }
+        if reaction == Reaction::Reduce {
+            self.stats.ecn_reductions += 1;
+            self.cc.on_ecn(now.as_nanos(), self.flight() as u64);
+            self.ecn.reduced(self.snd_max, true);
         }
     }
 
