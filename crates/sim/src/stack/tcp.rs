@@ -36,11 +36,7 @@
 //!
 //! # Gaps
 //! RACK-TLP (RFC 8985): a lost tail segment, or a lost retransmission of a
-//! hole other than `snd_una`, waits for the RTO. An RTO discards the SACK
-//! scoreboard and resends everything after `snd_una` (go-back-N; Linux
-//! keeps SACKed segments marked): at 50 % loss each way a 100 MB transfer
-//! sends 3.2 bytes per byte delivered, where resending only the lost
-//! segments would take 2. PAWS (RFC 7323 §5): timestamps are echoed and
+//! hole other than `snd_una`, waits for the RTO. PAWS (RFC 7323 §5): timestamps are echoed and
 //! timed but old ones are not rejected. RFC 5961 §5 (ACKs far below
 //! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored. A
 //! retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux

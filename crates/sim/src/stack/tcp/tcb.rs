@@ -12,7 +12,9 @@
 //! its code. RST and SYN in synchronized states follow RFC 5961 (challenge
 //! ACKs). Loss recovery is SACK-based (RFC 6675) with FACK-style loss
 //! marking (every un-SACKed byte below the highest SACKed one counts as
-//! lost), NewReno partial-ACK handling (RFC 6582) without SACK.
+//! lost), NewReno partial-ACK handling (RFC 6582) without SACK. The SACK
+//! scoreboard survives a retransmission timeout (as in Linux), so the
+//! resend after it skips SACKed data; ECN (RFC 3168) lives in `ecn.rs`.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
 use super::ecn::{EcnState, Reaction};
@@ -147,6 +149,11 @@ pub(crate) struct Tcb {
     /// Next sequence number to consider for retransmission in recovery.
     rexmit_next: SeqNumber,
     rexmit_bytes_in_recovery: usize,
+    /// `snd_max` at the last RTO while data sent before it is outstanding:
+    /// no fast recovery until it is acknowledged (RFC 6582 §3.2 step 1
+    /// "recover"; Linux's Loss state), so an RTO and the SACKs still
+    /// arriving for the data it resends do not reduce the window twice.
+    rto_high: Option<SeqNumber>,
     /// The retransmission of `snd_una` in this recovery: (its sequence
     /// number, `snd_max` when it was sent), to detect its loss.
     rexmit_mark: Option<(SeqNumber, SeqNumber)>,
@@ -255,6 +262,7 @@ impl Tcb {
             rexmit_next: iss,
             rexmit_bytes_in_recovery: 0,
             rexmit_mark: None,
+            rto_high: None,
             rto_at: None,
             delack_at: None,
             persist_at: None,
@@ -642,6 +650,8 @@ impl Tcb {
         }
         let smss = self.smss();
         loop {
+            // Resending after an RTO: only what the receiver has not SACKed.
+            let hole = self.skip_sacked_resend();
             let sent_unacked = (self.snd_nxt - self.snd_una).max(0) as usize;
             let available = self.sndbuf.len().saturating_sub(sent_unacked);
             if available == 0 {
@@ -650,6 +660,11 @@ impl Tcb {
             let cwnd = self.cc.window() as usize;
             let in_net = if self.recovery.is_some() {
                 self.pipe()
+            } else if self.rto_high.is_some() {
+                // After an RTO, SACKed bytes skipped over are not in the
+                // network (Linux's in-flight count in its Loss state).
+                self.flight()
+                    .saturating_sub(self.scoreboard.sacked_between(self.snd_una, self.snd_nxt))
             } else {
                 self.flight()
             };
@@ -660,7 +675,8 @@ impl Tcb {
                 // Zero window: probe later (RFC 9293 §3.8.6.1).
                 self.persist_at = Some(now + self.rto);
             }
-            let len = available.min(smss).min(room);
+            let want = available.min(smss).min(hole);
+            let len = want.min(room);
             if len == 0 {
                 break;
             }
@@ -669,11 +685,12 @@ impl Tcb {
                 break;
             }
             // Nagle (RFC 896 / RFC 9293 §3.7.4): hold a small segment while
-            // data is unacknowledged.
-            if len < smss && len < available.min(smss) {
+            // data is unacknowledged (a resent hole goes as it is).
+            if len < want {
                 break;
             }
-            if len < smss && !self.nodelay && sent_unacked > 0 {
+            let resend = self.snd_nxt < self.snd_max;
+            if len < smss && !self.nodelay && sent_unacked > 0 && !resend {
                 break;
             }
             let payload = self.sndbuf.slice(sent_unacked, len);
@@ -698,6 +715,29 @@ impl Tcb {
             }
             self.push(seg, now, out, is_rexmit);
             self.arm_rto(now);
+        }
+    }
+
+    /// When resending after an RTO (`snd_nxt` below `snd_max`), moves
+    /// `snd_nxt` past data the receiver SACKed, and returns how many bytes
+    /// from there are not SACKed (`usize::MAX`: no limit). The scoreboard
+    /// survives the RTO (RFC 6675 §5.1 allows either; Linux keeps it and
+    /// marks the rest lost), so only the holes are resent.
+    fn skip_sacked_resend(&mut self) -> usize {
+        if self.snd_nxt >= self.snd_max {
+            return usize::MAX;
+        }
+        let (at, next) = self.scoreboard.skip_sacked(self.snd_nxt);
+        self.snd_nxt = at;
+        next.map_or(usize::MAX, |n| (n - at).max(0) as usize)
+    }
+
+    /// Returns the un-SACKed bytes from `snd_una` up to the first SACKed
+    /// range (`usize::MAX`: nothing SACKed above).
+    fn hole_at_una(&self) -> usize {
+        match self.scoreboard.skip_sacked(self.snd_una) {
+            (at, Some(next)) if at == self.snd_una => (next - at).max(0) as usize,
+            _ => usize::MAX,
         }
     }
 
@@ -738,10 +778,12 @@ impl Tcb {
     /// Retransmits the segment at `snd_una` (fast retransmit, RTO, partial
     /// ACK).
     fn retransmit_first(&mut self, now: Time, out: &mut Vec<Segment>) {
+        let hole = self.hole_at_una();
         let len = self
             .sndbuf
             .len()
             .min(self.smss())
+            .min(hole)
             .min((self.snd_max - self.snd_una).max(0) as usize);
         if len == 0 {
             // Only a FIN (or SYN) is outstanding.
@@ -909,16 +951,25 @@ impl Tcb {
         // "The host MUST set RTO <- RTO * 2 (back off the timer)."
         self.rto = (self.rto * 2).min(self.cfg.max_rto);
         self.recovery = None;
-        self.scoreboard.clear();
+        self.rto_high = Some(self.snd_max);
+        if self.retries > 1 {
+            // A second timeout without progress: the receiver may have
+            // discarded data it SACKed (reneging, RFC 2018 §8), so forget
+            // the scoreboard and resend everything (Linux clears its SACK
+            // marks when it detects reneging, tcp_timeout_mark_lost).
+            self.scoreboard.clear();
+        }
         self.dupacks = 0;
         self.timed = None;
-        // Go back to snd_una and resend from there as the window allows.
+        // Go back to snd_una and resend from there as the window allows,
+        // skipping what the receiver SACKed (`skip_sacked_resend`).
         // The FIN is resent once the data before it is (`send_fin`); the
         // state stays, so a FIN received meanwhile (CLOSING) is not lost.
         self.snd_nxt = self.snd_una;
         self.retransmit_first(now, out);
         let sent = (self.snd_max - self.snd_una).max(0) as usize;
-        let first = self.sndbuf.len().min(self.smss()).min(sent);
+        let hole = self.hole_at_una();
+        let first = self.sndbuf.len().min(self.smss()).min(sent).min(hole);
         self.snd_nxt = self.snd_una + first;
         if first == 0 && self.fin_queued && self.snd_max == self.snd_una + 1 {
             // Only the FIN was outstanding, and it was just resent.
@@ -1345,6 +1396,9 @@ impl Tcb {
                 self.snd_nxt = self.snd_una;
             }
             self.scoreboard.advance(ack);
+            if self.rto_high.is_some_and(|h| ack >= h) {
+                self.rto_high = None;
+            }
             self.dupacks = 0;
             self.persist_backoff = 0;
             self.retries = 0;
@@ -1432,7 +1486,10 @@ impl Tcb {
             let sack_loss = self.sack_enabled
                 && self.scoreboard.sacked_bytes() >= thresh * smss.min(outstanding.max(1))
                 && self.scoreboard.next_hole(self.snd_una).is_some();
-            if self.recovery.is_none() && (self.dupacks as usize >= thresh || sack_loss) {
+            if self.recovery.is_none()
+                && self.rto_high.is_none()
+                && (self.dupacks as usize >= thresh || sack_loss)
+            {
                 // Enter fast recovery (RFC 6675 §5 / RFC 6582 §3.2 step 2).
                 self.stats.fast_recoveries += 1;
                 self.recovery = Some(self.snd_max);

@@ -1570,3 +1570,110 @@ fn ece_during_fast_recovery_does_not_reduce_again() {
     );
     assert!(out[0].repr.cwr && out[0].ect);
 }
+
+// ----------------------------------------------------------------------
+// SACK scoreboard across a retransmission timeout
+// ----------------------------------------------------------------------
+
+/// A duplicate ACK of `una` carrying SACK blocks (segment numbers
+/// relative to ISS + 1, end exclusive).
+fn sack_ack(una: usize, blocks: &[(usize, usize)]) -> Repr {
+    let mut r = ack(IRS + 1, ISS + 1 + una * MSS);
+    for (i, (s, e)) in blocks.iter().enumerate() {
+        r.sack_ranges[i] = Some(((ISS + 1 + s * MSS).0, (ISS + 1 + e * MSS).0));
+    }
+    r
+}
+
+/// Ten segments out, segments 0 and 5 lost, the rest SACKed; the fast
+/// retransmissions are lost too. Returns the TCB just before its RTO and
+/// the retransmitted bytes so far.
+fn holes_0_and_5_then_rto_pending() -> (Tcb, u64) {
+    let mut t = established_with(
+        &with_sack(),
+        Repr {
+            sack_permitted: true,
+            ..syn_ack()
+        },
+    );
+    assert!(t.sack_enabled);
+    t.write(bytes(10 * MSS));
+    assert_eq!(output(&mut t, ms(100)).len(), 10);
+    input(&mut t, ms(200), sack_ack(0, &[(1, 2)]), Message::new());
+    input(&mut t, ms(201), sack_ack(0, &[(1, 5)]), Message::new());
+    input(
+        &mut t,
+        ms(202),
+        sack_ack(0, &[(6, 8), (1, 5)]),
+        Message::new(),
+    );
+    input(
+        &mut t,
+        ms(203),
+        sack_ack(0, &[(6, 10), (1, 5)]),
+        Message::new(),
+    );
+    assert_eq!(t.stats.fast_recoveries, 1);
+    let before = t.stats.retransmitted_bytes;
+    (t, before)
+}
+
+/// RFC 6675 §5.1: after a timeout the sender "SHOULD" (RFC 2018 §8: MAY)
+/// reset the scoreboard, but Linux keeps the SACK marks and resends only
+/// what is not SACKed (`tcp_timeout_mark_lost`), which is what we do:
+/// after the RTO only the two holes (segments 0 and 5) are resent, not the
+/// eight SACKed segments a go-back-N would resend after segment 0.
+#[test]
+fn after_an_rto_only_the_holes_below_sacked_data_are_retransmitted() {
+    let (mut t, before) = holes_0_and_5_then_rto_pending();
+    let at = t.deadline().unwrap();
+    let (_, out) = timer(&mut t, at);
+    assert_eq!(t.stats.timeouts, 1);
+    assert_eq!(out.len(), 1, "cwnd is one segment after the RTO");
+    assert_eq!(
+        (out[0].repr.seq_number, out[0].payload.len()),
+        (ISS + 1, MSS)
+    );
+    // The receiver holds 1–4: its ACK jumps to segment 5.
+    let (_, out) = input(
+        &mut t,
+        at + Duration::from_millis(100),
+        sack_ack(5, &[(6, 10)]),
+        Message::new(),
+    );
+    let seqs: Vec<_> = out
+        .iter()
+        .filter(|s| !s.payload.is_empty())
+        .map(|s| s.repr.seq_number)
+        .collect();
+    assert_eq!(seqs, vec![ISS + 1 + 5 * MSS], "only the hole at 5, not 6–9");
+    input(
+        &mut t,
+        at + Duration::from_millis(200),
+        sack_ack(10, &[]),
+        Message::new(),
+    );
+    assert_eq!(t.snd_una, ISS + 1 + 10 * MSS);
+    assert_eq!(
+        t.stats.retransmitted_bytes - before,
+        2 * MSS as u64,
+        "two holes resent after the RTO"
+    );
+    assert_eq!(t.stats.fast_recoveries, 1, "no fast recovery after the RTO");
+}
+
+/// A second timeout without progress means the receiver may have reneged
+/// on its SACKs (RFC 2018 §8: "the data sender MUST NOT discard data ...
+/// until it is cumulatively acknowledged"): the scoreboard is forgotten and
+/// everything from SND.UNA is resent.
+#[test]
+fn a_second_rto_without_progress_forgets_the_scoreboard() {
+    let (mut t, _) = holes_0_and_5_then_rto_pending();
+    let at = t.deadline().unwrap();
+    timer(&mut t, at);
+    assert!(t.scoreboard.sacked_bytes() > 0, "kept across the first RTO");
+    let at = t.deadline().unwrap();
+    timer(&mut t, at);
+    assert_eq!(t.stats.timeouts, 2);
+    assert_eq!(t.scoreboard.sacked_bytes(), 0, "dropped at the second");
+}
