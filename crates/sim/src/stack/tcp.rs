@@ -18,6 +18,7 @@
 //! | MSL | 30 s (TIME-WAIT 60 s) | yes |
 //! | give up after | 15 consecutive RTOs without progress (≈ 15 min) | yes (`tcp_retries2`; Linux counts the time instead) |
 //! | TS.Recent | updated before the sequence check, never backwards (RFC 7323 App. D) | yes |
+//! | PAWS (`paws.rs`, RFC 7323 §5) | on with timestamps; TS.Recent invalid after 2^31 µs idle | Linux: 24 days (1 ms clock) |
 //! | congestion control | CUBIC | yes |
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
 //! | ECN ([`ecn`], RFC 3168) | accept when asked, never ask (`EcnMode::Accept`) | yes (`tcp_ecn=2`) |
@@ -36,8 +37,7 @@
 //!
 //! # Gaps
 //! RACK-TLP (RFC 8985): a lost tail segment, or a lost retransmission of a
-//! hole other than `snd_una`, waits for the RTO. PAWS (RFC 7323 §5): timestamps are echoed and
-//! timed but old ones are not rejected. RFC 5961 §5 (ACKs far below
+//! hole other than `snd_una`, waits for the RTO. RFC 5961 §5 (ACKs far below
 //! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored. A
 //! retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux
 //! resends the SYN-ACK); the SYN-ACK's own timer resends it. Urgent data,
@@ -50,6 +50,7 @@
 pub(crate) mod buffers;
 pub mod ecn;
 pub mod keepalive;
+pub(crate) mod paws;
 pub(crate) mod tcb;
 pub mod trace;
 

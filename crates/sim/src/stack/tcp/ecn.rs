@@ -8,11 +8,11 @@
 //!
 //! | RFC 3168 | here |
 //! |---|---|
-//! | §6.1.1 negotiation: SYN with ECE and CWR, SYN-ACK with ECE only; any other SYN-ACK means no ECN | [`EcnState::syn_flags`], [`EcnState::on_syn_ack`], [`EcnState::on_syn`] |
-//! | §6.1.1 "SYN and SYN-ACK packets ... MUST NOT" be ECT, nor pure ACKs (§6.1.4), retransmissions (§6.1.5) or window probes (§6.1.6) | only new data segments are sent as ECT(0) ([`EcnState::ect`]) |
-//! | §6.1.3 "the receiving TCP sets ECE in every subsequent ACK until it receives a CWR packet" | [`EcnState::on_data`] latches ECE; a CWR segment clears it (unless it is itself CE) |
+//! | §6.1.1 negotiation: SYN with ECE and CWR, SYN-ACK with ECE only; any other SYN-ACK means no ECN | `EcnState::syn_flags`, `EcnState::on_syn_ack`, `EcnState::on_syn` |
+//! | §6.1.1 "SYN and SYN-ACK packets ... MUST NOT" be ECT, nor pure ACKs (§6.1.4), retransmissions (§6.1.5) or window probes (§6.1.6) | only new data segments are sent as ECT(0) (`EcnState::ect`) |
+//! | §6.1.3 "the receiving TCP sets ECE in every subsequent ACK until it receives a CWR packet" | `EcnState::on_data` latches ECE; a CWR segment clears it (unless it is itself CE) |
 //! | §6.1.2 the sender reacts "not ... more than once every window of data": halve cwnd and ssthresh, no retransmission | one reduction ([`elvis_tcpcc::CongestionControl::on_ecn`]) until everything sent before it is acknowledged; none during loss recovery, which already reduced |
-//! | §6.1.2 "sets the CWR flag in the TCP header of the first new data packet sent after the window reduction" (after ECE, fast retransmit or RTO) | [`EcnState::take_cwr`] |
+//! | §6.1.2 "sets the CWR flag in the TCP header of the first new data packet sent after the window reduction" (after ECE, fast retransmit or RTO) | `EcnState::take_cwr` |
 //!
 //! Like Linux's `net.ipv4.tcp_ecn`, [`EcnMode`] chooses whether a host
 //! asks for ECN in its SYNs (`On`, Linux 1), only agrees when asked

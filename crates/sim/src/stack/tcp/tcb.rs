@@ -73,6 +73,9 @@ pub struct TcpStats {
     /// Congestion-window reductions in answer to ECE (at most one per
     /// window of data, RFC 3168 §6.1.2).
     pub ecn_reductions: u64,
+    /// Segments dropped by PAWS: a timestamp older than TS.Recent (RFC
+    /// 7323 §5.3 R1).
+    pub paws_rejected: u64,
 }
 
 /// A segment to send: header fields and payload (addresses are the
@@ -128,7 +131,9 @@ pub(crate) struct Tcb {
     // Options.
     mss: usize,
     ts_enabled: bool,
+    /// TS.Recent (RFC 7323 §4.3) and when it was last set (§5.5).
     ts_recent: u32,
+    ts_recent_at: Time,
     sack_enabled: bool,
     /// The peer offered these in its SYN (for a passive open).
     peer_syn_opts: Option<(Option<u16>, Option<u8>, bool, bool)>,
@@ -247,6 +252,7 @@ impl Tcb {
             mss: mtu.saturating_sub(40).max(64),
             ts_enabled: false,
             ts_recent: 0,
+            ts_recent_at: Time::ZERO,
             sack_enabled: false,
             peer_syn_opts: None,
             srtt: None,
@@ -1081,6 +1087,7 @@ impl Tcb {
         self.rcv_nxt = seg.seq_number + 1;
         self.rcv_adv = self.rcv_nxt;
         self.apply_syn_options(seg);
+        self.ts_recent_at = now;
         if let Some(ack) = seg.ack_number {
             self.ecn.on_syn_ack(seg, self.cfg.ecn);
             // Our SYN is acknowledged: ESTABLISHED.
@@ -1143,14 +1150,18 @@ impl Tcb {
     /// sample an RTT inflated by a whole RTO). An older TSval (a late,
     /// reordered or duplicated copy) never moves TS.Recent back. `rcv_nxt`
     /// stands for Last.ACK.sent.
-    fn remember_timestamp(&mut self, seg: &Repr) {
+    fn remember_timestamp(&mut self, seg: &Repr, now: Time) {
         let Some((tsval, _)) = seg.timestamp else {
             return;
         };
-        let newer = tsval.wrapping_sub(self.ts_recent) as i32 >= 0;
+        // An invalid (idle-expired, RFC 7323 §5.5) TS.Recent is replaced
+        // whatever its value, as Linux does (`tcp_paws_check`).
+        let newer = tsval.wrapping_sub(self.ts_recent) as i32 >= 0
+            || now - self.ts_recent_at >= super::paws::IDLE_LIMIT;
         if self.ts_enabled && seg.control != Control::Rst && newer && seg.seq_number <= self.rcv_nxt
         {
             self.ts_recent = tsval;
+            self.ts_recent_at = now;
         }
     }
 
@@ -1199,7 +1210,18 @@ impl Tcb {
             }
             return;
         }
-        self.remember_timestamp(seg);
+        // PAWS (RFC 7323 §5.3 R1), before the sequence check (R2) and
+        // before TS.Recent moves (R3).
+        let recent = super::paws::TsRecent {
+            value: self.ts_recent,
+            at: self.ts_recent_at,
+        };
+        if self.ts_enabled && recent.rejects(seg, now) {
+            self.stats.paws_rejected += 1;
+            self.ack_now = true;
+            return;
+        }
+        self.remember_timestamp(seg, now);
         // First: sequence number check.
         if !self.acceptable(seg, seg_len) {
             // A zero-window probe or an old duplicate: "send an

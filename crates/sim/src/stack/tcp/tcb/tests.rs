@@ -1677,3 +1677,93 @@ fn a_second_rto_without_progress_forgets_the_scoreboard() {
     assert_eq!(t.stats.timeouts, 2);
     assert_eq!(t.scoreboard.sacked_bytes(), 0, "dropped at the second");
 }
+
+// ----------------------------------------------------------------------
+// PAWS (RFC 7323 §5)
+// ----------------------------------------------------------------------
+
+/// ESTABLISHED with timestamps; the peer's SYN-ACK had TSval 777.
+fn with_timestamps() -> Tcb {
+    let cfg = TcpConfig {
+        timestamps: true,
+        ..plain()
+    };
+    let t = established_with(
+        &cfg,
+        Repr {
+            timestamp: Some((777, 1)),
+            ..syn_ack()
+        },
+    );
+    assert!(t.ts_enabled);
+    t
+}
+
+/// A data segment from the peer at `seq` with `n` bytes and TSval `tsval`.
+fn stamped(seq: SeqNumber, n: usize, tsval: u32) -> Repr {
+    Repr {
+        timestamp: Some((tsval, 1)),
+        ..data(seq, n)
+    }
+}
+
+/// RFC 7323 §5.3 R1: "If there is a Timestamps option in the arriving
+/// segment, SEG.TSval < TS.Recent, TS.Recent is valid ..., and the RST bit
+/// is not set, then treat the arriving segment as not acceptable: Send an
+/// acknowledgment in reply ... and drop the segment." R3: TS.Recent is
+/// not moved by it.
+#[test]
+fn paws_drops_an_in_window_segment_with_an_older_timestamp_and_acks() {
+    let mut t = with_timestamps();
+    let (_, out) = input(&mut t, ms(150), stamped(IRS + 1, 100, 776), bytes(100));
+    assert_one_ack(&out, ISS + 1, IRS + 1);
+    assert_eq!(
+        out[0].repr.timestamp.map(|ts| ts.1),
+        Some(777),
+        "echo unchanged"
+    );
+    assert_eq!((t.rcv_nxt, t.ts_recent), (IRS + 1, 777));
+    assert_eq!(t.stats.paws_rejected, 1);
+    assert_eq!(t.stats.bytes_received, 0);
+    // The same bytes with a current timestamp are taken.
+    input(&mut t, ms(151), stamped(IRS + 1, 100, 900), bytes(100));
+    assert_eq!((t.rcv_nxt, t.ts_recent), (IRS + 101, 900));
+    assert_eq!(t.stats.paws_rejected, 1);
+}
+
+/// RFC 7323 §5.3 R1 exempts RSTs ("and the RST bit is not set"), and
+/// timestamps compare modulo 2^32 (§5.2: "TSval ... are to be compared
+/// ... using 32-bit unsigned arithmetic ... 'wraparound'").
+#[test]
+fn paws_spares_resets_and_compares_timestamps_modulo_2_to_the_32() {
+    let mut t = with_timestamps();
+    t.ts_recent = u32::MAX - 10;
+    input(&mut t, ms(150), stamped(IRS + 1, 10, 5), bytes(10));
+    assert_eq!(t.stats.paws_rejected, 0, "5 is after 2^32 - 11");
+    assert_eq!(t.ts_recent, 5);
+    let rst = Repr {
+        control: Control::Rst,
+        timestamp: Some((1, 1)),
+        ..seg(Control::Rst, IRS + 11, None)
+    };
+    let (fx, _) = input(&mut t, ms(160), rst, Message::new());
+    assert_eq!(t.stats.paws_rejected, 0);
+    assert!(fx.closed, "an exact RST with an old timestamp still resets");
+}
+
+/// RFC 7323 §5.5: "If a connection remains idle for more than 24 days
+/// [2^31 ticks of a 1 ms clock] ... TS.Recent is invalid" — our limit is
+/// 2^31 ticks of our 1 µs clock (see `paws.rs`): after it, an older TSval
+/// (the peer's clock wrapped) is accepted and becomes TS.Recent.
+#[test]
+fn paws_ignores_ts_recent_after_the_idle_limit() {
+    let mut t = with_timestamps();
+    input(&mut t, ms(150), stamped(IRS + 1, 10, 1_000), bytes(10));
+    let just_before = ms(149) + super::super::paws::IDLE_LIMIT;
+    input(&mut t, just_before, stamped(IRS + 11, 10, 999), bytes(10));
+    assert_eq!(t.stats.paws_rejected, 1, "still valid");
+    let after = ms(150) + super::super::paws::IDLE_LIMIT;
+    input(&mut t, after, stamped(IRS + 11, 10, 999), bytes(10));
+    assert_eq!(t.stats.paws_rejected, 1, "invalid after the idle limit");
+    assert_eq!((t.rcv_nxt, t.ts_recent), (IRS + 21, 999));
+}
