@@ -117,6 +117,14 @@ pub struct Cubic {
 }
 
 impl Cubic {
+    /// Returns this state with the window and threshold set (bytes), for
+    /// [`crate::take_over`].
+    pub fn with_window(mut self, cwnd: u64, ssthresh: u64) -> Self {
+        self.cwnd = cwnd;
+        self.ssthresh = ssthresh;
+        self
+    }
+
     /// Returns a sender's state with an initial window of
     /// `initial_window_segments` segments of `mss` bytes and fast
     /// convergence on.

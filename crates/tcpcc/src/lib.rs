@@ -233,6 +233,22 @@ pub fn new(alg: Algorithm, mss: u64, initial_window_segments: u64) -> Box<dyn Co
     }
 }
 
+/// Returns `alg` taking over a connection whose window is `cwnd` bytes and
+/// slow start threshold `ssthresh` bytes (`TCP_CONGESTION` changed after
+/// connect). As Linux's `tcp_reinit_congestion_control`, the window and
+/// threshold carry over and the algorithm's own history starts afresh
+/// (CUBIC: no W_max yet, a new epoch; Compound: no delay window). Zero
+/// for `mss` is taken as 1; `cwnd` is at least one segment.
+pub fn take_over(alg: Algorithm, mss: u64, cwnd: u64, ssthresh: u64) -> Box<dyn CongestionControl> {
+    let mss = mss.max(1);
+    let cwnd = cwnd.max(mss);
+    match alg {
+        Algorithm::NewReno => Box::new(NewReno::new(mss, 1).with_window(cwnd, ssthresh)),
+        Algorithm::Cubic => Box::new(Cubic::new(mss, 1).with_window(cwnd, ssthresh)),
+        Algorithm::Compound => Box::new(Compound::new(mss, 1).with_window(cwnd, ssthresh)),
+    }
+}
+
 /// RFC 3465's limit L on the slow start increase per ACK, in segments.
 ///
 /// RFC 3465 §2.2: "cwnd = cwnd + min (N, L*SMSS) ... L = 2*SMSS bytes"
@@ -267,6 +283,25 @@ mod tests {
         assert_eq!("CTCP".parse(), Ok(Algorithm::Compound));
         assert_eq!(" Cubic ".parse(), Ok(Algorithm::Cubic));
         assert!("vegas".parse::<Algorithm>().is_err());
+    }
+
+    /// Linux's `tcp_reinit_congestion_control` keeps `snd_cwnd` and
+    /// `snd_ssthresh`; the new algorithm then runs from them: NewReno in
+    /// congestion avoidance adds one segment per window acknowledged (RFC
+    /// 5681 §3.1), and every algorithm in slow start doubles per RTT.
+    #[test]
+    fn an_algorithm_taking_over_keeps_the_window_and_threshold() {
+        for alg in Algorithm::ALL {
+            let cc = take_over(alg, MSS, 40 * MSS, 30 * MSS);
+            assert_eq!((cc.window(), cc.ssthresh()), (40 * MSS, 30 * MSS), "{alg}");
+            assert_eq!(cc.name(), alg.as_str());
+            let mut cc = take_over(alg, MSS, 8 * MSS, u64::MAX);
+            Path::new(100_000_000).round(cc.as_mut());
+            assert_eq!(cc.window(), 16 * MSS, "{alg} slow start from 8");
+        }
+        let mut reno = take_over(Algorithm::NewReno, MSS, 40 * MSS, 30 * MSS);
+        Path::new(100_000_000).round(reno.as_mut());
+        assert_eq!(reno.window(), 41 * MSS);
     }
 
     #[test]

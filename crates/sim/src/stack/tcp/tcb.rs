@@ -1632,6 +1632,17 @@ impl Tcb {
         self.stats.min_rtt_ns = self.min_rtt.map_or(0, |d| d.as_nanos() as u64);
     }
 
+    /// Switches the congestion control to `alg` (`TCP_CONGESTION` on a
+    /// connected socket, as Linux allows): the new algorithm starts from
+    /// the current window and threshold (`elvis_tcpcc::take_over`).
+    pub fn set_congestion(&mut self, alg: elvis_tcpcc::Algorithm) {
+        if self.cc.name() == alg.as_str() {
+            return; // Linux: setting the same algorithm changes nothing
+        }
+        let (cwnd, ssthresh) = (self.cc.window(), self.cc.ssthresh());
+        self.cc = elvis_tcpcc::take_over(alg, self.smss() as u64, cwnd, ssthresh);
+    }
+
     /// Returns the congestion-control algorithm's name.
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()
