@@ -71,7 +71,8 @@
 //! always converted back to whole bytes.
 //!
 //! # Gaps
-//! - No HyStart++ (RFC 9406) for CUBIC: slow start is Reno's.
+//! - HyStart++ (RFC 9406, [`hystart`]) only in CUBIC (as Linux), and only
+//!   in the initial slow start.
 //! - ECN ([`CongestionControl::on_ecn`]) reduces as a loss does; RFC 9438
 //!   §4.6's 1-MSS floor for ECN-only reductions is not applied (the
 //!   loss floor of 2 MSS is).
@@ -85,6 +86,7 @@ use std::str::FromStr;
 
 pub mod compound;
 pub mod cubic;
+pub mod hystart;
 pub mod newreno;
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 //! | give up after | 15 consecutive RTOs without progress (≈ 15 min) | yes (`tcp_retries2`; Linux counts the time instead) |
 //! | TS.Recent | updated before the sequence check, never backwards (RFC 7323 App. D) | yes |
 //! | PAWS (`paws.rs`, RFC 7323 §5) | on with timestamps; TS.Recent invalid after 2^31 µs idle | Linux: 24 days (1 ms clock) |
-//! | congestion control | CUBIC | yes |
+//! | congestion control | CUBIC, HyStart++ in the initial slow start | yes |
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
 //! | ECN ([`ecn`], RFC 3168) | accept when asked, never ask (`EcnMode::Accept`) | yes (`tcp_ecn=2`) |
 //!
@@ -41,7 +41,7 @@
 //! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored. A
 //! retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux
 //! resends the SYN-ACK); the SYN-ACK's own timer resends it. Urgent data,
-//! PMTU discovery, HyStart++. A
+//! PMTU discovery. A
 //! SYN for a 4-tuple still in TIME-WAIT is not taken as a new connection
 //! (Linux accepts one with a higher sequence number). `SO_REUSEADDR` does
 //! not let two live (non-TIME-WAIT) sockets share a port, and a port
