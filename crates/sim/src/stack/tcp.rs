@@ -66,7 +66,8 @@ use elvis_tcpcc::Algorithm;
 use elvis_wire::checksum::{self, Checksum};
 use elvis_wire::tcp::{self, Control, Repr, SeqNumber};
 use elvis_wire::{Checksums, IpProtocol};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
 use std::time::Duration;
@@ -163,16 +164,18 @@ impl SockOpts {
 
 /// A machine's TCP lookup tables, kept in step with its socket table so
 /// that demux, `bind` and ephemeral-port choice cost O(1) however many
-/// connections the machine holds (`HashMap`s are only looked up, never
-/// iterated).
+/// connections the machine holds (the maps are only looked up, never
+/// iterated, so their order cannot leak into results; they use the Fx hash
+/// because every arriving segment is demuxed through `conns` and SipHash
+/// cost more than the rest of the lookup).
 #[derive(Default)]
 pub(crate) struct TcpIndex {
     /// Connections by (local port, remote address).
-    conns: HashMap<(u16, SocketAddrV4), u32>,
+    conns: FxHashMap<(u16, SocketAddrV4), u32>,
     /// Listeners by port.
-    listeners: HashMap<u16, u32>,
+    listeners: FxHashMap<u16, u32>,
     /// TCP sockets (connections and listeners) per local port.
-    ports: HashMap<u16, u32>,
+    ports: FxHashMap<u16, u32>,
     /// No ephemeral port below this is free.
     eph_low: u16,
 }
@@ -418,7 +421,7 @@ pub(crate) fn drive(
     if fx.readable {
         wake.extend(sock.reader.take());
     }
-    if fx.writable {
+    if fx.writable && writer_may_run(&sock.tcb) {
         wake.extend(sock.writer.take());
     }
     let mut to_listener = None;
@@ -482,6 +485,25 @@ pub(crate) fn drive(
     for t in wake {
         w.wake(t);
     }
+}
+
+/// Returns true when a writer blocked on a full send buffer should be woken:
+/// on an error or a state change; once the free space is at least half the
+/// bytes still queued (Linux `sk_stream_is_writeable`, where
+/// `sk_stream_wspace` must reach `sk_stream_min_wspace`: a third of the
+/// buffer free when it was full); or once the bytes not yet sent have
+/// fallen to the free space. The writer then refills the buffer in large
+/// pieces instead of one ACK's worth per wake-up. The last rule stands in
+/// for Linux's send-buffer autotuning (`tcp_sndbuf_expand`, not modelled):
+/// when the window approaches the buffer, Linux grows the buffer; here the
+/// writer is woken early enough that the connection never runs out of data
+/// it could send.
+fn writer_may_run(tcb: &Tcb) -> bool {
+    let space = tcb.send_space();
+    tcb.error.is_some()
+        || !matches!(tcb.state, State::Established | State::CloseWait)
+        || space >= tcb.sndbuf.len() / 2
+        || tcb.unsent() <= space
 }
 
 /// Frames TCP may keep in a NIC before its segments are dropped there

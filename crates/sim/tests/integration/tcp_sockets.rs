@@ -479,3 +479,58 @@ fn a_full_backlog_drops_syns_until_the_application_accepts() {
     assert_eq!(t[1], 10_000_000 + 3_000_000_000 + 2_000_000);
     assert!(dropped(&r, "listen_queue_full") >= 1);
 }
+
+#[test]
+fn a_writer_blocked_on_a_full_send_buffer_wakes_once_a_third_is_free() {
+    // Linux `sk_stream_is_writeable`: a writer waiting for send-buffer
+    // space is woken when free space >= queued / 2 (`sk_stream_min_wspace`),
+    // i.e. a third of a full buffer, not by every ACK. Here the bytes in
+    // flight (NIC queue plus one RTT at 10 Mbit/s) stay far below a third
+    // of the 256 KiB buffer, so every `send` after the first, except the
+    // last, takes at least a third of it.
+    const CAP: usize = 256 * 1024;
+    const TOTAL: usize = 4 << 20;
+    let (mut sim, a, b) = tcp_pair(link("path", Some(10_000_000), 1_000_000));
+    let sizes = log();
+    let s2 = sizes.clone();
+    sim.spawn(b, "sink", move |h: Host| async move {
+        let l = h.tcp_listen(80, 1)?;
+        let (s, _) = l.accept().await?;
+        let mut got = 0;
+        while got < TOTAL {
+            let m = s.recv(1 << 20).await?;
+            assert!(!m.is_empty(), "stream ended after {got} bytes");
+            got += m.len();
+        }
+        Ok(())
+    });
+    sim.spawn(a, "source", move |h: Host| async move {
+        let mut sock = h.tcp_socket()?;
+        sock.set_send_buffer_size(CAP);
+        let s = sock.connect(sa(nth_ip(1), 80)).await?;
+        let mut sent = 0;
+        while sent < TOTAL {
+            let n = s
+                .send(elvis_sim::Message::zeros((TOTAL - sent) as u64))
+                .await?;
+            s2.borrow_mut().push(n);
+            sent += n;
+        }
+        Ok(())
+    });
+    let r = sim.run();
+    assert!(r.success(), "{:?}", r.problems);
+    let sizes = sizes.borrow().clone();
+    assert_eq!(sizes.iter().sum::<usize>(), TOTAL);
+    assert_eq!(sizes[0], CAP, "the first send fills the empty buffer");
+    let middle = &sizes[1..sizes.len() - 1];
+    assert!(
+        middle.iter().all(|&n| n >= CAP / 3),
+        "a send took less than a third of the buffer: {sizes:?}"
+    );
+    assert!(
+        sizes.len() <= TOTAL / (CAP / 3) + 2,
+        "{} sends",
+        sizes.len()
+    );
+}

@@ -265,6 +265,9 @@ impl RecvBuffer {
         recent: &[Option<SeqNumber>],
         n: usize,
     ) -> Vec<(SeqNumber, SeqNumber)> {
+        if self.ooo.is_empty() {
+            return Vec::new(); // the common case: nothing to report
+        }
         let mut ranges: Vec<(SeqNumber, SeqNumber)> = Vec::new();
         for (s, d) in &self.ooo {
             let e = *s + d.len();

@@ -388,6 +388,11 @@ impl Tcb {
         self.sndbuf_cap.saturating_sub(self.sndbuf.len())
     }
 
+    /// Returns the queued bytes not sent yet.
+    pub fn unsent(&self) -> usize {
+        self.sndbuf.len().saturating_sub(self.flight())
+    }
+
     /// Queues application data (the caller checked [`Tcb::send_space`]).
     pub fn write(&mut self, data: Message) {
         self.sndbuf.push(data);
