@@ -8,6 +8,7 @@ mod chain;
 mod common;
 mod delivery;
 mod determinism;
+mod ecn;
 mod faults;
 mod fragmentation;
 mod fuzz_corpus;
