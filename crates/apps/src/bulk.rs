@@ -4,7 +4,11 @@
 //! bytes), then closes; the receiver accepts one connection and reads until
 //! it has all `bytes`. Both publish `goodput_bps` (payload bits per second
 //! of virtual time, from connect to the last byte) and the receiver also
-//! `transfer_ns`.
+//! `transfer_ns` and `steady_goodput_bps`: the goodput over the second
+//! half of the bytes (from the read that completed the first half to the
+//! last byte), past slow start when the transfer is much larger than the
+//! window. `sndbuf` / `rcvbuf` set `SO_SNDBUF` / `SO_RCVBUF` (iperf's
+//! `-w`); the receive buffer is the window the receiver advertises.
 
 use crate::Host;
 use elvis_sim::{AppError, AppResult, Congestion, Message};
@@ -19,6 +23,8 @@ pub struct SendConfig {
     /// Real bytes (a repeating pattern) instead of a virtual payload.
     pub real: bool,
     pub congestion: Option<Congestion>,
+    /// `SO_SNDBUF`, if given.
+    pub sndbuf: Option<usize>,
 }
 
 /// Options of `bulk_receive`.
@@ -26,6 +32,8 @@ pub struct SendConfig {
 pub struct ReceiveConfig {
     pub port: u16,
     pub bytes: u64,
+    /// `SO_RCVBUF` (the advertised window), if given.
+    pub rcvbuf: Option<usize>,
 }
 
 /// Writes in pieces of this size (the send buffer takes what fits).
@@ -42,10 +50,14 @@ pub fn pattern(offset: u64, len: usize) -> Vec<u8> {
 /// Sends the configured bytes.
 pub async fn send(host: Host, cfg: Rc<SendConfig>) -> AppResult {
     let start = host.now();
-    let stream = match cfg.congestion {
-        Some(alg) => host.tcp_connect_with(cfg.to, alg).await?,
-        None => host.tcp_connect(cfg.to).await?,
-    };
+    let mut sock = host.tcp_socket()?;
+    if let Some(alg) = cfg.congestion {
+        sock.set_congestion(alg);
+    }
+    if let Some(b) = cfg.sndbuf {
+        sock.set_send_buffer_size(b);
+    }
+    let stream = sock.connect(cfg.to).await?;
     let mut sent = 0u64;
     while sent < cfg.bytes {
         let n = (cfg.bytes - sent).min(PIECE);
@@ -71,10 +83,17 @@ pub async fn send(host: Host, cfg: Rc<SendConfig>) -> AppResult {
 
 /// Receives the configured bytes from one connection.
 pub async fn receive(host: Host, cfg: Rc<ReceiveConfig>) -> AppResult {
-    let listener = host.tcp_listen(cfg.port, 16)?;
+    let mut sock = host.tcp_socket()?;
+    if let Some(b) = cfg.rcvbuf {
+        sock.set_recv_buffer_size(b);
+    }
+    sock.bind(cfg.port)?;
+    let listener = sock.listen(16)?;
     let (stream, _peer) = listener.accept().await?;
     let start = host.now();
     let mut got = 0u64;
+    // (time, bytes) when the first half of the bytes had been read.
+    let mut half: Option<(u64, u64)> = None;
     while got < cfg.bytes {
         let m = stream.recv(1 << 20).await?;
         if m.is_empty() {
@@ -84,9 +103,19 @@ pub async fn receive(host: Host, cfg: Rc<ReceiveConfig>) -> AppResult {
             )));
         }
         got += m.len() as u64;
+        if half.is_none() && got >= cfg.bytes / 2 {
+            half = Some((host.now().as_nanos(), got));
+        }
     }
-    let ns = (host.now().as_nanos() - start.as_nanos()).max(1);
+    let end = host.now().as_nanos();
+    let ns = (end - start.as_nanos()).max(1);
     host.publish("transfer_ns", ns as f64);
     host.publish("goodput_bps", got as f64 * 8e9 / ns as f64);
+    if let Some((t, at)) = half.filter(|&(t, _)| t < end) {
+        host.publish(
+            "steady_goodput_bps",
+            (got - at) as f64 * 8e9 / (end - t) as f64,
+        );
+    }
     Ok(())
 }

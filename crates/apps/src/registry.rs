@@ -100,9 +100,9 @@ pub const APPS: &[(&str, &[&str])] = &[
     ),
     (
         "bulk_send",
-        &["to", "port", "bytes", "payload", "congestion"],
+        &["to", "port", "bytes", "payload", "congestion", "sndbuf"],
     ),
-    ("bulk_receive", &["port", "bytes"]),
+    ("bulk_receive", &["port", "bytes", "rcvbuf"]),
     ("tcp_echo_server", &["port"]),
     (
         "tcp_echo_client",
@@ -257,6 +257,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                 bytes: o.size(o.required("bytes")?)?,
                 real,
                 congestion: o.congestion()?,
+                sndbuf: o.buffer("sndbuf")?,
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
@@ -267,6 +268,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             let cfg = Rc::new(bulk::ReceiveConfig {
                 port: o.port("port")?,
                 bytes: o.size(o.required("bytes")?)?,
+                rcvbuf: o.buffer("rcvbuf")?,
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
@@ -420,6 +422,22 @@ impl Opts<'_> {
 
     fn size(&self, p: &elvis_scenario::Param) -> Result<u64, ParamError> {
         elvis_ndl::parse_size_bytes(&p.value).map_err(|e| ParamError::new(p.loc, e))
+    }
+
+    /// A socket buffer size (`SO_SNDBUF`/`SO_RCVBUF`): 2 KiB to 1 GiB.
+    fn buffer(&self, key: &str) -> Result<Option<usize>, ParamError> {
+        let Some(p) = self.params.get(key) else {
+            return Ok(None);
+        };
+        let b = self.size(p)?;
+        if !(2048..=1 << 30).contains(&b) {
+            return Err(ParamError::new(
+                p.loc,
+                format!("{key} '{}' is not between 2KiB and 1GiB", p.value),
+            )
+            .hint(format!("{key}='512KiB'")));
+        }
+        Ok(Some(b as usize))
     }
 
     fn size_or(&self, key: &str, default: u64) -> Result<u64, ParamError> {

@@ -20,6 +20,9 @@
 //!   spawning `/bin/true` processes in the same harness.
 //! - `engine`: a chain of H forwarding machines joined by links; P packets
 //!   traverse it; reports events/s.
+//! - `router-chain-sweep`: the router chain of seed 002 (Figs. 12–15):
+//!   ping RTT and TCP goodput across 1 … 1000 routers against closed
+//!   forms (`chain_sweep.rs`).
 //! - `tcp-idle`: N idle established TCP connections; bytes per connection
 //!   (`tcp_idle.rs`).
 //! - `socket-overhead`: the Elvis paper's Table I, each scenario with and
@@ -27,11 +30,15 @@
 //! - `fattree`: the Days paper's FatTree baseline from a flow file written
 //!   by `bench/fattree/nspy_fattree.py` (`fattree.rs`); `bench/fattree-vs-nspy K`
 //!   runs it side by side with ns.py.
+//! - `topology`: builds a generated topology (FatTree(k)) with its routes,
+//!   pings a few host pairs across it (`topology.rs`).
 #![forbid(unsafe_code)]
 
+mod chain_sweep;
 mod fattree;
 mod socket_overhead;
 mod tcp_idle;
+mod topology;
 
 use clap::{Parser, Subcommand};
 use elvis_sim::{Host, NetworkConfig, Protocols, Simulation};
@@ -82,6 +89,16 @@ enum Cmd {
         hops: u32,
         #[arg(long, default_value_t = 10000)]
         packets: u64,
+    },
+    /// Ping RTT and TCP goodput (512 KiB window) across 1, 2, 4, … MAX
+    /// routers on 100 Mbit/s links, against their closed forms; prints a
+    /// Markdown table.
+    RouterChainSweep {
+        #[arg(long, default_value_t = 1000)]
+        max: u32,
+        /// Receive window (SO_RCVBUF), bytes.
+        #[arg(long, default_value_t = 524_288)]
+        window: usize,
     },
     /// Builds the automatic routes of N hosts in LANs of 50 behind access
     /// routers, each access router dual-homed to two of sqrt(N/50) core
@@ -140,6 +157,18 @@ enum Cmd {
         #[arg(long)]
         flows: std::path::PathBuf,
     },
+    /// Builds a generated topology and its routes; pings P host pairs.
+    Topology {
+        /// fattree
+        #[arg(long = "type", default_value = "fattree")]
+        kind: String,
+        /// FatTree ports per switch (even).
+        #[arg(long, default_value_t = 16)]
+        k: u32,
+        /// Host pairs to ping across pods (RTT checked).
+        #[arg(long, default_value_t = 0)]
+        pings: u32,
+    },
     /// Runs a scenario for each N in its own process and prints a table.
     Sweep {
         /// low-bandwidth | high-bandwidth | instantiation
@@ -182,6 +211,10 @@ fn main() {
         Cmd::Instantiation { n, processes } => instantiation(n, processes),
         Cmd::Engine { hops, packets } => engine(hops, packets),
         Cmd::RouterChain { hops, packets } => router_chain(hops, packets),
+        Cmd::RouterChainSweep { max, window } => {
+            let ok = chain_sweep::run(max, window);
+            std::process::exit(if ok { 0 } else { 1 });
+        }
         Cmd::Routes { n } => routes(n),
         Cmd::TcpBulk {
             bytes,
@@ -193,6 +226,13 @@ fn main() {
         } => tcp_bulk(bytes, bandwidth, latency_ns, loss, real, &congestion),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
         Cmd::Fattree { k, flows } => fattree::run(k, &flows),
+        Cmd::Topology { kind, k, pings } => match kind.as_str() {
+            "fattree" => topology::fat_tree(k, pings),
+            other => {
+                eprintln!("error: unknown topology type '{other}' (known: fattree)");
+                std::process::exit(2);
+            }
+        },
         Cmd::SocketOverhead {
             scale,
             only: Some(name),

@@ -35,6 +35,8 @@ use elvis_sim::{NetworkConfig, Protocols, Simulation};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
+mod topology;
+
 /// Why a scenario could not be built; `loc` points into the NDL source
 /// when the scenario came from a file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,6 +167,10 @@ pub struct Built {
 /// address conflicts, a link that does not join exactly two machines.
 pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError> {
     let mut sim = Simulation::new(seed.unwrap_or(scenario.sim.seed));
+    if let Some(ttl) = scenario.sim.ttl {
+        sim.set_default_ttl(ttl);
+    }
+    icmp_limits(&mut sim, &scenario.sim);
     let mut pools: Vec<Pool> = Vec::new();
     let mut net_ids: BTreeMap<&str, u32> = BTreeMap::new();
     for spec in &scenario.networks {
@@ -222,8 +228,25 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
     for p in &mut pools {
         p.skip = claimed.keys().copied().collect();
     }
+    let generated = topology::build_all(&mut sim, scenario)?;
     let mut groups = Vec::new();
-    for g in &scenario.machines {
+    // Blocks that add applications to generated machines run as groups
+    // of those machines (counted when they name a whole generated group).
+    let mut machines = scenario.machines.clone();
+    for g in machines.iter_mut() {
+        if let topology::Role::Attach {
+            first,
+            len,
+            counted,
+        } = topology::role(g, &generated)?
+        {
+            protocols(g)?;
+            if counted {
+                g.count = Some(len);
+            }
+            groups.push((g.name.clone(), first, len));
+            continue;
+        }
         let protocols = protocols(g)?;
         let first = sim
             .add_group(&g.name, g.count, protocols)
@@ -272,13 +295,38 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             }
         }
     }
-    routes(&mut sim, scenario, &groups)?;
-    spawn_apps(&mut sim, scenario, &groups)?;
+    let view = Scenario {
+        sim: scenario.sim.clone(),
+        machines,
+        ..Scenario::default()
+    };
+    routes(&mut sim, &view, &groups)?;
+    if scenario.sim.routing == RoutingMode::Latency && needs_auto(scenario) {
+        sim.set_auto_routes(Some(Metric::Latency));
+    }
+    let extra: Vec<(String, u32, u32)> = generated
+        .iter()
+        .map(|x| (x.name.clone(), x.first, x.len))
+        .collect();
+    spawn_apps(&mut sim, &view, &groups, &extra)?;
+    groups.extend(extra);
     Ok(Built {
         sim,
         until: scenario.sim.until.map(Time::from_nanos),
         groups,
     })
+}
+
+/// Applies the `[Simulation]` ICMP rate limits given (Linux's defaults
+/// for the others).
+fn icmp_limits(sim: &mut Simulation, s: &elvis_scenario::SimSettings) {
+    let mut limit = elvis_sim::IcmpRateLimit::default();
+    if let Some(ns) = s.icmp_ratelimit_ns {
+        limit.per_destination = std::time::Duration::from_nanos(ns);
+    }
+    limit.per_second = s.icmp_msgs_per_sec.unwrap_or(limit.per_second);
+    limit.burst = s.icmp_msgs_burst.unwrap_or(limit.burst);
+    sim.set_icmp_rate_limit(limit);
 }
 
 /// Makes routers forward, adds static routes (once every machine is
@@ -297,6 +345,10 @@ fn routes(
                 routers = true;
                 sim.set_forwarding(m, true)
                     .map_err(|e| err(g.loc, e.to_string()))?;
+                if g.keep_ttl {
+                    sim.set_ttl_decrement(m, false)
+                        .map_err(|e| err(g.loc, e.to_string()))?;
+                }
             }
             for r in &g.routes {
                 let name = instance_name(g, i);
@@ -330,8 +382,21 @@ fn routes(
     Ok(())
 }
 
+/// Returns true when a `[Topology]` relies on automatic routes.
+fn needs_auto(sc: &Scenario) -> bool {
+    sc.topologies.iter().any(|t| {
+        matches!(
+            t.kind,
+            elvis_scenario::TopologyKind::Chain { .. }
+                | elvis_scenario::TopologyKind::Tree { .. }
+                | elvis_scenario::TopologyKind::Torus { .. }
+                | elvis_scenario::TopologyKind::Graph { .. }
+        )
+    })
+}
+
 impl BuildError {
-    fn with_hint(mut self, h: &str) -> Self {
+    pub(crate) fn with_hint(mut self, h: &str) -> Self {
         self.hint = Some(h.to_string());
         self
     }
@@ -497,14 +562,19 @@ fn spawn_apps(
     sim: &mut Simulation,
     scenario: &Scenario,
     groups: &[(String, u32, u32)],
+    generated: &[(String, u32, u32)],
 ) -> Result<(), BuildError> {
-    // Name → address, for `to=` options (resolved once, at build time).
-    let names: BTreeMap<String, (u32, u32, bool)> = scenario
-        .machines
+    // Name → address, for `to=` options (resolved once, at build time);
+    // generated groups are counted.
+    let mut names: BTreeMap<String, (u32, u32, bool)> = generated
         .iter()
-        .zip(groups)
-        .map(|(g, (n, first, len))| (n.clone(), (*first, *len, g.count.is_some())))
+        .map(|(n, first, len)| (n.clone(), (*first, *len, true)))
         .collect();
+    for (g, (n, first, len)) in scenario.machines.iter().zip(groups) {
+        names
+            .entry(n.clone())
+            .or_insert((*first, *len, g.count.is_some()));
+    }
     let addresses = sim.primary_addresses();
     let resolve = |name: &str| -> Option<Ipv4Addr> {
         if let Ok(ip) = name.trim().parse::<Ipv4Addr>() {

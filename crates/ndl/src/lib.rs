@@ -66,7 +66,13 @@ pub fn parse_all(source: &str, file_name: &str) -> Result<Scenario, Vec<NdlError
     };
     let map = SourceMap::new(source);
     let roots = parser::parse_blocks(source, &map).map_err(|e| vec![name(e)])?;
-    lower::lower(&roots, &map).map_err(|es| es.into_iter().map(name).collect())
+    let mut sc =
+        lower::lower(&roots, &map).map_err(|es| es.into_iter().map(name).collect::<Vec<_>>())?;
+    sc.base_dir = Path::new(file_name)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.display().to_string());
+    Ok(sc)
 }
 
 /// Parses an NDL file into its tree of generic blocks, without lowering

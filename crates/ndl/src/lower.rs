@@ -20,7 +20,7 @@ use crate::{suggest, SourceMap};
 use elvis_scenario::{Loc, Scenario};
 use std::collections::{BTreeMap, HashMap};
 
-const SECTIONS: &[&str] = &["Networks", "Machines", "Simulation", "Template"];
+const SECTIONS: &[&str] = &["Networks", "Machines", "Simulation", "Template", "Topology"];
 const NETWORK_KEYS: &[&str] = &[
     "id",
     "type",
@@ -219,6 +219,9 @@ impl Lower<'_> {
         if b.is("Simulation") {
             return self.simulation(b);
         }
+        if b.is("Topology") {
+            return self.topology(b);
+        }
         let (child, f): (&str, fn(&mut Self, &Block)) = if b.is("Networks") {
             ("Network", Self::network)
         } else if b.is("Machines") {
@@ -249,7 +252,18 @@ impl Lower<'_> {
         }
         self.sim = Some(here);
         self.sc.sim.loc = here;
-        self.keys(b, &["seed", "until", "routing"]);
+        self.keys(
+            b,
+            &[
+                "seed",
+                "until",
+                "routing",
+                "ttl",
+                "icmp_ratelimit",
+                "icmp_msgs_per_sec",
+                "icmp_msgs_burst",
+            ],
+        );
         self.no_children(b);
         if let Some(p) = b.param("seed") {
             if let Some(v) = self.value(p, parse_u64, "seed='42'") {
@@ -270,9 +284,28 @@ impl Lower<'_> {
         if let Some(p) = b.param("until") {
             self.sc.sim.until = self.value(p, parse_duration_ns, "until='10s'");
         }
+        if let Some(p) = b.param("ttl") {
+            let ttl = |s: &str| match s.trim().parse::<u8>() {
+                Ok(t) if t > 0 => Ok(t),
+                _ => Err("expected a TTL from 1 to 255 (IPv4's TTL is 8 bits)".to_string()),
+            };
+            self.sc.sim.ttl = self.value(p, ttl, "ttl='255'");
+        }
+        if let Some(p) = b.param("icmp_ratelimit") {
+            let hint = "icmp_ratelimit='1000ms' (0 turns it off)";
+            self.sc.sim.icmp_ratelimit_ns = self.value(p, parse_duration_ns, hint);
+        }
+        if let Some(p) = b.param("icmp_msgs_per_sec") {
+            let hint = "icmp_msgs_per_sec='1000' (0 turns it off)";
+            self.sc.sim.icmp_msgs_per_sec = self.value(p, parse_u64, hint);
+        }
+        if let Some(p) = b.param("icmp_msgs_burst") {
+            self.sc.sim.icmp_msgs_burst = self.value(p, parse_u64, "icmp_msgs_burst='50'");
+        }
     }
 }
 
 mod machines;
 mod networks;
 mod qdisc;
+mod topology;

@@ -51,6 +51,68 @@ pub struct Scenario {
     /// to machines `name-0` … `name-(N-1)` (or plain `name` when `count` is
     /// absent).
     pub machines: Vec<MachineGroup>,
+    /// Generated topologies (`[Topology type='…']` blocks), in order.
+    #[serde(default)]
+    pub topologies: Vec<TopologySpec>,
+    /// The directory relative file names (a GML `file=`) are read from:
+    /// the NDL file's own directory; `None` = the working directory.
+    #[serde(default)]
+    pub base_dir: Option<String>,
+}
+
+/// A generated topology (`[Topology type='fattree' k='8' …]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TopologySpec {
+    pub kind: TopologyKind,
+    /// Every link's properties (for a dumbbell: the access links).
+    pub link: LinkSpec,
+    /// Prepended to every generated machine and network name.
+    pub prefix: String,
+    /// Where the block starts.
+    pub loc: Loc,
+}
+
+/// Which generator, with its own parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TopologyKind {
+    /// FatTree(k): k³/4 hosts, 5k²/4 switches.
+    FatTree { k: u32 },
+    /// n hosts per side, two routers, one bottleneck link.
+    Dumbbell { hosts: u32, bottleneck: LinkSpec },
+    /// n routers in a line, a host at each end.
+    Chain { routers: u32 },
+    /// n hosts around a switch (or a router).
+    Star { hosts: u32, router: bool },
+    /// A complete tree of routers, hosts at the leaves.
+    Tree { depth: u32, fanout: u32 },
+    /// Routers on a wrap-around grid (2 or 3 sizes), a host on each.
+    Torus { dims: Vec<u32> },
+    /// A GML file (`file='…'`, located at `file_loc`).
+    Graph { file: String, file_loc: Loc },
+}
+
+/// The properties of generated links.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkSpec {
+    /// Bits per second; `None` = infinite.
+    pub bandwidth_bps: Option<u64>,
+    pub latency_ns: u64,
+    pub loss: f64,
+    pub mtu: u32,
+    /// Output-queue capacity in packets; `None` = unbounded.
+    pub queue: Option<u32>,
+}
+
+impl Default for LinkSpec {
+    fn default() -> Self {
+        LinkSpec {
+            bandwidth_bps: None,
+            latency_ns: 0,
+            loss: 0.0,
+            mtu: 1500,
+            queue: None,
+        }
+    }
 }
 
 /// Simulation-wide settings.
@@ -63,6 +125,18 @@ pub struct SimSettings {
     /// How routes are computed when the scenario has routers.
     #[serde(default)]
     pub routing: RoutingMode,
+    /// The TTL of every datagram a machine originates (`ttl='255'`;
+    /// `None`: Linux's 64).
+    #[serde(default)]
+    pub ttl: Option<u8>,
+    /// ICMP error rate limits (`icmp_ratelimit`, `icmp_msgs_per_sec`,
+    /// `icmp_msgs_burst`; `None`: Linux's 1000 ms, 1000, 50).
+    #[serde(default)]
+    pub icmp_ratelimit_ns: Option<u64>,
+    #[serde(default)]
+    pub icmp_msgs_per_sec: Option<u64>,
+    #[serde(default)]
+    pub icmp_msgs_burst: Option<u64>,
     pub loc: Loc,
 }
 
@@ -108,6 +182,10 @@ impl Default for SimSettings {
             seed: 1,
             until: None,
             routing: RoutingMode::default(),
+            ttl: None,
+            icmp_ratelimit_ns: None,
+            icmp_msgs_per_sec: None,
+            icmp_msgs_burst: None,
             loc: Loc::default(),
         }
     }
@@ -298,6 +376,10 @@ pub struct MachineGroup {
     /// Forwards datagrams addressed to others (`forward='yes'`): a router.
     #[serde(default)]
     pub forward: bool,
+    /// A router that forwards without checking or decrementing the TTL
+    /// (`decrement_ttl='no'`; only with `forward='yes'`).
+    #[serde(default)]
+    pub keep_ttl: bool,
     /// Static routes, in order (`gateway=` first).
     #[serde(default)]
     pub routes: Vec<RouteSpec>,

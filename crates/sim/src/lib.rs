@@ -87,7 +87,8 @@ pub use socket::{
     EchoOptions, EchoReply, IcmpError, IcmpSocket, Shutdown, SocketError, TcpListener, TcpSocket,
     TcpStream, UdpSocket,
 };
+pub use stack::icmp_limit::IcmpRateLimit;
 pub use stack::tcp::keepalive::Keepalive;
 pub use stack::tcp::tcb::State as TcpState;
 pub use stack::tcp::trace::{Sample, Sampling, Series};
-pub use stack::tcp::{TcpConfig, TcpStats};
+pub use stack::tcp::{EcnMode, TcpConfig, TcpStats};

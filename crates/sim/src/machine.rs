@@ -83,6 +83,9 @@ pub(crate) struct Machine {
     pub foreign: bool,
     /// Forwards datagrams not addressed to it (a router).
     pub forward: bool,
+    /// A router that forwards without checking or decrementing the TTL
+    /// (see [`crate::stack::forward`]); meaningless on a host.
+    pub keep_ttl: bool,
     pub ip_ident: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
     pub sockets: Vec<SocketSlot>,
@@ -106,6 +109,8 @@ pub(crate) struct MachineExt {
     pub foreign: Option<crate::foreign::ForeignSlot>,
     /// Forwarding counters by interface (routers only).
     pub forwarding: Vec<crate::stack::forward::IfaceCounters>,
+    /// ICMP error rate-limit buckets (machines that sent an error only).
+    pub icmp_limit: Option<Box<crate::stack::icmp_limit::Limiter>>,
 }
 
 impl Machine {
@@ -115,6 +120,7 @@ impl Machine {
             crashed: false,
             foreign: false,
             forward: false,
+            keep_ttl: false,
             ip_ident: 0,
             ifaces: SmallVec::new(),
             sockets: Vec::new(),

@@ -102,6 +102,8 @@ pub(crate) struct Stats {
     pub udp_sent: u64,
     pub udp_delivered: u64,
     pub icmp_echo_replied: u64,
+    pub icmp_errors_sent: u64,
+    pub icmp_errors_rate_limited: u64,
     pub arp_sent: u64,
     pub tcp_sent: u64,
     pub tcp_received: u64,
@@ -258,6 +260,11 @@ pub struct PacketReport {
     pub udp_sent: u64,
     pub udp_delivered: u64,
     pub icmp_echo_replied: u64,
+    /// ICMP errors (Unreachable, Time Exceeded, …) sent by any machine.
+    pub icmp_errors_sent: u64,
+    /// ICMP errors not sent because of the rate limits
+    /// ([`crate::stack::icmp_limit`]).
+    pub icmp_errors_rate_limited: u64,
     pub arp_sent: u64,
     /// TCP segments sent / received (checksum good).
     pub tcp_sent: u64,
@@ -278,6 +285,8 @@ impl From<&Stats> for PacketReport {
             udp_sent: s.udp_sent,
             udp_delivered: s.udp_delivered,
             icmp_echo_replied: s.icmp_echo_replied,
+            icmp_errors_sent: s.icmp_errors_sent,
+            icmp_errors_rate_limited: s.icmp_errors_rate_limited,
             arp_sent: s.arp_sent,
             tcp_sent: s.tcp_sent,
             tcp_received: s.tcp_received,

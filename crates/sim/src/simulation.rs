@@ -46,6 +46,8 @@ pub enum SimError {
     /// network or the machine interface).
     #[error("bad queue discipline on {place}: {message}")]
     BadQdisc { place: String, message: String },
+    #[error("machine '{0}' is not a router (make it forward first)")]
+    NotARouter(String),
 }
 
 /// What one turn of the run loop did.
@@ -514,6 +516,30 @@ impl Simulation {
         Ok(())
     }
 
+    /// Chooses whether router `m` decrements the TTL of what it forwards
+    /// (`true`, RFC 1812 §5.3.1, the default) or forwards datagrams with
+    /// their TTL untouched and unchecked (`false`): a transparent
+    /// forwarding element, like a router configured not to decrement the
+    /// TTL or a chain of L2 bridges. Such a router never sends Time
+    /// Exceeded, so traceroute does not see it, and a path may cross more
+    /// than 255 of them; it still answers Net Unreachable and
+    /// Fragmentation Needed. A departure from RFC 1812, only when asked.
+    ///
+    /// # Errors
+    /// `NoSuchMachine` for a bad id; `NotARouter` when `m` does not
+    /// forward (call [`Simulation::set_forwarding`] first).
+    pub fn set_ttl_decrement(&mut self, m: MachineId, on: bool) -> Result<(), SimError> {
+        let w = self.w();
+        let Some(machine) = w.machines.get(m as usize) else {
+            return Err(SimError::NoSuchMachine(m));
+        };
+        if !machine.forward {
+            return Err(SimError::NotARouter(w.machine_name(m)));
+        }
+        w.machines[m as usize].keep_ttl = !on;
+        Ok(())
+    }
+
     /// Adds a static route on machine `m`: datagrams to `prefix/len` go to
     /// the gateway `via`, which must be an address on one of the networks
     /// `m` is already attached to. Several routes to the same prefix are
@@ -706,9 +732,20 @@ impl Simulation {
 
     /// Sets the TTL of the datagrams every machine originates (Linux's
     /// `net.ipv4.ip_default_ttl`, 64 by default; at most 255, so no
-    /// datagram crosses more than 254 routers).
+    /// datagram crosses more than 254 routers that decrement it: see
+    /// [`Simulation::set_ttl_decrement`] for longer paths).
     pub fn set_default_ttl(&mut self, ttl: u8) {
         self.w().default_ttl = ttl;
+    }
+
+    /// Sets the ICMP error rate limits of every machine (Linux's
+    /// `icmp_ratelimit`, `icmp_msgs_per_sec`, `icmp_msgs_burst`; on by
+    /// default with Linux's values; [`IcmpRateLimit::OFF`] turns them off).
+    /// See [`crate::stack::icmp_limit`].
+    ///
+    /// [`IcmpRateLimit::OFF`]: crate::stack::icmp_limit::IcmpRateLimit::OFF
+    pub fn set_icmp_rate_limit(&mut self, limit: crate::stack::icmp_limit::IcmpRateLimit) {
+        self.w().icmp_limit = limit;
     }
 
     /// Sets the TCP settings of every connection opened from now on.

@@ -23,6 +23,7 @@ pub mod custom;
 pub mod ethernet;
 pub mod forward;
 pub mod icmp;
+pub mod icmp_limit;
 pub mod ipv4;
 pub mod route;
 pub mod tcp;

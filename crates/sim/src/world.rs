@@ -89,6 +89,8 @@ pub(crate) struct World {
     pub queue_trace: bool,
     /// Occupancy series by (network, `port << 1 | dir`), when tracing.
     pub queue_series: BTreeMap<(NetId, u32), Vec<crate::qdisc::stats::OccupancySample>>,
+    /// ICMP error rate limits (Linux's defaults).
+    pub icmp_limit: crate::stack::icmp_limit::IcmpRateLimit,
 }
 
 /// A value published by an application.
@@ -135,6 +137,7 @@ impl World {
             queue_drops: BTreeMap::new(),
             queue_trace: false,
             queue_series: BTreeMap::new(),
+            icmp_limit: Default::default(),
         }
     }
 

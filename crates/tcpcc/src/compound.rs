@@ -95,6 +95,14 @@ pub struct Compound {
 }
 
 impl Compound {
+    /// Returns this state with the window and threshold set (bytes), for
+    /// [`crate::take_over`].
+    pub fn with_window(mut self, cwnd: u64, ssthresh: u64) -> Self {
+        self.cwnd = cwnd;
+        self.ssthresh = ssthresh;
+        self
+    }
+
     /// Returns a sender's state with an initial window of
     /// `initial_window_segments` segments of `mss` bytes.
     pub fn new(mss: u64, initial_window_segments: u64) -> Self {

@@ -68,6 +68,7 @@
 //! - No undo of spurious congestion events (§4.9), no ECN (§4.6's 1 SMSS
 //!   floor for ECE).
 
+use crate::hystart::{Growth, HyStart, Phase, CSS_GROWTH_DIVISOR};
 use crate::{initial, slow_start_increase, AckEvent, CongestionControl};
 
 /// RFC 9438 §5.1: "C SHOULD be set to 0.4".
@@ -119,9 +120,24 @@ pub struct Cubic {
     srtt_ns: u64,
     /// Carry of `(target − cwnd)·acked` not yet worth a byte of cwnd.
     remainder: u64,
+    /// HyStart++ in the initial slow start (on by default, as Linux's
+    /// `hystart`): allowed, and its state once the first ACK of data
+    /// arrives (so an idle connection holds none).
+    hystart_on: bool,
+    hystart: Option<Box<HyStart>>,
 }
 
 impl Cubic {
+    /// Returns this state with the window and threshold set (bytes), for
+    /// [`crate::take_over`].
+    pub fn with_window(mut self, cwnd: u64, ssthresh: u64) -> Self {
+        self.cwnd = cwnd;
+        self.ssthresh = ssthresh;
+        // HyStart++ only in the initial slow start (before any reduction).
+        self.hystart_on = ssthresh == u64::MAX;
+        self
+    }
+
     /// Returns a sender's state with an initial window of
     /// `initial_window_segments` segments of `mss` bytes and fast
     /// convergence on.
@@ -144,7 +160,30 @@ impl Cubic {
             last_ack_ns: NONE,
             srtt_ns: 0,
             remainder: 0,
+            hystart_on: true,
+            hystart: None,
         }
+    }
+
+    /// Turns HyStart++ (RFC 9406) on or off for the initial slow start; it
+    /// is on by default.
+    pub fn set_hystart(&mut self, on: bool) {
+        self.hystart_on = on;
+        if !on {
+            self.hystart = None;
+        }
+    }
+
+    /// Returns the HyStart++ phase (`None`: turned off, over, or not
+    /// started yet).
+    pub fn hystart_phase(&self) -> Option<Phase> {
+        self.hystart.as_ref().map(|h| h.phase())
+    }
+
+    /// Ends HyStart++ for good: only the initial slow start uses it.
+    fn stop_hystart(&mut self) {
+        self.hystart_on = false;
+        self.hystart = None;
     }
 
     /// Turns fast convergence (§4.7) on or off; it is on by default.
@@ -297,9 +336,26 @@ impl CongestionControl for Cubic {
             return;
         }
         if self.cwnd < self.ssthresh {
-            self.cwnd = self
-                .cwnd
-                .saturating_add(slow_start_increase(ev.acked_bytes, self.mss));
+            let inc = slow_start_increase(ev.acked_bytes, self.mss);
+            if self.hystart_on && self.hystart.is_none() {
+                self.hystart = Some(Box::default());
+            }
+            let growth = match self.hystart.as_deref_mut() {
+                Some(h) => h.on_ack(ev.acked_bytes, ev.rtt_ns, ev.in_flight_bytes),
+                None => Growth::Full,
+            };
+            match growth {
+                Growth::Full => self.cwnd = self.cwnd.saturating_add(inc),
+                Growth::Conservative => {
+                    self.cwnd = self.cwnd.saturating_add(inc / CSS_GROWTH_DIVISOR)
+                }
+                // RFC 9406 §4.2: "enter congestion avoidance by setting the
+                // ssthresh to the current cwnd".
+                Growth::Exit => {
+                    self.ssthresh = self.cwnd;
+                    self.stop_hystart();
+                }
+            }
         } else {
             self.avoid(ev);
         }
@@ -320,6 +376,7 @@ impl CongestionControl for Cubic {
         self.after_rto = false;
         self.remainder = 0;
         self.in_recovery = true;
+        self.stop_hystart();
     }
 
     fn on_recovery_end(&mut self, _now_ns: u64) {
@@ -338,6 +395,7 @@ impl CongestionControl for Cubic {
         self.after_rto = true;
         self.remainder = 0;
         self.in_recovery = false;
+        self.stop_hystart();
     }
 }
 
@@ -393,6 +451,65 @@ mod tests {
         cc.on_recovery_end(0);
         path.now = RTT;
         cc
+    }
+
+    /// Slow start over a drop-tail bottleneck, as a fluid model: a window
+    /// of W segments keeps W − BDP of them queued (the ACK clock refills
+    /// the queue as it drains), so the ACKs of a round see an RTT of base +
+    /// (W_previous − BDP) × the per-segment service time; a window beyond
+    /// BDP + `buffer` drops the excess. Returns (window at the end of slow start in segments,
+    /// segments dropped, HyStart++ took it out of slow start).
+    fn slow_start_through(hystart: bool, bdp: u64, buffer: u64) -> (u64, u64, bool) {
+        let mut cc = Cubic::new(MSS, 10);
+        cc.set_hystart(hystart);
+        let (base, per_seg) = (20_000_000u64, 20_000_000 / bdp);
+        let mut now = 0;
+        let mut prev = 0;
+        for _ in 0..30 {
+            let segs = cc.window() / MSS;
+            if segs > bdp + buffer {
+                cc.on_congestion(now, segs * MSS);
+                return (segs, segs - bdp - buffer, false);
+            }
+            let queued = u64::min(prev, segs).saturating_sub(bdp);
+            for k in 0..segs {
+                let ev = AckEvent {
+                    now_ns: now + base + k * per_seg,
+                    acked_bytes: MSS,
+                    rtt_ns: Some(base + queued * per_seg),
+                    min_rtt_ns: base,
+                    in_flight_bytes: (segs - k) * MSS,
+                    app_limited: false,
+                };
+                cc.on_ack(&ev);
+            }
+            now += base + queued * per_seg;
+            prev = segs;
+            if !cc.in_slow_start() {
+                return (cc.window() / MSS, 0, true);
+            }
+        }
+        unreachable!("slow start never ended");
+    }
+
+    /// RFC 9406 §1: slow start "can overshoot the ideal send rate ... and
+    /// cause significant packet loss"; HyStart++ leaves it when the RTT
+    /// rises. With a 10-BDP buffer (BDP 200 segments) plain slow start
+    /// doubles to 2560 segments and loses 360; HyStart++ sees the RTT rise
+    /// by 12 ms (threshold max(4 ms, min(20/8 ms, 16 ms)) = 4 ms) in the
+    /// round of 640 segments, grows ×1.25 per round in CSS for 5 rounds and
+    /// enters congestion avoidance without a loss. (CSS may triple the
+    /// window, so with a buffer under about 8 BDP in this model the loss
+    /// comes during CSS, smaller than plain slow start's.)
+    #[test]
+    fn hystart_leaves_slow_start_before_a_deep_buffer_overflows() {
+        let (bdp, buffer) = (200, 2000);
+        let plain = slow_start_through(false, bdp, buffer);
+        assert_eq!(plain, (2560, 360, false), "plain slow start overshoots");
+        let (w, lost, by_hystart) = slow_start_through(true, bdp, buffer);
+        assert!(by_hystart && lost == 0, "{w} segments, {lost} lost");
+        assert!(w > bdp && w <= bdp + buffer, "window {w} segments");
+        println!("HyStart++: {w} segments, no loss; plain: {plain:?}");
     }
 
     #[test]

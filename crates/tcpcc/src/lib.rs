@@ -71,9 +71,11 @@
 //! always converted back to whole bytes.
 //!
 //! # Gaps
-//! - No HyStart++ (RFC 9406) for CUBIC: slow start is Reno's.
-//! - No ECN response (the reduction would be the same as `on_congestion`
-//!   with the 1 MSS floor of RFC 9438 §4.6).
+//! - HyStart++ (RFC 9406, [`hystart`]) only in CUBIC (as Linux), and only
+//!   in the initial slow start.
+//! - ECN ([`CongestionControl::on_ecn`]) reduces as a loss does; RFC 9438
+//!   §4.6's 1-MSS floor for ECN-only reductions is not applied (the
+//!   loss floor of 2 MSS is).
 //! - No undo of spurious reductions (RFC 9438 §4.9, Eifel, F-RTO).
 //! - No congestion window validation after idle periods (RFC 7661 §4.3 is
 //!   approximated by not growing on app-limited ACKs).
@@ -84,6 +86,7 @@ use std::str::FromStr;
 
 pub mod compound;
 pub mod cubic;
+pub mod hystart;
 pub mod newreno;
 
 #[cfg(test)]
@@ -133,6 +136,16 @@ pub trait CongestionControl: fmt::Debug {
     /// the window may grow again.
     fn on_recovery_end(&mut self, now_ns: u64) {
         let _ = now_ns;
+    }
+    /// Reduces the window in answer to an ECN echo (RFC 3168 §6.1.2: "the
+    /// congestion window is halved and the slow-start threshold is
+    /// reduced", as for a loss but with nothing to retransmit), at most once
+    /// per window of data; the engine calls
+    /// [`CongestionControl::on_recovery_end`] when the data in flight at
+    /// the reduction is acknowledged. The default is the loss response,
+    /// which RFC 9438 §4.6 and RFC 8312 §4.6 also prescribe for CUBIC.
+    fn on_ecn(&mut self, now_ns: u64, in_flight_bytes: u64) {
+        self.on_congestion(now_ns, in_flight_bytes);
     }
     /// Collapses the window on a retransmission timeout.
     fn on_rto(&mut self, now_ns: u64, in_flight_bytes: u64);
@@ -222,6 +235,22 @@ pub fn new(alg: Algorithm, mss: u64, initial_window_segments: u64) -> Box<dyn Co
     }
 }
 
+/// Returns `alg` taking over a connection whose window is `cwnd` bytes and
+/// slow start threshold `ssthresh` bytes (`TCP_CONGESTION` changed after
+/// connect). As Linux's `tcp_reinit_congestion_control`, the window and
+/// threshold carry over and the algorithm's own history starts afresh
+/// (CUBIC: no W_max yet, a new epoch; Compound: no delay window). Zero
+/// for `mss` is taken as 1; `cwnd` is at least one segment.
+pub fn take_over(alg: Algorithm, mss: u64, cwnd: u64, ssthresh: u64) -> Box<dyn CongestionControl> {
+    let mss = mss.max(1);
+    let cwnd = cwnd.max(mss);
+    match alg {
+        Algorithm::NewReno => Box::new(NewReno::new(mss, 1).with_window(cwnd, ssthresh)),
+        Algorithm::Cubic => Box::new(Cubic::new(mss, 1).with_window(cwnd, ssthresh)),
+        Algorithm::Compound => Box::new(Compound::new(mss, 1).with_window(cwnd, ssthresh)),
+    }
+}
+
 /// RFC 3465's limit L on the slow start increase per ACK, in segments.
 ///
 /// RFC 3465 §2.2: "cwnd = cwnd + min (N, L*SMSS) ... L = 2*SMSS bytes"
@@ -256,6 +285,25 @@ mod tests {
         assert_eq!("CTCP".parse(), Ok(Algorithm::Compound));
         assert_eq!(" Cubic ".parse(), Ok(Algorithm::Cubic));
         assert!("vegas".parse::<Algorithm>().is_err());
+    }
+
+    /// Linux's `tcp_reinit_congestion_control` keeps `snd_cwnd` and
+    /// `snd_ssthresh`; the new algorithm then runs from them: NewReno in
+    /// congestion avoidance adds one segment per window acknowledged (RFC
+    /// 5681 §3.1), and every algorithm in slow start doubles per RTT.
+    #[test]
+    fn an_algorithm_taking_over_keeps_the_window_and_threshold() {
+        for alg in Algorithm::ALL {
+            let cc = take_over(alg, MSS, 40 * MSS, 30 * MSS);
+            assert_eq!((cc.window(), cc.ssthresh()), (40 * MSS, 30 * MSS), "{alg}");
+            assert_eq!(cc.name(), alg.as_str());
+            let mut cc = take_over(alg, MSS, 8 * MSS, u64::MAX);
+            Path::new(100_000_000).round(cc.as_mut());
+            assert_eq!(cc.window(), 16 * MSS, "{alg} slow start from 8");
+        }
+        let mut reno = take_over(Algorithm::NewReno, MSS, 40 * MSS, 30 * MSS);
+        Path::new(100_000_000).round(reno.as_mut());
+        assert_eq!(reno.window(), 41 * MSS);
     }
 
     #[test]

@@ -358,3 +358,13 @@ fn queue_discipline_mistakes_are_located_at_the_offending_value() {
         &["weights: class 1 has weight 0"],
     );
 }
+
+#[test]
+fn a_receive_buffer_below_two_kib_is_bad_input_located_at_the_value() {
+    assert_bad_input(
+        "bad/rcvbuf-tiny.ndl",
+        21,
+        69,
+        &["rcvbuf '1KB' is not between 2KiB and 1GiB"],
+    );
+}

@@ -20,6 +20,7 @@ mod fuzz;
 mod qdisc;
 mod runs;
 mod tcp_report;
+mod topology;
 mod tshark;
 
 use serde_json::Value;

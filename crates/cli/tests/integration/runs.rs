@@ -91,6 +91,42 @@ fn the_router_chain_example_pings_and_traces_across_three_routers() {
     assert_eq!(r["packets"]["dropped"]["ttl_exceeded"], 3);
 }
 
+#[test]
+fn the_tcp_router_chain_example_reaches_the_closed_form_goodput() {
+    let dir = temp_dir();
+    let report_path = dir.path().join("chain-tcp.json");
+    let out = elvis(args![
+        "run",
+        &example("router-chain-tcp.ndl"),
+        "--report",
+        &report_path
+    ]);
+    out.expect_code(0);
+    let r = read_report(&report_path);
+    let metric = |name: &str| {
+        r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no metric {name}: {}", r["metrics"]))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    // 33 links of 100 Mbit/s and 10 µs: a full segment (1514-byte frame)
+    // and its ACK (66 bytes) take 33 × (121.12 + 5.28 + 20) µs = 4.831 ms;
+    // the 512 KiB window allows 524288 B / 4.831 ms ≫ the link's payload
+    // rate 100 Mbit/s × 1448 / 1514, which is therefore the goodput.
+    let rtt_s = 33.0 * (1514.0 * 8.0 / 1e8 + 66.0 * 8.0 / 1e8 + 20e-6);
+    let window_bps = 524_288.0 * 8.0 / rtt_s;
+    let predicted = (1e8 * 1448.0 / 1514.0f64).min(window_bps);
+    let steady = metric("steady_goodput_bps");
+    let err = steady / predicted - 1.0;
+    assert!(err.abs() <= 0.02, "{steady} vs {predicted}: {err}");
+    assert_eq!(metric("retransmitted_segments"), 0.0);
+    assert_eq!(r["routers"].as_array().unwrap().len(), 32);
+}
+
 /// Runs a 10000-sender benchmark-style file and checks every message
 /// arrived; returns the pcap directory's path (inside `dir`).
 fn run_ten_thousand_senders(file: &Path, dir: &Path) -> PathBuf {

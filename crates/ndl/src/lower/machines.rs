@@ -88,7 +88,7 @@ impl Lower<'_> {
     }
 
     pub(super) fn machine(&mut self, b: &Block) {
-        self.keys(b, &["name", "count", "forward", "gateway"]);
+        self.keys(b, &["name", "count", "forward", "decrement_ttl", "gateway"]);
         let Some(name) = self.required(b, "name") else {
             return;
         };
@@ -102,6 +102,7 @@ impl Lower<'_> {
             protocols: Vec::new(),
             applications: Vec::new(),
             forward: false,
+            keep_ttl: false,
             routes: Vec::new(),
             pinned: Vec::new(),
             loc: self.loc(b.head()),
@@ -111,6 +112,19 @@ impl Lower<'_> {
             g.forward = self
                 .value(p, parse_yes_no, "forward='yes'")
                 .unwrap_or(false);
+        }
+        if let Some(p) = b.param("decrement_ttl") {
+            let decrement = self.value(p, parse_yes_no, "decrement_ttl='no'");
+            g.keep_ttl = decrement == Some(false);
+            if g.keep_ttl && !g.forward {
+                let hint = Some("add forward='yes': only a router forwards datagrams".into());
+                self.error(
+                    ErrorKind::BadValue,
+                    p.key.span,
+                    "decrement_ttl applies to routers only",
+                    hint,
+                );
+            }
         }
         if let Some(p) = b.param("gateway") {
             if let Some(via) = self.gateway(p, g.count.is_some()) {
@@ -375,6 +389,13 @@ impl Lower<'_> {
                 .machines
                 .iter()
                 .find(|g| g.name == base && g.count.is_some_and(|c| n < c))
+                // With a `[Topology]`, two blocks without networks may both
+                // add applications to generated machines (a group and one
+                // of its members); the builder checks those names.
+                .filter(|g| {
+                    self.sc.topologies.is_empty()
+                        || !(m.networks.is_empty() && g.networks.is_empty())
+                })
             {
                 let msg = format!(
                     "machine name '{}' clashes with an instance of the counted group '{}'",

@@ -335,7 +335,7 @@ impl Lower<'_> {
 }
 
 /// Parses a queue capacity in packets; `inf` / `unbounded` mean no limit.
-fn parse_queue(s: &str) -> Result<Option<u32>, String> {
+pub(super) fn parse_queue(s: &str) -> Result<Option<u32>, String> {
     let t = s.trim();
     if ["inf", "infinite", "unbounded", "unlimited"]
         .iter()

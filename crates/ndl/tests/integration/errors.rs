@@ -439,3 +439,42 @@ fn a_flow_route_is_read_and_its_mistakes_point_at_the_value() {
         ErrorKind::BadValue
     );
 }
+
+#[test]
+fn decrement_ttl_on_a_host_is_refused_at_the_key() {
+    assert_eq!(
+        fails(&machine("name='a' decrement_ttl='no'", "")),
+        "t.ndl:4:20: error: decrement_ttl applies to routers only (hint: add forward='yes': only a router forwards datagrams)"
+    );
+    let ok = machine("name='r' forward='yes' decrement_ttl='no'", "");
+    let sc = elvis_ndl::parse(&ok, "t.ndl").unwrap();
+    assert!(sc.machines[0].forward && sc.machines[0].keep_ttl);
+    let ok = machine("name='r' forward='yes' decrement_ttl='yes'", "");
+    assert!(!elvis_ndl::parse(&ok, "t.ndl").unwrap().machines[0].keep_ttl);
+}
+
+#[test]
+fn a_ttl_outside_one_to_255_is_refused() {
+    for bad in ["0", "256", "-1", "x"] {
+        let e = fails(&format!("[Simulation ttl='{bad}']\n"));
+        assert!(
+            e.starts_with("t.ndl:1:18: error:") && e.contains("from 1 to 255"),
+            "{e}"
+        );
+    }
+    let sc = elvis_ndl::parse("[Simulation ttl='255']\n", "t.ndl").unwrap();
+    assert_eq!(sc.sim.ttl, Some(255));
+}
+
+#[test]
+fn icmp_rate_limits_are_read_and_bad_ones_refused() {
+    let src = "[Simulation icmp_ratelimit='250ms' icmp_msgs_per_sec='0' icmp_msgs_burst='5']\n";
+    let sc = elvis_ndl::parse(src, "t.ndl").unwrap();
+    assert_eq!(sc.sim.icmp_ratelimit_ns, Some(250_000_000));
+    assert_eq!(sc.sim.icmp_msgs_per_sec, Some(0));
+    assert_eq!(sc.sim.icmp_msgs_burst, Some(5));
+    let e = fails("[Simulation icmp_ratelimit='fast']\n");
+    assert!(e.starts_with("t.ndl:1:29: error:"), "{e}");
+    let e = fails("[Simulation icmp_msgs_burst='-1']\n");
+    assert!(e.starts_with("t.ndl:1:30: error:"), "{e}");
+}

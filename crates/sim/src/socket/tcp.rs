@@ -27,7 +27,8 @@
 //! | `SO_SNDBUF`, `SO_RCVBUF` | [`TcpSocket::set_send_buffer_size`], [`TcpSocket::set_recv_buffer_size`] | the size is used as given (Linux doubles it and caps it at `rmem_max`/`wmem_max`); clamped to 2 KiB–1 GiB |
 //! | `SO_REUSEADDR` | [`TcpSocket::set_reuseaddr`] | only TIME-WAIT connections are ignored |
 //! | `TCP_NODELAY` | [`TcpSocket::set_nodelay`], [`TcpStream::set_nodelay`] | — |
-//! | `TCP_CONGESTION` | [`TcpSocket::set_congestion`] | not changeable after `connect` |
+//! | `TCP_CONGESTION` | [`TcpSocket::set_congestion`], [`TcpStream::set_congestion`] | — (after `connect` the new algorithm takes over cwnd and ssthresh, as Linux) |
+//! | `net.ipv4.tcp_ecn` (a sysctl on Linux) | [`TcpSocket::set_ecn`], [`crate::TcpConfig::ecn`] for every socket | per socket here; Linux sets it per network namespace |
 //! | `SO_KEEPALIVE` + `TCP_KEEPIDLE/INTVL/CNT` | [`TcpSocket::set_keepalive`], [`TcpStream::set_keepalive`] | — |
 //! | `SO_LINGER` | [`TcpSocket::set_linger`], [`TcpStream::set_linger`], [`TcpStream::close`] | on time-out `close` returns `TimedOut` (Linux returns 0); the close goes on in the background on both |
 //!
@@ -37,6 +38,7 @@
 
 use crate::api::{current_task, Host};
 use crate::socket::{SocketError, SocketSlot};
+use crate::stack::tcp::ecn::EcnMode;
 use crate::stack::tcp::keepalive::{Keepalive, KeepaliveTimer};
 use crate::stack::tcp::{self, tcb::State, SockOpts, TcpSock, TcpStats};
 use crate::world::{try_with_world, Event};
@@ -108,6 +110,13 @@ impl TcpSocket {
     /// Chooses the congestion control (`TCP_CONGESTION`).
     pub fn set_congestion(&mut self, alg: Algorithm) {
         self.opts.congestion = Some(alg);
+    }
+
+    /// Chooses whether this connection uses ECN (RFC 3168), as Linux's
+    /// `net.ipv4.tcp_ecn` does for a whole host (Linux has no per-socket
+    /// switch; the default is the simulation's [`crate::TcpConfig::ecn`]).
+    pub fn set_ecn(&mut self, mode: EcnMode) {
+        self.opts.ecn = Some(mode);
     }
 
     /// Turns keep-alive on with `k`'s timing, or off (`SO_KEEPALIVE`).
@@ -448,6 +457,16 @@ impl TcpStream {
     /// congestion window).
     pub fn stats(&self) -> Result<TcpStats, SocketError> {
         with_sock(self.host, self.slot, |t| t.tcb.stats())
+    }
+
+    /// Changes the congestion control of the connection (`TCP_CONGESTION`
+    /// after `connect`, as Linux allows): the new algorithm takes over the
+    /// current congestion window and slow start threshold.
+    ///
+    /// # Errors
+    /// `BadDescriptor` if the stream is gone.
+    pub fn set_congestion(&self, alg: Algorithm) -> Result<(), SocketError> {
+        with_sock(self.host, self.slot, |t| t.tcb.set_congestion(alg))
     }
 
     /// Returns the congestion-control algorithm's name.

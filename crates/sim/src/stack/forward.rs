@@ -19,6 +19,14 @@
 //! 4. decrements the TTL, updating the header checksum incrementally
 //!    (RFC 1624 eqn. 3), and sends it on.
 //!
+//! A router made transparent to the TTL
+//! ([`crate::Simulation::set_ttl_decrement`], NDL `decrement_ttl='no'`)
+//! skips steps 1 and 4: it neither checks nor decrements the TTL, as a
+//! router configured not to (or a chain of L2 bridges) does. This departs
+//! from RFC 1812 §5.3.1 and is only done when asked for: it lets a path
+//! cross more than the 255 routers an 8-bit TTL allows, and such routers
+//! never answer Time Exceeded, so traceroute does not see them.
+//!
 //! ICMP errors quote the IP header and the first 8 bytes of the datagram
 //! (RFC 792) and are never sent about ICMP errors or non-first fragments
 //! (RFC 1122 §3.2.2). The datagram is forwarded in place: the only work
@@ -36,9 +44,10 @@
 //! left, and what it dropped by reason ([`IfaceCounters`]; `routers` in the
 //! run report).
 //!
+//! ICMP errors are rate-limited as on Linux ([`super::icmp_limit`]).
+//!
 //! # Gaps
-//! No ICMP rate limiting (Linux's `icmp_ratelimit`: 1 error per second per
-//! destination with a burst); no Redirects; options are forwarded
+//! No Redirects; options are forwarded
 //! unchanged, and not copied into fragments (an options header is
 //! rebuilt as a plain 20-byte one when fragmenting).
 
@@ -141,7 +150,8 @@ fn forward_parsed(
     let ttl = h[8];
     let df = h[6] & 0x40 != 0;
     let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
-    if ttl <= 1 {
+    let keep_ttl = w.machines[m as usize].keep_ttl;
+    if ttl <= 1 && !keep_ttl {
         counters(w, m, iface).ttl_exceeded += 1;
         w.drop_packet(DropReason::TtlExceeded);
         return super::icmp::send_error(w, m, super::icmp::TIME_EXCEEDED, 0, [0; 4], msg);
@@ -177,9 +187,11 @@ fn forward_parsed(
     out.forwarded += 1;
     if too_big {
         out.fragmented += 1;
-        return refragment(w, m, &route, ihl, msg);
+        return refragment(w, m, &route, ihl, msg, keep_ttl);
     }
-    decrement_ttl(msg);
+    if !keep_ttl {
+        decrement_ttl(msg);
+    }
     ipv4::transmit(w, m, &route, msg);
 }
 
@@ -198,8 +210,16 @@ fn decrement_ttl(msg: &mut Message) {
     h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
 }
 
-/// Cuts a forwarded datagram into fragments for a smaller MTU.
-fn refragment(w: &mut World, m: MachineId, route: &ipv4::Route, ihl: usize, msg: &mut Message) {
+/// Cuts a forwarded datagram into fragments for a smaller MTU (their TTL
+/// one less than the datagram's unless `keep_ttl`).
+fn refragment(
+    w: &mut World,
+    m: MachineId,
+    route: &ipv4::Route,
+    ihl: usize,
+    msg: &mut Message,
+    keep_ttl: bool,
+) {
     let mut header = [0u8; 60];
     if msg.copy_to_slice(0, &mut header[..ihl]).is_err() {
         return w.drop_packet(DropReason::Malformed("ipv4"));
@@ -210,7 +230,7 @@ fn refragment(w: &mut World, m: MachineId, route: &ipv4::Route, ihl: usize, msg:
         dst_addr: p.dst_addr(),
         next_header: IpProtocol::from(header[9]),
         payload_len: 0,
-        hop_limit: header[8] - 1,
+        hop_limit: header[8] - u8::from(!keep_ttl),
         ident: p.ident(),
         dont_frag: false,
         more_frags: p.more_frags(),

@@ -11,6 +11,10 @@
 //! sockets report errors with `IP_RECVERR`), which is what `traceroute`
 //! reads.
 //!
+//! Errors are rate-limited as Linux does ([`super::icmp_limit`]: 6 then
+//! 1 per second per destination, 50 then 1000 per second per machine;
+//! Fragmentation Needed is exempt).
+//!
 //! # Gaps
 //! Errors quoting UDP or TCP datagrams other than Port Unreachable are
 //! counted and dropped (no PMTU discovery, no soft errors on TCP).
@@ -131,10 +135,27 @@ pub(crate) fn send_error(
             return; // Never an error about an error (or a truncated one).
         }
     }
+    if !rate_allows(w, m, src, ty, code) {
+        w.stats.icmp_errors_rate_limited += 1;
+        return;
+    }
+    w.stats.icmp_errors_sent += 1;
     let n = (ihl + 8).min(datagram.len());
     let mut msg = Message::from_vec(datagram.slice(0..n).to_vec());
     push_header(&mut msg, ty, code, rest);
     let _ = send_own(w, m, src, msg);
+}
+
+/// Asks machine `m`'s rate limiter whether an error to `to` may go now
+/// ([`super::icmp_limit`]).
+fn rate_allows(w: &mut World, m: MachineId, to: Ipv4Addr, ty: u8, code: u8) -> bool {
+    let (cfg, now) = (w.icmp_limit, w.now().as_nanos());
+    if cfg == super::icmp_limit::IcmpRateLimit::OFF {
+        return true;
+    }
+    let ext = w.machines[m as usize].ext();
+    let limiter = ext.icmp_limit.get_or_insert_with(Default::default);
+    limiter.allow(&cfg, now, to, ty, code)
 }
 
 /// Answers a datagram to a closed UDP port (RFC 1122 §4.1.3.1).
@@ -148,6 +169,11 @@ pub(crate) fn send_port_unreachable(
         return;
     }
     let to = Ipv4Addr::new(ip_header[12], ip_header[13], ip_header[14], ip_header[15]);
+    if !rate_allows(w, m, to, DST_UNREACHABLE, PORT_UNREACHABLE) {
+        w.stats.icmp_errors_rate_limited += 1;
+        return;
+    }
+    w.stats.icmp_errors_sent += 1;
     let mut body = Vec::with_capacity(ip_header.len() + 8);
     body.extend_from_slice(ip_header);
     body.extend_from_slice(udp_header);

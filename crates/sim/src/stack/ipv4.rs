@@ -198,8 +198,22 @@ pub(crate) fn send(
     proto: IpProtocol,
     payload: &mut Message,
 ) {
+    send_ecn(w, m, route, dst, proto, 0, payload);
+}
+
+/// Like [`send`], with the ECN field (RFC 3168 §5) set to `ecn` (the
+/// DSCP stays 0).
+pub(crate) fn send_ecn(
+    w: &mut World,
+    m: MachineId,
+    route: Route,
+    dst: Ipv4Addr,
+    proto: IpProtocol,
+    ecn: u8,
+    payload: &mut Message,
+) {
     let ttl = w.default_ttl;
-    send_opts(w, m, route, dst, proto, ttl, false, payload);
+    send_tos(w, m, route, dst, proto, ttl, false, ecn & 0b11, payload);
 }
 
 /// Like [`send`], with an explicit time to live and Don't Fragment bit
@@ -387,7 +401,11 @@ fn deliver_up(
     match proto {
         IpProtocol::Udp => super::udp::receive(w, m, header, src, dst, msg),
         IpProtocol::Icmp => super::icmp::receive(w, m, header, src, dst, msg),
-        IpProtocol::Tcp => super::tcp::receive(w, m, src, dst, msg),
+        IpProtocol::Tcp => {
+            // The ECN field (RFC 3168 §5); loopback has no header: Not-ECT.
+            let ecn = header.get(1).map_or(0, |tos| tos & 0b11);
+            super::tcp::receive(w, m, src, dst, ecn, msg)
+        }
         other => {
             if !super::custom::demux(w, m, u8::from(other), src, dst, msg) {
                 w.drop_packet(DropReason::Unsupported("ip protocol"));

@@ -18,8 +18,10 @@
 //! | MSL | 30 s (TIME-WAIT 60 s) | yes |
 //! | give up after | 15 consecutive RTOs without progress (≈ 15 min) | yes (`tcp_retries2`; Linux counts the time instead) |
 //! | TS.Recent | updated before the sequence check, never backwards (RFC 7323 App. D) | yes |
-//! | congestion control | CUBIC | yes |
+//! | PAWS (`paws.rs`, RFC 7323 §5) | on with timestamps; TS.Recent invalid after 2^31 µs idle | Linux: 24 days (1 ms clock) |
+//! | congestion control | CUBIC, HyStart++ in the initial slow start | yes |
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
+//! | ECN ([`ecn`], RFC 3168) | accept when asked, never ask (`EcnMode::Accept`) | yes (`tcp_ecn=2`) |
 //!
 //! TCP does not block on the NIC as a UDP sender does: its windows bound
 //! what it sends, and beyond [`NIC_LIMIT`] queued frames (Linux's default
@@ -35,16 +37,11 @@
 //!
 //! # Gaps
 //! RACK-TLP (RFC 8985): a lost tail segment, or a lost retransmission of a
-//! hole other than `snd_una`, waits for the RTO. An RTO discards the SACK
-//! scoreboard and resends everything after `snd_una` (go-back-N; Linux
-//! keeps SACKed segments marked): at 50 % loss each way a 100 MB transfer
-//! sends 3.2 bytes per byte delivered, where resending only the lost
-//! segments would take 2. PAWS (RFC 7323 §5): timestamps are echoed and
-//! timed but old ones are not rejected. RFC 5961 §5 (ACKs far below
+//! hole other than `snd_una`, waits for the RTO. RFC 5961 §5 (ACKs far below
 //! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored. A
 //! retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux
 //! resends the SYN-ACK); the SYN-ACK's own timer resends it. Urgent data,
-//! ECN (the bits parse but are not acted on), PMTU discovery, HyStart++. A
+//! PMTU discovery. A
 //! SYN for a 4-tuple still in TIME-WAIT is not taken as a new connection
 //! (Linux accepts one with a higher sequence number). `SO_REUSEADDR` does
 //! not let two live (non-TIME-WAIT) sockets share a port, and a port
@@ -52,7 +49,9 @@
 
 pub(crate) mod buffers;
 pub(crate) mod deadline;
+pub mod ecn;
 pub mod keepalive;
+pub(crate) mod paws;
 pub(crate) mod tcb;
 pub mod trace;
 
@@ -75,6 +74,7 @@ use std::rc::Rc;
 use std::time::Duration;
 use tcb::{Effects, Segment, State, Tcb};
 
+pub use ecn::EcnMode;
 pub use tcb::TcpStats;
 
 /// TCP settings of a simulation (see the module table for defaults).
@@ -95,6 +95,8 @@ pub struct TcpConfig {
     pub timestamps: bool,
     pub congestion: Algorithm,
     pub initial_window_segments: u64,
+    /// Explicit Congestion Notification (RFC 3168): Linux's `tcp_ecn`.
+    pub ecn: EcnMode,
 }
 
 impl Default for TcpConfig {
@@ -113,6 +115,7 @@ impl Default for TcpConfig {
             timestamps: true,
             congestion: Algorithm::Cubic,
             initial_window_segments: 10,
+            ecn: EcnMode::Accept,
         }
     }
 }
@@ -124,6 +127,7 @@ pub(crate) struct SockOpts {
     pub sndbuf: Option<usize>,
     pub rcvbuf: Option<usize>,
     pub congestion: Option<Algorithm>,
+    pub ecn: Option<EcnMode>,
     pub nodelay: bool,
     pub reuseaddr: bool,
     pub keepalive: Option<keepalive::Keepalive>,
@@ -135,13 +139,18 @@ impl SockOpts {
     /// Returns the configuration a new connection with these options gets:
     /// the simulation's, shared, unless an option changes it.
     fn config(&self, w: &World) -> Rc<TcpConfig> {
-        if self.sndbuf.is_none() && self.rcvbuf.is_none() && self.congestion.is_none() {
+        if self.sndbuf.is_none()
+            && self.rcvbuf.is_none()
+            && self.congestion.is_none()
+            && self.ecn.is_none()
+        {
             return w.tcp.clone();
         }
         let mut cfg = TcpConfig::clone(&w.tcp);
         cfg.sndbuf = self.sndbuf.unwrap_or(cfg.sndbuf);
         cfg.rcvbuf = self.rcvbuf.unwrap_or(cfg.rcvbuf);
         cfg.congestion = self.congestion.unwrap_or(cfg.congestion);
+        cfg.ecn = self.ecn.unwrap_or(cfg.ecn);
         Rc::new(cfg)
     }
 
@@ -547,7 +556,8 @@ fn transmit(
         sum,
     );
     w.stats.tcp_sent += 1;
-    super::ipv4::send(w, m, route, *remote.ip(), IpProtocol::Tcp, &mut msg);
+    let ecn = ecn::EcnState::codepoint(seg.ect);
+    super::ipv4::send_ecn(w, m, route, *remote.ip(), IpProtocol::Tcp, ecn, &mut msg);
 }
 
 /// Sends a bare RST answering `seg` (no connection matched).
@@ -574,16 +584,19 @@ fn send_rst(
         Segment {
             repr,
             payload: Message::new(),
+            ect: false,
         },
     );
 }
 
-/// Checks, parses and demuxes an arriving segment (RFC 9293 §3.10.7).
+/// Checks, parses and demuxes an arriving segment (RFC 9293 §3.10.7);
+/// `ip_ecn` is the ECN field of the datagram that carried it.
 pub(crate) fn receive(
     w: &mut World,
     m: MachineId,
     src: Ipv4Addr,
     dst: Ipv4Addr,
+    ip_ecn: u8,
     msg: &mut Message,
 ) {
     if check_tcp_enabled(w, m).is_err() {
@@ -626,7 +639,7 @@ pub(crate) fn receive(
     let conn = ix.and_then(|ix| ix.conns.get(&(local.port(), remote)).copied());
     if let Some(slot) = conn {
         drive(w, m, slot, |tcb, now, out| {
-            tcb.input(now, &repr, payload, out)
+            tcb.input_ecn(now, &repr, ip_ecn, payload, out)
         });
         return;
     }

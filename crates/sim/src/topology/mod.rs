@@ -35,9 +35,22 @@
 //! - Links of one class share one configuration (no per-link
 //!   heterogeneity except in GML files).
 
+pub mod chain;
+pub mod dumbbell;
 pub mod fattree;
+pub mod gml;
+pub mod star;
+pub mod torus;
+pub mod tree;
 
+pub use chain::{chain, ChainParams};
+pub use dumbbell::{dumbbell, DumbbellParams};
 pub use fattree::{fat_tree, FatTreeParams};
+pub use gml::{graph, Graph, GraphParams};
+
+pub use star::{star, StarParams};
+pub use torus::{torus, TorusParams};
+pub use tree::{tree, TreeParams};
 
 use crate::machine::{MachineId, Protocols};
 use crate::net::{NetId, NetworkConfig, NetworkKind};
@@ -167,6 +180,40 @@ pub(crate) fn connect(
     sim.attach(a, net, ip_a)?;
     sim.attach(b, net, ip_b)?;
     Ok(net)
+}
+
+/// Numbers point-to-point links with consecutive /30 blocks from
+/// `10.0.0.0`: link i joins `10.0.0.0 + 4i + 1` (its first end) and
+/// `+ 2` (its second end). Used by the generators whose routes are
+/// computed automatically (every address on exactly one network, as
+/// [`Simulation::set_auto_routes`] expects).
+#[derive(Default)]
+pub(crate) struct Numbered {
+    next: u32,
+}
+
+impl Numbered {
+    /// The most links 10.0.0.0/8 holds as /30 blocks.
+    pub const MAX: u32 = 1 << 22;
+
+    /// Adds a link from `a` to `b`; returns the network and both addresses.
+    pub fn connect(
+        &mut self,
+        sim: &mut Simulation,
+        cfg: NetworkConfig,
+        a: MachineId,
+        b: MachineId,
+    ) -> Result<(NetId, Ipv4Addr, Ipv4Addr), TopologyError> {
+        check(
+            self.next < Self::MAX,
+            "size",
+            "more than 4,194,304 links do not fit in 10.0.0.0/8",
+        )?;
+        let base = 0x0a00_0000 + 4 * self.next;
+        self.next += 1;
+        let (ia, ib) = (Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2));
+        Ok((connect(sim, cfg, (a, ia), (b, ib))?, ia, ib))
+    }
 }
 
 /// Returns an error for parameter `key` unless `ok`.

@@ -4,9 +4,11 @@
 //! decoder (`tshark`). One test binary, per `STYLE.md`.
 #![forbid(unsafe_code)]
 
+mod chain;
 mod common;
 mod delivery;
 mod determinism;
+mod ecn;
 mod faults;
 mod fragmentation;
 mod fuzz_corpus;

@@ -536,3 +536,74 @@ fn flow_routes_via_a_stranger_or_the_router_itself_are_refused() {
     assert!(sim.add_flow_route(999, a_ip, b_ip, None, own).is_err());
     assert_eq!(sim.flow_route_count(), 0);
 }
+
+/// Sends `bursts` of TTL-1 echo probes from `a` across `chain(1)` (each
+/// burst back to back, bursts `gap` apart) under `limit`; returns the
+/// ICMP errors that came back per burst and the report.
+fn expire_bursts(
+    limit: elvis_sim::IcmpRateLimit,
+    bursts: &'static [u16],
+    gap: Duration,
+) -> (Vec<usize>, elvis_sim::Report) {
+    let (mut sim, a, _b, _) = chain(1);
+    sim.set_icmp_rate_limit(limit);
+    let got = log();
+    let out = got.clone();
+    sim.spawn(a, "expire", move |host: Host| async move {
+        let sock = host.icmp_socket(3)?;
+        let t0 = host.now();
+        for (i, &n) in bursts.iter().enumerate() {
+            host.sleep_until(t0 + gap * i as u32).await;
+            for seq in 0..n {
+                sock.send_echo_with(link_ip(1, 2), seq, ttl(1), Message::new())?;
+            }
+            let mut errors = 0;
+            let deadline = host.now() + Duration::from_millis(100);
+            while let Some(r) = timeout_at(&host, deadline, sock.recv_echo()).await {
+                assert!(r?.error.unwrap().is_time_exceeded());
+                errors += 1;
+            }
+            out.borrow_mut().push(errors);
+        }
+        Ok(())
+    });
+    let report = sim.run();
+    assert_success(&report);
+    let v = got.borrow().clone();
+    (v, report)
+}
+
+#[test]
+fn a_router_sends_six_time_exceeded_to_one_host_then_one_per_second_like_linux() {
+    // Linux: icmp_ratelimit 1000 ms with a burst of XRLIM_BURST_FACTOR = 6
+    // per destination; the 50-message machine-wide burst is not reached.
+    static BURSTS: [u16; 3] = [20, 3, 10];
+    let gap = Duration::from_millis(1500);
+    let (got, report) = expire_bursts(Default::default(), &BURSTS, gap);
+    // 1.5 s after the first burst emptied the bucket it holds 1.5 errors'
+    // worth: one goes; 1.5 s later 0.5 + 1.5 = 2.
+    assert_eq!(got, vec![6, 1, 2]);
+    assert_eq!(report.packets.icmp_errors_sent, 9);
+    assert_eq!(report.packets.icmp_errors_rate_limited, 33 - 9);
+    assert_eq!(dropped(&report, "ttl_exceeded"), 33, "every probe expired");
+    let (got, report) = expire_bursts(elvis_sim::IcmpRateLimit::OFF, &BURSTS, gap);
+    assert_eq!(got, vec![20, 3, 10]);
+    assert_eq!(report.packets.icmp_errors_rate_limited, 0);
+}
+
+#[test]
+fn a_router_sends_a_machine_wide_burst_then_its_rate_like_linux() {
+    // Per destination off: the machine-wide bucket (icmp_msgs_burst 10
+    // here, so that a burst fits a's 32-frame NIC queue; 1000/s) decides.
+    // 30 probes of 60-byte frames arrive 4.8 µs apart, refilling 0.14 of
+    // a token meanwhile; 120 ms later the bucket holds 10 again.
+    static BURSTS: [u16; 2] = [30, 30];
+    let limit = elvis_sim::IcmpRateLimit {
+        per_destination: Duration::ZERO,
+        burst: 10,
+        ..Default::default()
+    };
+    let (got, report) = expire_bursts(limit, &BURSTS, Duration::from_millis(120));
+    assert_eq!(got, vec![10, 10]);
+    assert_eq!(report.packets.icmp_errors_rate_limited, 40);
+}

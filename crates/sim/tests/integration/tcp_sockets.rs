@@ -405,6 +405,49 @@ fn congestion_control_is_chosen_per_socket_and_inherited_on_accept() {
     assert_eq!(v, vec![("client", "newreno"), ("server", "compound")]);
 }
 
+/// `TCP_CONGESTION` on a connected socket (Linux allows it): the new
+/// algorithm takes over the window and threshold at the moment of the
+/// switch, the transfer goes on, and the report names the new algorithm.
+#[test]
+fn congestion_control_can_be_changed_after_connect_keeping_the_window() {
+    let (mut sim, a, b) = tcp_pair(ms_link());
+    let seen = log();
+    let s1 = seen.clone();
+    const N: usize = 2_000_000;
+    sim.spawn(b, "server", move |h: Host| async move {
+        let l = h.tcp_listen(80, 1)?;
+        let (s, _) = l.accept().await?;
+        assert_eq!(s.read_exact(N).await?.len(), N);
+        Ok(())
+    });
+    sim.spawn(a, "client", move |h: Host| async move {
+        let mut sock = h.tcp_socket()?;
+        sock.set_congestion(Congestion::NewReno);
+        let s = sock.connect(sa(nth_ip(1), 80)).await?;
+        s.write_all(vec![1u8; N / 2]).await?;
+        let before = s.stats()?;
+        s.set_congestion(Congestion::Cubic)?;
+        let after = s.stats()?;
+        s1.borrow_mut()
+            .push((before.cwnd, after.cwnd, before.ssthresh, after.ssthresh));
+        assert_eq!(s.congestion()?, "cubic");
+        s.write_all(vec![2u8; N / 2]).await?;
+        Ok(())
+    });
+    let r = sim.run();
+    assert!(r.success(), "{:?}", r.problems);
+    let (cw0, cw1, ss0, ss1) = seen.borrow()[0];
+    assert!(cw0 > 10 * 1448, "the window grew before the switch");
+    assert_eq!((cw1, ss1), (cw0, ss0), "window and threshold carried over");
+    let client = r
+        .tcp_connections
+        .iter()
+        .find(|c| c.stats.bytes_sent > 0)
+        .unwrap();
+    assert_eq!(client.congestion, "cubic");
+    assert_eq!(client.stats.bytes_acked, N as u64);
+}
+
 #[test]
 fn a_full_backlog_drops_syns_until_the_application_accepts() {
     let (mut sim, a, b) = tcp_pair(ms_link());

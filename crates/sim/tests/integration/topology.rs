@@ -262,3 +262,202 @@ fn a_second_fat_tree_needs_its_own_prefix() {
     let t = topology::fat_tree(&mut sim, &p).unwrap();
     assert_eq!(t.hosts[0], 2 + 5);
 }
+
+/// Pings from each of `sources` to every host; checks each reply's links.
+fn all_from(
+    mut sim: Simulation,
+    topo: &Topology,
+    sources: &[usize],
+    want: impl Fn(usize, usize) -> u8,
+) {
+    let pairs: Vec<(usize, Vec<Ipv4Addr>)> = sources
+        .iter()
+        .map(|&a| {
+            let dsts = (0..topo.hosts.len()).filter(|&b| b != a);
+            (a, dsts.map(|b| topo.addresses[b]).collect())
+        })
+        .collect();
+    let got = ping_pairs(&mut sim, topo, &pairs);
+    let report = sim.run();
+    assert_success(&report);
+    let got = got.borrow();
+    assert_eq!(got.len(), sources.len() * (topo.hosts.len() - 1));
+    for &(a, from, links) in got.iter() {
+        let b = topo
+            .addresses
+            .iter()
+            .position(|&x| x == from)
+            .expect("a host");
+        assert_eq!(links, want(a, b), "host {a} -> host {b}");
+    }
+}
+
+#[test]
+fn a_chain_of_n_routers_puts_n_plus_one_links_between_its_hosts() {
+    for n in [0u32, 1, 5, 30] {
+        let mut sim = Simulation::new(1);
+        let mut p = topology::ChainParams::new(n);
+        p.link.latency_ns = 1_000;
+        let topo = topology::chain(&mut sim, &p).unwrap();
+        assert_eq!(topo.networks.len() as u32, n + 1);
+        all_from(sim, &topo, &[0, 1], |_, _| n as u8 + 1);
+    }
+}
+
+#[test]
+fn a_dumbbell_ping_takes_two_access_links_and_the_bottleneck_each_way() {
+    let mut sim = Simulation::new(1);
+    let mut p = topology::DumbbellParams::new(3);
+    p.access = p.access.with_rate(100_000_000, 1_000);
+    p.bottleneck = p.bottleneck.with_rate(10_000_000, 10_000_000);
+    let topo = topology::dumbbell(&mut sim, &p).unwrap();
+    assert_eq!(topo.hosts.len(), 6);
+    assert_eq!(topo.networks.len(), 7);
+    let dst = topo.addresses[5];
+    let got = log();
+    let out = got.clone();
+    sim.spawn(topo.hosts[0], "ping", move |host: Host| async move {
+        let sock = host.icmp_socket(9)?;
+        sock.send_echo(dst, 1, Message::zeros(56))?;
+        let r = sock.recv_echo().await?;
+        out.borrow_mut().push((host.now().as_nanos(), r.ttl));
+        Ok(())
+    });
+    assert_success(&sim.run());
+    let frame = ETH_HEADER + IP_HEADER + 8 + 56;
+    let one_way = 2 * (ser_ns(frame, 100_000_000) + 1_000) + ser_ns(frame, 10_000_000) + 10_000_000;
+    assert_eq!(*got.borrow(), vec![(2 * one_way, TTL - 2)]);
+}
+
+#[test]
+fn every_dumbbell_host_reaches_the_other_side_in_three_links() {
+    let mut sim = Simulation::new(1);
+    let mut p = topology::DumbbellParams::new(4);
+    p.access.latency_ns = 1_000;
+    p.bottleneck.latency_ns = 1_000;
+    let topo = topology::dumbbell(&mut sim, &p).unwrap();
+    all_from(sim, &topo, &[0, 3, 4, 7], |a, b| {
+        if (a < 4) == (b < 4) {
+            2
+        } else {
+            3
+        }
+    });
+}
+
+#[test]
+fn a_star_joins_its_hosts_through_one_switch_or_one_router() {
+    for router in [false, true] {
+        let mut sim = Simulation::new(1);
+        let mut p = topology::StarParams::new(6);
+        p.router = router;
+        p.link.latency_ns = 1_000;
+        let topo = topology::star(&mut sim, &p).unwrap();
+        assert_eq!(topo.routers.len(), usize::from(router));
+        let links = if router { 2 } else { 1 };
+        all_from(sim, &topo, &[0, 5], |_, _| links);
+    }
+}
+
+#[test]
+fn tree_hosts_are_twice_the_levels_to_their_common_ancestor_apart() {
+    let mut sim = Simulation::new(1);
+    let mut p = topology::TreeParams::new(3, 3);
+    p.link.latency_ns = 1_000;
+    let topo = topology::tree(&mut sim, &p).unwrap();
+    assert_eq!((topo.hosts.len(), topo.routers.len()), (27, 13));
+    let want = |a: usize, b: usize| p.host_distance(a as u32, b as u32) as u8;
+    all_from(sim, &topo, &[0, 13, 26], want);
+}
+
+#[test]
+fn torus_hosts_are_two_links_plus_the_wrap_around_grid_distance_apart() {
+    for dims in [&[4u32, 5][..], &[3, 3, 4]] {
+        let mut sim = Simulation::new(1);
+        let mut p = topology::TorusParams::new(dims);
+        p.link.latency_ns = 1_000;
+        let topo = topology::torus(&mut sim, &p).unwrap();
+        let n: u32 = dims.iter().product();
+        assert_eq!(topo.networks.len() as u32, n * (dims.len() as u32 + 1));
+        let want = |a: usize, b: usize| p.host_distance(a as u32, b as u32) as u8;
+        all_from(sim, &topo, &[0, 7, n as usize - 1], want);
+    }
+}
+
+#[test]
+fn generators_name_the_bad_parameter() {
+    let mut sim = Simulation::new(1);
+    let key = |e: TopologyError| match e {
+        TopologyError::BadParameter { key, .. } => key,
+        e => panic!("{e}"),
+    };
+    let t = topology::torus(&mut sim, &topology::TorusParams::new(&[2, 5]));
+    assert_eq!(key(t.unwrap_err()), "dims");
+    let t = topology::torus(&mut sim, &topology::TorusParams::new(&[5]));
+    assert_eq!(key(t.unwrap_err()), "dims");
+    let t = topology::tree(&mut sim, &topology::TreeParams::new(2, 1));
+    assert_eq!(key(t.unwrap_err()), "fanout");
+    let t = topology::tree(&mut sim, &topology::TreeParams::new(40, 2));
+    assert_eq!(key(t.unwrap_err()), "depth");
+    let t = topology::dumbbell(&mut sim, &topology::DumbbellParams::new(0));
+    assert_eq!(key(t.unwrap_err()), "n");
+    let t = topology::star(&mut sim, &topology::StarParams::new(70_000));
+    assert_eq!(key(t.unwrap_err()), "n");
+    assert_eq!(sim.machine_count(), 0, "nothing half-built");
+}
+
+#[test]
+fn gml_rtts_follow_the_least_latency_paths_of_an_independent_floyd_warshall() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/ndl/backbone-10.gml"
+    );
+    let g = topology::Graph::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!((g.nodes.len(), g.edges.len()), (10, 12));
+    let n = g.nodes.len();
+    let mut d = vec![vec![u64::MAX / 4; n]; n];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[i] = 0;
+    }
+    for e in &g.edges {
+        let l = e.latency_ns.unwrap();
+        d[e.a][e.b] = l;
+        d[e.b][e.a] = l;
+    }
+    for k in 0..n {
+        for i in 0..n {
+            for j in 0..n {
+                d[i][j] = d[i][j].min(d[i][k] + d[k][j]);
+            }
+        }
+    }
+    let mut sim = Simulation::new(1);
+    let mut p = topology::GraphParams::new(g);
+    p.metric = elvis_sim::stack::route::Metric::Latency;
+    p.link.bandwidth_bps = None; // no serialization: RTT = 2 × path latency
+    for e in &mut p.graph.edges {
+        e.bandwidth_bps = None;
+    }
+    let topo = topology::graph(&mut sim, &p).unwrap();
+    let got = log();
+    for a in [0usize, 4, 8] {
+        let (addrs, out) = (topo.addresses.clone(), got.clone());
+        sim.spawn(topo.hosts[a], "pings", move |host: Host| async move {
+            let sock = host.icmp_socket(3)?;
+            for (b, &ip) in addrs.iter().enumerate().filter(|(b, _)| *b != a) {
+                let t0 = host.now();
+                sock.send_echo(ip, b as u16, Message::zeros(8))?;
+                sock.recv_echo().await?;
+                out.borrow_mut()
+                    .push((a, b, host.now().as_nanos() - t0.as_nanos()));
+            }
+            Ok(())
+        });
+    }
+    assert_success(&sim.run());
+    let got = got.borrow();
+    assert_eq!(got.len(), 27);
+    for &(a, b, rtt) in got.iter() {
+        assert_eq!(rtt, 2 * d[a][b], "{a} -> {b}");
+    }
+}

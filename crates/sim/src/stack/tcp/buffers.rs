@@ -399,6 +399,34 @@ impl Scoreboard {
         self.ranges().last().map(|r| r.1)
     }
 
+    /// Returns the SACKed bytes in `[from, to)`.
+    pub fn sacked_between(&self, from: SeqNumber, to: SeqNumber) -> usize {
+        self.ranges()
+            .iter()
+            .map(|&(s, e)| {
+                let (s, e) = (if s < from { from } else { s }, if e > to { to } else { e });
+                (e - s).max(0) as usize
+            })
+            .sum()
+    }
+
+    /// Returns the first sequence number at or after `at` that is not
+    /// SACKed, and the start of the SACKed range after it (`None`: none
+    /// above).
+    pub fn skip_sacked(&self, at: SeqNumber) -> (SeqNumber, Option<SeqNumber>) {
+        let mut at = at;
+        for &(s, e) in self.ranges() {
+            if e <= at {
+                continue;
+            }
+            if s > at {
+                return (at, Some(s));
+            }
+            at = e;
+        }
+        (at, None)
+    }
+
     /// Returns the first un-SACKed hole at or after `from` and below the
     /// highest SACKed byte, as (start, length).
     pub fn next_hole(&self, from: SeqNumber) -> Option<(SeqNumber, usize)> {
@@ -520,6 +548,13 @@ mod test {
         assert_eq!(s.next_hole(una), Some((SeqNumber(100), 200)));
         assert_eq!(s.next_hole(SeqNumber(300)), Some((SeqNumber(500), 200)));
         assert_eq!(s.next_hole(SeqNumber(750)), None);
+        assert_eq!(s.sacked_between(SeqNumber(350), SeqNumber(750)), 200);
+        assert_eq!(s.skip_sacked(una), (una, Some(SeqNumber(300))));
+        assert_eq!(
+            s.skip_sacked(SeqNumber(300)),
+            (SeqNumber(500), Some(SeqNumber(700)))
+        );
+        assert_eq!(s.skip_sacked(SeqNumber(750)), (SeqNumber(800), None));
         s.advance(SeqNumber(450));
         assert_eq!(s.sacked_bytes(), 150);
     }

@@ -12,10 +12,13 @@
 //! its code. RST and SYN in synchronized states follow RFC 5961 (challenge
 //! ACKs). Loss recovery is SACK-based (RFC 6675) with FACK-style loss
 //! marking (every un-SACKed byte below the highest SACKed one counts as
-//! lost), NewReno partial-ACK handling (RFC 6582) without SACK.
+//! lost), NewReno partial-ACK handling (RFC 6582) without SACK. The SACK
+//! scoreboard survives a retransmission timeout (as in Linux), so the
+//! resend after it skips SACKed data; ECN (RFC 3168) lives in `ecn.rs`.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
 use super::deadline::Deadline;
+use super::ecn::{EcnState, Reaction};
 use super::keepalive::{self, KeepaliveTimer};
 use super::TcpConfig;
 use crate::socket::SocketError;
@@ -64,6 +67,16 @@ pub struct TcpStats {
     /// Current congestion window, bytes.
     pub cwnd: u64,
     pub ssthresh: u64,
+    /// Data segments received with the IPv4 ECN field CE (RFC 3168).
+    pub ce_received: u64,
+    /// ACKs received with ECE set (ECN negotiated).
+    pub ece_received: u64,
+    /// Congestion-window reductions in answer to ECE (at most one per
+    /// window of data, RFC 3168 §6.1.2).
+    pub ecn_reductions: u64,
+    /// Segments dropped by PAWS: a timestamp older than TS.Recent (RFC
+    /// 7323 §5.3 R1).
+    pub paws_rejected: u64,
 }
 
 /// The counters a connection keeps: [`TcpStats`] less the fields read from
@@ -81,7 +94,8 @@ pub(crate) struct Counters {
     loss: Option<Box<LossCounters>>,
 }
 
-/// The counters of loss events (most connections never have one).
+/// The counters of loss, ECN and PAWS events (most connections never have
+/// one).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LossCounters {
     pub retransmitted_segments: u64,
@@ -89,6 +103,10 @@ pub(crate) struct LossCounters {
     pub timeouts: u64,
     pub fast_recoveries: u64,
     pub lost_retransmissions: u64,
+    pub ce_received: u64,
+    pub ece_received: u64,
+    pub ecn_reductions: u64,
+    pub paws_rejected: u64,
 }
 
 impl Counters {
@@ -108,6 +126,9 @@ impl Counters {
 pub(crate) struct Segment {
     pub repr: Repr,
     pub payload: Message,
+    /// Send as ECN-capable, ECT(0) (RFC 3168: new data of an ECN
+    /// connection only).
+    pub ect: bool,
 }
 
 /// What the application side should learn after a call.
@@ -153,7 +174,9 @@ pub(crate) struct Tcb {
     // Options.
     mss: usize,
     ts_enabled: bool,
+    /// TS.Recent (RFC 7323 §4.3) and when it was last set (§5.5).
     ts_recent: u32,
+    ts_recent_at: Time,
     sack_enabled: bool,
     /// The peer offered these in its SYN (for a passive open).
     peer_syn_opts: Option<(Option<u16>, Option<u8>, bool, bool)>,
@@ -171,9 +194,16 @@ pub(crate) struct Tcb {
     dupacks: u32,
     recovery: Option<SeqNumber>,
     scoreboard: Scoreboard,
+    /// Explicit Congestion Notification (RFC 3168, `ecn.rs`).
+    ecn: EcnState,
     /// Next sequence number to consider for retransmission in recovery.
     rexmit_next: SeqNumber,
     rexmit_bytes_in_recovery: usize,
+    /// `snd_max` at the last RTO while data sent before it is outstanding:
+    /// no fast recovery until it is acknowledged (RFC 6582 §3.2 step 1
+    /// "recover"; Linux's Loss state), so an RTO and the SACKs still
+    /// arriving for the data it resends do not reduce the window twice.
+    rto_high: Option<SeqNumber>,
     /// The retransmission of `snd_una` in this recovery: (its sequence
     /// number, `snd_max` when it was sent), to detect its loss.
     rexmit_mark: Option<(SeqNumber, SeqNumber)>,
@@ -274,6 +304,7 @@ impl Tcb {
             mss: mtu.saturating_sub(40).max(64),
             ts_enabled: false,
             ts_recent: 0,
+            ts_recent_at: Time::ZERO,
             sack_enabled: false,
             peer_syn_opts: None,
             srtt_ns: NO_RTT,
@@ -285,9 +316,11 @@ impl Tcb {
             dupacks: 0,
             recovery: None,
             scoreboard: Scoreboard::default(),
+            ecn: EcnState::new(iss),
             rexmit_next: iss,
             rexmit_bytes_in_recovery: 0,
             rexmit_mark: None,
+            rto_high: None,
             rto_at: Deadline::NONE,
             delack_at: Deadline::NONE,
             persist_at: Deadline::NONE,
@@ -342,6 +375,7 @@ impl Tcb {
             syn.timestamp.is_some(),
         ));
         t.apply_syn_options(syn);
+        t.ecn.on_syn(syn, t.cfg.ecn);
         t.snd_wnd = u64::from(syn.window_len);
         t
     }
@@ -567,8 +601,14 @@ impl Tcb {
             if offer.2 && self.cfg.timestamps {
                 repr.timestamp = Some((0, self.ts_recent));
             }
+            let active = self.peer_syn_opts.is_none();
+            (repr.ece, repr.cwr) = self.ecn.syn_flags(active, self.cfg.ecn);
         } else if self.ts_enabled {
             repr.timestamp = Some((0, self.ts_recent));
+        }
+        if !syn && control != Control::Rst {
+            // "sets ECE in every subsequent ACK" (RFC 3168 §6.1.3).
+            repr.ece = self.ecn.echo();
         }
         if self.sack_enabled && control != Control::Syn && control != Control::Rst {
             let blocks = self.rcvbuf.sack_blocks(if self.ts_enabled { 3 } else { 4 });
@@ -576,7 +616,11 @@ impl Tcb {
                 repr.sack_ranges[i] = Some((s.0, e.0));
             }
         }
-        Segment { repr, payload }
+        Segment {
+            repr,
+            payload,
+            ect: false,
+        }
     }
 
     /// Stamps TSval on an outgoing segment (µs clock, RFC 7323 §5.4 allows
@@ -669,6 +713,8 @@ impl Tcb {
         }
         let smss = self.smss();
         loop {
+            // Resending after an RTO: only what the receiver has not SACKed.
+            let hole = self.skip_sacked_resend();
             let sent_unacked = (self.snd_nxt - self.snd_una).max(0) as usize;
             let available = self.sndbuf.len().saturating_sub(sent_unacked);
             if available == 0 {
@@ -677,6 +723,11 @@ impl Tcb {
             let cwnd = self.cc.window() as usize;
             let in_net = if self.recovery.is_some() {
                 self.pipe()
+            } else if self.rto_high.is_some() {
+                // After an RTO, SACKed bytes skipped over are not in the
+                // network (Linux's in-flight count in its Loss state).
+                self.flight()
+                    .saturating_sub(self.scoreboard.sacked_between(self.snd_una, self.snd_nxt))
             } else {
                 self.flight()
             };
@@ -687,7 +738,8 @@ impl Tcb {
                 // Zero window: probe later (RFC 9293 §3.8.6.1).
                 self.persist_at = Deadline::at(now + self.rto());
             }
-            let len = available.min(smss).min(room);
+            let want = available.min(smss).min(hole);
+            let len = want.min(room);
             if len == 0 {
                 break;
             }
@@ -696,11 +748,12 @@ impl Tcb {
                 break;
             }
             // Nagle (RFC 896 / RFC 9293 §3.7.4): hold a small segment while
-            // data is unacknowledged.
-            if len < smss && len < available.min(smss) {
+            // data is unacknowledged (a resent hole goes as it is).
+            if len < want {
                 break;
             }
-            if len < smss && !self.nodelay && sent_unacked > 0 {
+            let resend = self.snd_nxt < self.snd_max;
+            if len < smss && !self.nodelay && sent_unacked > 0 && !resend {
                 break;
             }
             let payload = self.sndbuf.slice(sent_unacked, len);
@@ -709,6 +762,13 @@ impl Tcb {
                 seg.repr.control = Control::Psh;
             }
             let is_rexmit = self.snd_nxt < self.snd_max;
+            if !is_rexmit {
+                // New data only: retransmissions are not ECT (RFC 3168
+                // §6.1.5), and CWR goes on "the first new data packet sent
+                // after the window reduction" (§6.1.2).
+                seg.ect = self.ecn.ect();
+                seg.repr.cwr = self.ecn.take_cwr();
+            }
             if self.timed.is_none() && !self.ts_enabled && !is_rexmit {
                 self.timed = Some((self.snd_nxt, now));
             }
@@ -718,6 +778,29 @@ impl Tcb {
             }
             self.push(seg, now, out, is_rexmit);
             self.arm_rto(now);
+        }
+    }
+
+    /// When resending after an RTO (`snd_nxt` below `snd_max`), moves
+    /// `snd_nxt` past data the receiver SACKed, and returns how many bytes
+    /// from there are not SACKed (`usize::MAX`: no limit). The scoreboard
+    /// survives the RTO (RFC 6675 §5.1 allows either; Linux keeps it and
+    /// marks the rest lost), so only the holes are resent.
+    fn skip_sacked_resend(&mut self) -> usize {
+        if self.snd_nxt >= self.snd_max {
+            return usize::MAX;
+        }
+        let (at, next) = self.scoreboard.skip_sacked(self.snd_nxt);
+        self.snd_nxt = at;
+        next.map_or(usize::MAX, |n| (n - at).max(0) as usize)
+    }
+
+    /// Returns the un-SACKed bytes from `snd_una` up to the first SACKed
+    /// range (`usize::MAX`: nothing SACKed above).
+    fn hole_at_una(&self) -> usize {
+        match self.scoreboard.skip_sacked(self.snd_una) {
+            (at, Some(next)) if at == self.snd_una => (next - at).max(0) as usize,
+            _ => usize::MAX,
         }
     }
 
@@ -758,10 +841,12 @@ impl Tcb {
     /// Retransmits the segment at `snd_una` (fast retransmit, RTO, partial
     /// ACK).
     fn retransmit_first(&mut self, now: Time, out: &mut Vec<Segment>) {
+        let hole = self.hole_at_una();
         let len = self
             .sndbuf
             .len()
             .min(self.smss())
+            .min(hole)
             .min((self.snd_max - self.snd_una).max(0) as usize);
         if len == 0 {
             // Only a FIN (or SYN) is outstanding.
@@ -924,19 +1009,30 @@ impl Tcb {
             return;
         }
         self.cc.on_rto(now.as_nanos(), self.flight() as u64);
+        self.ecn.take_reduction();
+        self.ecn.reduced(self.snd_max, false);
         // "The host MUST set RTO <- RTO * 2 (back off the timer)."
         self.rto_ns = nanos((self.rto() * 2).min(self.cfg.max_rto));
         self.recovery = None;
-        self.scoreboard.clear();
+        self.rto_high = Some(self.snd_max);
+        if self.retries > 1 {
+            // A second timeout without progress: the receiver may have
+            // discarded data it SACKed (reneging, RFC 2018 §8), so forget
+            // the scoreboard and resend everything (Linux clears its SACK
+            // marks when it detects reneging, tcp_timeout_mark_lost).
+            self.scoreboard.clear();
+        }
         self.dupacks = 0;
         self.timed = None;
-        // Go back to snd_una and resend from there as the window allows.
+        // Go back to snd_una and resend from there as the window allows,
+        // skipping what the receiver SACKed (`skip_sacked_resend`).
         // The FIN is resent once the data before it is (`send_fin`); the
         // state stays, so a FIN received meanwhile (CLOSING) is not lost.
         self.snd_nxt = self.snd_una;
         self.retransmit_first(now, out);
         let sent = (self.snd_max - self.snd_una).max(0) as usize;
-        let first = self.sndbuf.len().min(self.smss()).min(sent);
+        let hole = self.hole_at_una();
+        let first = self.sndbuf.len().min(self.smss()).min(sent).min(hole);
         self.snd_nxt = self.snd_una + first;
         if first == 0 && self.fin_queued && self.snd_max == self.snd_una + 1 {
             // Only the FIN was outstanding, and it was just resent.
@@ -977,11 +1073,26 @@ impl Tcb {
     // Input
     // ------------------------------------------------------------------
 
-    /// Processes an arriving segment (RFC 9293 §3.10.7).
+    /// Processes an arriving segment (RFC 9293 §3.10.7) that came in an
+    /// IPv4 datagram whose ECN field was Not-ECT.
+    #[cfg(test)]
     pub fn input(
         &mut self,
         now: Time,
         seg: &Repr,
+        payload: Message,
+        out: &mut Vec<Segment>,
+    ) -> Effects {
+        self.input_ecn(now, seg, super::ecn::NOT_ECT, payload, out)
+    }
+
+    /// Processes an arriving segment (RFC 9293 §3.10.7) whose IPv4 ECN
+    /// field was `ip_ecn` (RFC 3168 §5: `0b11` is CE).
+    pub fn input_ecn(
+        &mut self,
+        now: Time,
+        seg: &Repr,
+        ip_ecn: u8,
         payload: Message,
         out: &mut Vec<Segment>,
     ) -> Effects {
@@ -990,7 +1101,7 @@ impl Tcb {
         match self.state {
             State::Closed => {}
             State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
-            _ => self.input_synchronized(now, seg, payload, out, &mut fx),
+            _ => self.input_synchronized(now, seg, ip_ecn, payload, out, &mut fx),
         }
         if let Some(k) = self.keepalive.as_deref_mut() {
             if !matches!(self.state, State::SynSent | State::SynReceived) {
@@ -1012,6 +1123,7 @@ impl Tcb {
                     out.push(Segment {
                         repr: rst_for(seg, 0),
                         payload: Message::new(),
+                        ect: false,
                     });
                 }
                 return;
@@ -1031,7 +1143,9 @@ impl Tcb {
         self.rcv_nxt = seg.seq_number + 1;
         self.rcv_adv = self.rcv_nxt;
         self.apply_syn_options(seg);
+        self.ts_recent_at = now;
         if let Some(ack) = seg.ack_number {
+            self.ecn.on_syn_ack(seg, self.cfg.ecn);
             // Our SYN is acknowledged: ESTABLISHED.
             self.snd_una = ack;
             // RFC 7323 §2.2: "The window field in a segment where the SYN
@@ -1092,14 +1206,18 @@ impl Tcb {
     /// sample an RTT inflated by a whole RTO). An older TSval (a late,
     /// reordered or duplicated copy) never moves TS.Recent back. `rcv_nxt`
     /// stands for Last.ACK.sent.
-    fn remember_timestamp(&mut self, seg: &Repr) {
+    fn remember_timestamp(&mut self, seg: &Repr, now: Time) {
         let Some((tsval, _)) = seg.timestamp else {
             return;
         };
-        let newer = tsval.wrapping_sub(self.ts_recent) as i32 >= 0;
+        // An invalid (idle-expired, RFC 7323 §5.5) TS.Recent is replaced
+        // whatever its value, as Linux does (`tcp_paws_check`).
+        let newer = tsval.wrapping_sub(self.ts_recent) as i32 >= 0
+            || now - self.ts_recent_at >= super::paws::IDLE_LIMIT;
         if self.ts_enabled && seg.control != Control::Rst && newer && seg.seq_number <= self.rcv_nxt
         {
             self.ts_recent = tsval;
+            self.ts_recent_at = now;
         }
     }
 
@@ -1124,6 +1242,7 @@ impl Tcb {
         &mut self,
         now: Time,
         seg: &Repr,
+        ip_ecn: u8,
         mut payload: Message,
         out: &mut Vec<Segment>,
         fx: &mut Effects,
@@ -1147,7 +1266,18 @@ impl Tcb {
             }
             return;
         }
-        self.remember_timestamp(seg);
+        // PAWS (RFC 7323 §5.3 R1), before the sequence check (R2) and
+        // before TS.Recent moves (R3).
+        let recent = super::paws::TsRecent {
+            value: self.ts_recent,
+            at: self.ts_recent_at,
+        };
+        if self.ts_enabled && recent.rejects(seg, now) {
+            self.stats.loss().paws_rejected += 1;
+            self.ack_now = true;
+            return;
+        }
+        self.remember_timestamp(seg, now);
         // First: sequence number check.
         if !self.acceptable(seg, seg_len) {
             // A zero-window probe or an old duplicate: "send an
@@ -1201,6 +1331,7 @@ impl Tcb {
                 out.push(Segment {
                     repr: rst_for(seg, payload.len()),
                     payload: Message::new(),
+                    ect: false,
                 });
                 return;
             }
@@ -1215,6 +1346,7 @@ impl Tcb {
                 return;
             }
         }
+        self.ecn_receive(seg, !payload.is_empty(), ip_ecn);
         // Seventh: segment text.
         if !payload.is_empty()
             && matches!(
@@ -1341,6 +1473,9 @@ impl Tcb {
                 self.snd_nxt = self.snd_una;
             }
             self.scoreboard.advance(ack);
+            if self.rto_high.is_some_and(|h| ack >= h) {
+                self.rto_high = None;
+            }
             self.dupacks = 0;
             self.persist_backoff = 0;
             self.retries = 0;
@@ -1428,18 +1563,27 @@ impl Tcb {
             let sack_loss = self.sack_enabled
                 && self.scoreboard.sacked_bytes() >= thresh * smss.min(outstanding.max(1))
                 && self.scoreboard.next_hole(self.snd_una).is_some();
-            if self.recovery.is_none() && (self.dupacks as usize >= thresh || sack_loss) {
+            if self.recovery.is_none()
+                && self.rto_high.is_none()
+                && (self.dupacks as usize >= thresh || sack_loss)
+            {
                 // Enter fast recovery (RFC 6675 §5 / RFC 6582 §3.2 step 2).
                 self.stats.loss().fast_recoveries += 1;
                 self.recovery = Some(self.snd_max);
                 self.rexmit_bytes_in_recovery = 0;
                 self.rexmit_next = self.snd_una;
-                self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
+                if !self.ecn.take_reduction() {
+                    // (An ECN reduction in progress counts for this loss
+                    // too: one reduction per window, as Linux.)
+                    self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
+                }
+                self.ecn.reduced(self.snd_max, false);
                 self.timed = None;
                 self.retransmit_first(now, out);
                 self.rto_at = Deadline::at(now + self.rto());
             }
         }
+        self.ecn_on_ack(now, seg, ack);
         // Lost retransmission (as Linux detects it): data sent after the
         // retransmission of snd_una was SACKed, yet snd_una is still
         // unacknowledged, so the retransmission itself was lost. Resend it
@@ -1467,6 +1611,38 @@ impl Tcb {
                 self.persist_at = Deadline::NONE;
                 self.persist_backoff = 0;
             }
+        }
+    }
+
+    /// The receiver's half of RFC 3168 §6.1.3 for an acceptable segment:
+    /// a CE-marked data segment starts the ECE echo, a CWR ends it.
+    fn ecn_receive(&mut self, seg: &Repr, data: bool, ip_ecn: u8) {
+        let (ce, ack_now) = self.ecn.on_segment(seg.cwr, data, ip_ecn);
+        if ce {
+            self.stats.loss().ce_received += 1;
+        }
+        if ack_now {
+            self.ack_now = true;
+        }
+    }
+
+    /// The sender's half of RFC 3168 §6.1.2 for an ACK: "If the sender
+    /// receives an ECN-Echo (ECE) ACK packet ... the sender knows that
+    /// congestion was encountered in the network ... and MUST reduce the
+    /// congestion window" — once per window of data, never during loss
+    /// recovery (already reduced), without retransmitting.
+    fn ecn_on_ack(&mut self, now: Time, seg: &Repr, ack: SeqNumber) {
+        if seg.ece && self.ecn.is_on() {
+            self.stats.loss().ece_received += 1;
+        }
+        let (ended, reaction) = self.ecn.on_ack(seg.ece, ack, self.recovery.is_some());
+        if ended {
+            self.cc.on_recovery_end(now.as_nanos());
+        }
+        if reaction == Reaction::Reduce {
+            self.stats.loss().ecn_reductions += 1;
+            self.cc.on_ecn(now.as_nanos(), self.flight() as u64);
+            self.ecn.reduced(self.snd_max, true);
         }
     }
 
@@ -1534,12 +1710,27 @@ impl Tcb {
             timeouts: l.timeouts,
             fast_recoveries: l.fast_recoveries,
             lost_retransmissions: l.lost_retransmissions,
+            ce_received: l.ce_received,
+            ece_received: l.ece_received,
+            ecn_reductions: l.ecn_reductions,
+            paws_rejected: l.paws_rejected,
             rtt_samples: c.rtt_samples,
             srtt_ns: self.srtt().map_or(0, |d| d.as_nanos() as u64),
             min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),
             cwnd: self.cc.window(),
             ssthresh: self.cc.ssthresh(),
         }
+    }
+
+    /// Switches the congestion control to `alg` (`TCP_CONGESTION` on a
+    /// connected socket, as Linux allows): the new algorithm starts from
+    /// the current window and threshold (`elvis_tcpcc::take_over`).
+    pub fn set_congestion(&mut self, alg: elvis_tcpcc::Algorithm) {
+        if self.cc.name() == alg.as_str() {
+            return; // Linux: setting the same algorithm changes nothing
+        }
+        let (cwnd, ssthresh) = (self.cc.window(), self.cc.ssthresh());
+        self.cc = elvis_tcpcc::take_over(alg, self.smss() as u64, cwnd, ssthresh);
     }
 
     /// Returns the congestion-control algorithm's name.

@@ -9,7 +9,7 @@
 //! relative to the TCB's own `RCV.NXT` / `SND.UNA` / `SND.NXT`, so that a
 //! fuzzer reaches in-window segments (and so every state) easily. The
 //! first bytes choose an active or passive open, SACK, timestamps, Nagle,
-//! keep-alive, the congestion control, buffer sizes, MTU and ISS/IRS. The
+//! keep-alive, ECN, the congestion control, buffer sizes, MTU and ISS/IRS. The
 //! peer's byte stream is a fixed function of the sequence number, as is
 //! ours of the offset from ISS, so the invariants can check content, not
 //! only lengths:
@@ -32,7 +32,7 @@
 
 use super::{State, Tcb};
 use crate::stack::tcp::keepalive::{Keepalive, KeepaliveTimer};
-use crate::stack::tcp::TcpConfig;
+use crate::stack::tcp::{EcnMode, TcpConfig};
 use elvis_kernel::Time;
 use elvis_message::Message;
 use elvis_tcpcc::Algorithm;
@@ -157,6 +157,11 @@ pub fn tcp_input(data: &[u8]) {
         },
         sndbuf: 1 << (8 + (sizes & 0xf) % 15),
         rcvbuf: 1 << (8 + (sizes >> 4) % 15),
+        ecn: if setup & 0x80 != 0 {
+            EcnMode::On
+        } else {
+            EcnMode::Accept
+        },
         ..TcpConfig::default()
     };
     let mtu = 68 + usize::from(c.u16() % 9_000);
@@ -168,6 +173,7 @@ pub fn tcp_input(data: &[u8]) {
     } else {
         let mut syn = bare(Control::Syn, irs, None);
         syn_options(&mut c, &mut syn);
+        (syn.ece, syn.cwr) = (setup & 0x80 != 0, setup & 0x80 != 0);
         Tcb::accept(&cfg, LOCAL, REMOTE, iss, cc, mtu, &syn)
     };
     let mut h = Harness {
@@ -206,7 +212,9 @@ impl Harness {
                 let (repr, payload) = self.segment(c);
                 got_rst = repr.control == Control::Rst;
                 self.injected += payload.len();
-                self.t.input(self.now, &repr, payload, &mut out)
+                // Any IPv4 ECN codepoint, CE included.
+                let ip_ecn = u8::from(repr.ece) << 1 | u8::from(repr.cwr);
+                self.t.input_ecn(self.now, &repr, ip_ecn, payload, &mut out)
             }
             2 => {
                 let step = c.u16();
@@ -346,6 +354,8 @@ impl Harness {
             );
             let len = s.payload.len();
             assert_eq!(s.repr.payload_len, len);
+            // RFC 3168 §6.1.1, §6.1.4: SYNs and pure ACKs are never ECT.
+            assert!(!s.ect || (len > 0 && s.repr.control != Control::Syn));
             if len == 0 {
                 continue;
             }

@@ -1309,3 +1309,465 @@ fn sack_recovery_retransmits_the_hole_the_receiver_reports() {
     assert_eq!(rexmit[0].payload.len(), MSS);
     assert_eq!(t.stats.losses().fast_recoveries, 1);
 }
+
+// ----------------------------------------------------------------------
+// ECN (RFC 3168 §6.1)
+// ----------------------------------------------------------------------
+
+use crate::stack::tcp::ecn::{EcnMode, CE, ECT0};
+
+fn with_ecn(mode: EcnMode) -> TcpConfig {
+    TcpConfig {
+        ecn: mode,
+        ..plain()
+    }
+}
+
+/// The peer's SYN-ACK with the given ECE and CWR flags.
+fn syn_ack_ecn(ece: bool, cwr: bool) -> Repr {
+    Repr {
+        ece,
+        cwr,
+        ..syn_ack()
+    }
+}
+
+/// ESTABLISHED with ECN negotiated (we asked, the peer agreed).
+fn ecn_established() -> Tcb {
+    let t = established_with(&with_ecn(EcnMode::On), syn_ack_ecn(true, false));
+    assert!(t.ecn.is_on());
+    t
+}
+
+/// Returns whether new data written after the handshake goes out ECT(0).
+fn data_is_ect(t: &mut Tcb) -> bool {
+    t.write(bytes(100));
+    let out = output(t, ms(150));
+    assert_eq!(out.len(), 1);
+    out[0].ect
+}
+
+/// RFC 3168 §6.1.1: "Host A sets the ECE and CWR flags in the TCP header
+/// of the SYN packet ... an 'ECN-setup SYN packet'"; Host B "sets the ECE
+/// flag, but not the CWR flag, in the SYN-ACK packet ... an 'ECN-setup
+/// SYN-ACK packet'"; "a host MUST NOT set ECT on data packets unless it
+/// has sent at least one ECN-setup SYN or ECN-setup SYN-ACK packet, and
+/// has received at least one ECN-setup SYN or ECN-setup SYN-ACK packet";
+/// a SYN-ACK with both ECE and CWR set is not ECN-setup. The mode is
+/// Linux's `tcp_ecn` (0 off, 1 on, 2 accept only).
+#[test]
+fn active_open_negotiates_ecn_only_when_asking_and_answered_with_ece_alone() {
+    for (mode, asks) in [
+        (EcnMode::Off, false),
+        (EcnMode::Accept, false),
+        (EcnMode::On, true),
+    ] {
+        let (_, out) = syn_sent(&with_ecn(mode));
+        let syn = &out[0].repr;
+        assert_eq!((syn.ece, syn.cwr), (asks, asks), "{mode:?} SYN");
+        assert!(!out[0].ect, "a SYN is never ECT");
+        for (ece, cwr) in [(true, false), (true, true), (false, false), (false, true)] {
+            let mut t = established_with(&with_ecn(mode), syn_ack_ecn(ece, cwr));
+            let want = asks && ece && !cwr;
+            assert_eq!(t.ecn.is_on(), want, "{mode:?} SYN-ACK ece {ece} cwr {cwr}");
+            assert_eq!(data_is_ect(&mut t), want);
+        }
+    }
+}
+
+/// RFC 3168 §6.1.1: "If a host has received an ECN-setup SYN packet, then
+/// it MAY send an ECN-setup SYN-ACK packet"; "A host MUST NOT set ECE on
+/// SYN-ACK packets if it has not received an ECN-setup SYN" (a SYN with
+/// ECE alone is not one). `Accept` (Linux's default) agrees when asked.
+#[test]
+fn passive_open_answers_an_ecn_setup_syn_with_ece_alone_unless_ecn_is_off() {
+    for mode in [EcnMode::Off, EcnMode::Accept, EcnMode::On] {
+        for (ece, cwr) in [(true, true), (true, false), (false, true), (false, false)] {
+            let syn = Repr {
+                ece,
+                cwr,
+                ..client_syn()
+            };
+            let (mut t, out) = syn_received(&with_ecn(mode), syn);
+            let agree = ece && cwr && mode != EcnMode::Off;
+            let r = &out[0].repr;
+            assert_eq!(
+                (r.ece, r.cwr),
+                (agree, false),
+                "{mode:?} ece {ece} cwr {cwr}"
+            );
+            assert!(!out[0].ect, "a SYN-ACK is not ECT");
+            input(&mut t, ms(100), ack(IRS + 1, ISS + 1), Message::new());
+            assert_eq!(t.state, State::Established);
+            assert_eq!(data_is_ect(&mut t), agree);
+        }
+    }
+}
+
+/// RFC 3168 §6.1.4: "pure ACK packets ... MUST NOT" be ECT; §6.1.5:
+/// "the TCP data sender MUST NOT set either ECT codepoint in the IP
+/// header" of retransmitted data packets.
+#[test]
+fn only_new_data_is_ect_never_pure_acks_or_retransmissions() {
+    let mut t = ecn_established();
+    t.write(bytes(3 * MSS));
+    let out = output(&mut t, ms(100));
+    assert_eq!(out.len(), 3);
+    assert!(out.iter().all(|s| s.ect));
+    let (_, out) = input(&mut t, ms(110), data(IRS + 1, 10), bytes(10));
+    assert_eq!(out.len(), 1);
+    assert!(out[0].payload.is_empty() && !out[0].ect, "pure ACK not ECT");
+    let (_, out) = timer(&mut t, ms(400));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].repr.seq_number, ISS + 1);
+    assert!(!out[0].ect, "a retransmission is not ECT");
+}
+
+/// A data segment from the peer: `n` bytes at `seq`, acknowledging our SYN.
+fn data(seq: SeqNumber, n: usize) -> Repr {
+    Repr {
+        payload_len: n,
+        ..ack(seq, ISS + 1)
+    }
+}
+
+fn input_ip(t: &mut Tcb, now: Time, r: Repr, payload: Message, ip_ecn: u8) -> Vec<Segment> {
+    let mut out = Vec::new();
+    t.input_ecn(now, &r, ip_ecn, payload, &mut out);
+    out
+}
+
+/// RFC 3168 §6.1.3: "If the CE codepoint is set on a received data packet,
+/// the receiving TCP sets ECE in every subsequent ACK until it receives a
+/// CWR packet"; "after receiving a CWR packet, the data receiver ... stops
+/// setting ECE" unless the CWR packet is CE-marked itself. The first CE is
+/// ACKed at once (Linux's quick-ACK), not after the delayed-ACK timer.
+#[test]
+fn the_receiver_echoes_ce_on_every_ack_until_it_sees_cwr() {
+    let mut t = ecn_established();
+    let mut seq = IRS + 1;
+    let mut recv = |t: &mut Tcb, at: u64, ip: u8, cwr: bool| {
+        let r = Repr {
+            cwr,
+            ..data(seq, MSS)
+        };
+        seq += MSS;
+        input_ip(t, ms(at), r, bytes(MSS), ip)
+    };
+    assert!(recv(&mut t, 200, ECT0, false).is_empty(), "delayed ACK");
+    let out = recv(&mut t, 201, CE, false);
+    assert_eq!(out.len(), 1, "CE is acknowledged at once");
+    assert!(out[0].repr.ece);
+    assert_eq!(t.stats().ce_received, 1);
+    // Unmarked segments: every ACK still carries ECE.
+    assert!(recv(&mut t, 202, ECT0, false).is_empty());
+    let out = recv(&mut t, 203, ECT0, false);
+    assert_eq!(out.len(), 1);
+    assert!(out[0].repr.ece, "ECE until CWR");
+    let (_, out) = {
+        let r = recv(&mut t, 204, ECT0, false);
+        assert!(r.is_empty());
+        timer(&mut t, ms(300))
+    };
+    assert!(out[0].repr.ece, "a delayed ACK echoes too");
+    // Our own data carries ECE as well (it is an ACK).
+    t.write(bytes(10));
+    let out = output(&mut t, ms(301));
+    assert!(out[0].repr.ece && out[0].ect);
+    // CWR that is itself CE: the echo goes on.
+    let out = recv(&mut t, 310, CE, true);
+    assert!(out[0].repr.ece);
+    assert_eq!(t.stats().ce_received, 2);
+    // A plain CWR ends it.
+    recv(&mut t, 311, ECT0, true);
+    let out = recv(&mut t, 312, ECT0, false);
+    assert_eq!(out.len(), 1);
+    assert!(!out[0].repr.ece, "no ECE after CWR");
+}
+
+/// RFC 3168 §6.1.2: on ECE "the congestion window is halved and the
+/// slow-start threshold is reduced", "the TCP source ... should not react
+/// to congestion indications more than once every window of data", no
+/// data is retransmitted, and "the TCP sender sets the CWR flag in the TCP
+/// header of the first new data packet sent after the window reduction".
+#[test]
+fn ece_reduces_the_window_once_per_window_and_the_next_new_data_carries_cwr() {
+    let mut t = ecn_established();
+    t.write(bytes(20 * MSS));
+    let out = output(&mut t, ms(100));
+    assert_eq!(out.len(), 10, "initial window");
+    assert!(out.iter().all(|s| s.ect && !s.repr.cwr));
+    let ece = |a: SeqNumber| Repr {
+        ece: true,
+        ..ack(IRS + 1, a)
+    };
+    // First ECE: 9 segments in flight after the ACK, NewReno halves it.
+    let (_, out) = input(&mut t, ms(200), ece(ISS + 1 + MSS), Message::new());
+    assert_eq!(t.stats().ecn_reductions, 1);
+    assert_eq!(t.stats().ece_received, 1);
+    assert_eq!(t.cc.window(), (9 * MSS / 2) as u64);
+    assert_eq!(t.cc.ssthresh(), (9 * MSS / 2) as u64);
+    assert!(out.is_empty(), "pipe above the window: nothing sent");
+    assert_eq!(t.stats().retransmitted_segments, 0, "no retransmission");
+    // More ECEs for the same window: no further reduction.
+    for i in 2..=5 {
+        input(
+            &mut t,
+            ms(200 + i),
+            ece(ISS + 1 + i as usize * MSS),
+            Message::new(),
+        );
+    }
+    assert_eq!(t.stats().ecn_reductions, 1);
+    assert_eq!(t.stats().ece_received, 5);
+    // The window opened: the first new segment carries CWR, later ones not.
+    let (_, out) = input(&mut t, ms(206), ece(ISS + 1 + 7 * MSS), Message::new());
+    assert_eq!(out.len(), 1, "3 in flight, window 4.5 segments: 1 full one");
+    assert!(out[0].repr.cwr, "CWR on the first new data segment");
+    let (_, out) = input(&mut t, ms(207), ece(ISS + 1 + 8 * MSS), Message::new());
+    assert!(!out.is_empty() && out.iter().all(|s| !s.repr.cwr && s.ect));
+    // The ACK of everything sent before the reduction still echoes (the
+    // receiver had not seen CWR): not new congestion.
+    input(&mut t, ms(210), ece(ISS + 1 + 10 * MSS), Message::new());
+    assert_eq!(t.stats().ecn_reductions, 1);
+    // An ECE acknowledging data sent after the reduction: a new window.
+    input(&mut t, ms(300), ece(ISS + 1 + 11 * MSS), Message::new());
+    assert_eq!(t.stats().ecn_reductions, 2);
+    assert_eq!(t.stats().retransmitted_segments, 0);
+}
+
+/// RFC 3168 §6.1.2: the response to ECE is that to a loss, and a sender in
+/// fast recovery has reduced already ("should not react to congestion
+/// indications more than once every window of data"); the first new data
+/// after the fast retransmit's reduction carries CWR.
+#[test]
+fn ece_during_fast_recovery_does_not_reduce_again() {
+    let mut t = ecn_established();
+    t.write(bytes(20 * MSS));
+    output(&mut t, ms(100));
+    for i in 0..3 {
+        input(&mut t, ms(200 + i), ack(IRS + 1, ISS + 1), Message::new());
+    }
+    assert_eq!(t.stats().fast_recoveries, 1);
+    let w = t.cc.window();
+    input(
+        &mut t,
+        ms(204),
+        Repr {
+            ece: true,
+            ..ack(IRS + 1, ISS + 1)
+        },
+        Message::new(),
+    );
+    assert_eq!(t.stats().ecn_reductions, 0);
+    assert_eq!(t.cc.window(), w);
+    // Full ACK ends recovery; new data goes out with CWR.
+    let (_, out) = input(
+        &mut t,
+        ms(300),
+        ack(IRS + 1, ISS + 1 + 10 * MSS),
+        Message::new(),
+    );
+    assert!(out[0].repr.cwr && out[0].ect);
+}
+
+// ----------------------------------------------------------------------
+// SACK scoreboard across a retransmission timeout
+// ----------------------------------------------------------------------
+
+/// A duplicate ACK of `una` carrying SACK blocks (segment numbers
+/// relative to ISS + 1, end exclusive).
+fn sack_ack(una: usize, blocks: &[(usize, usize)]) -> Repr {
+    let mut r = ack(IRS + 1, ISS + 1 + una * MSS);
+    for (i, (s, e)) in blocks.iter().enumerate() {
+        r.sack_ranges[i] = Some(((ISS + 1 + s * MSS).0, (ISS + 1 + e * MSS).0));
+    }
+    r
+}
+
+/// Ten segments out, segments 0 and 5 lost, the rest SACKed; the fast
+/// retransmissions are lost too. Returns the TCB just before its RTO and
+/// the retransmitted bytes so far.
+fn holes_0_and_5_then_rto_pending() -> (Tcb, u64) {
+    let mut t = established_with(
+        &with_sack(),
+        Repr {
+            sack_permitted: true,
+            ..syn_ack()
+        },
+    );
+    assert!(t.sack_enabled);
+    t.write(bytes(10 * MSS));
+    assert_eq!(output(&mut t, ms(100)).len(), 10);
+    input(&mut t, ms(200), sack_ack(0, &[(1, 2)]), Message::new());
+    input(&mut t, ms(201), sack_ack(0, &[(1, 5)]), Message::new());
+    input(
+        &mut t,
+        ms(202),
+        sack_ack(0, &[(6, 8), (1, 5)]),
+        Message::new(),
+    );
+    input(
+        &mut t,
+        ms(203),
+        sack_ack(0, &[(6, 10), (1, 5)]),
+        Message::new(),
+    );
+    assert_eq!(t.stats().fast_recoveries, 1);
+    let before = t.stats().retransmitted_bytes;
+    (t, before)
+}
+
+/// RFC 6675 §5.1: after a timeout the sender "SHOULD" (RFC 2018 §8: MAY)
+/// reset the scoreboard, but Linux keeps the SACK marks and resends only
+/// what is not SACKed (`tcp_timeout_mark_lost`), which is what we do:
+/// after the RTO only the two holes (segments 0 and 5) are resent, not the
+/// eight SACKed segments a go-back-N would resend after segment 0.
+#[test]
+fn after_an_rto_only_the_holes_below_sacked_data_are_retransmitted() {
+    let (mut t, before) = holes_0_and_5_then_rto_pending();
+    let at = t.deadline().unwrap();
+    let (_, out) = timer(&mut t, at);
+    assert_eq!(t.stats().timeouts, 1);
+    assert_eq!(out.len(), 1, "cwnd is one segment after the RTO");
+    assert_eq!(
+        (out[0].repr.seq_number, out[0].payload.len()),
+        (ISS + 1, MSS)
+    );
+    // The receiver holds 1–4: its ACK jumps to segment 5.
+    let (_, out) = input(
+        &mut t,
+        at + Duration::from_millis(100),
+        sack_ack(5, &[(6, 10)]),
+        Message::new(),
+    );
+    let seqs: Vec<_> = out
+        .iter()
+        .filter(|s| !s.payload.is_empty())
+        .map(|s| s.repr.seq_number)
+        .collect();
+    assert_eq!(seqs, vec![ISS + 1 + 5 * MSS], "only the hole at 5, not 6–9");
+    input(
+        &mut t,
+        at + Duration::from_millis(200),
+        sack_ack(10, &[]),
+        Message::new(),
+    );
+    assert_eq!(t.snd_una, ISS + 1 + 10 * MSS);
+    assert_eq!(
+        t.stats().retransmitted_bytes - before,
+        2 * MSS as u64,
+        "two holes resent after the RTO"
+    );
+    assert_eq!(
+        t.stats().fast_recoveries,
+        1,
+        "no fast recovery after the RTO"
+    );
+}
+
+/// A second timeout without progress means the receiver may have reneged
+/// on its SACKs (RFC 2018 §8: "the data sender MUST NOT discard data ...
+/// until it is cumulatively acknowledged"): the scoreboard is forgotten and
+/// everything from SND.UNA is resent.
+#[test]
+fn a_second_rto_without_progress_forgets_the_scoreboard() {
+    let (mut t, _) = holes_0_and_5_then_rto_pending();
+    let at = t.deadline().unwrap();
+    timer(&mut t, at);
+    assert!(t.scoreboard.sacked_bytes() > 0, "kept across the first RTO");
+    let at = t.deadline().unwrap();
+    timer(&mut t, at);
+    assert_eq!(t.stats().timeouts, 2);
+    assert_eq!(t.scoreboard.sacked_bytes(), 0, "dropped at the second");
+}
+
+// ----------------------------------------------------------------------
+// PAWS (RFC 7323 §5)
+// ----------------------------------------------------------------------
+
+/// ESTABLISHED with timestamps; the peer's SYN-ACK had TSval 777.
+fn with_timestamps() -> Tcb {
+    let cfg = TcpConfig {
+        timestamps: true,
+        ..plain()
+    };
+    let t = established_with(
+        &cfg,
+        Repr {
+            timestamp: Some((777, 1)),
+            ..syn_ack()
+        },
+    );
+    assert!(t.ts_enabled);
+    t
+}
+
+/// A data segment from the peer at `seq` with `n` bytes and TSval `tsval`.
+fn stamped(seq: SeqNumber, n: usize, tsval: u32) -> Repr {
+    Repr {
+        timestamp: Some((tsval, 1)),
+        ..data(seq, n)
+    }
+}
+
+/// RFC 7323 §5.3 R1: "If there is a Timestamps option in the arriving
+/// segment, SEG.TSval < TS.Recent, TS.Recent is valid ..., and the RST bit
+/// is not set, then treat the arriving segment as not acceptable: Send an
+/// acknowledgment in reply ... and drop the segment." R3: TS.Recent is
+/// not moved by it.
+#[test]
+fn paws_drops_an_in_window_segment_with_an_older_timestamp_and_acks() {
+    let mut t = with_timestamps();
+    let (_, out) = input(&mut t, ms(150), stamped(IRS + 1, 100, 776), bytes(100));
+    assert_one_ack(&out, ISS + 1, IRS + 1);
+    assert_eq!(
+        out[0].repr.timestamp.map(|ts| ts.1),
+        Some(777),
+        "echo unchanged"
+    );
+    assert_eq!((t.rcv_nxt, t.ts_recent), (IRS + 1, 777));
+    assert_eq!(t.stats().paws_rejected, 1);
+    assert_eq!(t.stats.bytes_received, 0);
+    // The same bytes with a current timestamp are taken.
+    input(&mut t, ms(151), stamped(IRS + 1, 100, 900), bytes(100));
+    assert_eq!((t.rcv_nxt, t.ts_recent), (IRS + 101, 900));
+    assert_eq!(t.stats().paws_rejected, 1);
+}
+
+/// RFC 7323 §5.3 R1 exempts RSTs ("and the RST bit is not set"), and
+/// timestamps compare modulo 2^32 (§5.2: "TSval ... are to be compared
+/// ... using 32-bit unsigned arithmetic ... 'wraparound'").
+#[test]
+fn paws_spares_resets_and_compares_timestamps_modulo_2_to_the_32() {
+    let mut t = with_timestamps();
+    t.ts_recent = u32::MAX - 10;
+    input(&mut t, ms(150), stamped(IRS + 1, 10, 5), bytes(10));
+    assert_eq!(t.stats().paws_rejected, 0, "5 is after 2^32 - 11");
+    assert_eq!(t.ts_recent, 5);
+    let rst = Repr {
+        control: Control::Rst,
+        timestamp: Some((1, 1)),
+        ..seg(Control::Rst, IRS + 11, None)
+    };
+    let (fx, _) = input(&mut t, ms(160), rst, Message::new());
+    assert_eq!(t.stats().paws_rejected, 0);
+    assert!(fx.closed, "an exact RST with an old timestamp still resets");
+}
+
+/// RFC 7323 §5.5: "If a connection remains idle for more than 24 days
+/// [2^31 ticks of a 1 ms clock] ... TS.Recent is invalid" — our limit is
+/// 2^31 ticks of our 1 µs clock (see `paws.rs`): after it, an older TSval
+/// (the peer's clock wrapped) is accepted and becomes TS.Recent.
+#[test]
+fn paws_ignores_ts_recent_after_the_idle_limit() {
+    let mut t = with_timestamps();
+    input(&mut t, ms(150), stamped(IRS + 1, 10, 1_000), bytes(10));
+    let just_before = ms(149) + super::super::paws::IDLE_LIMIT;
+    input(&mut t, just_before, stamped(IRS + 11, 10, 999), bytes(10));
+    assert_eq!(t.stats().paws_rejected, 1, "still valid");
+    let after = ms(150) + super::super::paws::IDLE_LIMIT;
+    input(&mut t, after, stamped(IRS + 11, 10, 999), bytes(10));
+    assert_eq!(t.stats().paws_rejected, 1, "invalid after the idle limit");
+    assert_eq!((t.rcv_nxt, t.ts_recent), (IRS + 21, 999));
+}
