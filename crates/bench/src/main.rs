@@ -157,6 +157,20 @@ enum Cmd {
         #[arg(long)]
         flows: std::path::PathBuf,
     },
+    /// FatTree(k), 100 Mbit/s links, N CUBIC flows application-limited
+    /// to a rate, for a simulated duration (Days Fig. 4b/4c).
+    FattreeCubic {
+        #[arg(long, default_value_t = 64)]
+        k: u32,
+        #[arg(long, default_value_t = 128)]
+        flows: u32,
+        /// Per-flow application rate, bit/s.
+        #[arg(long, default_value_t = 10_000_000)]
+        rate: u64,
+        /// Simulated seconds.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+    },
     /// Builds a generated topology and its routes; pings P host pairs.
     Topology {
         /// fattree
@@ -226,6 +240,12 @@ fn main() {
         } => tcp_bulk(bytes, bandwidth, latency_ns, loss, real, &congestion),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
         Cmd::Fattree { k, flows } => fattree::run(k, &flows),
+        Cmd::FattreeCubic {
+            k,
+            flows,
+            rate,
+            seconds,
+        } => topology::fat_tree_cubic(k, flows, rate, seconds),
         Cmd::Topology { kind, k, pings } => match kind.as_str() {
             "fattree" => topology::fat_tree(k, pings),
             other => {

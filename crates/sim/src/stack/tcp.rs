@@ -835,8 +835,10 @@ mod tests {
         // allocator's rounding, the demux index and the socket table):
         // the structures an idle connection holds stay within 640 bytes
         // (888 before the cold state went behind pointers and the timers
-        // and RTT estimators into one word each).
-        assert!(total <= 640, "{total} bytes per idle connection");
-        assert!(size_of::<TcpSock>() <= 520, "{}", size_of::<TcpSock>());
+        // and RTT estimators into one word each; 640 before ECN, PAWS's
+        // TS.Recent age, the post-RTO recovery point and HyStart++ added
+        // 40 bytes).
+        assert!(total <= 680, "{total} bytes per idle connection");
+        assert!(size_of::<TcpSock>() <= 552, "{}", size_of::<TcpSock>());
     }
 }
