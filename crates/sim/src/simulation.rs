@@ -308,6 +308,12 @@ impl Simulation {
         let n = &mut w.networks[net as usize];
         let port = n.add_port(m, iface);
         n.ip_to_port.insert(u32::from(ip), port);
+        if n.cfg.kind == crate::net::NetworkKind::Link {
+            w.link_neighbours
+                .entry(u32::from(ip))
+                .or_default()
+                .push((net, port));
+        }
         w.machines[m as usize].ifaces.push(Iface { net, port, ip });
         if w.routing.auto.is_some() {
             w.routing.dirty = true;

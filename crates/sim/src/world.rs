@@ -83,6 +83,11 @@ pub(crate) struct World {
     pub routing: crate::stack::route::Routing,
     /// TTL of datagrams machines originate (`net.ipv4.ip_default_ttl`).
     pub default_ttl: u8,
+    /// Point-to-point link endpoints by IPv4 address: the links (network,
+    /// port) that carry the address. Lets a router with many interfaces
+    /// find a neighbour on its links without a hash lookup per interface
+    /// (see `stack::ipv4::route_flow`).
+    pub link_neighbours: rustc_hash::FxHashMap<u32, smallvec::SmallVec<[(NetId, u32); 1]>>,
     /// Egress-queue drops by (network, `port << 1 | dir`, reason).
     pub queue_drops: BTreeMap<(NetId, u32, DropReason), u64>,
     /// Record egress-queue occupancy time series.
@@ -134,6 +139,7 @@ impl World {
             conns: Default::default(),
             routing: Default::default(),
             default_ttl: crate::stack::ipv4::DEFAULT_TTL,
+            link_neighbours: Default::default(),
             queue_drops: BTreeMap::new(),
             queue_trace: false,
             queue_series: BTreeMap::new(),

@@ -60,6 +60,10 @@ pub(crate) struct Route {
 }
 
 /// Finds the interface and next hop for `dst`.
+/// Interfaces above which [`route_flow`] looks neighbours up in the link
+/// index rather than in every interface's network.
+const MANY_IFACES: usize = 8;
+
 pub(crate) fn route(w: &World, m: MachineId, dst: Ipv4Addr) -> Result<Route, SocketError> {
     route_flow(w, m, dst, None)
 }
@@ -102,8 +106,21 @@ pub(crate) fn route_flow(
             mtu: mtu_of(first.net),
         });
     }
+    // A neighbour on a directly connected network: the first interface
+    // whose network has `dst`. A machine with many interfaces (a switch
+    // of a fat tree) checks its links against the link index instead of
+    // one hash lookup per interface; the answer is the same.
+    let on_links =
+        (machine.ifaces.len() > MANY_IFACES).then(|| w.link_neighbours.get(&u32::from(dst)));
     for (i, ifc) in machine.ifaces.iter().enumerate() {
-        if let Some(&port) = w.networks[ifc.net as usize].ip_to_port.get(&u32::from(dst)) {
+        let n = &w.networks[ifc.net as usize];
+        let port = match on_links {
+            Some(links) if n.cfg.kind == crate::net::NetworkKind::Link => links
+                .and_then(|l| l.iter().find(|&&(net, _)| net == ifc.net))
+                .map(|&(_, port)| port),
+            _ => n.ip_to_port.get(&u32::from(dst)).copied(),
+        };
+        if let Some(port) = port {
             return Ok(Route {
                 iface: i as u16,
                 src: ifc.ip,
