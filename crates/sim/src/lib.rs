@@ -91,4 +91,4 @@ pub use stack::icmp_limit::IcmpRateLimit;
 pub use stack::tcp::keepalive::Keepalive;
 pub use stack::tcp::tcb::State as TcpState;
 pub use stack::tcp::trace::{Sample, Sampling, Series};
-pub use stack::tcp::{EcnMode, TcpConfig, TcpStats};
+pub use stack::tcp::{EcnMode, LossDetection, TcpConfig, TcpStats};

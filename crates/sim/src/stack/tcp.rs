@@ -52,6 +52,7 @@ pub(crate) mod deadline;
 pub mod ecn;
 pub mod keepalive;
 pub(crate) mod paws;
+pub mod rack;
 pub(crate) mod tcb;
 pub mod trace;
 
@@ -75,6 +76,7 @@ use std::time::Duration;
 use tcb::{Effects, Segment, State, Tcb};
 
 pub use ecn::EcnMode;
+pub use rack::LossDetection;
 pub use tcb::TcpStats;
 
 /// TCP settings of a simulation (see the module table for defaults).
@@ -97,6 +99,9 @@ pub struct TcpConfig {
     pub initial_window_segments: u64,
     /// Explicit Congestion Notification (RFC 3168): Linux's `tcp_ecn`.
     pub ecn: EcnMode,
+    /// Loss detection: RACK-TLP (RFC 8985, the default, as Linux) or the
+    /// RFC 6675 duplicate-ACK threshold (Linux's `tcp_recovery`).
+    pub loss_detection: LossDetection,
 }
 
 impl Default for TcpConfig {
@@ -116,6 +121,7 @@ impl Default for TcpConfig {
             congestion: Algorithm::Cubic,
             initial_window_segments: 10,
             ecn: EcnMode::Accept,
+            loss_detection: LossDetection::Rack,
         }
     }
 }
@@ -128,6 +134,7 @@ pub(crate) struct SockOpts {
     pub rcvbuf: Option<usize>,
     pub congestion: Option<Algorithm>,
     pub ecn: Option<EcnMode>,
+    pub loss_detection: Option<LossDetection>,
     pub nodelay: bool,
     pub reuseaddr: bool,
     pub keepalive: Option<keepalive::Keepalive>,
@@ -143,6 +150,7 @@ impl SockOpts {
             && self.rcvbuf.is_none()
             && self.congestion.is_none()
             && self.ecn.is_none()
+            && self.loss_detection.is_none()
         {
             return w.tcp.clone();
         }
@@ -151,6 +159,7 @@ impl SockOpts {
         cfg.rcvbuf = self.rcvbuf.unwrap_or(cfg.rcvbuf);
         cfg.congestion = self.congestion.unwrap_or(cfg.congestion);
         cfg.ecn = self.ecn.unwrap_or(cfg.ecn);
+        cfg.loss_detection = self.loss_detection.unwrap_or(cfg.loss_detection);
         Rc::new(cfg)
     }
 

@@ -198,12 +198,12 @@ fn heavy_loss_keeps_the_rtt_estimate_near_the_path_rtt() {
     assert!(o.sender.srtt_ns < 42_000_000, "{:?}", o.sender);
 }
 
-#[test]
-fn a_sender_gives_up_after_max_retries_consecutive_timeouts() {
-    // Regression: the limit used to count every timeout of the connection
-    // and also wait for the RTO to reach its 120 s cap, so a long lossy
-    // transfer died early and a dead peer was noticed late. Like Linux,
-    // the count now restarts whenever an ACK makes progress.
+/// A client writes to a server whose machine died after reading: returns
+/// the client's error, how long it took to give up after its second
+/// write, and its statistics then.
+fn write_to_a_dead_peer(
+    loss_detection: elvis_sim::LossDetection,
+) -> (Option<elvis_sim::SocketError>, u64, TcpStats) {
     let mut sim = Simulation::new(1);
     let net = sim.add_network(path());
     let a = sim.add_group("client", None, Protocols::UDP_TCP).unwrap();
@@ -212,6 +212,7 @@ fn a_sender_gives_up_after_max_retries_consecutive_timeouts() {
     sim.attach(b, net, nth_ip(1)).unwrap();
     sim.set_tcp_config(TcpConfig {
         max_retries: 3,
+        loss_detection,
         ..TcpConfig::default()
     });
     sim.spawn(b, "server", |h: Host| async move {
@@ -232,16 +233,41 @@ fn a_sender_gives_up_after_max_retries_consecutive_timeouts() {
         s.write_all(b"anyone?".to_vec()).await?;
         let r = s.recv(10).await;
         s2.borrow_mut()
-            .push((r.err(), start, h.now(), s.stats()?.timeouts));
+            .push((r.err(), (h.now() - start).as_nanos() as u64, s.stats()?));
         Ok(())
     });
     sim.run();
-    let (err, start, end, timeouts) = seen.borrow()[0].clone();
+    let seen = seen.borrow()[0].clone();
+    seen
+}
+
+#[test]
+fn a_sender_gives_up_after_max_retries_consecutive_timeouts() {
+    // Regression: the limit used to count every timeout of the connection
+    // and also wait for the RTO to reach its 120 s cap, so a long lossy
+    // transfer died early and a dead peer was noticed late. Like Linux,
+    // the count now restarts whenever an ACK makes progress.
+    // RFC 6675 loss detection: the timeline is the RTO's alone.
+    let (err, elapsed, st) = write_to_a_dead_peer(elvis_sim::LossDetection::Rfc6675);
     assert_eq!(err, Some(elvis_sim::SocketError::TimedOut));
     // RTO = 200 ms (the minimum; the path RTT is 2 ms), doubled after each
     // of the 3 retransmissions; the 4th expiry gives up: 0.2·(1+2+4+8) s.
-    assert_eq!(timeouts, 4);
-    assert_eq!((end - start).as_nanos(), 3_000_000_000);
+    assert_eq!(st.timeouts, 4);
+    assert_eq!(st.tlp_probes, 0);
+    assert_eq!(elapsed, 3_000_000_000);
+}
+
+#[test]
+fn a_dead_peer_gets_one_tail_loss_probe_before_the_timeouts() {
+    // RFC 8985 §7.2: with one segment in flight the probe timeout is
+    // PTO = 2·SRTT + max ACK delay (our receivers' 40 ms delayed ACK);
+    // §7.3: after the probe the RTO is armed afresh, and then backs off as
+    // before: PTO + 0.2·(1+2+4+8) s. Only one probe per episode.
+    let (err, elapsed, st) = write_to_a_dead_peer(elvis_sim::LossDetection::Rack);
+    assert_eq!(err, Some(elvis_sim::SocketError::TimedOut));
+    assert_eq!((st.timeouts, st.tlp_probes), (4, 1));
+    let pto = 2 * st.srtt_ns + 40_000_000;
+    assert_eq!(elapsed, pto + 3_000_000_000);
 }
 
 #[test]

@@ -15,11 +15,16 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK. The SACK
 //! scoreboard survives a retransmission timeout (as in Linux), so the
 //! resend after it skips SACKed data; ECN (RFC 3168) lives in `ecn.rs`.
+//! By default (as Linux) losses are detected by RACK-TLP (RFC 8985,
+//! `../rack.rs`, hooked in by `tcb/loss.rs`) instead of the duplicate-ACK
+//! threshold and FACK marking: per-segment transmit times, a reordering
+//! timer and a tail loss probe.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
 use super::deadline::Deadline;
 use super::ecn::{EcnState, Reaction};
 use super::keepalive::{self, KeepaliveTimer};
+use super::rack::Rack;
 use super::TcpConfig;
 use crate::socket::SocketError;
 use elvis_kernel::Time;
@@ -77,6 +82,11 @@ pub struct TcpStats {
     /// Segments dropped by PAWS: a timestamp older than TS.Recent (RFC
     /// 7323 §5.3 R1).
     pub paws_rejected: u64,
+    /// Tail loss probes sent (RFC 8985 §7.3).
+    pub tlp_probes: u64,
+    /// Losses a tail loss probe repaired, each answered by one window
+    /// reduction (RFC 8985 §7.4).
+    pub tlp_recoveries: u64,
 }
 
 /// The counters a connection keeps: [`TcpStats`] less the fields read from
@@ -107,6 +117,8 @@ pub(crate) struct LossCounters {
     pub ece_received: u64,
     pub ecn_reductions: u64,
     pub paws_rejected: u64,
+    pub tlp_probes: u64,
+    pub tlp_recoveries: u64,
 }
 
 impl Counters {
@@ -207,13 +219,16 @@ pub(crate) struct Tcb {
     /// The retransmission of `snd_una` in this recovery: (its sequence
     /// number, `snd_max` when it was sent), to detect its loss.
     rexmit_mark: Option<(SeqNumber, SeqNumber)>,
+    /// RACK-TLP state (RFC 8985, `rack.rs`), while data is in flight.
+    rack: Option<Box<Rack>>,
     // Timers (deadlines).
     rto_at: Deadline,
     delack_at: Deadline,
     persist_at: Deadline,
     timewait_at: Deadline,
-    persist_backoff: u32,
-    syn_retries: u32,
+    /// (Small integers: the TCB's size is a memory contract.)
+    persist_backoff: u8,
+    syn_retries: u16,
     /// Consecutive retransmission timeouts since `snd_una` last advanced.
     retries: u32,
     /// Segments received since our last ACK.
@@ -320,6 +335,7 @@ impl Tcb {
             rexmit_next: iss,
             rexmit_bytes_in_recovery: 0,
             rexmit_mark: None,
+            rack: None,
             rto_high: None,
             rto_at: Deadline::NONE,
             delack_at: Deadline::NONE,
@@ -531,6 +547,9 @@ impl Tcb {
     /// Returns the data sent and still in the network, RFC 6675 "pipe"
     /// (FACK-style: holes below the highest SACK are lost).
     fn pipe(&self) -> usize {
+        if let (Some(_), Some(p)) = (self.recovery, self.rack_pipe()) {
+            return p;
+        }
         let outstanding = (self.snd_max - self.snd_una).max(0) as usize;
         match (self.recovery, self.scoreboard.highest()) {
             (Some(_), Some(high)) => {
@@ -677,6 +696,7 @@ impl Tcb {
         self.send_new_data(now, out);
         self.send_fin(now, out);
         self.flush_ack(now, out);
+        self.loss_rearm(now);
     }
 
     fn push(&mut self, seg: Segment, now: Time, out: &mut Vec<Segment>, is_retransmit: bool) {
@@ -686,6 +706,7 @@ impl Tcb {
             self.budget = self.budget.saturating_sub(1);
         }
         self.stats.bytes_sent += len as u64;
+        self.loss_on_send(seg.repr.seq_number, len, now);
         if is_retransmit {
             self.stats.loss().retransmitted_segments += 1;
             self.stats.loss().retransmitted_bytes += len as u64;
@@ -807,6 +828,9 @@ impl Tcb {
     /// In SACK recovery, retransmits holes while the pipe allows
     /// (RFC 6675 §5 step (C)).
     fn retransmit_holes(&mut self, now: Time, out: &mut Vec<Segment>) {
+        if self.rack_on() {
+            return self.rack_retransmit(now, out, false);
+        }
         let smss = self.smss();
         while self.pipe() + smss <= self.cc.window() as usize {
             if self.budget == 0 {
@@ -936,9 +960,11 @@ impl Tcb {
             self.persist_at = Deadline::NONE;
             self.zero_window_probe(now, out);
         }
-        if self.rto_at.is_some_and(|t| t <= now) {
+        if let Some(fired) = self.rto_at.get().filter(|&t| t <= now) {
             self.rto_at = Deadline::NONE;
-            self.on_rto(now, out, &mut fx);
+            if !self.loss_timer(now, fired, out) {
+                self.on_rto(now, out, &mut fx);
+            }
         }
         if self.keepalive_deadline().is_some_and(|t| t <= now) {
             self.on_keepalive(now, out, &mut fx);
@@ -990,8 +1016,8 @@ impl Tcb {
         }
         self.stats.loss().timeouts += 1;
         if matches!(self.state, State::SynSent | State::SynReceived) {
-            self.syn_retries += 1;
-            if self.syn_retries > self.cfg.syn_retries {
+            self.syn_retries = self.syn_retries.saturating_add(1);
+            if u32::from(self.syn_retries) > self.cfg.syn_retries {
                 self.fail(SocketError::TimedOut, fx);
                 return;
             }
@@ -1015,6 +1041,7 @@ impl Tcb {
         self.rto_ns = nanos((self.rto() * 2).min(self.cfg.max_rto));
         self.recovery = None;
         self.rto_high = Some(self.snd_max);
+        self.loss_on_rto();
         if self.retries > 1 {
             // A second timeout without progress: the receiver may have
             // discarded data it SACKed (reneging, RFC 2018 §8), so forget
@@ -1563,26 +1590,18 @@ impl Tcb {
             let sack_loss = self.sack_enabled
                 && self.scoreboard.sacked_bytes() >= thresh * smss.min(outstanding.max(1))
                 && self.scoreboard.next_hole(self.snd_una).is_some();
+            // (With RACK, RACK alone marks losses: `loss_on_ack`.)
             if self.recovery.is_none()
                 && self.rto_high.is_none()
+                && !self.rack_on()
                 && (self.dupacks as usize >= thresh || sack_loss)
             {
-                // Enter fast recovery (RFC 6675 §5 / RFC 6582 §3.2 step 2).
-                self.stats.loss().fast_recoveries += 1;
-                self.recovery = Some(self.snd_max);
-                self.rexmit_bytes_in_recovery = 0;
-                self.rexmit_next = self.snd_una;
-                if !self.ecn.take_reduction() {
-                    // (An ECN reduction in progress counts for this loss
-                    // too: one reduction per window, as Linux.)
-                    self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
-                }
-                self.ecn.reduced(self.snd_max, false);
-                self.timed = None;
+                self.enter_recovery(now);
                 self.retransmit_first(now, out);
                 self.rto_at = Deadline::at(now + self.rto());
             }
         }
+        self.loss_on_ack(now, seg, payload_len, out);
         self.ecn_on_ack(now, seg, ack);
         // Lost retransmission (as Linux detects it): data sent after the
         // retransmission of snd_una was SACKed, yet snd_una is still
@@ -1591,7 +1610,11 @@ impl Tcb {
         if let (Some(_), Some((seq, sent_max)), Some(high)) =
             (self.recovery, self.rexmit_mark, self.scoreboard.highest())
         {
-            if seq == self.snd_una && ack == self.snd_una && high > sent_max + self.smss() {
+            if seq == self.snd_una
+                && ack == self.snd_una
+                && high > sent_max + self.smss()
+                && !self.rack_on()
+            {
                 self.rexmit_mark = None;
                 self.rexmit_next = self.snd_una;
                 self.stats.loss().lost_retransmissions += 1;
@@ -1612,6 +1635,22 @@ impl Tcb {
                 self.persist_backoff = 0;
             }
         }
+    }
+
+    /// Enters fast recovery (RFC 6675 §5 / RFC 6582 §3.2 step 2): the
+    /// recovery point is `snd_max`, the window is reduced once.
+    fn enter_recovery(&mut self, now: Time) {
+        self.stats.loss().fast_recoveries += 1;
+        self.recovery = Some(self.snd_max);
+        self.rexmit_bytes_in_recovery = 0;
+        self.rexmit_next = self.snd_una;
+        if !self.ecn.take_reduction() {
+            // (An ECN reduction in progress counts for this loss too: one
+            // reduction per window, as Linux.)
+            self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
+        }
+        self.ecn.reduced(self.snd_max, false);
+        self.timed = None;
     }
 
     /// The receiver's half of RFC 3168 §6.1.3 for an acceptable segment:
@@ -1714,6 +1753,8 @@ impl Tcb {
             ece_received: l.ece_received,
             ecn_reductions: l.ecn_reductions,
             paws_rejected: l.paws_rejected,
+            tlp_probes: l.tlp_probes,
+            tlp_recoveries: l.tlp_recoveries,
             rtt_samples: c.rtt_samples,
             srtt_ns: self.srtt().map_or(0, |d| d.as_nanos() as u64),
             min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),
@@ -1798,5 +1839,6 @@ pub(crate) fn rst_for(seg: &Repr, payload_len: usize) -> Repr {
 
 #[doc(hidden)]
 pub(crate) mod fuzz;
+mod loss;
 #[cfg(test)]
 mod tests;

@@ -32,7 +32,7 @@
 
 use super::{State, Tcb};
 use crate::stack::tcp::keepalive::{Keepalive, KeepaliveTimer};
-use crate::stack::tcp::{EcnMode, TcpConfig};
+use crate::stack::tcp::{EcnMode, LossDetection, TcpConfig};
 use elvis_kernel::Time;
 use elvis_message::Message;
 use elvis_tcpcc::Algorithm;
@@ -161,6 +161,13 @@ pub fn tcp_input(data: &[u8]) {
             EcnMode::On
         } else {
             EcnMode::Accept
+        },
+        // (A low nibble of 15 gives the same buffer as 0: it picks the
+        // RFC 6675 loss detection instead of RACK-TLP.)
+        loss_detection: if sizes & 0xf == 0xf {
+            LossDetection::Rfc6675
+        } else {
+            LossDetection::Rack
         },
         ..TcpConfig::default()
     };
