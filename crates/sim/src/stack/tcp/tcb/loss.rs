@@ -295,8 +295,15 @@ impl Tcb {
             }
             return;
         }
+        // When the RTO would fire (§7.2 caps the PTO there): the RTO the
+        // TCB armed (restarted by each ACK of new data, RFC 6298 §5.3), or
+        // when RACK holds the deadline, the oldest segment's transmission
+        // plus RTO (Linux's `tcp_rto_delta_us`).
         let head = r.head_xmit_ts().unwrap_or(now);
-        let rto_expire = (head + rto).max(now + std::time::Duration::from_nanos(1));
+        let rto_expire = match (ours, self.rto_at.get()) {
+            (false, Some(t)) => t,
+            _ => (head + rto).max(now + std::time::Duration::from_nanos(1)),
+        };
         let want = if let Some(t) = r.reo_at() {
             Some((t.max(now), Timer::Reo))
         } else if self.tlp_allowed(r) {

@@ -1771,3 +1771,199 @@ fn paws_ignores_ts_recent_after_the_idle_limit() {
     assert_eq!(t.stats().paws_rejected, 1, "invalid after the idle limit");
     assert_eq!((t.rcv_nxt, t.ts_recent), (IRS + 21, 999));
 }
+
+// ----------------------------------------------------------------------
+// RACK-TLP (RFC 8985)
+// ----------------------------------------------------------------------
+
+/// SACK on (RACK needs it), timestamps off, NewReno; ESTABLISHED with
+/// SRTT = min RTT = 100 ms, then `n` segments sent at 1 s.
+fn rack_sending(n: usize) -> Tcb {
+    let mut t = established_with(
+        &with_sack(),
+        Repr {
+            sack_permitted: true,
+            ..syn_ack()
+        },
+    );
+    assert!(t.rack_on(), "RACK-TLP is the default");
+    t.write(bytes(n * MSS));
+    assert_eq!(output(&mut t, ms(1000)).len(), n);
+    t
+}
+
+/// An ACK of everything below `ack` that SACKs `[from, to)`.
+fn sack(ack_to: SeqNumber, from: SeqNumber, to: SeqNumber) -> Repr {
+    Repr {
+        sack_ranges: [Some((from.0, to.0)), None, None, None],
+        ..ack(IRS + 1, ack_to)
+    }
+}
+
+/// RFC 8985 §7.2–7.3: the last segment of a flight is lost; the ACK of
+/// the others arms the probe timeout PTO = 2·SRTT + WCDelAckT (one segment
+/// in flight; our delayed-ACK time, 40 ms) = 240 ms, before the RTO (ACK +
+/// 250 ms), and on expiry the last segment is sent again — not after the
+/// RTO, and with no timeout counted.
+#[test]
+fn a_lost_tail_segment_is_repaired_by_a_probe_after_two_srtt_not_the_rto() {
+    let mut t = rack_sending(3);
+    let una = ISS + 1;
+    // Segments 1 and 2 are ACKed after 100 ms; segment 3 was lost.
+    let (_, out) = input(
+        &mut t,
+        ms(1100),
+        ack(IRS + 1, una + 2 * MSS),
+        Message::new(),
+    );
+    assert!(out.is_empty());
+    assert_eq!(t.rto(), ms(250) - Time::ZERO, "RTO = 100 + 4·37.5 ms");
+    assert_eq!(t.deadline(), Some(ms(1100 + 200 + 40)), "PTO, not the RTO");
+    let (_, out) = timer(&mut t, ms(1340));
+    assert_eq!(out.len(), 1, "one probe");
+    assert_eq!(out[0].repr.seq_number, una + 2 * MSS, "the last segment");
+    assert_eq!(out[0].payload.len(), MSS);
+    let st = t.stats();
+    assert_eq!((st.tlp_probes, st.timeouts), (1, 0));
+    // After the probe the RTO is armed (§7.3), not another probe.
+    assert_eq!(t.deadline(), Some(ms(1340 + 250)));
+    let (_, _) = input(
+        &mut t,
+        ms(1440),
+        ack(IRS + 1, una + 3 * MSS),
+        Message::new(),
+    );
+    assert_eq!(t.deadline(), None, "all acknowledged");
+    assert_eq!(t.stats().timeouts, 0);
+}
+
+/// RFC 8985 §7.4: a probe that retransmitted data and is followed by an
+/// ACK beyond `TLP.end_seq` (no DSACK, no duplicate ACK) repaired a loss:
+/// the window is reduced, once (Linux's `TCPLossProbeRecovery`).
+#[test]
+fn a_probe_that_repaired_a_loss_reduces_the_window_once() {
+    let mut t = rack_sending(3);
+    let una = ISS + 1;
+    input(
+        &mut t,
+        ms(1100),
+        ack(IRS + 1, una + 2 * MSS),
+        Message::new(),
+    );
+    timer(&mut t, ms(1340));
+    let ssthresh = t.cc.ssthresh();
+    // The probe's ACK ends at TLP.end_seq: nothing is known yet.
+    input(
+        &mut t,
+        ms(1440),
+        ack(IRS + 1, una + 3 * MSS),
+        Message::new(),
+    );
+    assert_eq!(t.stats().tlp_recoveries, 0);
+    // More data, and an ACK beyond TLP.end_seq.
+    t.write(bytes(2 * MSS));
+    assert_eq!(output(&mut t, ms(1500)).len(), 2);
+    let flight = 2 * MSS as u64;
+    input(
+        &mut t,
+        ms(1600),
+        ack(IRS + 1, una + 4 * MSS),
+        Message::new(),
+    );
+    assert_eq!(t.stats().tlp_recoveries, 1);
+    // NewReno: ssthresh = max(FlightSize / 2, 2·SMSS) (RFC 5681 (4)).
+    assert!(ssthresh > t.cc.ssthresh());
+    assert_eq!(t.cc.ssthresh(), (flight / 2).max(2 * MSS as u64));
+    let after = t.cc.ssthresh();
+    input(
+        &mut t,
+        ms(1601),
+        ack(IRS + 1, una + 5 * MSS),
+        Message::new(),
+    );
+    assert_eq!((t.stats().tlp_recoveries, t.cc.ssthresh()), (1, after));
+    assert_eq!(t.stats().fast_recoveries, 0);
+}
+
+/// RFC 8985 §6.2 step 5: segment 1 is missing while segment 2 (sent at
+/// the same time) is SACKed; with one segment SACKed the reordering window
+/// is min_RTT / 4 = 25 ms, so segment 1 is lost at its transmit time +
+/// RACK.rtt + reo_wnd = 1000 + 100 + 25 ms, when the reordering timer
+/// fires — not before, and without waiting for three duplicate ACKs.
+#[test]
+fn a_segment_lost_below_a_sacked_one_is_resent_after_rtt_plus_reo_wnd() {
+    let mut t = rack_sending(4);
+    let una = ISS + 1;
+    let (_, out) = input(
+        &mut t,
+        ms(1100),
+        sack(una, una + MSS, una + 2 * MSS),
+        Message::new(),
+    );
+    assert!(out.is_empty(), "not lost yet");
+    assert_eq!(t.deadline(), Some(ms(1125)), "the reordering timer");
+    let (_, out) = timer(&mut t, ms(1124));
+    assert!(out.is_empty());
+    let (_, out) = timer(&mut t, ms(1125));
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].repr.seq_number, out[0].payload.len()), (una, MSS));
+    assert_eq!(t.stats().fast_recoveries, 1);
+}
+
+/// RFC 8985 §3.3.2: reordering shorter than the reordering window is not
+/// loss. Segment 1 arrives 20 ms after segment 2 (< 25 ms): nothing is
+/// retransmitted and the reordering timer goes away.
+#[test]
+fn reordering_within_the_reordering_window_triggers_no_retransmission() {
+    let mut t = rack_sending(4);
+    let una = ISS + 1;
+    let (_, out) = input(
+        &mut t,
+        ms(1100),
+        sack(una, una + MSS, una + 2 * MSS),
+        Message::new(),
+    );
+    assert!(out.is_empty());
+    let (_, out) = input(
+        &mut t,
+        ms(1120),
+        ack(IRS + 1, una + 2 * MSS),
+        Message::new(),
+    );
+    assert!(
+        out.iter().all(|s| s.repr.seq_number >= una + 4 * MSS),
+        "no resend"
+    );
+    assert_eq!(t.stats().retransmitted_segments, 0);
+    assert_eq!(t.stats().fast_recoveries, 0);
+    assert!(
+        t.deadline().is_some_and(|d| d > ms(1125)),
+        "no reordering timer"
+    );
+}
+
+/// `rfc6675` keeps the old behaviour: no probe timer, the RTO alone.
+#[test]
+fn rfc6675_loss_detection_arms_no_probe_timer() {
+    let cfg = TcpConfig {
+        loss_detection: crate::stack::tcp::LossDetection::Rfc6675,
+        ..with_sack()
+    };
+    let mut t = established_with(
+        &cfg,
+        Repr {
+            sack_permitted: true,
+            ..syn_ack()
+        },
+    );
+    assert!(!t.rack_on());
+    t.write(bytes(3 * MSS));
+    output(&mut t, ms(1000));
+    input(
+        &mut t,
+        ms(1100),
+        ack(IRS + 1, ISS + 1 + 2 * MSS),
+        Message::new(),
+    );
+    assert_eq!(t.deadline(), Some(ms(1100 + 250)), "the RTO");
+}
