@@ -16,6 +16,7 @@ mod impairments;
 mod interop;
 mod qdisc;
 mod queues;
+mod rack;
 mod robustness;
 mod routing;
 mod sockets;

@@ -71,7 +71,8 @@ pub enum LossDetection {
     #[default]
     Rack,
     /// Duplicate-ACK threshold and SACK scoreboard (RFC 6675, with RFC 5827
-    /// early retransmit), no probe timeout: Linux's `tcp_recovery=0`.
+    /// early retransmit), no probe timeout (like Linux before 3.10; today's
+    /// Linux with `tcp_recovery=0` still sends tail loss probes).
     Rfc6675,
 }
 
@@ -397,7 +398,16 @@ impl Rack {
         if advanced {
             self.tlp_anchor = cx.now;
         }
-        for &(bs, be) in sacks {
+        // Step 3 wants the newly delivered segments "in ascending order of
+        // Segment.xmit_ts"; an ACK lists the newest block first, and a
+        // block below it may hold segments whose own ACK was lost, so go
+        // up the sequence space (originals were sent in that order).
+        let mut blocks = [(SeqNumber(0), SeqNumber(0)); 4];
+        let n = sacks.len().min(4);
+        blocks[..n].copy_from_slice(&sacks[..n]);
+        blocks[..n]
+            .sort_unstable_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        for &(bs, be) in &blocks[..n] {
             self.mark_sacked(bs, be, cx);
         }
         self.update_reo_wnd(cx);
@@ -744,6 +754,19 @@ mod tests {
         r.on_ack(&c, &[], false);
         assert_eq!(r.segs.front().map(|s| s.len()), Some(500));
         assert_eq!(r.last(), Some((seq(2), seq(3))));
+    }
+
+    /// RFC 8985 §6.2 step 3 ("in ascending order of Segment.xmit_ts"): an
+    /// ACK lists its newest SACK block first; a lower block holding
+    /// segments whose own ACK was lost is not reordering.
+    #[test]
+    fn sack_blocks_listed_newest_first_are_not_taken_for_reordering() {
+        let mut r = Rack::default();
+        send(&mut r, 0, 8, 0);
+        // The ACK SACKing segment 2 was lost; this one SACKs 6 (newest
+        // block first) and 2.
+        r.on_ack(&cx(10, 0, 8), &[(seq(6), seq(7)), (seq(2), seq(3))], false);
+        assert!(!r.reordering_seen);
     }
 
     /// RFC 8985 §6.2 step 4: a DSACK widens `reo_wnd` by one `min_rtt/4`
