@@ -22,6 +22,7 @@
 //! | congestion control | CUBIC, HyStart++ in the initial slow start | yes |
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
 //! | ECN ([`ecn`], RFC 3168) | accept when asked, never ask (`EcnMode::Accept`) | yes (`tcp_ecn=2`) |
+//! | loss detection ([`rack`]) | RACK-TLP (RFC 8985) with SACK; `rfc6675` selectable | yes (`tcp_recovery=1`) |
 //!
 //! TCP does not block on the NIC as a UDP sender does: its windows bound
 //! what it sends, and beyond [`NIC_LIMIT`] queued frames (Linux's default
@@ -36,8 +37,8 @@
 //! bound with it and not without, as on Linux.
 //!
 //! # Gaps
-//! RACK-TLP (RFC 8985): a lost tail segment, or a lost retransmission of a
-//! hole other than `snd_una`, waits for the RTO. RFC 5961 §5 (ACKs far below
+//! RACK-TLP's gaps are listed in [`rack`] (no DSACKs sent; go-back-N after
+//! an RTO). RFC 5961 §5 (ACKs far below
 //! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored. A
 //! retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux
 //! resends the SYN-ACK); the SYN-ACK's own timer resends it. Urgent data,
