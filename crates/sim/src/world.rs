@@ -251,6 +251,26 @@ pub(crate) fn try_with_world<R>(f: impl FnOnce(&mut World) -> R) -> Result<R, Un
     })
 }
 
+/// Runs `f` with the running world, or `unavailable` when there is none
+/// (or it is already borrowed), and returns what either returns.
+///
+/// The same as [`try_with_world`] for callers whose result is large (a
+/// socket call returning a received message): the result is built in
+/// place, not wrapped in a `Result` and moved out again.
+#[inline]
+pub(crate) fn with_world_or<R>(
+    f: impl FnOnce(&mut World) -> R,
+    unavailable: impl FnOnce(Unavailable) -> R,
+) -> R {
+    WORLD.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut guard) => match guard.as_mut() {
+            Some(world) => f(world),
+            None => unavailable(Unavailable::NotRunning),
+        },
+        Err(_) => unavailable(Unavailable::Busy),
+    })
+}
+
 /// Puts `world` into this thread's slot for the duration of a run.
 ///
 /// Returns the world back if another simulation is already running here.

@@ -69,7 +69,8 @@ pub(crate) fn send(
             return Ok(false);
         }
     }
-    let Some(mut msg) = payload.take() else {
+    // Sent from where it lies (no move of the message out of the future).
+    let Some(msg) = payload.as_mut() else {
         return Ok(true);
     };
     let repr = udp::Repr {
@@ -88,7 +89,8 @@ pub(crate) fn send(
     );
     w.stats.udp_sent += 1;
     let (dst, ttl) = (*to.ip(), w.default_ttl);
-    ipv4::send_tos(w, m, route, dst, IpProtocol::Udp, ttl, false, tos, &mut msg);
+    ipv4::send_tos(w, m, route, dst, IpProtocol::Udp, ttl, false, tos, msg);
+    *payload = None;
     Ok(true)
 }
 
@@ -141,12 +143,17 @@ pub(crate) fn receive(
         }
         return w.drop_packet(DropReason::NoSocket);
     };
-    if sock.rx_bytes + msg.len() > sock.rx_cap {
+    // The message is now exactly the payload (truncated to the UDP length,
+    // header removed): its length is known without walking its chunks.
+    let payload_len = len - udp::HEADER_LEN;
+    debug_assert_eq!(payload_len, msg.len());
+    if sock.rx_bytes + payload_len > sock.rx_cap {
         return w.drop_packet(DropReason::SocketBufferFull);
     }
-    sock.rx_bytes += msg.len();
+    sock.rx_bytes += payload_len;
     sock.rx.push_back(Datagram {
         from,
+        len: payload_len as u32,
         payload: std::mem::take(msg),
     });
     let waiter = sock.waiter.take();
