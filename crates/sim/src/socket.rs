@@ -484,6 +484,25 @@ impl Future for RecvFrom<'_> {
     type Output = Result<(Message, SocketAddrV4), SocketError>;
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         let (m, slot) = (self.sock.host.machine, self.sock.slot);
+        // Nothing queued (the common first poll, right after the task sent
+        // its request): register the task and return without building a
+        // result.
+        let parked = with_world_or(
+            |w| {
+                let task = current_task(w);
+                match w.machines[m as usize].sockets.get_mut(slot as usize) {
+                    Some(SocketSlot::Udp(s)) if s.rx.is_empty() && s.error.is_none() => {
+                        s.waiter = task;
+                        true
+                    }
+                    _ => false,
+                }
+            },
+            |_| false,
+        );
+        if parked {
+            return Poll::Pending;
+        }
         with_world_or(
             |w| {
                 let task = current_task(w);
