@@ -55,17 +55,11 @@ pub(crate) fn send(
         dport: to.port(),
     };
     let route = ipv4::route_flow(w, m, *to.ip(), Some(&flow))?;
-    let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
-    let room = ipv4::room(w, m, &route);
-    let ifc = w.machines[m as usize]
-        .ifaces
-        .get(route.iface as usize)
-        .copied();
-    if let Some(ifc) = ifc.filter(|_| route.next != ipv4::NextHop::Local) {
-        let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
-        if room < need.min(cap) {
+    if route.next != ipv4::NextHop::Local {
+        let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
+        if let Some((net, port)) = nic_full(w, m, route.iface, need) {
             let task = current_task(w);
-            w.networks[ifc.net as usize].ports[ifc.port as usize].waiter = task;
+            w.networks[net as usize].ports[port as usize].waiter = task;
             return Ok(false);
         }
     }
@@ -92,6 +86,15 @@ pub(crate) fn send(
     ipv4::send_tos(w, m, route, dst, IpProtocol::Udp, ttl, false, tos, msg);
     *payload = None;
     Ok(true)
+}
+
+/// Returns the NIC (network, port) of interface `iface` of machine `m` when
+/// it has no room for `need` frames (or, for a datagram of more fragments
+/// than the queue holds, is not empty).
+fn nic_full(w: &World, m: MachineId, iface: u16, need: u32) -> Option<(u32, u32)> {
+    let ifc = w.machines[m as usize].ifaces.get(iface as usize)?;
+    let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
+    (crate::net::nic_room(w, ifc.net, ifc.port) < need.min(cap)).then_some((ifc.net, ifc.port))
 }
 
 /// Checks an incoming datagram and queues it on the socket bound to its
