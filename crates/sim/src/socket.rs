@@ -139,7 +139,7 @@ pub struct EchoReply {
 }
 
 /// IP options of one echo request ([`IcmpSocket::send_echo_with`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EchoOptions {
     /// Time to live (`None`: the simulation's default, 64 unless
     /// [`crate::Simulation::set_default_ttl`] changed it).
@@ -154,15 +154,6 @@ impl EchoOptions {
         EchoOptions {
             ttl: Some(ttl),
             ..EchoOptions::default()
-        }
-    }
-}
-
-impl Default for EchoOptions {
-    fn default() -> Self {
-        EchoOptions {
-            ttl: None,
-            dont_fragment: false,
         }
     }
 }

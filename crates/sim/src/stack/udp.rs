@@ -72,7 +72,7 @@ pub(crate) fn send(
         dst_port: to.port(),
     };
     let mut sum = Checksum::new();
-    sum_message(&mut sum, &msg);
+    sum_message(&mut sum, msg);
     let header = msg.push_front(udp::HEADER_LEN);
     repr.emit_header(
         &mut udp::Packet::new_unchecked(header),
