@@ -562,12 +562,16 @@ fn instructions(scenario: Scenario, sockets: bool, scale: f64) -> Option<u64> {
     collected(&String::from_utf8_lossy(&out.stderr))
 }
 
-/// Parses callgrind's `==PID== Collected : N` line.
+/// Parses callgrind's `==PID== Collected : N` line (`None` for 0: the
+/// measured function was not found, so nothing was collected).
 fn collected(stderr: &str) -> Option<u64> {
-    stderr.lines().find_map(|l| {
-        let (_, n) = l.split_once("Collected :")?;
-        n.trim().parse().ok()
-    })
+    stderr
+        .lines()
+        .find_map(|l| {
+            let (_, n) = l.split_once("Collected :")?;
+            n.trim().parse().ok()
+        })
+        .filter(|&n| n > 0)
 }
 
 /// Runs the three scenarios; prints a table, returns the measurement.
@@ -680,6 +684,7 @@ mod tests {
         let err = "==12== Events    : Ir\n==12== Collected : 6248143\n==12==\n";
         assert_eq!(collected(err), Some(6_248_143));
         assert_eq!(collected("no valgrind here"), None);
+        assert_eq!(collected("==12== Collected : 0\n"), None);
     }
 
     #[test]
