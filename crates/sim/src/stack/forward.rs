@@ -157,24 +157,17 @@ pub(crate) fn forward_frame(w: &mut World, m: MachineId, iface: u16, frame: &mut
     if (ip[8] <= 1 && !keep_ttl) || dst.is_broadcast() || dst.is_multicast() || machine.owns(dst) {
         return false;
     }
-    let flow = flow_of(&b[ETH..], 20);
-    let Some(route) = fast_route(w, m, dst, &flow, len - ETH) else {
+    let flow = flow_of_header(ip, [b[ETH + 20], b[ETH + 21], b[ETH + 22], b[ETH + 23]]);
+    let Some((out, peer)) = fast_route(w, m, dst, &flow, len - ETH) else {
         return false;
     };
-    let NextHop::Neighbour(_, peer) = route.next else {
-        return false;
-    };
-    let out = w.machines[m as usize].ifaces[route.iface as usize];
     let c = &mut w.machines[m as usize].ext().forwarding;
-    let n = c
-        .len()
-        .max(iface as usize + 1)
-        .max(route.iface as usize + 1);
+    let n = c.len().max(usize::from(iface.max(out.iface)) + 1);
     if c.len() < n {
         grow(c, n);
     }
     c[iface as usize].received += 1;
-    c[route.iface as usize].forwarded += 1;
+    c[out.iface as usize].forwarded += 1;
     let Some(h) = frame.front_mut(ETH + 20) else {
         unreachable!("the frame is longer than its header");
     };
@@ -188,10 +181,20 @@ pub(crate) fn forward_frame(w: &mut World, m: MachineId, iface: u16, frame: &mut
     true
 }
 
-/// Returns the route of a datagram of `flow` and `len` bytes to `dst`
-/// when it can take the fast path: a neighbour, reached without ARP, on a
-/// network whose MTU it fits, through a NIC with room (or a queue
-/// discipline that decides).
+/// The egress of a fast-path frame: the outgoing interface, and where it
+/// plugs in.
+#[derive(Clone, Copy)]
+struct Egress {
+    iface: u16,
+    net: crate::net::NetId,
+    port: u32,
+}
+
+/// Returns the egress of a datagram of `flow` and `len` bytes to `dst`,
+/// and the next hop's port on its network, when the datagram can take the
+/// fast path: its route (the flow route, else [`ipv4::route_flow`]) names
+/// a neighbour reached without ARP on a network whose MTU it fits, through
+/// a NIC with room or whose queue discipline decides.
 #[inline]
 fn fast_route(
     w: &World,
@@ -199,20 +202,35 @@ fn fast_route(
     dst: Ipv4Addr,
     flow: &FlowKey,
     len: usize,
-) -> Option<ipv4::Route> {
-    let route = match ipv4::flow_route(w, m, flow) {
-        Some(r) => r,
-        None => ipv4::route_flow(w, m, dst, Some(flow)).ok()?,
-    };
-    let group = w.machines[m as usize].group;
-    if !matches!(route.next, NextHop::Neighbour(..))
-        || len > route.mtu as usize
-        || w.groups[group as usize].protocols.arp
-        || (!ipv4::qdisc_decides(w, m, &route) && ipv4::room(w, m, &route) < 1)
-    {
+) -> Option<(Egress, u32)> {
+    let machine = &w.machines[m as usize];
+    if w.groups[machine.group as usize].protocols.arp {
         return None;
     }
-    Some(route)
+    let (iface, peer) = match w.routing.flows.lookup(m, flow) {
+        Some(hop) => (hop.iface, hop.port),
+        None => match ipv4::route_flow(w, m, dst, Some(flow)).ok()? {
+            ipv4::Route {
+                iface,
+                next: NextHop::Neighbour(_, port),
+                ..
+            } => (iface, port),
+            _ => return None,
+        },
+    };
+    let ifc = machine.ifaces.get(usize::from(iface))?;
+    let n = &w.networks[ifc.net as usize];
+    let full =
+        n.nic_qdisc_config(ifc.port).is_none() && crate::net::nic_room(w, ifc.net, ifc.port) < 1;
+    if len > n.cfg.mtu as usize || full {
+        return None;
+    }
+    let out = Egress {
+        iface,
+        net: ifc.net,
+        port: ifc.port,
+    };
+    Some((out, peer))
 }
 
 /// Forwards datagram `msg` (IPv4 header of `ihl` bytes first, checksum
@@ -226,6 +244,25 @@ pub(crate) fn forward(w: &mut World, m: MachineId, iface: u16, ihl: usize, msg: 
     };
     let flow = flow_of(h, ihl);
     forward_parsed(w, m, iface, ihl, msg, Some(flow))
+}
+
+/// Returns the 5-tuple of a datagram whose IPv4 header (without options)
+/// is `ip`, followed by the four bytes `ports`.
+#[inline]
+fn flow_of_header(ip: &[u8; 20], ports: [u8; 4]) -> FlowKey {
+    let first = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
+    let ports = if first && (ip[9] == 6 || ip[9] == 17) {
+        ports
+    } else {
+        [0; 4]
+    };
+    FlowKey {
+        src: u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
+        dst: u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]),
+        proto: ip[9],
+        sport: u16::from_be_bytes([ports[0], ports[1]]),
+        dport: u16::from_be_bytes([ports[2], ports[3]]),
+    }
 }
 
 /// Returns the 5-tuple of a datagram whose first `ihl + 4` bytes are `h`.
