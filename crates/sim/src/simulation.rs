@@ -663,6 +663,20 @@ impl Simulation {
         Ok(())
     }
 
+    /// Turns the routers' fast path ([`crate::stack::forward`]) off
+    /// (`false`) or on (`true`, the default). Results do not depend on it:
+    /// tests compare runs with and without it.
+    #[doc(hidden)]
+    pub fn set_forward_fast_path(&mut self, on: bool) {
+        self.w().fast_forward = on;
+    }
+
+    /// Returns how many frames routers forwarded through their fast path.
+    #[doc(hidden)]
+    pub fn fast_forwarded(&self) -> u64 {
+        self.world.as_ref().map_or(0, |w| w.fast_forwarded)
+    }
+
     /// Returns the number of per-flow explicit routes of all machines.
     pub fn flow_route_count(&self) -> usize {
         self.world.as_ref().map_or(0, |w| w.routing.flows.len())

@@ -96,6 +96,10 @@ pub(crate) struct World {
     pub queue_series: BTreeMap<(NetId, u32), Vec<crate::qdisc::stats::OccupancySample>>,
     /// ICMP error rate limits (Linux's defaults).
     pub icmp_limit: crate::stack::icmp_limit::IcmpRateLimit,
+    /// Routers use their fast path (`stack::forward::forward_frame`).
+    pub fast_forward: bool,
+    /// Frames forwarded through the fast path.
+    pub fast_forwarded: u64,
 }
 
 /// A value published by an application.
@@ -144,6 +148,8 @@ impl World {
             queue_trace: false,
             queue_series: BTreeMap::new(),
             icmp_limit: Default::default(),
+            fast_forward: true,
+            fast_forwarded: 0,
         }
     }
 
