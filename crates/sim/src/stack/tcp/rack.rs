@@ -773,8 +773,10 @@ mod tests {
     /// per round trip, for 16 recoveries.
     #[test]
     fn a_dsack_widens_the_reordering_window_once_per_round() {
-        let mut r = Rack::default();
-        r.reordering_seen = true;
+        let mut r = Rack {
+            reordering_seen: true,
+            ..Rack::default()
+        };
         send(&mut r, 0, 4, 0);
         let mut c = cx(10, 1, 4);
         assert_eq!(r.reo_wnd(&c), 10 * MS / 4);
