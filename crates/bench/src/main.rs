@@ -127,6 +127,9 @@ enum Cmd {
         /// newreno | cubic | compound
         #[arg(long, default_value = "cubic")]
         congestion: String,
+        /// rack (RACK-TLP, RFC 8985) | rfc6675
+        #[arg(long, default_value = "rack")]
+        loss_detection: String,
     },
     /// N idle established TCP connections: memory per connection.
     TcpIdle {
@@ -241,7 +244,16 @@ fn main() {
             loss,
             real,
             congestion,
-        } => tcp_bulk(bytes, bandwidth, latency_ns, loss, real, &congestion),
+            loss_detection,
+        } => tcp_bulk(
+            bytes,
+            bandwidth,
+            latency_ns,
+            loss,
+            real,
+            &congestion,
+            &loss_detection,
+        ),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
         Cmd::Fattree { k, flows } => fattree::run(k, &flows),
         Cmd::FattreeCubic {
@@ -563,10 +575,16 @@ fn tcp_bulk(
     loss: f64,
     real: bool,
     congestion: &str,
+    loss_detection: &str,
 ) -> Measurement {
     let t0 = Instant::now();
     let alg: elvis_sim::Congestion = congestion.parse().expect("newreno, cubic or compound");
+    let detection: elvis_sim::LossDetection = loss_detection.parse().expect("rack or rfc6675");
     let mut sim = Simulation::new(1);
+    sim.set_tcp_config(elvis_sim::TcpConfig {
+        loss_detection: detection,
+        ..elvis_sim::TcpConfig::default()
+    });
     let mut cfg = NetworkConfig::ideal("path").with_rate(bandwidth, latency_ns);
     cfg.kind = elvis_sim::NetworkKind::Link;
     cfg.loss = loss;
@@ -642,6 +660,7 @@ fn tcp_bulk(
             "goodput_bytes_per_wall_s": bytes as f64 / wall,
             "payload": if real { "real" } else { "virtual" },
             "congestion": congestion,
+            "loss_detection": detection.as_str(),
             "loss": loss,
         }),
         ..Default::default()

@@ -501,6 +501,21 @@ impl Rack {
         let Some(rack_ts) = self.xmit_ts else {
             return;
         };
+        if self.sacked_segs == 0 && self.lost_bytes == 0 {
+            // Nothing SACKed: only the oldest segment can have been sent
+            // before RACK.xmit_ts, unless it is a retransmission (originals
+            // go out in sequence order, and a resent segment above it was
+            // resent after it was first sent). Spares the walk per ACK.
+            match self.segs.front() {
+                None => return,
+                Some(f)
+                    if !f.has(RETRANS) && !sent_after(rack_ts, self.end_seq, f.xmit_ts, f.end) =>
+                {
+                    return
+                }
+                Some(_) => {}
+            }
+        }
         let reo_wnd = self.reo_wnd(cx);
         let mut timeout: Option<Time> = None;
         for s in self.segs.iter_mut() {
