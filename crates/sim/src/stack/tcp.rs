@@ -411,10 +411,9 @@ pub(crate) fn drive(
     if let Some(trace) = w.conns.trace.as_mut() {
         trace.observe(sock.id, now, &mut sock.tcb);
     }
-    if sock.tcb.nic_blocked {
-        if let Some(ifc) = nic {
-            crate::net::wait_for_room(w, ifc.net, ifc.port, m, slot);
-        }
+    let blocked = nic.filter(|_| sock.tcb.nic_blocked);
+    if let Some(ifc) = blocked {
+        crate::net::wait_for_room(w, ifc.net, ifc.port, m, slot);
     }
     let (local, remote) = (sock.tcb.local, sock.tcb.remote);
     // Listener bookkeeping and wake-ups.
@@ -479,6 +478,10 @@ pub(crate) fn drive(
     }
     for seg in out.drain(..) {
         transmit(w, m, local, remote, route, seg);
+    }
+    if let Some(ifc) = blocked {
+        // Now that the NIC holds what fitted: wake when it drains.
+        crate::net::arm_room_wake(w, ifc.net, ifc.port);
     }
     if w.tcp_out.capacity() < out.capacity() {
         w.tcp_out = out;

@@ -65,7 +65,7 @@ pub(crate) fn send(
         let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
         if room < need.min(cap) {
             let task = current_task(w);
-            w.networks[ifc.net as usize].ports[ifc.port as usize].waiter = task;
+            crate::net::wait_for_room_task(w, ifc.net, ifc.port, task);
             return Ok(false);
         }
     }
