@@ -1071,8 +1071,13 @@ pub(crate) fn arm_room_wake(w: &mut World, net: NetId, port: u32) {
     let lane = lane_of_net(w, net);
     let n = &mut w.networks[net as usize];
     let low = wake_watermark(n.cfg.txqueuelen) as usize;
-    let task_waits = n.ports[port as usize].waiter.is_some();
-    let q = n.queues_mut(port);
+    let p = &mut n.ports[port as usize];
+    let task_waits = p.waiter.is_some();
+    // No queues (an ideal network, or nothing sent yet): nothing is on
+    // the departure-time path, and none are made just to be asked.
+    let Some(q) = p.queues.as_deref_mut() else {
+        return;
+    };
     let waits = task_waits || q.foreign_waiting || !q.tcp_waiters.is_empty();
     if q.room_wake || !waits {
         return;
