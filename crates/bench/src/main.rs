@@ -127,8 +127,8 @@ enum Cmd {
         /// newreno | cubic | compound
         #[arg(long, default_value = "cubic")]
         congestion: String,
-        /// rack (RACK-TLP, RFC 8985) | rfc6675
-        #[arg(long, default_value = "rack")]
+        /// rfc6675 (the simulator's default) | rack (RACK-TLP, RFC 8985)
+        #[arg(long, default_value = "rfc6675")]
         loss_detection: String,
     },
     /// N idle established TCP connections: memory per connection.

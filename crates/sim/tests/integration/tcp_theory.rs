@@ -376,7 +376,7 @@ fn cubic_and_compound_reach_stable_shares_of_one_bottleneck() {
     // shares take until about 50 s to settle, so the second half starts
     // at 45 s (with 60 s, whether 30 s was already settled depended on
     // details of the startup transient, not on the steady state).
-    // Loss detection RFC 6675: with RACK-TLP (the default) the shares at
+    // Loss detection RFC 6675 (explicitly): with RACK-TLP the shares at
     // this seed do not settle but swing between about 0.22 and 0.69 with a
     // period near 50 s (measured to 180 s), an interaction of CUBIC's and
     // Compound's window dynamics that this test does not model; under RFC

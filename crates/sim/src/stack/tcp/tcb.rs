@@ -15,10 +15,10 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK. The SACK
 //! scoreboard survives a retransmission timeout (as in Linux), so the
 //! resend after it skips SACKed data; ECN (RFC 3168) lives in `ecn.rs`.
-//! By default (as Linux) losses are detected by RACK-TLP (RFC 8985,
-//! `../rack.rs`, hooked in by `tcb/loss.rs`) instead of the duplicate-ACK
-//! threshold and FACK marking: per-segment transmit times, a reordering
-//! timer and a tail loss probe.
+//! With `LossDetection::Rack` (Linux's default; opt-in here for now)
+//! losses are detected by RACK-TLP (RFC 8985, `../rack.rs`, hooked in by
+//! `tcb/loss.rs`) instead of the duplicate-ACK threshold and FACK marking:
+//! per-segment transmit times, a reordering timer and a tail loss probe.
 
 use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
 use super::deadline::Deadline;

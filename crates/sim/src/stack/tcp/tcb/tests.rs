@@ -1779,14 +1779,18 @@ fn paws_ignores_ts_recent_after_the_idle_limit() {
 /// SACK on (RACK needs it), timestamps off, NewReno; ESTABLISHED with
 /// SRTT = min RTT = 100 ms, then `n` segments sent at 1 s.
 fn rack_sending(n: usize) -> Tcb {
+    let cfg = TcpConfig {
+        loss_detection: crate::stack::tcp::LossDetection::Rack,
+        ..with_sack()
+    };
     let mut t = established_with(
-        &with_sack(),
+        &cfg,
         Repr {
             sack_permitted: true,
             ..syn_ack()
         },
     );
-    assert!(t.rack_on(), "RACK-TLP is the default");
+    assert!(t.rack_on());
     t.write(bytes(n * MSS));
     assert_eq!(output(&mut t, ms(1000)).len(), n);
     t
