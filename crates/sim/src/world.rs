@@ -24,6 +24,9 @@ pub(crate) enum Event {
     TxDone(QueueRef),
     /// A shaping discipline's wait is over: try the queue's wire again.
     TxRetry(QueueRef),
+    /// The NIC at `port` of `net` has drained to its low watermark: wake
+    /// the senders waiting for room (see `net`, "Back-pressure").
+    NicRoom { net: NetId, port: u32 },
     /// A frame reached the switch fabric of `net`, coming from `port`.
     AtSwitch {
         net: NetId,
@@ -92,10 +95,17 @@ pub(crate) struct World {
     pub queue_drops: BTreeMap<(NetId, u32, DropReason), u64>,
     /// Record egress-queue occupancy time series.
     pub queue_trace: bool,
+    /// Run every queue on the evented path (no departure-time FIFOs; a
+    /// debugging and testing switch, see `net`).
+    pub evented_queues: bool,
     /// Occupancy series by (network, `port << 1 | dir`), when tracing.
     pub queue_series: BTreeMap<(NetId, u32), Vec<crate::qdisc::stats::OccupancySample>>,
     /// ICMP error rate limits (Linux's defaults).
     pub icmp_limit: crate::stack::icmp_limit::IcmpRateLimit,
+    /// Routers use their fast path (`stack::forward::forward_frame`).
+    pub fast_forward: bool,
+    /// Frames forwarded through the fast path.
+    pub fast_forwarded: u64,
 }
 
 /// A value published by an application.
@@ -142,8 +152,11 @@ impl World {
             link_neighbours: Default::default(),
             queue_drops: BTreeMap::new(),
             queue_trace: false,
+            evented_queues: false,
             queue_series: BTreeMap::new(),
             icmp_limit: Default::default(),
+            fast_forward: true,
+            fast_forwarded: 0,
         }
     }
 
@@ -214,6 +227,7 @@ impl World {
             Event::Wake(task) => self.wake(task),
             Event::TxDone(q) => crate::net::tx_done(self, q),
             Event::TxRetry(q) => crate::net::tx_retry(self, q),
+            Event::NicRoom { net, port } => crate::net::nic_room_ready(self, net, port),
             Event::AtSwitch { net, from, frame } => crate::net::at_switch(self, net, from, frame),
             Event::Deliver {
                 net,

@@ -7,8 +7,10 @@
 mod chain;
 mod common;
 mod delivery;
+mod departure;
 mod determinism;
 mod ecn;
+mod fast_path;
 mod faults;
 mod fragmentation;
 mod fuzz_corpus;
