@@ -555,13 +555,19 @@ pub(crate) fn port_mac(net: NetId, port: u32) -> EthernetAddress {
 
 /// Returns how many more frames the NIC at `port` takes now.
 pub(crate) fn nic_room(w: &World, net: NetId, port: u32) -> u32 {
-    let n = &w.networks[net as usize];
-    let p = &n.ports[port as usize];
+    let txqueuelen = w.networks[net as usize].cfg.txqueuelen;
+    txqueuelen.saturating_sub(nic_frames(w, net, port))
+}
+
+/// Returns how many frames the NIC at `port` holds now (waiting or being
+/// serialized; on an ideal network, not yet delivered).
+pub(crate) fn nic_frames(w: &World, net: NetId, port: u32) -> u32 {
+    let p = &w.networks[net as usize].ports[port as usize];
     let scheduled = p
         .queues
         .as_deref()
         .map_or(0, |q| q.up.scheduled_at(w.now().as_nanos()));
-    n.cfg.txqueuelen.saturating_sub(p.inflight + scheduled)
+    p.inflight + scheduled
 }
 
 /// Hands a complete Ethernet frame to the NIC at `port` of `net`.

@@ -540,9 +540,8 @@ fn transmit(
     };
     if route.next != super::ipv4::NextHop::Local {
         let ifc = w.machines[m as usize].ifaces[route.iface as usize];
-        let n = &w.networks[ifc.net as usize];
-        let limit = n.cfg.txqueuelen.max(NIC_LIMIT);
-        if n.ports[ifc.port as usize].inflight >= limit {
+        let limit = w.networks[ifc.net as usize].cfg.txqueuelen.max(NIC_LIMIT);
+        if crate::net::nic_frames(w, ifc.net, ifc.port) >= limit {
             return w.drop_packet(DropReason::NicQueueFull);
         }
     }

@@ -10,6 +10,7 @@ mod delivery;
 mod departure;
 mod determinism;
 mod ecn;
+mod fast_path;
 mod faults;
 mod fragmentation;
 mod fuzz_corpus;
