@@ -1127,10 +1127,14 @@ impl Tcb {
     ) -> Effects {
         let mut fx = Effects::default();
         self.stats.segments_received += 1;
-        match self.state {
-            State::Closed => {}
-            State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
-            _ => self.input_synchronized(now, seg, ip_ecn, payload, out, &mut fx),
+        if self.predicted(seg, payload.len()) {
+            self.input_predicted(now, seg, payload, out, &mut fx);
+        } else {
+            match self.state {
+                State::Closed => {}
+                State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
+                _ => self.input_synchronized(now, seg, ip_ecn, payload, out, &mut fx),
+            }
         }
         if let Some(k) = self.keepalive.as_deref_mut() {
             if !matches!(self.state, State::SynSent | State::SynReceived) {
@@ -1141,6 +1145,71 @@ impl Tcb {
             self.output(now, out);
         }
         fx
+    }
+
+    /// Header prediction (Van Jacobson, "TCP receive fast path", 1993;
+    /// Linux `tcp_rcv_established`): returns true when `seg` is the segment
+    /// an ESTABLISHED connection expects next, for which every step of
+    /// [`Tcb::input_synchronized`] before the ACK is a no-op and the text
+    /// step is a plain append: no SYN, FIN or RST, `SEG.SEQ = RCV.NXT`, a
+    /// timestamp (if any) not older than TS.Recent (so PAWS passes and
+    /// TS.Recent moves to it), an acknowledgment not beyond `SND.MAX`, data
+    /// that fits the window with nothing held out of order, and ECN not
+    /// negotiated (its per-segment steps then do nothing).
+    /// [`Tcb::input_predicted`] handles it with the general ACK step, so
+    /// loss recovery, SACK and window updates behave exactly as on the
+    /// slow path; the unit tests run every operation sequence of the
+    /// `tcp_input` fuzz body both ways and compare.
+    fn predicted(&self, seg: &Repr, len: usize) -> bool {
+        #[cfg(test)]
+        if fuzz::NO_PREDICTION.with(std::cell::Cell::get) {
+            return false;
+        }
+        let ts_in_order = match seg.timestamp {
+            Some((tsval, _)) if self.ts_enabled => tsval.wrapping_sub(self.ts_recent) as i32 >= 0,
+            _ => true,
+        };
+        self.state == State::Established
+            && matches!(seg.control, Control::None | Control::Psh)
+            && seg.seq_number == self.rcv_nxt
+            && seg.ack_number.is_some_and(|a| a <= self.snd_max)
+            && ts_in_order
+            && !self.ecn.is_on()
+            && (len == 0
+                || (len <= self.rcv_window() && self.rcvbuf.held() == self.rcvbuf.ready_len()))
+    }
+
+    /// The fast path for a segment [`Tcb::predicted`] accepted.
+    fn input_predicted(
+        &mut self,
+        now: Time,
+        seg: &Repr,
+        payload: Message,
+        out: &mut Vec<Segment>,
+        fx: &mut Effects,
+    ) {
+        if let (Some((tsval, _)), true) = (seg.timestamp, self.ts_enabled) {
+            // RFC 7323 §4.3: SEG.SEQ = Last.ACK.sent and TSval not older.
+            self.ts_recent = tsval;
+            self.ts_recent_at = now;
+        }
+        #[cfg(test)]
+        fuzz::PREDICTED.with(|p| p.set(p.get() + 1));
+        let Some(ack) = seg.ack_number else { return };
+        let n = payload.len();
+        self.process_ack(now, seg, ack, n, out, fx);
+        if n == 0 || self.state != State::Established {
+            return;
+        }
+        self.rcv_nxt = self.rcvbuf.insert(self.rcv_nxt, seg.seq_number, payload);
+        self.stats.bytes_received += n as u64;
+        fx.readable = true;
+        if n < self.smss() {
+            // A short (PSH) segment: ACK at once.
+            self.ack_now = true;
+        } else {
+            self.ack_pending += 1;
+        }
     }
 
     /// RFC 9293 §3.10.7.3: SYN-SENT.
