@@ -1781,6 +1781,7 @@ impl Tcb {
     }
 
     /// Returns RFC 6298's RTTVAR.
+    #[cfg(test)]
     fn rttvar(&self) -> Duration {
         Duration::from_nanos(self.rttvar_ns)
     }
