@@ -182,7 +182,7 @@ pub(super) fn prediction_changes_nothing(data: &[u8]) {
         slow(&mut || b = sl.step(&mut cs));
         let key = |o: &[super::Segment]| -> Vec<_> {
             o.iter()
-                .map(|s| (s.repr.clone(), s.payload.clone(), s.ect))
+                .map(|s| (s.repr, s.payload.clone(), s.ect))
                 .collect()
         };
         assert_eq!(key(&a), key(&b), "segments differ at step {step}");
