@@ -146,6 +146,10 @@ enum Cmd {
         /// With --only: the socket variant (default: without sockets).
         #[arg(long)]
         sockets: bool,
+        /// Skip the instruction counts (which run each variant under
+        /// valgrind's callgrind).
+        #[arg(long)]
+        no_instructions: bool,
     },
     /// The Days paper's FatTree baseline, from a flow file written by
     /// `bench/fattree/nspy_fattree.py gen K FILE`.
@@ -257,11 +261,16 @@ fn main() {
             scale,
             only: Some(name),
             sockets,
+            ..
         } => {
             let ok = socket_overhead::profile(scale, &name, sockets);
             std::process::exit(if ok { 0 } else { 1 });
         }
-        Cmd::SocketOverhead { scale, .. } => socket_overhead::run(scale),
+        Cmd::SocketOverhead {
+            scale,
+            no_instructions,
+            ..
+        } => socket_overhead::run(scale, !no_instructions),
         Cmd::Sweep {
             scenario,
             ns,

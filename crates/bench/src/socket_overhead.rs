@@ -30,8 +30,19 @@
 //! instruction counts).
 //!
 //! Every link has 1 µs of latency (so each hop is an event, as with
-//! sockets), no rate limit. Each variant runs 3 times, alternating, and the
-//! fastest is reported (wall time is noisy on a shared machine).
+//! sockets), no rate limit. Both variants must put the same frames on the
+//! wire and end at the same virtual instant; the table says WRONG (and the
+//! command fails) otherwise.
+//!
+//! Two measures:
+//! - **instructions** (the primary one, deterministic): each variant runs
+//!   once in a child process under `valgrind --tool=callgrind`, collecting
+//!   only inside [`measured`] (so process start-up is left out); reported
+//!   per unit (simulation, hop, round trip). Skipped, with `n/a`, where
+//!   valgrind is not installed.
+//! - **wall time**: the median of 5 runs of each variant, interleaved
+//!   (no-sockets, sockets, no-sockets, …), so that a burst of load on a
+//!   shared machine moves one sample of each, not the verdict.
 
 use crate::Measurement;
 use elvis_message::{ChunkRef, Message};
@@ -41,6 +52,7 @@ use elvis_wire::checksum::{self, Checksum};
 use elvis_wire::{udp, IpProtocol};
 use std::cell::Cell;
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::process::Command;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -202,9 +214,31 @@ fn add_app(
     sim.add_protocol(m, Box::new(app)).expect("machine exists");
 }
 
-/// Basic: `iters` simulations of one message; returns messages captured.
-fn basic(sockets: bool, iters: u64) -> u64 {
+/// What a run of one variant did. Both variants must do the same simulated
+/// work: the same frames on the wire, ending at the same virtual instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Work {
+    /// Applications (or socket-less protocol instances) that saw the end.
+    finished: u64,
+    /// Frames put on the wire / delivered.
+    frames_sent: u64,
+    frames_delivered: u64,
+    /// Virtual time at the end (summed over Basic's simulations), ns.
+    sim_ns: u64,
+}
+
+impl Work {
+    fn add(&mut self, r: &elvis_sim::Report) {
+        self.frames_sent += r.packets.frames_sent;
+        self.frames_delivered += r.packets.frames_delivered;
+        self.sim_ns += r.sim_time_ns;
+    }
+}
+
+/// Basic: `iters` simulations of one message.
+fn basic(sockets: bool, iters: u64) -> Work {
     let done = Rc::new(Cell::new(0u64));
+    let mut work = Work::default();
     for _ in 0..iters {
         let mut sim = Simulation::new(1);
         let first = machines(&mut sim, 2);
@@ -232,15 +266,16 @@ fn basic(sockets: bool, iters: u64) -> u64 {
                 Ok(())
             });
         }
-        sim.run();
+        work.add(&sim.run());
     }
-    done.get()
+    work.finished = done.get();
+    work
 }
 
 /// Ping Pong: one message bounced `hops` times between two machines.
-/// Returns the number of sides that saw the end (2 with sockets, where
-/// both tasks must finish; 1 without, the receiver of the last message).
-fn ping_pong(sockets: bool, hops: u32) -> u64 {
+/// `finished` counts the receivers of the last message (the socket
+/// variant's other task also ends, after sending it).
+fn ping_pong(sockets: bool, hops: u32) -> Work {
     let done = Rc::new(Cell::new(0u64));
     let mut sim = Simulation::new(1);
     let first = machines(&mut sim, 2);
@@ -257,6 +292,7 @@ fn ping_pong(sockets: bool, hops: u32) -> u64 {
                     let (mut m, from) = s.recv_from().await?;
                     let c = count_of(&mut m);
                     if c == 0 {
+                        d.set(d.get() + 1);
                         break;
                     }
                     s.send_to(payload(c - 1), from).await?;
@@ -264,7 +300,6 @@ fn ping_pong(sockets: bool, hops: u32) -> u64 {
                         break;
                     }
                 }
-                d.set(d.get() + 1);
                 Ok(())
             });
         }
@@ -279,13 +314,16 @@ fn ping_pong(sockets: bool, hops: u32) -> u64 {
             Ok(())
         });
     }
-    sim.run();
-    done.get()
+    let mut work = Work::default();
+    work.add(&sim.run());
+    work.finished = done.get();
+    work
 }
 
 /// Server Client: `clients` clients, `rounds + 1` request/reply each
-/// (counting down to 0), one server. Returns the clients that finished.
-fn server_client(sockets: bool, clients: u32, rounds: u32) -> u64 {
+/// (counting down to 0), one server. `finished` counts the clients that
+/// saw their last reply.
+fn server_client(sockets: bool, clients: u32, rounds: u32) -> Work {
     let done = Rc::new(Cell::new(0u64));
     let mut sim = Simulation::new(1);
     let server = machines(&mut sim, clients + 1);
@@ -330,77 +368,328 @@ fn server_client(sockets: bool, clients: u32, rounds: u32) -> u64 {
             });
         }
     }
-    sim.run();
-    done.get()
+    let mut work = Work::default();
+    work.add(&sim.run());
+    work.finished = done.get();
+    work
 }
 
-/// Times `f` for each variant, 3 times alternating; returns the fastest
-/// (seconds) and whether every run did the expected work.
-fn compare(f: &dyn Fn(bool) -> bool) -> (f64, f64, bool) {
-    let (mut best, mut ok) = ([f64::MAX; 2], true);
-    for _ in 0..3 {
-        for (i, sockets) in [false, true].into_iter().enumerate() {
-            let t = Instant::now();
-            ok &= f(sockets);
-            best[i] = best[i].min(t.elapsed().as_secs_f64());
+/// The three scenarios.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scenario {
+    Basic,
+    PingPong,
+    ServerClient,
+}
+
+/// Server Client's number of clients.
+const CLIENTS: u32 = 10;
+
+impl Scenario {
+    const ALL: [Scenario; 3] = [Scenario::Basic, Scenario::PingPong, Scenario::ServerClient];
+
+    fn parse(name: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|s| s.cli_name() == name)
+    }
+
+    /// The name `--only` takes.
+    fn cli_name(self) -> &'static str {
+        match self {
+            Scenario::Basic => "basic",
+            Scenario::PingPong => "ping-pong",
+            Scenario::ServerClient => "server-client",
         }
     }
-    (best[0], best[1], ok)
+
+    fn title(self) -> &'static str {
+        match self {
+            Scenario::Basic => "Basic",
+            Scenario::PingPong => "Ping Pong",
+            Scenario::ServerClient => "Server Client",
+        }
+    }
+
+    /// The Elvis paper's overhead (Table I, wall time).
+    fn paper(self) -> &'static str {
+        match self {
+            Scenario::Basic => "+49 %",
+            Scenario::PingPong => "+48 %",
+            Scenario::ServerClient => "+20 %",
+        }
+    }
+
+    /// The number of units (simulations, hops, round trips) at `scale`.
+    fn units(self, scale: f64) -> u64 {
+        let n = |base: f64| ((base * scale).round() as u64).max(1);
+        match self {
+            Scenario::Basic => n(20_000.0),
+            Scenario::PingPong => n(1_000_000.0),
+            Scenario::ServerClient => u64::from(CLIENTS) * (n(50_000.0) + 1),
+        }
+    }
+
+    fn describe(self, scale: f64) -> String {
+        match self {
+            Scenario::Basic => format!("{} simulations of 1 message", self.units(scale)),
+            Scenario::PingPong => format!("{} hops", self.units(scale)),
+            Scenario::ServerClient => format!(
+                "{CLIENTS} clients x {} round trips",
+                self.units(scale) / u64::from(CLIENTS)
+            ),
+        }
+    }
+
+    /// Runs one variant at `scale`; returns what it did and whether that
+    /// is the expected outcome.
+    fn run(self, sockets: bool, scale: f64) -> (Work, bool) {
+        let units = self.units(scale);
+        match self {
+            Scenario::Basic => {
+                let w = basic(sockets, units);
+                (w, w.finished == units)
+            }
+            Scenario::PingPong => {
+                let w = ping_pong(sockets, units as u32);
+                (w, w.finished == 1)
+            }
+            Scenario::ServerClient => {
+                let rounds = (units / u64::from(CLIENTS) - 1) as u32;
+                let w = server_client(sockets, CLIENTS, rounds);
+                (w, w.finished == u64::from(CLIENTS))
+            }
+        }
+    }
 }
 
-/// Runs one scenario variant once (for profilers): `basic`, `ping-pong`
-/// or `server-client`, with or without sockets.
+/// Runs one variant once; the only function whose instructions the
+/// `socket-overhead` table counts (callgrind's `--toggle-collect`), so that
+/// process start-up and argument parsing stay out of the numbers.
+#[inline(never)]
+fn measured(scenario: Scenario, sockets: bool, scale: f64) -> bool {
+    scenario.run(sockets, scale).1
+}
+
+/// The symbol callgrind collects in (see [`measured`]).
+const MEASURED_SYMBOL: &str = "elvis_bench::socket_overhead::measured";
+
+/// Runs one scenario variant once (for profilers, and for the instruction
+/// counts): `basic`, `ping-pong` or `server-client`, with or without
+/// sockets. Returns false for an unknown name or a wrong outcome.
 pub fn profile(scale: f64, name: &str, sockets: bool) -> bool {
-    let n = |base: f64| ((base * scale).round() as u64).max(1);
-    match name {
-        "basic" => basic(sockets, n(20_000.0)) > 0,
-        "ping-pong" => ping_pong(sockets, n(1_000_000.0) as u32) > 0,
-        "server-client" => server_client(sockets, 10, n(50_000.0) as u32) > 0,
-        _ => false,
+    Scenario::parse(name).is_some_and(|s| measured(s, sockets, scale))
+}
+
+/// Rounds of the wall-time comparison.
+const ROUNDS: usize = 5;
+/// The largest scale the instruction counts run at (callgrind runs some
+/// 50 times slower; instruction counts are deterministic and per unit).
+const MAX_INSTRUCTION_SCALE: f64 = 0.02;
+
+/// Returns the median of `v` (sorted in place).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// One row of the table.
+struct Row {
+    scenario: Scenario,
+    /// Instructions per unit, without and with sockets (`None` without
+    /// valgrind).
+    instructions: Option<[f64; 2]>,
+    /// Median wall time, without and with sockets, s.
+    wall: [f64; 2],
+    /// Both variants did the same work, as expected, in every run.
+    ok: bool,
+    work: [Work; 2],
+}
+
+/// Times both variants `ROUNDS` times, interleaved; checks that every run
+/// of a variant did the same work and the variants did the same work.
+fn wall_times(scenario: Scenario, scale: f64) -> ([f64; 2], [Work; 2], bool) {
+    let mut times: [Vec<f64>; 2] = Default::default();
+    let mut works = [Work::default(); 2];
+    let mut ok = true;
+    for round in 0..ROUNDS {
+        for (i, sockets) in [false, true].into_iter().enumerate() {
+            let t = Instant::now();
+            let (w, expected) = scenario.run(sockets, scale);
+            times[i].push(t.elapsed().as_secs_f64());
+            ok &= expected && (round == 0 || w == works[i]);
+            works[i] = w;
+        }
+    }
+    let same = works[0].frames_sent == works[1].frames_sent
+        && works[0].frames_delivered == works[1].frames_delivered
+        && works[0].sim_ns == works[1].sim_ns;
+    (
+        [median(&mut times[0]), median(&mut times[1])],
+        works,
+        ok && same,
+    )
+}
+
+/// Counts the instructions of one variant at `scale` in a child process
+/// under callgrind; `None` when valgrind is not installed or fails.
+fn instructions(scenario: Scenario, sockets: bool, scale: f64) -> Option<u64> {
+    let exe = std::env::current_exe().ok()?;
+    let mut cmd = Command::new("valgrind");
+    cmd.args([
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        &format!("--toggle-collect={MEASURED_SYMBOL}"),
+    ])
+    .arg(exe)
+    .args([
+        "socket-overhead",
+        "--scale",
+        &scale.to_string(),
+        "--only",
+        scenario.cli_name(),
+    ]);
+    if sockets {
+        cmd.arg("--sockets");
+    }
+    let out = cmd.output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    collected(&String::from_utf8_lossy(&out.stderr))
+}
+
+/// Parses callgrind's `==PID== Collected : N` line (`None` for 0: the
+/// measured function was not found, so nothing was collected).
+fn collected(stderr: &str) -> Option<u64> {
+    stderr
+        .lines()
+        .find_map(|l| {
+            let (_, n) = l.split_once("Collected :")?;
+            n.trim().parse().ok()
+        })
+        .filter(|&n| n > 0)
 }
 
 /// Runs the three scenarios; prints a table, returns the measurement.
-pub fn run(scale: f64) -> Measurement {
-    let n = |base: f64| ((base * scale).round() as u64).max(1);
-    let basic_iters = n(20_000.0);
-    let hops = n(1_000_000.0) as u32;
-    let (clients, rounds) = (10u32, n(50_000.0) as u32);
-    let rows = [
-        (
-            "Basic",
-            format!("{basic_iters} simulations of 1 message"),
-            compare(&|s| basic(s, basic_iters) == basic_iters),
-        ),
-        (
-            "Ping Pong",
-            format!("{hops} hops"),
-            compare(&|s| ping_pong(s, hops) == if s { 2 } else { 1 }),
-        ),
-        (
-            "Server Client",
-            format!("{clients} clients x {rounds} round trips"),
-            compare(&|s| server_client(s, clients, rounds) == u64::from(clients)),
-        ),
-    ];
-    println!("| scenario | work | no sockets (s) | sockets (s) | overhead | paper (Elvis) |");
-    println!("|---|---|---:|---:|---:|---:|");
-    let paper = ["+49 %", "+48 %", "+20 %"];
+/// With `count_instructions`, each variant also runs once under callgrind
+/// (at a scale of at most `MAX_INSTRUCTION_SCALE`).
+pub fn run(scale: f64, count_instructions: bool) -> Measurement {
+    let iscale = scale.min(MAX_INSTRUCTION_SCALE);
+    let rows: Vec<Row> = Scenario::ALL
+        .into_iter()
+        .map(|scenario| {
+            let (wall, work, ok) = wall_times(scenario, scale);
+            let instructions = count_instructions
+                .then(|| {
+                    let units = scenario.units(iscale) as f64;
+                    let a = instructions(scenario, false, iscale)?;
+                    let b = instructions(scenario, true, iscale)?;
+                    Some([a as f64 / units, b as f64 / units])
+                })
+                .flatten();
+            Row {
+                scenario,
+                instructions,
+                wall,
+                ok,
+                work,
+            }
+        })
+        .collect();
+    print_table(&rows, scale, count_instructions.then_some(iscale));
     let mut extra = serde_json::Map::new();
-    let mut all_ok = true;
-    for ((name, work, (without, with, ok)), paper) in rows.iter().zip(paper) {
-        let overhead = (with / without - 1.0) * 100.0;
-        println!("| {name} | {work} | {without:.3} | {with:.3} | {overhead:+.1} % | {paper} |");
+    for r in &rows {
+        let pct = |[a, b]: [f64; 2]| (b / a - 1.0) * 100.0;
         extra.insert(
-            name.to_string(),
-            serde_json::json!({ "work": work, "no_sockets_s": without, "sockets_s": with, "overhead_pct": overhead, "ok": ok }),
+            r.scenario.title().to_string(),
+            serde_json::json!({
+                "work": r.scenario.describe(scale),
+                "no_sockets_s": r.wall[0],
+                "sockets_s": r.wall[1],
+                "overhead_pct": pct(r.wall),
+                "no_sockets_instructions_per_unit": r.instructions.map(|i| i[0]),
+                "sockets_instructions_per_unit": r.instructions.map(|i| i[1]),
+                "instruction_overhead_pct": r.instructions.map(pct),
+                "frames_sent": r.work[1].frames_sent,
+                "ok": r.ok,
+            }),
         );
-        all_ok &= *ok;
     }
     Measurement {
         scenario: "socket-overhead".into(),
-        ok: all_ok,
+        ok: rows.iter().all(|r| r.ok),
         extra: serde_json::Value::Object(extra),
         ..Default::default()
+    }
+}
+
+fn print_table(rows: &[Row], scale: f64, iscale: Option<f64>) {
+    if let Some(iscale) = iscale {
+        println!("instructions: callgrind, per unit, at scale {iscale}");
+    }
+    println!("wall: median of {ROUNDS} interleaved runs at scale {scale}");
+    println!("| scenario | work | instr/unit no sockets | instr/unit sockets | overhead (instr) | wall no sockets (s) | wall sockets (s) | overhead (wall) | paper (Elvis, wall) |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let instr = match r.instructions {
+            Some([a, b]) => format!("{a:.0} | {b:.0} | {:+.1} %", (b / a - 1.0) * 100.0),
+            None => "n/a | n/a | n/a".to_string(),
+        };
+        let [a, b] = r.wall;
+        println!(
+            "| {} | {} | {instr} | {a:.3} | {b:.3} | {:+.1} % | {} |",
+            r.scenario.title(),
+            r.scenario.describe(scale),
+            (b / a - 1.0) * 100.0,
+            r.scenario.paper()
+        );
+        if !r.ok {
+            println!(
+                "  {}: WRONG: the variants did different work or not the expected work: {:?}",
+                r.scenario.title(),
+                r.work
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_variants_put_the_same_frames_on_the_wire() {
+        for s in Scenario::ALL {
+            let (a, ok_a) = s.run(false, 0.0005);
+            let (b, ok_b) = s.run(true, 0.0005);
+            assert!(ok_a && ok_b, "{s:?}: {a:?} {b:?}");
+            assert_eq!(a.frames_sent, b.frames_sent, "{s:?}");
+            assert_eq!(a.frames_delivered, b.frames_delivered, "{s:?}");
+            assert_eq!(a.sim_ns, b.sim_ns, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn ping_pong_sends_one_frame_per_hop_plus_the_first() {
+        let (w, _) = Scenario::PingPong.run(true, 0.0001);
+        assert_eq!(w.frames_sent, 101);
+    }
+
+    #[test]
+    fn callgrind_summary_line_is_parsed() {
+        let err = "==12== Events    : Ir\n==12== Collected : 6248143\n==12==\n";
+        assert_eq!(collected(err), Some(6_248_143));
+        assert_eq!(collected("no valgrind here"), None);
+        assert_eq!(collected("==12== Collected : 0\n"), None);
+    }
+
+    #[test]
+    fn median_of_an_even_count_averages_the_middle_two() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
     }
 }

@@ -66,6 +66,17 @@ enum Step {
 /// task or crashes a machine.
 const EVENT_BATCH: u32 = 64;
 
+/// Takes the first runnable task off the ready queue and makes it the
+/// current one.
+fn next_ready(w: &mut World) -> Option<Step> {
+    let task = w.ready.pop_front()?;
+    let meta = &mut w.tasks.meta[task as usize];
+    meta.queued = false;
+    w.current_task = Some(task);
+    w.current_machine = Some(meta.machine);
+    Some(Step::Poll(task, meta.machine))
+}
+
 /// Limits of one call to [`Simulation::run_with`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunLimits {
@@ -652,6 +663,20 @@ impl Simulation {
         Ok(())
     }
 
+    /// Turns the routers' fast path ([`crate::stack::forward`]) off
+    /// (`false`) or on (`true`, the default). Results do not depend on it:
+    /// tests compare runs with and without it.
+    #[doc(hidden)]
+    pub fn set_forward_fast_path(&mut self, on: bool) {
+        self.w().fast_forward = on;
+    }
+
+    /// Returns how many frames routers forwarded through their fast path.
+    #[doc(hidden)]
+    pub fn fast_forwarded(&self) -> u64 {
+        self.world.as_ref().map_or(0, |w| w.fast_forwarded)
+    }
+
     /// Returns the number of per-flow explicit routes of all machines.
     pub fn flow_route_count(&self) -> usize {
         self.world.as_ref().map_or(0, |w| w.routing.flows.len())
@@ -924,12 +949,8 @@ impl Simulation {
             // events: as many as run without waking a task (up to
             // `EVENT_BATCH`), in one borrow of the world.
             let next = world::try_with_world(|w| {
-                if let Some(task) = w.ready.pop_front() {
-                    let meta = &mut w.tasks.meta[task as usize];
-                    meta.queued = false;
-                    w.current_task = Some(task);
-                    w.current_machine = Some(meta.machine);
-                    return Ok(Step::Poll(task, meta.machine));
+                if let Some(step) = next_ready(w) {
+                    return Ok(step);
                 }
                 for _ in 0..EVENT_BATCH {
                     if w.queue.peek_time().is_none_or(|t| t > until) {
@@ -952,8 +973,10 @@ impl Simulation {
                     if !w.crashed.is_empty() {
                         return Ok(Step::Crashed);
                     }
-                    if !w.ready.is_empty() {
-                        break;
+                    // A woken task runs right away, in this same borrow
+                    // of the world (one thread-local access per wake-up).
+                    if let Some(step) = next_ready(w) {
+                        return Ok(step);
                     }
                 }
                 Ok(Step::Event)
@@ -995,7 +1018,9 @@ impl Simulation {
     }
 
     fn poll_task(&mut self, task: TaskId, cx: &mut Context<'_>, beat: &Heartbeat) {
-        let Some(mut fut) = self.futures[task as usize].take() else {
+        // Polled in place: a task that stays pending costs no move of its
+        // future out of the table and back.
+        let Some(fut) = self.futures[task as usize].as_mut() else {
             return;
         };
         beat.in_poll.store(true, Ordering::Relaxed);
@@ -1006,15 +1031,14 @@ impl Simulation {
         beat.polls.store(self.polls, Ordering::Relaxed);
         beat.in_poll.store(false, Ordering::Relaxed);
         let outcome = match result {
-            Ok(Poll::Pending) => {
-                self.futures[task as usize] = Some(fut);
-                return;
-            }
+            Ok(Poll::Pending) => return,
             Ok(Poll::Ready(Ok(()))) => (TaskState::Finished, None),
             Ok(Poll::Ready(Err(e))) => (TaskState::Failed, Some(e.message)),
             Err(_) => (TaskState::Crashed, Some(take_panic_message())),
         };
-        drop(fut);
+        // Dropping the future runs its sockets' destructors, which reach
+        // the world.
+        self.futures[task as usize] = None;
         let _ = world::try_with_world(|w| {
             w.current_task = None;
             let meta = &mut w.tasks.meta[task as usize];

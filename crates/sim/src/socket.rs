@@ -17,7 +17,7 @@
 use crate::api::{current_task, Host};
 use crate::executor::TaskId;
 use crate::machine::MachineId;
-use crate::world::{try_with_world, Unavailable, World};
+use crate::world::{try_with_world, with_world_or, Unavailable, World};
 use elvis_message::Message;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -98,6 +98,9 @@ pub(crate) enum SocketSlot {
 /// A received datagram.
 pub(crate) struct Datagram {
     pub from: SocketAddrV4,
+    /// The payload's length (kept to spare a walk over its chunks when it
+    /// leaves the queue).
+    pub len: u32,
     pub payload: Message,
 }
 
@@ -136,7 +139,7 @@ pub struct EchoReply {
 }
 
 /// IP options of one echo request ([`IcmpSocket::send_echo_with`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EchoOptions {
     /// Time to live (`None`: the simulation's default, 64 unless
     /// [`crate::Simulation::set_default_ttl`] changed it).
@@ -151,15 +154,6 @@ impl EchoOptions {
         EchoOptions {
             ttl: Some(ttl),
             ..EchoOptions::default()
-        }
-    }
-}
-
-impl Default for EchoOptions {
-    fn default() -> Self {
-        EchoOptions {
-            ttl: None,
-            dont_fragment: false,
         }
     }
 }
@@ -400,8 +394,32 @@ impl UdpSocket {
 
 fn pop_datagram(s: &mut UdpState) -> Option<(Message, SocketAddrV4)> {
     let d = s.rx.pop_front()?;
-    s.rx_bytes -= d.payload.len();
+    s.rx_bytes -= d.len as usize;
     Some((d.payload, d.from))
+}
+
+impl UdpState {
+    /// A `recv_from` by `task`: the first queued datagram (or the pending
+    /// error), else registers `task` to be woken by the next datagram.
+    #[inline]
+    fn poll_recv(
+        &mut self,
+        task: Option<TaskId>,
+    ) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
+        if let Some(e) = self.error.take() {
+            return Poll::Ready(Err(e));
+        }
+        match self.rx.pop_front() {
+            Some(d) => {
+                self.rx_bytes -= d.len as usize;
+                Poll::Ready(Ok((d.payload, d.from)))
+            }
+            None => {
+                self.waiter = task;
+                Poll::Pending
+            }
+        }
+    }
 }
 
 impl Drop for UdpSocket {
@@ -428,22 +446,23 @@ impl Future for SendTo<'_> {
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         let (m, slot) = (this.sock.host.machine, this.sock.slot);
-        let r = try_with_world(|w| {
-            let to = match this.to {
-                Some(to) => to,
-                None => match w.machines[m as usize].sockets.get(slot as usize) {
-                    Some(SocketSlot::Udp(s)) => s.remote.ok_or(SocketError::NotConnected)?,
-                    _ => return Err(SocketError::BadDescriptor),
-                },
-            };
-            crate::stack::udp::send(w, m, slot, to, &mut this.payload)
-        });
-        match r {
-            Err(u) => Poll::Ready(Err(u.into())),
-            Ok(Ok(true)) => Poll::Ready(Ok(())),
-            Ok(Ok(false)) => Poll::Pending,
-            Ok(Err(e)) => Poll::Ready(Err(e)),
-        }
+        with_world_or(
+            |w| {
+                let to = match this.to {
+                    Some(to) => to,
+                    None => match w.machines[m as usize].sockets.get(slot as usize) {
+                        Some(SocketSlot::Udp(s)) => s.remote.ok_or(SocketError::NotConnected)?,
+                        _ => return Poll::Ready(Err(SocketError::BadDescriptor)),
+                    },
+                };
+                match crate::stack::udp::send(w, m, slot, to, &mut this.payload) {
+                    Ok(true) => Poll::Ready(Ok(())),
+                    Ok(false) => Poll::Pending,
+                    Err(e) => Poll::Ready(Err(e)),
+                }
+            },
+            |u| Poll::Ready(Err(u.into())),
+        )
     }
 }
 
@@ -456,29 +475,35 @@ impl Future for RecvFrom<'_> {
     type Output = Result<(Message, SocketAddrV4), SocketError>;
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         let (m, slot) = (self.sock.host.machine, self.sock.slot);
-        let r = try_with_world(|w| {
-            let task = current_task(w);
-            match w.machines[m as usize].sockets.get_mut(slot as usize) {
-                Some(SocketSlot::Udp(s)) => {
-                    if let Some(e) = s.error.take() {
-                        return Some(Err(e));
+        // Nothing queued (the common first poll, right after the task sent
+        // its request): register the task and return without building a
+        // result.
+        let parked = with_world_or(
+            |w| {
+                let task = current_task(w);
+                match w.machines[m as usize].sockets.get_mut(slot as usize) {
+                    Some(SocketSlot::Udp(s)) if s.rx.is_empty() && s.error.is_none() => {
+                        s.waiter = task;
+                        true
                     }
-                    match pop_datagram(s) {
-                        Some(d) => Some(Ok(d)),
-                        None => {
-                            s.waiter = task;
-                            None
-                        }
-                    }
+                    _ => false,
                 }
-                _ => Some(Err(SocketError::BadDescriptor)),
-            }
-        });
-        match r {
-            Err(u) => Poll::Ready(Err(u.into())),
-            Ok(Some(r)) => Poll::Ready(r),
-            Ok(None) => Poll::Pending,
+            },
+            |_| false,
+        );
+        if parked {
+            return Poll::Pending;
         }
+        with_world_or(
+            |w| {
+                let task = current_task(w);
+                match w.machines[m as usize].sockets.get_mut(slot as usize) {
+                    Some(SocketSlot::Udp(s)) => s.poll_recv(task),
+                    _ => Poll::Ready(Err(SocketError::BadDescriptor)),
+                }
+            },
+            |u| Poll::Ready(Err(u.into())),
+        )
     }
 }
 

@@ -96,6 +96,10 @@ pub(crate) struct World {
     pub queue_series: BTreeMap<(NetId, u32), Vec<crate::qdisc::stats::OccupancySample>>,
     /// ICMP error rate limits (Linux's defaults).
     pub icmp_limit: crate::stack::icmp_limit::IcmpRateLimit,
+    /// Routers use their fast path (`stack::forward::forward_frame`).
+    pub fast_forward: bool,
+    /// Frames forwarded through the fast path.
+    pub fast_forwarded: u64,
 }
 
 /// A value published by an application.
@@ -144,6 +148,8 @@ impl World {
             queue_trace: false,
             queue_series: BTreeMap::new(),
             icmp_limit: Default::default(),
+            fast_forward: true,
+            fast_forwarded: 0,
         }
     }
 
@@ -248,6 +254,26 @@ pub(crate) fn try_with_world<R>(f: impl FnOnce(&mut World) -> R) -> Result<R, Un
         let mut guard = cell.try_borrow_mut().map_err(|_| Unavailable::Busy)?;
         let world = guard.as_mut().ok_or(Unavailable::NotRunning)?;
         Ok(f(world))
+    })
+}
+
+/// Runs `f` with the running world, or `unavailable` when there is none
+/// (or it is already borrowed), and returns what either returns.
+///
+/// The same as [`try_with_world`] for callers whose result is large (a
+/// socket call returning a received message): the result is built in
+/// place, not wrapped in a `Result` and moved out again.
+#[inline]
+pub(crate) fn with_world_or<R>(
+    f: impl FnOnce(&mut World) -> R,
+    unavailable: impl FnOnce(Unavailable) -> R,
+) -> R {
+    WORLD.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut guard) => match guard.as_mut() {
+            Some(world) => f(world),
+            None => unavailable(Unavailable::NotRunning),
+        },
+        Err(_) => unavailable(Unavailable::Busy),
     })
 }
 

@@ -263,7 +263,10 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// one's complement sum of all 16 bit words in the header."
     pub fn verify_checksum(&self) -> bool {
         let header = &self.buffer.as_ref()[..usize::from(self.header_len())];
-        checksum::data(header) == 0xffff
+        match <&[u8; HEADER_LEN]>::try_from(header) {
+            Ok(plain) => checksum::header(plain) == 0xffff,
+            Err(_) => checksum::data(header) == 0xffff,
+        }
     }
 
     /// Returns the payload: from the end of the header to the total length,

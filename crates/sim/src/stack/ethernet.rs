@@ -38,7 +38,17 @@ pub(crate) fn send(
 }
 
 /// Demuxes an incoming frame to IPv4 or ARP.
+///
+/// A router first offers the frame to its fast path
+/// ([`super::forward::forward_frame`]), which forwards most transit
+/// datagrams without taking the frame apart.
 pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) {
+    if w.machines[m as usize].forward
+        && w.fast_forward
+        && super::forward::forward_frame(w, m, iface, frame)
+    {
+        return;
+    }
     let Some(header) = frame.front(ethernet::HEADER_LEN) else {
         return w.drop_packet(DropReason::Malformed("ethernet"));
     };

@@ -33,6 +33,14 @@
 //! per packet is a header rewrite and a table lookup, no allocation (a
 //! datagram to fragment shares its payload chunks).
 //!
+//! Most transit frames never reach [`forward`]: a router's Ethernet layer
+//! first offers each frame to [`forward_frame`], the fast path, which does
+//! the same checks and rewrites on the frame in place (MAC addresses, TTL,
+//! checksum) and hands it straight to the egress NIC; anything unusual
+//! (options, TTL running out, no route, fragmentation, ARP, a full NIC, a
+//! bad checksum) takes the full path described above, which then decides
+//! exactly as it always did.
+//!
 //! A datagram leaves through the egress queue of the outgoing interface.
 //! With the default queue, a full NIC (`txqueuelen`) drops it here
 //! (`nic_queue_full`); when the interface (or its network) has a
@@ -101,6 +109,130 @@ fn grow(v: &mut Vec<IfaceCounters>, n: usize) {
     v.resize(n, IfaceCounters::default());
 }
 
+/// Length of the Ethernet header in front of a frame's datagram.
+const ETH: usize = elvis_wire::ethernet::HEADER_LEN;
+
+/// Forwards the frame `frame` (Ethernet header first) that arrived on
+/// `iface` in place, when it is a datagram for another machine that needs
+/// nothing but a route, a TTL decrement and new MAC addresses; returns
+/// false, having changed nothing, for every other frame (which then takes
+/// the full path: [`super::ethernet::receive`], [`super::ipv4::receive`],
+/// [`forward`]).
+///
+/// This is the router's fast path. It does what the full path does to
+/// such a frame, in the same order and with the same results (the tests
+/// compare the two byte for byte): the frame must be addressed to the
+/// interface's MAC, carry IPv4 without options whose header checksum is
+/// right (verified here, as every router does) and whose total length is
+/// the frame's, with a TTL above 1 (or a TTL-transparent router), for an
+/// address that is not the router's own, broadcast or multicast; its
+/// route must name a neighbour (no ARP to resolve) on a network whose MTU
+/// it fits, whose NIC has room or whose queue discipline decides. The TTL
+/// and header checksum are then patched (RFC 1624), the MAC addresses
+/// rewritten in the frame's first 12 bytes, and the frame handed to the
+/// egress NIC as it is: no header is popped or pushed, the payload is not
+/// touched.
+pub(crate) fn forward_frame(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) -> bool {
+    let len = frame.len();
+    let Some(h) = frame.front(ETH + 24) else {
+        return false;
+    };
+    let mut b = [0u8; ETH + 24];
+    b.copy_from_slice(h);
+    let machine = &w.machines[m as usize];
+    let Some(&ifc) = machine.ifaces.get(iface as usize) else {
+        return false;
+    };
+    let ip: &[u8; 20] = b[ETH..ETH + 20].try_into().expect("20 bytes");
+    if b[0..6] != crate::net::port_mac(ifc.net, ifc.port).0
+        || b[12..14] != [0x08, 0x00]
+        || ip[0] != 0x45
+        || usize::from(u16::from_be_bytes([ip[2], ip[3]])) + ETH != len
+        || elvis_wire::checksum::header(ip) != 0xffff
+    {
+        return false;
+    }
+    let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+    let keep_ttl = machine.keep_ttl;
+    if (ip[8] <= 1 && !keep_ttl) || dst.is_broadcast() || dst.is_multicast() || machine.owns(dst) {
+        return false;
+    }
+    let flow = flow_of_header(ip, [b[ETH + 20], b[ETH + 21], b[ETH + 22], b[ETH + 23]]);
+    let Some((out, peer)) = fast_route(w, m, dst, &flow, len - ETH) else {
+        return false;
+    };
+    let c = &mut w.machines[m as usize].ext().forwarding;
+    let n = c.len().max(usize::from(iface.max(out.iface)) + 1);
+    if c.len() < n {
+        grow(c, n);
+    }
+    c[iface as usize].received += 1;
+    c[out.iface as usize].forwarded += 1;
+    let Some(h) = frame.front_mut(ETH + 20) else {
+        unreachable!("the frame is longer than its header");
+    };
+    h[0..6].copy_from_slice(&crate::net::port_mac(out.net, peer).0);
+    h[6..12].copy_from_slice(&crate::net::port_mac(out.net, out.port).0);
+    if !keep_ttl {
+        decrement_ttl_in(&mut h[ETH..ETH + 20]);
+    }
+    w.fast_forwarded += 1;
+    crate::net::transmit(w, out.net, out.port, frame);
+    true
+}
+
+/// The egress of a fast-path frame: the outgoing interface, and where it
+/// plugs in.
+#[derive(Clone, Copy)]
+struct Egress {
+    iface: u16,
+    net: crate::net::NetId,
+    port: u32,
+}
+
+/// Returns the egress of a datagram of `flow` and `len` bytes to `dst`,
+/// and the next hop's port on its network, when the datagram can take the
+/// fast path: its route (the flow route, else [`ipv4::route_flow`]) names
+/// a neighbour reached without ARP on a network whose MTU it fits, through
+/// a NIC with room or whose queue discipline decides.
+#[inline]
+fn fast_route(
+    w: &World,
+    m: MachineId,
+    dst: Ipv4Addr,
+    flow: &FlowKey,
+    len: usize,
+) -> Option<(Egress, u32)> {
+    let machine = &w.machines[m as usize];
+    if w.groups[machine.group as usize].protocols.arp {
+        return None;
+    }
+    let (iface, peer) = match w.routing.flows.lookup(m, flow) {
+        Some(hop) => (hop.iface, hop.port),
+        None => match ipv4::route_flow(w, m, dst, Some(flow)).ok()? {
+            ipv4::Route {
+                iface,
+                next: NextHop::Neighbour(_, port),
+                ..
+            } => (iface, port),
+            _ => return None,
+        },
+    };
+    let ifc = machine.ifaces.get(usize::from(iface))?;
+    let n = &w.networks[ifc.net as usize];
+    let full =
+        n.nic_qdisc_config(ifc.port).is_none() && crate::net::nic_room(w, ifc.net, ifc.port) < 1;
+    if len > n.cfg.mtu as usize || full {
+        return None;
+    }
+    let out = Egress {
+        iface,
+        net: ifc.net,
+        port: ifc.port,
+    };
+    Some((out, peer))
+}
+
 /// Forwards datagram `msg` (IPv4 header of `ihl` bytes first, checksum
 /// already verified, truncated to its total length) that arrived on
 /// `iface`.
@@ -112,6 +244,25 @@ pub(crate) fn forward(w: &mut World, m: MachineId, iface: u16, ihl: usize, msg: 
     };
     let flow = flow_of(h, ihl);
     forward_parsed(w, m, iface, ihl, msg, Some(flow))
+}
+
+/// Returns the 5-tuple of a datagram whose IPv4 header (without options)
+/// is `ip`, followed by the four bytes `ports`.
+#[inline]
+fn flow_of_header(ip: &[u8; 20], ports: [u8; 4]) -> FlowKey {
+    let first = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
+    let ports = if first && (ip[9] == 6 || ip[9] == 17) {
+        ports
+    } else {
+        [0; 4]
+    };
+    FlowKey {
+        src: u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
+        dst: u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]),
+        proto: ip[9],
+        sport: u16::from_be_bytes([ports[0], ports[1]]),
+        dport: u16::from_be_bytes([ports[2], ports[3]]),
+    }
 }
 
 /// Returns the 5-tuple of a datagram whose first `ihl + 4` bytes are `h`.
@@ -198,7 +349,14 @@ fn forward_parsed(
 /// Decrements the TTL of the datagram at the front of `msg` and patches
 /// its checksum (RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m')).
 fn decrement_ttl(msg: &mut Message) {
-    let Some(h) = msg.front_mut(20) else { return };
+    if let Some(h) = msg.front_mut(20) {
+        decrement_ttl_in(h);
+    }
+}
+
+/// Decrements the TTL of the IPv4 header `h` (at least 20 bytes, TTL at
+/// least 1) and patches its checksum (RFC 1624 eqn. 3).
+fn decrement_ttl_in(h: &mut [u8]) {
     let old = u16::from_be_bytes([h[8], h[9]]);
     h[8] -= 1;
     let new = u16::from_be_bytes([h[8], h[9]]);

@@ -55,21 +55,16 @@ pub(crate) fn send(
         dport: to.port(),
     };
     let route = ipv4::route_flow(w, m, *to.ip(), Some(&flow))?;
-    let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
-    let room = ipv4::room(w, m, &route);
-    let ifc = w.machines[m as usize]
-        .ifaces
-        .get(route.iface as usize)
-        .copied();
-    if let Some(ifc) = ifc.filter(|_| route.next != ipv4::NextHop::Local) {
-        let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
-        if room < need.min(cap) {
+    if route.next != ipv4::NextHop::Local {
+        let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
+        if let Some((net, port)) = nic_full(w, m, route.iface, need) {
             let task = current_task(w);
-            w.networks[ifc.net as usize].ports[ifc.port as usize].waiter = task;
+            w.networks[net as usize].ports[port as usize].waiter = task;
             return Ok(false);
         }
     }
-    let Some(mut msg) = payload.take() else {
+    // Sent from where it lies (no move of the message out of the future).
+    let Some(msg) = payload.as_mut() else {
         return Ok(true);
     };
     let repr = udp::Repr {
@@ -77,7 +72,7 @@ pub(crate) fn send(
         dst_port: to.port(),
     };
     let mut sum = Checksum::new();
-    sum_message(&mut sum, &msg);
+    sum_message(&mut sum, msg);
     let header = msg.push_front(udp::HEADER_LEN);
     repr.emit_header(
         &mut udp::Packet::new_unchecked(header),
@@ -88,8 +83,18 @@ pub(crate) fn send(
     );
     w.stats.udp_sent += 1;
     let (dst, ttl) = (*to.ip(), w.default_ttl);
-    ipv4::send_tos(w, m, route, dst, IpProtocol::Udp, ttl, false, tos, &mut msg);
+    ipv4::send_tos(w, m, route, dst, IpProtocol::Udp, ttl, false, tos, msg);
+    *payload = None;
     Ok(true)
+}
+
+/// Returns the NIC (network, port) of interface `iface` of machine `m` when
+/// it has no room for `need` frames (or, for a datagram of more fragments
+/// than the queue holds, is not empty).
+fn nic_full(w: &World, m: MachineId, iface: u16, need: u32) -> Option<(u32, u32)> {
+    let ifc = w.machines[m as usize].ifaces.get(iface as usize)?;
+    let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
+    (crate::net::nic_room(w, ifc.net, ifc.port) < need.min(cap)).then_some((ifc.net, ifc.port))
 }
 
 /// Checks an incoming datagram and queues it on the socket bound to its
@@ -141,12 +146,17 @@ pub(crate) fn receive(
         }
         return w.drop_packet(DropReason::NoSocket);
     };
-    if sock.rx_bytes + msg.len() > sock.rx_cap {
+    // The message is now exactly the payload (truncated to the UDP length,
+    // header removed): its length is known without walking its chunks.
+    let payload_len = len - udp::HEADER_LEN;
+    debug_assert_eq!(payload_len, msg.len());
+    if sock.rx_bytes + payload_len > sock.rx_cap {
         return w.drop_packet(DropReason::SocketBufferFull);
     }
-    sock.rx_bytes += msg.len();
+    sock.rx_bytes += payload_len;
     sock.rx.push_back(Datagram {
         from,
+        len: payload_len as u32,
         payload: std::mem::take(msg),
     });
     let waiter = sock.waiter.take();

@@ -9,6 +9,7 @@ mod common;
 mod delivery;
 mod determinism;
 mod ecn;
+mod fast_path;
 mod faults;
 mod fragmentation;
 mod fuzz_corpus;
