@@ -17,13 +17,42 @@
 //! - **Ideal** (no bandwidth given): no serialization and no queues;
 //!   arrival = `L`. This is Elvis' default network.
 //!
+//! # Departure-time FIFO
+//! A drop-tail FIFO feeding a wire at a fixed rate is work-conserving, so
+//! its timing is known when a frame is queued: `start = max(now,
+//! busy_until)`, `done = start + S/B`, `busy_until = done`. Such queues
+//! (every NIC and switch port whose discipline is drop-tail, unless the
+//! network is captured, queues are traced, or
+//! `Simulation::set_evented_queues` asks otherwise) therefore schedule the
+//! frame's arrival (at the switch, or at the machine) when it is queued,
+//! and no event marks the end of its serialization (as in ns-3's and
+//! OMNeT++'s channels, which compute the arrival at transmission). A
+//! small ring of `(start, done, bytes)` per queue answers the questions
+//! the events used to: the frames waiting at `t` are those with
+//! `start > t` (the drop-tail limit counts these), those in a NIC are
+//! those with `done > t` (back-pressure), and the queue statistics record
+//! each departure at its `start`, lazily, before any later arrival and at
+//! report time, so they are the evented path's. At an instant where a
+//! frame leaves and another arrives the departure goes first; the evented
+//! path orders such ties by event order, so a peak occupancy (or, at a
+//! full queue, a drop) can differ there, and nothing else. Other
+//! disciplines, traced queues and captured networks keep the evented path:
+//! a `TxDone` event per frame, and the discipline asked for the next frame
+//! when the wire goes idle.
+//!
 //! # Impairments
 //! Loss, corruption, duplication and reordering are drawn once per
 //! traversal of the network, from the network's own random stream, when the
-//! frame leaves the sender's NIC (after its serialization; on an ideal
-//! network, when it is sent), in that order, each only when its probability
-//! is non-zero (so a network without duplication or reordering draws
-//! exactly as it did before they existed, and old seeds keep their runs):
+//! frame is handed to the sender's NIC (on the departure-time path; on
+//! the evented path, when it leaves the NIC after its serialization; on an
+//! ideal network, when it is sent), in that order, each only when its
+//! probability is non-zero (so a network without duplication or reordering
+//! draws exactly as it did before they existed). A frame's fate is drawn
+//! the same way either way; what differs between the two paths is the
+//! order of the draws of the two ends of a link, which take turns on the
+//! one stream: the evented path draws in order of departure, the other in
+//! order of queueing. A lost frame still occupies the NIC and the wire
+//! for its serialization:
 //!
 //! 1. **loss**: the frame vanishes (a lost frame is neither corrupted,
 //!    duplicated nor reordered);
@@ -46,6 +75,20 @@
 //! blocks until there is room, as on Linux; frames the stack itself
 //! originates (ARP, ICMP replies) are dropped instead. This bounds the
 //! frames in flight by `machines × txqueuelen` whatever the traffic.
+//!
+//! Who waits (a blocked task, a TCP connection, a foreign stack) is woken
+//! as each frame leaves the NIC on the evented path and on ideal
+//! networks. A departure-time NIC has no event per departure: it
+//! schedules one `NicRoom` wake-up, when its schedule has drained to
+//! `txqueuelen − max(1, txqueuelen / 4)` frames (24 of 32), the way a
+//! driver wakes its stopped queue once a batch of descriptors is free
+//! (Linux ixgbe's `TX_WAKE_THRESHOLD`). A bulk sender then refills a
+//! quarter of the NIC per wake-up instead of one frame. The wire never
+//! goes idle while data waits (frames are still queued when the waiters
+//! run, at that very instant), so every frame leaves when it would have;
+//! what changes is when a sender hands frames over (earlier, and in
+//! batches), and so its own measurements (a TCP RTT sample includes the
+//! frame's wait in the NIC).
 //!
 //! # Queue disciplines
 //! Every egress queue (a NIC, a switch output port) runs a
@@ -199,6 +242,15 @@ pub struct NetStats {
     pub queue_drops: u64,
 }
 
+/// One frame of a departure-time FIFO (see "Departure-time FIFO"): when
+/// its serialization starts and ends, ns, and its length.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    start: u64,
+    done: u64,
+    bytes: u32,
+}
+
 /// One egress queue: its discipline, the frame being serialized, and its
 /// statistics.
 pub(crate) struct WireQueue {
@@ -208,6 +260,13 @@ pub(crate) struct WireQueue {
     /// Time of the latest retry scheduled for a shaper that said
     /// [`Dequeue::NotBefore`], ns (0: none).
     retry_at: u64,
+    /// The departure schedule of a drop-tail queue run analytically: its
+    /// frames not yet fully serialized, in order (empty on the evented
+    /// path). The first `started` have left the queue for the wire.
+    sched: std::collections::VecDeque<Slot>,
+    started: u32,
+    /// Bytes of the frames of `sched` that have not started.
+    waiting_bytes: u64,
     pub stats: qdisc::stats::QueueStats,
 }
 
@@ -217,6 +276,9 @@ impl WireQueue {
             qdisc,
             on_wire: None,
             retry_at: 0,
+            sched: std::collections::VecDeque::new(),
+            started: 0,
+            waiting_bytes: 0,
             stats: Default::default(),
         }
     }
@@ -226,9 +288,83 @@ impl WireQueue {
         &self.qdisc
     }
 
-    /// Returns true when nothing waits or is on the wire.
-    fn is_idle(&self) -> bool {
-        self.on_wire.is_none() && self.qdisc.packets() == 0
+    /// Returns true when nothing waits or is on the wire at `now_ns`.
+    fn is_idle(&self, now_ns: u64) -> bool {
+        self.on_wire.is_none()
+            && self.qdisc.packets() == 0
+            && self.sched.back().is_none_or(|s| s.done <= now_ns)
+    }
+
+    /// Brings the departure schedule up to `now_ns`: records the frames
+    /// that started serializing by then as dequeued (at their start, in
+    /// order), and forgets those fully serialized. Departures at an
+    /// instant come before arrivals at it.
+    fn settle(&mut self, now_ns: u64) {
+        while let Some(&s) = self.sched.get(self.started as usize) {
+            if s.start > now_ns {
+                break;
+            }
+            self.started += 1;
+            self.waiting_bytes -= u64::from(s.bytes);
+            let waiting = self.sched.len() as u32 - self.started;
+            self.stats.dequeued(s.start, waiting, self.waiting_bytes);
+        }
+        while self.sched.front().is_some_and(|s| s.done <= now_ns) {
+            self.sched.pop_front();
+            self.started -= 1;
+        }
+    }
+
+    /// Returns the frames and bytes waiting (not on the wire), as of the
+    /// last [`WireQueue::settle`].
+    fn waiting(&self) -> (u32, u64) {
+        (self.sched.len() as u32 - self.started, self.waiting_bytes)
+    }
+
+    /// Appends a frame of `bytes` taking `ser_ns` on the wire to the
+    /// departure schedule (settled at `now_ns`); returns when its
+    /// serialization ends.
+    fn push(&mut self, now_ns: u64, ser_ns: u64, bytes: u32) -> u64 {
+        let start = self.sched.back().map_or(now_ns, |s| s.done.max(now_ns));
+        let done = start + ser_ns;
+        self.sched.push_back(Slot { start, done, bytes });
+        self.waiting_bytes += u64::from(bytes);
+        let (packets, waiting_bytes) = self.waiting();
+        self.stats.enqueued(now_ns, packets, waiting_bytes);
+        // A frame that finds the wire idle starts at once.
+        self.settle(now_ns);
+        done
+    }
+
+    /// Returns how many frames are in the queue or on the wire at
+    /// `now_ns` on the analytic path.
+    fn scheduled_at(&self, now_ns: u64) -> u32 {
+        if self.sched.is_empty() {
+            return 0;
+        }
+        (self.sched.len() - self.sched.partition_point(|s| s.done <= now_ns)) as u32
+    }
+
+    /// Returns the statistics as of `end_ns` (the analytic path records
+    /// departures lazily: this replays those due by then on a copy).
+    pub fn stats_at(&self, end_ns: u64) -> qdisc::stats::QueueStats {
+        let mut stats = self.stats.clone();
+        let mut waiting_bytes = self.waiting_bytes;
+        let len = self.sched.len() as u32;
+        for (i, s) in self.sched.iter().enumerate().skip(self.started as usize) {
+            if s.start > end_ns {
+                break;
+            }
+            waiting_bytes -= u64::from(s.bytes);
+            stats.dequeued(s.start, len - i as u32 - 1, waiting_bytes);
+        }
+        stats
+    }
+
+    /// Returns how many frames wait in the queue at `end_ns`.
+    pub fn packets_at(&self, end_ns: u64) -> u32 {
+        let scheduled = self.sched.iter().skip(self.started as usize);
+        self.qdisc.packets() + scheduled.filter(|s| s.start > end_ns).count() as u32
     }
 }
 
@@ -240,13 +376,16 @@ pub(crate) struct PortQueues {
     tcp_waiters: Vec<(MachineId, u32)>,
     /// A foreign stack waits for NIC room (see `crate::foreign`).
     foreign_waiting: bool,
+    /// A `NicRoom` wake-up is pending (see "Back-pressure").
+    room_wake: bool,
 }
 
 /// Where a machine's interface plugs into a network.
 pub(crate) struct Port {
     pub machine: MachineId,
     pub iface: u16,
-    /// Frames in the NIC (see "Back-pressure").
+    /// Frames in the NIC on the evented path or an ideal network (see
+    /// "Back-pressure"; the analytic path counts its departure schedule).
     pub inflight: u32,
     /// A task blocked on a full NIC.
     pub waiter: Option<crate::executor::TaskId>,
@@ -350,6 +489,7 @@ impl Network {
             down: WireQueue::new(build(self.cfg.qdisc.as_ref(), switch)),
             tcp_waiters: Vec::new(),
             foreign_waiting: false,
+            room_wake: false,
         }
     }
 
@@ -358,9 +498,14 @@ impl Network {
     ///
     /// # Errors
     /// The NIC holds frames.
-    pub fn set_nic_qdisc(&mut self, port: u32, cfg: QdiscConfig) -> Result<(), String> {
+    pub fn set_nic_qdisc(
+        &mut self,
+        port: u32,
+        cfg: QdiscConfig,
+        now_ns: u64,
+    ) -> Result<(), String> {
         if let Some(q) = self.ports[port as usize].queues.as_deref() {
-            if !q.up.is_idle() {
+            if !q.up.is_idle(now_ns) {
                 return Err("its queue holds frames".into());
             }
         }
@@ -411,9 +556,18 @@ pub(crate) fn port_mac(net: NetId, port: u32) -> EthernetAddress {
 /// Returns how many more frames the NIC at `port` takes now.
 pub(crate) fn nic_room(w: &World, net: NetId, port: u32) -> u32 {
     let n = &w.networks[net as usize];
-    n.cfg
-        .txqueuelen
-        .saturating_sub(n.ports[port as usize].inflight)
+    n.cfg.txqueuelen.saturating_sub(nic_frames(w, net, port))
+}
+
+/// Returns how many frames the NIC at `port` of `net` holds now (waiting
+/// or on the wire, in either queue model).
+pub(crate) fn nic_frames(w: &World, net: NetId, port: u32) -> u32 {
+    let p = &w.networks[net as usize].ports[port as usize];
+    let scheduled = p
+        .queues
+        .as_deref()
+        .map_or(0, |q| q.up.scheduled_at(w.now().as_nanos()));
+    p.inflight + scheduled
 }
 
 /// Hands a complete Ethernet frame to the NIC at `port` of `net`.
@@ -424,11 +578,11 @@ pub(crate) fn nic_room(w: &World, net: NetId, port: u32) -> u32 {
 pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
     let now = w.now();
     let n = &mut w.networks[net as usize];
-    n.ports[port as usize].inflight += 1;
     n.stats.frames_sent += 1;
     n.stats.bytes_sent += frame.len() as u64;
     w.stats.frames_sent += 1;
     if n.is_ideal() {
+        n.ports[port as usize].inflight += 1;
         w.pcap.record(net, now, frame);
         let n = &mut w.networks[net as usize];
         let fate = match draw_fate(n, frame) {
@@ -510,8 +664,14 @@ fn queue_mut(w: &mut World, q: QueueRef) -> &mut WireQueue {
 /// its NIC slot when `q` is a NIC); one it marks gets CE set.
 fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
     let now = w.now().as_nanos();
+    if runs_analytic(w, q, now) {
+        return enqueue_analytic(w, q, id, now);
+    }
     let n = &mut w.networks[q.net as usize];
     let (port, up) = (q.port_dir >> 1, q.port_dir & 1 == 0);
+    if up {
+        n.ports[port as usize].inflight += 1;
+    }
     n.queues_mut(port);
     let Some(queues) = n.ports[port as usize].queues.as_deref_mut() else {
         return;
@@ -554,6 +714,69 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
     }
     if idle {
         start_tx(w, q);
+    }
+}
+
+/// Returns true when queue `q` runs as a departure-time FIFO (see
+/// "Departure-time FIFO"): it already does (its schedule is not empty), or
+/// it is an idle drop-tail queue on a network that is neither captured
+/// nor traced. Settles the schedule at `now_ns` on the way.
+#[inline]
+fn runs_analytic(w: &mut World, q: QueueRef, now_ns: u64) -> bool {
+    let eligible = !w.evented_queues && !w.queue_trace && !w.pcap.captures(q.net);
+    let wq = queue_mut(w, q);
+    wq.settle(now_ns);
+    if !wq.sched.is_empty() {
+        return true;
+    }
+    eligible && matches!(wq.qdisc, Qdisc::DropTail(_)) && wq.is_idle(now_ns)
+}
+
+/// Offers frame `id` to the departure-time FIFO `q` (settled at `now_ns`):
+/// drops it if the drop-tail limit is reached, else computes when it
+/// leaves the wire and schedules its arrival at once (drawing its
+/// impairments now when it leaves a NIC).
+fn enqueue_analytic(w: &mut World, q: QueueRef, id: FrameId, now_ns: u64) {
+    let (net, port, up) = (q.net, q.port_dir >> 1, q.port_dir & 1 == 0);
+    let bytes = w.frames[id as usize].len();
+    let n = &mut w.networks[net as usize];
+    let ser = n.cfg.serialization_ns(bytes);
+    let queues = n.queues_mut(port);
+    let wq = if up { &mut queues.up } else { &mut queues.down };
+    let (packets, waiting_bytes) = wq.waiting();
+    let full = match &wq.qdisc {
+        Qdisc::DropTail(d) => d.refuses(packets, waiting_bytes, bytes as u32),
+        _ => false,
+    };
+    if full {
+        wq.stats.dropped += 1;
+        n.stats.queue_drops += 1;
+        let reason = DropReason::QueueFull;
+        *w.queue_drops.entry((net, q.port_dir, reason)).or_insert(0) += 1;
+        return discard(w, id, reason);
+    }
+    let done = wq.push(now_ns, ser, bytes as u32);
+    if !up {
+        let deliver = Event::Deliver {
+            net,
+            port,
+            frame: id,
+            from: NO_PORT,
+        };
+        let lane = lane_of_net(w, net);
+        return w.queue.schedule(Time::from_nanos(done), lane, deliver);
+    }
+    let (n, frame) = (&mut w.networks[net as usize], &mut w.frames[id as usize]);
+    match draw_fate(n, frame) {
+        Err(reason) => discard(w, id, reason),
+        Ok(fate) => {
+            let at = Time::from_nanos(done + n.cfg.latency_ns + fate.extra_ns);
+            propagate(w, net, port, id, at);
+            if fate.duplicate {
+                let copy = w.frames.insert(w.frames[id as usize].clone()) as FrameId;
+                propagate(w, net, port, copy, at);
+            }
+        }
     }
 }
 
@@ -702,10 +925,12 @@ pub(crate) fn tx_done(w: &mut World, q: QueueRef) {
                 return deliver_across_link(w, q, id, fate.duplicate);
             }
             Ok(fate) => {
-                propagate(w, net, port, id, fate.extra_ns);
+                let latency = n.cfg.latency_ns + fate.extra_ns;
+                let at = w.now() + std::time::Duration::from_nanos(latency);
+                propagate(w, net, port, id, at);
                 if fate.duplicate {
                     let copy = w.frames.insert(w.frames[id as usize].clone()) as FrameId;
-                    propagate(w, net, port, copy, fate.extra_ns);
+                    propagate(w, net, port, copy, at);
                 }
             }
         }
@@ -742,12 +967,11 @@ fn deliver_across_link(w: &mut World, q: QueueRef, id: FrameId, duplicate: bool)
     }
 }
 
-/// Sends frame `id`, just serialized by the NIC at `port`, across the
-/// network: to the other end of a link or to the switch fabric, after the
-/// latency plus `extra_ns` (a reorder hold-back).
-fn propagate(w: &mut World, net: NetId, port: u32, id: FrameId, extra_ns: u64) {
+/// Sends frame `id`, serialized by the NIC at `port`, across the network:
+/// it reaches the other end of a link or the switch fabric `at` (after the
+/// latency plus any reorder hold-back).
+fn propagate(w: &mut World, net: NetId, port: u32, id: FrameId, at: Time) {
     let n = &w.networks[net as usize];
-    let at = w.now() + std::time::Duration::from_nanos(n.cfg.latency_ns + extra_ns);
     let lane = lane_of_net(w, net);
     let event = match n.cfg.kind {
         NetworkKind::Link => {
@@ -775,6 +999,13 @@ fn propagate(w: &mut World, net: NetId, port: u32, id: FrameId, extra_ns: u64) {
 fn release_nic(w: &mut World, net: NetId, port: u32) {
     let p = &mut w.networks[net as usize].ports[port as usize];
     p.inflight = p.inflight.saturating_sub(1);
+    wake_room_waiters(w, net, port);
+}
+
+/// Wakes whoever waits for room in the NIC at `port`: a blocked task, a
+/// foreign stack, TCP connections.
+fn wake_room_waiters(w: &mut World, net: NetId, port: u32) {
+    let p = &mut w.networks[net as usize].ports[port as usize];
     if let Some(task) = p.waiter.take() {
         w.wake(task);
     }
@@ -799,7 +1030,8 @@ fn release_nic(w: &mut World, net: NetId, port: u32) {
 }
 
 /// Registers TCP connection `slot` of machine `m` to be kicked when the
-/// NIC at `port` frees a slot.
+/// NIC at `port` has room. The caller arms the wake-up
+/// ([`arm_room_wake`]) once it has handed the NIC what it could.
 pub(crate) fn wait_for_room(w: &mut World, net: NetId, port: u32, m: MachineId, slot: u32) {
     let q = w.networks[net as usize].queues_mut(port);
     if !q.tcp_waiters.contains(&(m, slot)) {
@@ -808,9 +1040,71 @@ pub(crate) fn wait_for_room(w: &mut World, net: NetId, port: u32, m: MachineId, 
 }
 
 /// Registers the foreign stack on `port` to be polled when the NIC at
-/// `port` frees a slot.
+/// `port` has room.
 pub(crate) fn wait_for_room_foreign(w: &mut World, net: NetId, port: u32) {
     w.networks[net as usize].queues_mut(port).foreign_waiting = true;
+    arm_room_wake(w, net, port);
+}
+
+/// Registers `task` (if any) to be woken when the NIC at `port` has room.
+pub(crate) fn wait_for_room_task(
+    w: &mut World,
+    net: NetId,
+    port: u32,
+    task: Option<crate::executor::TaskId>,
+) {
+    w.networks[net as usize].ports[port as usize].waiter = task;
+    arm_room_wake(w, net, port);
+}
+
+/// Returns how many frames a busy NIC of `txqueuelen` slots still holds
+/// when its waiters are woken: a quarter of its slots are free then (at
+/// least one), like a driver that wakes its stopped queue only once a
+/// batch of descriptors is free again (Linux ixgbe's
+/// `TX_WAKE_THRESHOLD`), so a bulk sender refills several slots per
+/// wake-up while the wire still has frames to send.
+pub(crate) fn wake_watermark(txqueuelen: u32) -> u32 {
+    txqueuelen.saturating_sub((txqueuelen / 4).max(1))
+}
+
+/// Schedules one wake-up of the waiters of the NIC at `port` for when its
+/// departure schedule has drained to [`wake_watermark`] (or, holding
+/// less, to one frame fewer), unless one is pending or nobody waits. The
+/// evented path and ideal networks wake waiters as each frame leaves
+/// instead (see "Back-pressure").
+pub(crate) fn arm_room_wake(w: &mut World, net: NetId, port: u32) {
+    let now = w.now().as_nanos();
+    let lane = lane_of_net(w, net);
+    let n = &mut w.networks[net as usize];
+    let low = wake_watermark(n.cfg.txqueuelen) as usize;
+    let p = &mut n.ports[port as usize];
+    let task_waits = p.waiter.is_some();
+    // No queues (an ideal network, or nothing sent yet): nothing is on
+    // the departure-time path, and none are made just to be asked.
+    let Some(q) = p.queues.as_deref_mut() else {
+        return;
+    };
+    let waits = task_waits || q.foreign_waiting || !q.tcp_waiters.is_empty();
+    if q.room_wake || !waits {
+        return;
+    }
+    let sched = &q.up.sched;
+    let first = sched.partition_point(|s| s.done <= now);
+    let scheduled = sched.len() - first;
+    if scheduled == 0 {
+        return;
+    }
+    let at = sched[first + (scheduled - 1).saturating_sub(low)].done;
+    q.room_wake = true;
+    let event = Event::NicRoom { net, port };
+    w.queue.schedule(Time::from_nanos(at), lane, event);
+}
+
+/// The departure schedule of the NIC at `port` drained to its low
+/// watermark: wakes its waiters (who wait again if still short of room).
+pub(crate) fn nic_room_ready(w: &mut World, net: NetId, port: u32) {
+    w.networks[net as usize].queues_mut(port).room_wake = false;
+    wake_room_waiters(w, net, port);
 }
 
 /// What the impairment draws decided for a frame that is not lost.

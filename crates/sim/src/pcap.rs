@@ -64,6 +64,11 @@ impl PcapSet {
         Ok(set)
     }
 
+    /// Returns true when network `net` is being captured.
+    pub fn captures(&self, net: NetId) -> bool {
+        matches!(self.writers.get(net as usize), Some(Some(_)))
+    }
+
     /// Records `frame` on network `net` at `time`.
     pub fn record(&mut self, net: NetId, time: Time, frame: &Message) {
         let Some(Some(w)) = self.writers.get_mut(net as usize) else {

@@ -394,7 +394,9 @@ impl Simulation {
         let n = &mut w.networks[ifc.net as usize];
         cfg.validate(n.cfg.bandwidth_bps)
             .map_err(|e| bad(e.to_string()))?;
-        n.set_nic_qdisc(ifc.port, cfg).map_err(bad)
+        let now = w.now().as_nanos();
+        let n = &mut w.networks[ifc.net as usize];
+        n.set_nic_qdisc(ifc.port, cfg, now).map_err(bad)
     }
 
     /// Records the occupancy of every egress queue over time (a point at
@@ -404,6 +406,16 @@ impl Simulation {
     /// off.
     pub fn trace_queues(&mut self) {
         self.w().queue_trace = true;
+    }
+
+    /// Runs every egress queue on the evented path (`true`): a frame's
+    /// departure is an event, as for the non-default disciplines, instead
+    /// of being computed when it is queued (see [`crate::net`],
+    /// "Departure-time FIFO"). Timing is the same either way; this exists
+    /// to test that it is.
+    #[doc(hidden)]
+    pub fn set_evented_queues(&mut self, on: bool) {
+        self.w().evented_queues = on;
     }
 
     /// Returns the occupancy series recorded so far, by (network, port,
@@ -488,9 +500,8 @@ impl Simulation {
         let lines = all
             .into_iter()
             .map(|(net, pd, wq)| {
-                use crate::qdisc::Discipline;
                 let (network, machine, dir) = queue_names(w, net, pd);
-                let s = &wq.stats;
+                let s = &wq.stats_at(end);
                 let dropped_by = (w.queue_drops.range((net, pd, report::DropReason::Loss)..))
                     .take_while(|((n, p, _), _)| (*n, *p) == (net, pd))
                     .map(|((_, _, r), c)| (r.to_string(), *c))
@@ -508,7 +519,7 @@ impl Simulation {
                     max_packets: s.max_packets,
                     max_bytes: s.max_bytes,
                     mean_packets: s.mean_packets(end),
-                    packets_at_end: wq.qdisc().packets(),
+                    packets_at_end: wq.packets_at(end),
                 }
             })
             .collect();

@@ -24,6 +24,9 @@ pub(crate) enum Event {
     TxDone(QueueRef),
     /// A shaping discipline's wait is over: try the queue's wire again.
     TxRetry(QueueRef),
+    /// The NIC at `port` of `net` has drained to its low watermark: wake
+    /// the senders waiting for room (see `net`, "Back-pressure").
+    NicRoom { net: NetId, port: u32 },
     /// A frame reached the switch fabric of `net`, coming from `port`.
     AtSwitch {
         net: NetId,
@@ -92,6 +95,9 @@ pub(crate) struct World {
     pub queue_drops: BTreeMap<(NetId, u32, DropReason), u64>,
     /// Record egress-queue occupancy time series.
     pub queue_trace: bool,
+    /// Run every queue on the evented path (no departure-time FIFOs; a
+    /// debugging and testing switch, see `net`).
+    pub evented_queues: bool,
     /// Occupancy series by (network, `port << 1 | dir`), when tracing.
     pub queue_series: BTreeMap<(NetId, u32), Vec<crate::qdisc::stats::OccupancySample>>,
     /// ICMP error rate limits (Linux's defaults).
@@ -146,6 +152,7 @@ impl World {
             link_neighbours: Default::default(),
             queue_drops: BTreeMap::new(),
             queue_trace: false,
+            evented_queues: false,
             queue_series: BTreeMap::new(),
             icmp_limit: Default::default(),
             fast_forward: true,
@@ -219,6 +226,7 @@ impl World {
             Event::Wake(task) => self.wake(task),
             Event::TxDone(q) => crate::net::tx_done(self, q),
             Event::TxRetry(q) => crate::net::tx_retry(self, q),
+            Event::NicRoom { net, port } => crate::net::nic_room_ready(self, net, port),
             Event::AtSwitch { net, from, frame } => crate::net::at_switch(self, net, from, frame),
             Event::Deliver {
                 net,

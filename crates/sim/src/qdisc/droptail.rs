@@ -36,6 +36,16 @@ impl DropTail {
         }
     }
 
+    /// Returns true when a frame of `incoming` bytes would exceed the limit
+    /// with `packets` frames of `bytes` bytes waiting.
+    pub fn refuses(&self, packets: u32, bytes: u64, incoming: u32) -> bool {
+        match self.limit {
+            Limit::Unbounded => false,
+            Limit::Packets(n) => packets >= n,
+            Limit::Bytes(b) => bytes + u64::from(incoming) > b,
+        }
+    }
+
     /// Returns the frame that leaves next, if any.
     pub fn front(&self) -> Option<&Queued> {
         self.frames.front()
@@ -44,12 +54,7 @@ impl DropTail {
 
 impl Discipline for DropTail {
     fn enqueue(&mut self, q: Queued, _now_ns: u64, _rng: &mut Rng) -> Enqueue {
-        let full = match self.limit {
-            Limit::Unbounded => false,
-            Limit::Packets(n) => self.frames.len() >= n as usize,
-            Limit::Bytes(b) => self.bytes + u64::from(q.bytes) > b,
-        };
-        if full {
+        if self.refuses(self.frames.len() as u32, self.bytes, q.bytes) {
             return Enqueue::Dropped(DropReason::QueueFull);
         }
         self.bytes += u64::from(q.bytes);

@@ -152,7 +152,9 @@ mod tests {
         // Two per port that saw traffic, a million ports in big runs:
         // drop-tail inline, every other discipline boxed.
         assert!(std::mem::size_of::<crate::qdisc::Qdisc>() <= 64);
-        assert!(std::mem::size_of::<crate::net::WireQueue>() <= 160);
+        // The departure schedule of the analytic drop-tail path (an empty
+        // `VecDeque` and two counters) takes 40 of these bytes.
+        assert!(std::mem::size_of::<crate::net::WireQueue>() <= 200);
     }
 
     #[test]

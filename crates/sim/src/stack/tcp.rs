@@ -414,10 +414,9 @@ pub(crate) fn drive(
     if let Some(trace) = w.conns.trace.as_mut() {
         trace.observe(sock.id, now, &mut sock.tcb);
     }
-    if sock.tcb.nic_blocked {
-        if let Some(ifc) = nic {
-            crate::net::wait_for_room(w, ifc.net, ifc.port, m, slot);
-        }
+    let blocked = nic.filter(|_| sock.tcb.nic_blocked);
+    if let Some(ifc) = blocked {
+        crate::net::wait_for_room(w, ifc.net, ifc.port, m, slot);
     }
     let (local, remote) = (sock.tcb.local, sock.tcb.remote);
     // Listener bookkeeping and wake-ups.
@@ -483,6 +482,10 @@ pub(crate) fn drive(
     for seg in out.drain(..) {
         transmit(w, m, local, remote, route, seg);
     }
+    if let Some(ifc) = blocked {
+        // Now that the NIC holds what fitted: wake when it drains.
+        crate::net::arm_room_wake(w, ifc.net, ifc.port);
+    }
     if w.tcp_out.capacity() < out.capacity() {
         w.tcp_out = out;
     }
@@ -540,9 +543,8 @@ fn transmit(
     };
     if route.next != super::ipv4::NextHop::Local {
         let ifc = w.machines[m as usize].ifaces[route.iface as usize];
-        let n = &w.networks[ifc.net as usize];
-        let limit = n.cfg.txqueuelen.max(NIC_LIMIT);
-        if n.ports[ifc.port as usize].inflight >= limit {
+        let limit = w.networks[ifc.net as usize].cfg.txqueuelen.max(NIC_LIMIT);
+        if crate::net::nic_frames(w, ifc.net, ifc.port) >= limit {
             return w.drop_packet(DropReason::NicQueueFull);
         }
     }

@@ -59,7 +59,7 @@ pub(crate) fn send(
         let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
         if let Some((net, port)) = nic_full(w, m, route.iface, need) {
             let task = current_task(w);
-            w.networks[net as usize].ports[port as usize].waiter = task;
+            crate::net::wait_for_room_task(w, net, port, task);
             return Ok(false);
         }
     }

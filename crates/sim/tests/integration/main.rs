@@ -7,6 +7,7 @@
 mod chain;
 mod common;
 mod delivery;
+mod departure;
 mod determinism;
 mod ecn;
 mod fast_path;

@@ -3,14 +3,15 @@
 use crate::common::*;
 use elvis_sim::{Host, NetworkConfig, Simulation};
 
-/// One sender sends `n` datagrams as fast as it can over a link; checks
-/// when each send returns, when the last arrives, and that nothing was
-/// dropped.
-fn blast(n: usize, txqueuelen: u32) {
+/// One sender sends `n` datagrams as fast as it can over a link (its NIC
+/// on the evented path or not); checks when each send returns, when the
+/// last arrives, and that nothing was dropped.
+fn blast(n: usize, txqueuelen: u32, evented: bool) {
     let (bps, lat, payload) = (10_000_000, 1_000_000, 100);
     let mut cfg = link("l", Some(bps), lat);
     cfg.txqueuelen = txqueuelen;
     let (mut sim, a, b) = pair(1, cfg);
+    sim.set_evented_queues(evented);
     let sent_at = log::<u64>();
     let tx = sent_at.clone();
     let received = log::<u64>();
@@ -33,12 +34,21 @@ fn blast(n: usize, txqueuelen: u32) {
     let report = sim.run();
     assert_success(&report);
     let ser = ser_ns(udp_frame_len(payload), bps);
-    // The NIC holds at most q frames, the one being serialized included:
-    // send i (0-based) returns once frame i − q has left the NIC, at
-    // (i − q + 1)·ser; the first q return at once.
+    // The NIC holds at most q frames, the one being serialized included;
+    // the first q sends return at once. On the evented path a blocked
+    // sender is woken as each frame leaves: send i (0-based) returns once
+    // frame i − q has left the NIC, at (i − q + 1)·ser. Otherwise it is
+    // woken once b = max(1, q/4) slots are free: sends q + gb … q + gb +
+    // b − 1 return together when frame (g + 1)b − 1 leaves, at
+    // (g + 1)·b·ser.
     let q = txqueuelen as u64;
+    let b = (q / 4).max(1);
     let want: Vec<u64> = (0..n as u64)
-        .map(|i| (i + 1).saturating_sub(q) * ser)
+        .map(|i| match i.checked_sub(q) {
+            None => 0,
+            Some(_) if evented => (i + 1 - q) * ser,
+            Some(k) => (k / b + 1) * b * ser,
+        })
         .collect();
     assert!(*sent_at.borrow() == want, "send completion times");
     assert_eq!(received.borrow().len(), n);
@@ -49,9 +59,11 @@ fn blast(n: usize, txqueuelen: u32) {
 
 #[test]
 fn a_fast_sender_never_has_more_than_txqueuelen_frames_queued() {
-    blast(10_000, NetworkConfig::DEFAULT_TXQUEUELEN);
-    blast(2_000, 1);
-    blast(2_000, 7);
+    for evented in [false, true] {
+        blast(10_000, NetworkConfig::DEFAULT_TXQUEUELEN, evented);
+        blast(2_000, 1, evented);
+        blast(2_000, 7, evented);
+    }
 }
 
 /// `senders` machines each send one datagram at t = 0 to one sink across
