@@ -22,7 +22,12 @@
 //! ([`Simulation::add_flow_route`]), a sender task per flow sending
 //! `packets_per_flow` UDP datagrams whose frames are `packet_bytes` long
 //! (958 bytes of payload in a 1000-byte frame) every `interval_s` from
-//! `start_s`, and a receiver task per flow counting them.
+//! `start_s`, and a receiver task per flow counting them. The payload is
+//! the message's virtual zeros (as in `tcp-bulk`): the frames carry the
+//! same bytes as a zero-filled buffer and every checksum is computed over
+//! them, but zeros add nothing to a ones'-complement sum, so the stacks do
+//! not read 958 bytes per hop to learn that (ns.py's packets carry no
+//! bytes at all).
 //!
 //! Printed counts, to compare with ns.py's: datagrams delivered, packets
 //! dropped (any reason) and port transmissions (frames serialized by any
@@ -206,9 +211,7 @@ fn build_topology(f: &FlowFile) -> Result<Built, String> {
 
 /// Pins each flow to its path and starts its sender and receiver.
 fn add_flows(b: &mut Built, f: &FlowFile) -> Result<(), String> {
-    static PAYLOAD: [u8; 1514] = [0; 1514];
-    let payload_len = (f.packet_bytes - HEADERS) as usize;
-    let payload = Message::from_static(&PAYLOAD[..payload_len]);
+    let payload = Message::zeros(f.packet_bytes - HEADERS);
     for fl in &f.flows {
         let host = |n: u32| {
             let ok = b.is_host[n as usize];

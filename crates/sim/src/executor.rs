@@ -84,6 +84,7 @@ pub(crate) struct TaskTable {
 
 impl TaskTable {
     /// Marks `task` queued; returns false if it already was (or is over).
+    #[inline]
     pub fn mark_queued(&mut self, task: TaskId) -> bool {
         let Some(m) = self.meta.get_mut(task as usize) else {
             return false;

@@ -555,12 +555,12 @@ pub(crate) fn port_mac(net: NetId, port: u32) -> EthernetAddress {
 
 /// Returns how many more frames the NIC at `port` takes now.
 pub(crate) fn nic_room(w: &World, net: NetId, port: u32) -> u32 {
-    let n = &w.networks[net as usize];
-    n.cfg.txqueuelen.saturating_sub(nic_frames(w, net, port))
+    let txqueuelen = w.networks[net as usize].cfg.txqueuelen;
+    txqueuelen.saturating_sub(nic_frames(w, net, port))
 }
 
-/// Returns how many frames the NIC at `port` of `net` holds now (waiting
-/// or on the wire, in either queue model).
+/// Returns how many frames the NIC at `port` holds now (waiting or being
+/// serialized; on an ideal network, not yet delivered).
 pub(crate) fn nic_frames(w: &World, net: NetId, port: u32) -> u32 {
     let p = &w.networks[net as usize].ports[port as usize];
     let scheduled = p

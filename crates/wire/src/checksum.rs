@@ -161,12 +161,15 @@ fn data_be(bytes: &[u8]) -> u16 {
 /// Returns the running sum of the IPv4 pseudo-header (RFC 768, RFC 793)
 /// for a transport message of `length` bytes.
 pub fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, protocol: Protocol, length: u32) -> Checksum {
-    let mut c = Checksum::new();
-    c.add(&src.octets());
-    c.add(&dst.octets());
-    c.add_u16(u16::from(u8::from(protocol)));
-    c.add_u32(length);
-    c
+    // Twelve bytes at an even offset, as three 32-bit big-endian words and
+    // the protocol: a 32-bit word `hi·2^16 + lo` is congruent to `hi + lo`
+    // modulo 2^16 − 1, so adding the words whole and folding at the end is
+    // the ones'-complement sum of their 16-bit halves (RFC 1071 §2(C)).
+    let sum = u64::from(u32::from(src))
+        + u64::from(u32::from(dst))
+        + u64::from(u8::from(protocol))
+        + u64::from(length);
+    Checksum { sum, odd: false }
 }
 
 #[cfg(test)]
@@ -259,6 +262,19 @@ mod test {
     }
 
     proptest! {
+        #[test]
+        fn pseudo_header_matches_the_naive_sum_of_its_bytes(
+            s in any::<u32>(), d in any::<u32>(), p in any::<u8>(), len in any::<u32>(),
+        ) {
+            let mut bytes = Vec::new();
+            bytes.extend_from_slice(&s.to_be_bytes());
+            bytes.extend_from_slice(&d.to_be_bytes());
+            bytes.extend_from_slice(&[0, p]);
+            bytes.extend_from_slice(&len.to_be_bytes());
+            let c = pseudo_header(Ipv4Addr::from(s), Ipv4Addr::from(d), Protocol::from(p), len);
+            prop_assert_eq!(c.sum(), naive(&bytes));
+        }
+
         #[test]
         fn data_matches_the_naive_sum(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
             prop_assert_eq!(data(&bytes), naive(&bytes));

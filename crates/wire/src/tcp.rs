@@ -933,7 +933,72 @@ impl Repr {
     /// Returns the header length: 20 bytes plus the options, padded to a
     /// multiple of 4. A valid `Repr` has at most 60.
     pub fn header_len(&self) -> usize {
-        HEADER_LEN + self.options_len(self.layout()).div_ceil(4) * 4
+        match self.common_options() {
+            Some(Some(_)) => HEADER_LEN + 12,
+            Some(None) => HEADER_LEN,
+            None => HEADER_LEN + self.options_len(self.layout()).div_ceil(4) * 4,
+        }
+    }
+
+    /// Returns `Some(timestamp)` when the options are those of almost
+    /// every segment of an established connection: a timestamp alone
+    /// (laid out NOP, NOP, TS as every layout does) or nothing; `None`
+    /// when there are others (SYN options, SACK blocks).
+    fn common_options(&self) -> Option<Option<(u32, u32)>> {
+        match (
+            self.max_seg_size,
+            self.window_scale,
+            self.sack_permitted,
+            self.sack_ranges[0],
+        ) {
+            (None, None, false, None) => Some(self.timestamp),
+            _ => None,
+        }
+    }
+
+    /// Writes the header of a segment with [`Repr::common_options`] in one
+    /// pass (the general `emit_fields` sets field by field) and returns
+    /// true; returns false, writing nothing, for other segments or a
+    /// buffer too short.
+    fn emit_common(
+        &self,
+        buf: &mut [u8],
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        payload_len: usize,
+        payload_sum: Checksum,
+    ) -> bool {
+        let Some(ts) = self.common_options() else {
+            return false;
+        };
+        let len = if ts.is_some() {
+            HEADER_LEN + 12
+        } else {
+            HEADER_LEN
+        };
+        let Some(buf) = buf.get_mut(..len) else {
+            return false;
+        };
+        let mut h = [0u8; HEADER_LEN + 12];
+        h[0..2].copy_from_slice(&self.src_port.to_be_bytes());
+        h[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
+        h[4..8].copy_from_slice(&self.seq_number.0.to_be_bytes());
+        let ack = self.ack_number.unwrap_or_default();
+        h[8..12].copy_from_slice(&ack.0.to_be_bytes());
+        h[field::DATA_OFF] = ((len / 4) << 4) as u8;
+        h[field::FLAGS] = self.flags();
+        h[14..16].copy_from_slice(&self.window_len.to_be_bytes());
+        if let Some((tsval, tsecr)) = ts {
+            h[20..24].copy_from_slice(&[field::OPT_NOP, field::OPT_NOP, field::OPT_TS, 10]);
+            h[24..28].copy_from_slice(&tsval.to_be_bytes());
+            h[28..32].copy_from_slice(&tsecr.to_be_bytes());
+        }
+        let mut c = checksum::pseudo_header(src, dst, Protocol::Tcp, (len + payload_len) as u32);
+        c.add(&h[..len]);
+        c.append(payload_sum);
+        h[16..18].copy_from_slice(&c.finish().to_be_bytes());
+        buf.copy_from_slice(&h[..len]);
+        true
     }
 
     /// Returns the segment length in bytes (header and payload).
@@ -1057,6 +1122,9 @@ impl Repr {
         payload_len: usize,
         payload_sum: Checksum,
     ) {
+        if self.emit_common(header.buffer.as_mut(), src, dst, payload_len, payload_sum) {
+            return;
+        }
         self.emit_fields(header);
         header.fill_checksum_with(src, dst, payload_len, payload_sum);
     }
@@ -1670,6 +1738,32 @@ mod test {
             r.emit_header(&mut Packet::new_unchecked(&mut head[..]), s, d, payload.len(), sum);
             prop_assert_eq!(&head[..], &buf[..r.header_len()]);
             prop_assert!(verify_checksum_with(s, d, &head, payload.len(), sum));
+        }
+
+        #[test]
+        fn the_one_pass_header_of_a_common_segment_matches_the_general_emit(
+            r in arb_repr().prop_map(|mut r| {
+                (r.max_seg_size, r.window_scale, r.sack_permitted) = (None, None, false);
+                r.sack_ranges = [None; MAX_SACK_BLOCKS];
+                r
+            }),
+            payload in proptest::collection::vec(any::<u8>(), 64),
+            (s, d) in any::<(u32, u32)>(),
+        ) {
+            let (s, d) = (Ipv4Addr::from(s), Ipv4Addr::from(d));
+            let payload = &payload[..r.payload_len];
+            let general = HEADER_LEN + r.options_len(r.layout()).div_ceil(4) * 4;
+            prop_assert_eq!(r.header_len(), general);
+            let mut sum = Checksum::new();
+            sum.add(payload);
+            // The general path: field by field, then the checksum.
+            let mut slow = vec![0xaau8; general];
+            let mut p = Packet::new_unchecked(&mut slow[..]);
+            r.emit_fields(&mut p);
+            p.fill_checksum_with(s, d, payload.len(), sum);
+            let mut fast = vec![0x55u8; general];
+            r.emit_header(&mut Packet::new_unchecked(&mut fast[..]), s, d, payload.len(), sum);
+            prop_assert_eq!(fast, slow);
         }
 
         #[test]

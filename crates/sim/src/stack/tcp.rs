@@ -14,6 +14,9 @@
 //! | window scale, SACK, timestamps | on | yes |
 //! | initial / min / max RTO | 1 s / 200 ms / 120 s | yes |
 //! | delayed ACK | every 2nd segment or 40 ms | yes (Linux's quick-ack start is not modelled) |
+//! | window update after a read | when the open window fell to half the buffer and can double (`__tcp_cleanup_rbuf`) | yes |
+//! | Nagle | Minshall's variant: hold a short segment only behind an unacknowledged short one | yes (`tcp_minshall_check`) |
+//! | header prediction | in-order segments of an ESTABLISHED connection skip the general input walk | yes (`tcp_rcv_established`) |
 //! | send / receive buffer | 4 MiB each | autotuning is not modelled |
 //! | MSL | 30 s (TIME-WAIT 60 s) | yes |
 //! | give up after | 15 consecutive RTOs without progress (≈ 15 min) | yes (`tcp_retries2`; Linux counts the time instead) |

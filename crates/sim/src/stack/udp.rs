@@ -17,6 +17,7 @@ use elvis_wire::{udp, IpProtocol};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// Adds every byte of `msg` to a running checksum.
+#[inline]
 pub(crate) fn sum_message(sum: &mut Checksum, msg: &Message) {
     for chunk in msg.chunks() {
         match chunk {

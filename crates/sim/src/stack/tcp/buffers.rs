@@ -50,7 +50,6 @@ impl SendBuffer {
     /// Returns `len` bytes starting `offset` bytes after the front (shared,
     /// not copied). Short if the buffer ends first.
     pub fn slice(&mut self, offset: usize, len: usize) -> Message {
-        let mut out = Message::new();
         let (mut idx, mut before) = self.cursor;
         if before > offset || idx >= self.chunks.len() {
             (idx, before) = (0, 0);
@@ -71,6 +70,7 @@ impl SendBuffer {
                 return c.slice(skip..skip + len);
             }
         }
+        let mut out = Message::new();
         let mut want = len;
         for c in self.chunks.range(idx..) {
             if want == 0 {

@@ -171,6 +171,9 @@ pub(crate) struct Tcb {
     snd_wl1: SeqNumber,
     snd_wl2: SeqNumber,
     snd_wscale: u8,
+    /// End of the last short data segment sent (Linux's `snd_sml`, for
+    /// Minshall's Nagle).
+    snd_sml: SeqNumber,
     pub sndbuf: SendBuffer,
     pub sndbuf_cap: usize,
     /// The application shut down writing: send FIN after the data.
@@ -210,7 +213,9 @@ pub(crate) struct Tcb {
     ecn: EcnState,
     /// Next sequence number to consider for retransmission in recovery.
     rexmit_next: SeqNumber,
-    rexmit_bytes_in_recovery: usize,
+    /// (u32: at most the send buffer, 1 GiB; the TCB's size is a memory
+    /// contract.)
+    rexmit_bytes_in_recovery: u32,
     /// `snd_max` at the last RTO while data sent before it is outstanding:
     /// no fast recovery until it is acknowledged (RFC 6582 §3.2 step 1
     /// "recover"; Linux's Loss state), so an RTO and the SACKs still
@@ -307,6 +312,7 @@ impl Tcb {
             snd_wl1: SeqNumber(0),
             snd_wl2: iss,
             snd_wscale: 0,
+            snd_sml: iss,
             sndbuf: SendBuffer::default(),
             sndbuf_cap: cfg.sndbuf,
             fin_queued: false,
@@ -470,19 +476,36 @@ impl Tcb {
         self.fin_received && self.rcvbuf.ready_len() == 0
     }
 
-    /// Takes up to `max` received bytes; opens the window if that frees
-    /// enough (RFC 9293 §3.8.6.2.2 receiver SWS avoidance).
+    /// Takes up to `max` received bytes; asks for a window update if that
+    /// frees enough ([`Tcb::window_update_due`]).
     pub fn read(&mut self, max: usize) -> Message {
         let m = self.rcvbuf.take(max);
-        if !m.is_empty() {
-            let before = self.rcv_adv - self.rcv_nxt;
-            let window = self.rcv_window();
-            // Send a window update when it grows by 2 MSS or half the buffer.
-            if window > before.max(0) as usize + (2 * self.smss()).min(self.rcvbuf_cap / 2) {
-                self.ack_now = true;
-            }
+        if !m.is_empty() && !self.fin_received && self.window_update_due() {
+            self.ack_now = true;
         }
         m
+    }
+
+    /// Returns true when a read has freed enough buffer for a window
+    /// update, by Linux's rule (`__tcp_cleanup_rbuf`): only once the window
+    /// still open to the peer has fallen to half the largest one or less,
+    /// and the window we can now offer is at least twice it ("lots means
+    /// at least twice"). A reader that keeps up never triggers it: the
+    /// ACKs that data triggers carry the window. (Linux's other reason to
+    /// ACK after a read, more than one full segment not yet acknowledged,
+    /// cannot arise here: `input` acknowledges every second full segment
+    /// and every short one at once. The end of stream is Linux's
+    /// `RCV_SHUTDOWN`: nothing more will come to open the window for.)
+    /// This also keeps RFC 9293 §3.8.6.2.2's receiver SWS avoidance: the
+    /// update opens the window by half the buffer at least.
+    fn window_update_due(&self) -> bool {
+        let open = (self.rcv_adv - self.rcv_nxt).max(0) as usize;
+        if 2 * open > self.rcvbuf_cap {
+            return false;
+        }
+        // What the next segment advertises (whole units of the scale).
+        let offer = (self.rcv_window() >> self.rcv_wscale).min(65_535) << self.rcv_wscale;
+        offer > 0 && offer >= 2 * open
     }
 
     /// Returns true when an ACK is to be sent at once (for example, a
@@ -556,7 +579,7 @@ impl Tcb {
                 let below_high = (high - self.snd_una).max(0) as usize;
                 let lost = below_high.saturating_sub(self.scoreboard.sacked_bytes());
                 outstanding.saturating_sub(self.scoreboard.sacked_bytes() + lost)
-                    + self.rexmit_bytes_in_recovery
+                    + self.rexmit_bytes_in_recovery as usize
             }
             _ => outstanding,
         }
@@ -768,14 +791,22 @@ impl Tcb {
                 self.nic_blocked = true;
                 break;
             }
-            // Nagle (RFC 896 / RFC 9293 §3.7.4): hold a small segment while
-            // data is unacknowledged (a resent hole goes as it is).
+            // Nagle (RFC 896 / RFC 9293 §3.7.4) with Minshall's change, as
+            // Linux (`tcp_nagle_check`, `tcp_minshall_check`): hold a small
+            // segment while an earlier small one is unacknowledged (a
+            // resent hole goes as it is). Classic Nagle also held it
+            // behind full segments, so that the last piece of a write
+            // waited for the peer's delayed ACK of an odd full segment.
             if len < want {
                 break;
             }
             let resend = self.snd_nxt < self.snd_max;
-            if len < smss && !self.nodelay && sent_unacked > 0 && !resend {
+            let small_unacked = self.snd_sml > self.snd_una && self.snd_sml <= self.snd_nxt;
+            if len < smss && !self.nodelay && sent_unacked > 0 && small_unacked && !resend {
                 break;
+            }
+            if len < smss && !resend {
+                self.snd_sml = self.snd_nxt + len;
             }
             let payload = self.sndbuf.slice(sent_unacked, len);
             let mut seg = self.segment(Control::None, self.snd_nxt, payload, true);
@@ -856,7 +887,8 @@ impl Tcb {
             if start == self.snd_una {
                 self.rexmit_mark = Some((start, self.snd_max));
             }
-            self.rexmit_bytes_in_recovery += len;
+            self.rexmit_bytes_in_recovery =
+                self.rexmit_bytes_in_recovery.saturating_add(len as u32);
             self.push(seg, now, out, true);
             self.arm_rto(now);
         }
@@ -890,7 +922,8 @@ impl Tcb {
         if self.recovery.is_some() {
             self.rexmit_next = self.snd_una + len;
             self.rexmit_mark = Some((self.snd_una, self.snd_max));
-            self.rexmit_bytes_in_recovery += len;
+            self.rexmit_bytes_in_recovery =
+                self.rexmit_bytes_in_recovery.saturating_add(len as u32);
         }
         self.timed = None; // Karn: never time a retransmitted segment
         self.push(seg, now, out, true);
@@ -1125,10 +1158,14 @@ impl Tcb {
     ) -> Effects {
         let mut fx = Effects::default();
         self.stats.segments_received += 1;
-        match self.state {
-            State::Closed => {}
-            State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
-            _ => self.input_synchronized(now, seg, ip_ecn, payload, out, &mut fx),
+        if self.predicted(seg, payload.len()) {
+            self.input_predicted(now, seg, payload, out, &mut fx);
+        } else {
+            match self.state {
+                State::Closed => {}
+                State::SynSent => self.input_syn_sent(now, seg, out, &mut fx),
+                _ => self.input_synchronized(now, seg, ip_ecn, payload, out, &mut fx),
+            }
         }
         if let Some(k) = self.keepalive.as_deref_mut() {
             if !matches!(self.state, State::SynSent | State::SynReceived) {
@@ -1139,6 +1176,71 @@ impl Tcb {
             self.output(now, out);
         }
         fx
+    }
+
+    /// Header prediction (Van Jacobson, "TCP receive fast path", 1993;
+    /// Linux `tcp_rcv_established`): returns true when `seg` is the segment
+    /// an ESTABLISHED connection expects next, for which every step of
+    /// [`Tcb::input_synchronized`] before the ACK is a no-op and the text
+    /// step is a plain append: no SYN, FIN or RST, `SEG.SEQ = RCV.NXT`, a
+    /// timestamp (if any) not older than TS.Recent (so PAWS passes and
+    /// TS.Recent moves to it), an acknowledgment not beyond `SND.MAX`, data
+    /// that fits the window with nothing held out of order, and ECN not
+    /// negotiated (its per-segment steps then do nothing).
+    /// [`Tcb::input_predicted`] handles it with the general ACK step, so
+    /// loss recovery, SACK and window updates behave exactly as on the
+    /// slow path; the unit tests run every operation sequence of the
+    /// `tcp_input` fuzz body both ways and compare.
+    fn predicted(&self, seg: &Repr, len: usize) -> bool {
+        #[cfg(test)]
+        if fuzz::NO_PREDICTION.with(std::cell::Cell::get) {
+            return false;
+        }
+        let ts_in_order = match seg.timestamp {
+            Some((tsval, _)) if self.ts_enabled => tsval.wrapping_sub(self.ts_recent) as i32 >= 0,
+            _ => true,
+        };
+        self.state == State::Established
+            && matches!(seg.control, Control::None | Control::Psh)
+            && seg.seq_number == self.rcv_nxt
+            && seg.ack_number.is_some_and(|a| a <= self.snd_max)
+            && ts_in_order
+            && !self.ecn.is_on()
+            && (len == 0
+                || (len <= self.rcv_window() && self.rcvbuf.held() == self.rcvbuf.ready_len()))
+    }
+
+    /// The fast path for a segment [`Tcb::predicted`] accepted.
+    fn input_predicted(
+        &mut self,
+        now: Time,
+        seg: &Repr,
+        payload: Message,
+        out: &mut Vec<Segment>,
+        fx: &mut Effects,
+    ) {
+        if let (Some((tsval, _)), true) = (seg.timestamp, self.ts_enabled) {
+            // RFC 7323 §4.3: SEG.SEQ = Last.ACK.sent and TSval not older.
+            self.ts_recent = tsval;
+            self.ts_recent_at = now;
+        }
+        #[cfg(test)]
+        fuzz::PREDICTED.with(|p| p.set(p.get() + 1));
+        let Some(ack) = seg.ack_number else { return };
+        let n = payload.len();
+        self.process_ack(now, seg, ack, n, out, fx);
+        if n == 0 || self.state != State::Established {
+            return;
+        }
+        self.rcv_nxt = self.rcvbuf.insert(self.rcv_nxt, seg.seq_number, payload);
+        self.stats.bytes_received += n as u64;
+        fx.readable = true;
+        if n < self.smss() {
+            // A short (PSH) segment: ACK at once.
+            self.ack_now = true;
+        } else {
+            self.ack_pending += 1;
+        }
     }
 
     /// RFC 9293 §3.10.7.3: SYN-SENT.
@@ -1529,8 +1631,9 @@ impl Tcb {
                 }
                 Some(_) => {
                     // Partial ACK: retransmit the next hole at once.
-                    self.rexmit_bytes_in_recovery =
-                        self.rexmit_bytes_in_recovery.saturating_sub(acked);
+                    self.rexmit_bytes_in_recovery = self
+                        .rexmit_bytes_in_recovery
+                        .saturating_sub(u32::try_from(acked).unwrap_or(u32::MAX));
                     if !self.sack_enabled {
                         self.retransmit_first(now, out);
                     }
@@ -1685,32 +1788,30 @@ impl Tcb {
         }
     }
 
-    /// Updates SRTT, RTTVAR and RTO (RFC 6298 §2.2–2.3).
+    /// Updates SRTT, RTTVAR and RTO (RFC 6298 §2.2–2.3), in integer
+    /// nanoseconds (the divisions by 4 and 8 floor, as `Duration`'s do).
     fn rtt_sample(&mut self, _now: Time, r: Duration) {
-        let r = r.max(Duration::from_nanos(1));
+        let r = nanos(r).max(1);
         self.stats.rtt_samples += 1;
-        self.min_rtt_ns = nanos(self.min_rtt().map_or(r, |m| m.min(r)));
-        match self.srtt() {
-            None => {
-                self.srtt_ns = nanos(r);
-                self.rttvar_ns = nanos(r / 2);
-            }
-            Some(srtt) => {
-                // RTTVAR <- (1 - 1/4) * RTTVAR + 1/4 * |SRTT - R'|
-                let diff = srtt.abs_diff(r);
-                self.rttvar_ns = nanos(self.rttvar() * 3 / 4 + diff / 4);
-                // SRTT <- (1 - 1/8) * SRTT + 1/8 * R'
-                self.srtt_ns = nanos(srtt * 7 / 8 + r / 8);
-            }
+        self.min_rtt_ns = self.min_rtt_ns.min(r);
+        if self.srtt_ns == NO_RTT {
+            self.srtt_ns = r;
+            self.rttvar_ns = r / 2;
+        } else {
+            let srtt = self.srtt_ns;
+            // RTTVAR <- (1 - 1/4) * RTTVAR + 1/4 * |SRTT - R'|
+            let diff = srtt.abs_diff(r);
+            self.rttvar_ns = self.rttvar_ns.saturating_mul(3) / 4 + diff / 4;
+            // SRTT <- (1 - 1/8) * SRTT + 1/8 * R'
+            self.srtt_ns = srtt.saturating_mul(7) / 8 + r / 8;
         }
-        let srtt = self.srtt().unwrap_or(r);
-        // RTO <- SRTT + max (G, K*RTTVAR), K = 4, then the minimum.
-        let g = Duration::from_micros(1);
-        self.rto_ns = nanos(
-            (srtt + (self.rttvar() * 4).max(g))
-                .max(self.cfg.min_rto)
-                .min(self.cfg.max_rto),
-        );
+        // RTO <- SRTT + max (G, K*RTTVAR), K = 4, G = 1 µs, then the bounds.
+        let rto = self
+            .srtt_ns
+            .saturating_add(self.rttvar_ns.saturating_mul(4).max(1_000));
+        self.rto_ns = rto
+            .max(nanos(self.cfg.min_rto))
+            .min(nanos(self.cfg.max_rto));
     }
 
     /// Returns the smoothed RTT (RFC 6298's SRTT), if sampled yet.
@@ -1724,6 +1825,7 @@ impl Tcb {
     }
 
     /// Returns RFC 6298's RTTVAR.
+    #[cfg(test)]
     fn rttvar(&self) -> Duration {
         Duration::from_nanos(self.rttvar_ns)
     }

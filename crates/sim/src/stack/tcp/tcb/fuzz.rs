@@ -45,6 +45,15 @@ pub(super) const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0,
 /// The peer's end.
 pub(super) const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80);
 
+#[cfg(test)]
+thread_local! {
+    /// Turns header prediction off (`Tcb::predicted`), so that a test can
+    /// run the same operations through the slow path and compare.
+    pub(super) static NO_PREDICTION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Segments that took the fast path (`Tcb::input_predicted`).
+    pub(super) static PREDICTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// Reads the fuzz input; past its end every read is zero.
 struct Cursor<'a> {
     data: &'a [u8],
@@ -145,73 +154,126 @@ struct Harness {
 /// invariant of the module docs.
 pub fn tcp_input(data: &[u8]) {
     let mut c = Cursor { data, pos: 0 };
-    let setup = c.u8();
-    let sizes = c.u8();
-    let cfg = TcpConfig {
-        sack: setup & 2 != 0,
-        timestamps: setup & 4 != 0,
-        congestion: match setup >> 4 & 3 {
-            0 => Algorithm::NewReno,
-            2 => Algorithm::Compound,
-            _ => Algorithm::Cubic,
-        },
-        sndbuf: 1 << (8 + (sizes & 0xf) % 15),
-        rcvbuf: 1 << (8 + (sizes >> 4) % 15),
-        ecn: if setup & 0x80 != 0 {
-            EcnMode::On
-        } else {
-            EcnMode::Accept
-        },
-        // (A low nibble of 15 gives the same buffer as 0: it picks the
-        // RFC 6675 loss detection instead of RACK-TLP.)
-        loss_detection: if sizes & 0xf == 0xf {
-            LossDetection::Rfc6675
-        } else {
-            LossDetection::Rack
-        },
-        ..TcpConfig::default()
-    };
-    let mtu = 68 + usize::from(c.u16() % 9_000);
-    let iss = SeqNumber(c.u32());
-    let irs = SeqNumber(c.u32());
-    let cc = elvis_tcpcc::new(cfg.congestion, (mtu - 40) as u64, 10);
-    let t = if setup & 1 == 0 {
-        Tcb::connect(&cfg, LOCAL, REMOTE, iss, cc, mtu)
-    } else {
-        let mut syn = bare(Control::Syn, irs, None);
-        syn_options(&mut c, &mut syn);
-        (syn.ece, syn.cwr) = (setup & 0x80 != 0, setup & 0x80 != 0);
-        Tcb::accept(&cfg, LOCAL, REMOTE, iss, cc, mtu, &syn)
-    };
-    let mut h = Harness {
-        t,
-        now: Time::ZERO,
-        iss,
-        written: 0,
-        read_seq: None,
-        injected: 0,
-        read: 0,
-    };
-    h.t.nodelay = setup & 8 != 0;
-    if setup & 0x40 != 0 {
-        let k = Keepalive {
-            time: Duration::from_secs(1 + u64::from(c.u8())),
-            interval: Duration::from_secs(1 + u64::from(c.u8() % 100)),
-            probes: 1 + u32::from(c.u8() % 10),
-        };
-        h.t.keepalive = Some(Box::new(KeepaliveTimer::new(k, Some(Time::ZERO))));
-    }
-    let mut out = Vec::new();
-    h.t.output(h.now, &mut out);
-    h.check(&out, false);
+    let mut h = Harness::open(&mut c);
     while !c.done() {
         h.step(&mut c);
     }
 }
 
+/// Runs the fuzz body over `data` twice in lockstep, with header
+/// prediction and without, and panics unless both connections send the
+/// same segments and reach the same state after every operation.
+#[cfg(test)]
+pub(super) fn prediction_changes_nothing(data: &[u8]) {
+    let slow = |f: &mut dyn FnMut()| {
+        NO_PREDICTION.with(|p| p.set(true));
+        f();
+        NO_PREDICTION.with(|p| p.set(false));
+    };
+    let (mut cf, mut cs) = (Cursor { data, pos: 0 }, Cursor { data, pos: 0 });
+    let mut fast = Harness::open(&mut cf);
+    let mut h = None;
+    slow(&mut || h = Some(Harness::open(&mut cs)));
+    let Some(mut sl) = h else { return };
+    let mut step = 0;
+    while !cf.done() {
+        let a = fast.step(&mut cf);
+        let mut b = Vec::new();
+        slow(&mut || b = sl.step(&mut cs));
+        let key = |o: &[super::Segment]| -> Vec<_> {
+            o.iter()
+                .map(|s| (s.repr, s.payload.clone(), s.ect))
+                .collect()
+        };
+        assert_eq!(key(&a), key(&b), "segments differ at step {step}");
+        assert_eq!(fast.t.stats(), sl.t.stats(), "stats differ at step {step}");
+        assert_eq!(
+            fast.t.deadline(),
+            sl.t.deadline(),
+            "timers differ at step {step}"
+        );
+        assert_eq!(fast.t.state, sl.t.state);
+        assert_eq!(
+            (
+                fast.t.rcv_nxt,
+                fast.t.ts_recent,
+                fast.t.ack_pending,
+                fast.t.ack_now
+            ),
+            (sl.t.rcv_nxt, sl.t.ts_recent, sl.t.ack_pending, sl.t.ack_now),
+            "receive state differs at step {step}"
+        );
+        step += 1;
+    }
+}
+
 impl Harness {
-    /// Decodes and applies one operation.
-    fn step(&mut self, c: &mut Cursor) {
+    /// Decodes the setup bytes and opens the connection.
+    fn open(c: &mut Cursor) -> Harness {
+        let setup = c.u8();
+        let sizes = c.u8();
+        let cfg = TcpConfig {
+            sack: setup & 2 != 0,
+            timestamps: setup & 4 != 0,
+            congestion: match setup >> 4 & 3 {
+                0 => Algorithm::NewReno,
+                2 => Algorithm::Compound,
+                _ => Algorithm::Cubic,
+            },
+            sndbuf: 1 << (8 + (sizes & 0xf) % 15),
+            rcvbuf: 1 << (8 + (sizes >> 4) % 15),
+            ecn: if setup & 0x80 != 0 {
+                EcnMode::On
+            } else {
+                EcnMode::Accept
+            },
+            // (A low nibble of 15 gives the same buffer as 0: it picks the
+            // RFC 6675 loss detection instead of RACK-TLP.)
+            loss_detection: if sizes & 0xf == 0xf {
+                LossDetection::Rfc6675
+            } else {
+                LossDetection::Rack
+            },
+            ..TcpConfig::default()
+        };
+        let mtu = 68 + usize::from(c.u16() % 9_000);
+        let iss = SeqNumber(c.u32());
+        let irs = SeqNumber(c.u32());
+        let cc = elvis_tcpcc::new(cfg.congestion, (mtu - 40) as u64, 10);
+        let t = if setup & 1 == 0 {
+            Tcb::connect(&cfg, LOCAL, REMOTE, iss, cc, mtu)
+        } else {
+            let mut syn = bare(Control::Syn, irs, None);
+            syn_options(c, &mut syn);
+            (syn.ece, syn.cwr) = (setup & 0x80 != 0, setup & 0x80 != 0);
+            Tcb::accept(&cfg, LOCAL, REMOTE, iss, cc, mtu, &syn)
+        };
+        let mut h = Harness {
+            t,
+            now: Time::ZERO,
+            iss,
+            written: 0,
+            read_seq: None,
+            injected: 0,
+            read: 0,
+        };
+        h.t.nodelay = setup & 8 != 0;
+        if setup & 0x40 != 0 {
+            let k = Keepalive {
+                time: Duration::from_secs(1 + u64::from(c.u8())),
+                interval: Duration::from_secs(1 + u64::from(c.u8() % 100)),
+                probes: 1 + u32::from(c.u8() % 10),
+            };
+            h.t.keepalive = Some(Box::new(KeepaliveTimer::new(k, Some(Time::ZERO))));
+        }
+        let mut out = Vec::new();
+        h.t.output(h.now, &mut out);
+        h.check(&out, false);
+        h
+    }
+
+    /// Decodes and applies one operation; returns the segments sent.
+    fn step(&mut self, c: &mut Cursor) -> Vec<super::Segment> {
         let mut out = Vec::new();
         let mut got_rst = false;
         let fx = match c.u8() % 8 {
@@ -267,6 +329,7 @@ impl Harness {
             assert_eq!(self.t.state, State::Closed, "closed effect while open");
         }
         self.check(&out, got_rst);
+        out
     }
 
     /// Builds a segment from the peer, numbers absolute or relative.
@@ -403,8 +466,131 @@ mod test {
         ProptestConfig::with_cases(cases)
     }
 
+    /// A xorshift stream (the test needs no more).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Returns a fuzz input shaped like a bulk transfer in both directions:
+    /// a passive open, then mostly in-order segments (data and ACKs, with
+    /// timestamps that usually advance) among writes, reads, timers and
+    /// NIC budgets, so that most segments are candidates for the fast path.
+    fn bulk_like(r: &mut Rng) -> Vec<u8> {
+        let mut d = Vec::new();
+        let le16 = |d: &mut Vec<u8>, v: u16| d.extend_from_slice(&v.to_le_bytes());
+        // Passive open; SACK, timestamps, Nagle and ECN vary; no keep-alive.
+        let setup = 1 | (r.next() as u8 & 0xbe);
+        d.extend_from_slice(&[setup, r.next() as u8 | 0x88]);
+        le16(&mut d, 1_400 + r.below(200) as u16);
+        d.extend_from_slice(&r.next().to_le_bytes()); // ISS, IRS
+        d.push(0x0f); // the SYN's options: MSS, window scale, SACK, TS
+        le16(&mut d, 1_460);
+        d.push(r.below(10) as u8);
+        d.extend_from_slice(&100u32.to_le_bytes());
+        d.extend_from_slice(&0u32.to_le_bytes());
+        let mut tsval = 100u32;
+        for _ in 0..80 {
+            match r.below(20) {
+                0..=10 => {
+                    d.push(0); // a segment
+                    let ctrl = if r.below(8) == 0 { 1 } else { 0 };
+                    let ack = match r.below(6) {
+                        0 => 1, // SND.UNA + i16
+                        1 => 3, // SND.NXT + i16
+                        _ => 4, // SND.MAX
+                    };
+                    let seq = if r.below(10) == 0 { 0 } else { 1 }; // + i16, or RCV.NXT
+                                                                    // The control is the byte modulo 5 (None, Psh, ...): its
+                                                                    // low three bits are free for that.
+                    let high = seq << 3 | ack << 5;
+                    let low = (0..8u8).find(|l| (high + l) % 5 == ctrl).unwrap_or(0);
+                    d.push(high + low);
+                    if seq == 0 {
+                        le16(&mut d, r.below(3_000) as u16);
+                    }
+                    if ack != 4 {
+                        le16(&mut d, (r.below(4_000) as i16 - 1_000) as u16);
+                    }
+                    le16(&mut d, 0xff00 | r.below(256) as u16); // window
+                    let ts = r.below(8) != 0;
+                    let sack = u8::from(r.below(10) == 0);
+                    let len_mode = [0u8, 0, 1, 2, 2, 2][r.below(6) as usize];
+                    d.push(u8::from(ts) << 1 | sack << 2 | len_mode << 6);
+                    if ts {
+                        tsval = tsval.wrapping_add(r.below(50) as u32).wrapping_sub(3);
+                        d.extend_from_slice(&tsval.to_le_bytes());
+                        d.extend_from_slice(&(r.below(1_000) as u32).to_le_bytes());
+                    }
+                    for _ in 0..sack {
+                        le16(&mut d, r.below(20_000) as u16);
+                        le16(&mut d, r.below(3_000) as u16);
+                    }
+                    match len_mode {
+                        1 => d.push(r.next() as u8),
+                        2 => le16(
+                            &mut d,
+                            [1_448, 1_448, 1_448, 700, 2_000][r.below(5) as usize],
+                        ),
+                        _ => {}
+                    }
+                }
+                11..=13 => {
+                    d.push(3); // write
+                    le16(&mut d, r.below(20_000) as u16);
+                }
+                14..=16 => {
+                    d.push(4); // read
+                    le16(&mut d, r.below(20_000) as u16);
+                }
+                17 | 18 => {
+                    d.push(2); // time passes, or the next timer fires
+                    le16(&mut d, r.below(2_000) as u16);
+                }
+                _ => {
+                    d.push(7); // NIC budget
+                    d.push(r.below(40) as u8 & !1);
+                }
+            }
+        }
+        d
+    }
+
+    /// Header prediction is taken, and changes nothing, on bulk-transfer
+    /// shaped inputs (the proptest below covers arbitrary ones, which
+    /// rarely reach the fast path).
+    #[test]
+    fn the_fast_path_changes_nothing_on_bulk_like_inputs() {
+        let before = super::PREDICTED.with(std::cell::Cell::get);
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..400 {
+            super::prediction_changes_nothing(&bulk_like(&mut r));
+        }
+        let hits = super::PREDICTED.with(std::cell::Cell::get) - before;
+        assert!(hits >= 5_000, "only {hits} predicted segments");
+    }
+
     proptest! {
         #![proptest_config(config())]
+
+        /// Header prediction sends what the slow path sends and leaves
+        /// the same state, for arbitrary operation sequences.
+        #[test]
+        fn header_prediction_behaves_as_the_full_input_processing(
+            data in proptest::collection::vec(any::<u8>(), 0..1500)
+        ) {
+            super::prediction_changes_nothing(&data);
+        }
 
         /// Arbitrary operation sequences never panic or break an invariant.
         #[test]
