@@ -41,10 +41,7 @@
 //! crates, and are not kept up; GML is a dozen lines of grammar, and this
 //! parser names `line:col` for every error.
 
-use super::{
-    check, group, link, names_free, Numbered, Topology, TopologyError, HOST_PROTOCOLS,
-    ROUTER_PROTOCOLS,
-};
+use super::{check, hosts_behind_routers, link, Numbered, Topology, TopologyError};
 use crate::net::NetworkConfig;
 use crate::simulation::Simulation;
 use crate::stack::route::Metric;
@@ -533,23 +530,10 @@ pub fn graph(sim: &mut Simulation, p: &GraphParams) -> Result<Topology, Topology
             .collect();
         return Err(TopologyError::Disconnected(named));
     }
-    names_free(sim, &p.prefix, &["host", "router"])?;
-    let n = g.nodes.len() as u32;
-    let hosts = group(sim, &p.prefix, "host", n, HOST_PROTOCOLS)?;
-    let routers = group(sim, &p.prefix, "router", n, ROUTER_PROTOCOLS)?;
-    let mut topo = Topology {
-        hosts: (hosts..hosts + n).collect(),
-        routers: (routers..routers + n).collect(),
-        ..Topology::default()
-    };
     let mut numbers = Numbered::default();
-    for i in 0..n {
-        let cfg = link(&p.access, format!("{}host-{i}", p.prefix));
-        let (net, ip, _) = numbers.connect(sim, cfg, hosts + i, routers + i)?;
-        topo.networks.push(net);
-        topo.addresses.push(ip);
-        sim.set_forwarding(routers + i, true)?;
-    }
+    let n = g.nodes.len() as u32;
+    let mut topo = hosts_behind_routers(sim, &p.prefix, &p.access, n, &mut numbers)?;
+    let routers = topo.routers[0];
     for (j, e) in g.edges.iter().enumerate() {
         let mut cfg = link(&p.link, format!("{}edge-{j}", p.prefix));
         if let Some(bps) = e.bandwidth_bps {

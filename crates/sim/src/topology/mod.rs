@@ -182,6 +182,36 @@ pub(crate) fn connect(
     Ok(net)
 }
 
+/// Adds `n` routers `{prefix}router[i]`, each with one host
+/// `{prefix}host[i]` behind it on its own access link `{prefix}host-{i}`
+/// (a copy of `access`, numbered by `numbers`); returns the topology so
+/// far: hosts, routers, the access networks and the hosts' addresses.
+/// Fails before creating anything if either group name is taken.
+pub(crate) fn hosts_behind_routers(
+    sim: &mut Simulation,
+    prefix: &str,
+    access: &NetworkConfig,
+    n: u32,
+    numbers: &mut Numbered,
+) -> Result<Topology, TopologyError> {
+    names_free(sim, prefix, &["host", "router"])?;
+    let hosts = group(sim, prefix, "host", n, HOST_PROTOCOLS)?;
+    let routers = group(sim, prefix, "router", n, ROUTER_PROTOCOLS)?;
+    let mut topo = Topology {
+        hosts: (hosts..hosts + n).collect(),
+        routers: (routers..routers + n).collect(),
+        ..Topology::default()
+    };
+    for i in 0..n {
+        let cfg = link(access, format!("{prefix}host-{i}"));
+        let (net, ip, _) = numbers.connect(sim, cfg, hosts + i, routers + i)?;
+        topo.networks.push(net);
+        topo.addresses.push(ip);
+        sim.set_forwarding(routers + i, true)?;
+    }
+    Ok(topo)
+}
+
 /// Numbers point-to-point links with consecutive /30 blocks from
 /// `10.0.0.0`: link i joins `10.0.0.0 + 4i + 1` (its first end) and
 /// `+ 2` (its second end). Used by the generators whose routes are

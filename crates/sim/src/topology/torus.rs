@@ -21,10 +21,7 @@
 //! hosts of routers a and b a datagram crosses
 //! `2 + Σ_axes min(|aᵢ − bᵢ|, Dᵢ − |aᵢ − bᵢ|)` links.
 
-use super::{
-    check, group, link, names_free, Numbered, Topology, TopologyError, HOST_PROTOCOLS,
-    ROUTER_PROTOCOLS,
-};
+use super::{check, hosts_behind_routers, link, Numbered, Topology, TopologyError};
 use crate::net::NetworkConfig;
 use crate::simulation::Simulation;
 use crate::stack::route::Metric;
@@ -101,22 +98,9 @@ pub fn torus(sim: &mut Simulation, p: &TorusParams) -> Result<Topology, Topology
         format!("{links} links do not fit in 10.0.0.0/8"),
     )?;
     let n = n as u32;
-    names_free(sim, &p.prefix, &["host", "router"])?;
-    let hosts = group(sim, &p.prefix, "host", n, HOST_PROTOCOLS)?;
-    let routers = group(sim, &p.prefix, "router", n, ROUTER_PROTOCOLS)?;
-    let mut topo = Topology {
-        hosts: (hosts..hosts + n).collect(),
-        routers: (routers..routers + n).collect(),
-        ..Topology::default()
-    };
     let mut numbers = Numbered::default();
-    for r in 0..n {
-        let cfg = link(&p.link, format!("{}host-{r}", p.prefix));
-        let (net, ip, _) = numbers.connect(sim, cfg, hosts + r, routers + r)?;
-        topo.networks.push(net);
-        topo.addresses.push(ip);
-        sim.set_forwarding(routers + r, true)?;
-    }
+    let mut topo = hosts_behind_routers(sim, &p.prefix, &p.link, n, &mut numbers)?;
+    let routers = topo.routers[0];
     for r in 0..n {
         let c = p.coordinates(r);
         let mut stride = 1;
