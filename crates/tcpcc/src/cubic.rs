@@ -88,16 +88,41 @@ const NS_PER_S: f64 = 1e9;
 const NONE: u64 = u64::MAX;
 
 /// CUBIC congestion control state.
+///
+/// What every sender needs (window, threshold, RTT, flags) is inline; the
+/// curve's history (W_max, cwnd_prior) and the current epoch are boxed in
+/// a [`Curve`] made at the first congestion event or congestion avoidance
+/// epoch, so a sender still in its initial slow start (an idle connection
+/// that never sent much) holds 64 bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cubic {
     mss: u64,
     cwnd: u64,
     ssthresh: u64,
+    /// Time of the previous ACK, to leave app-limited time out of `t`.
+    /// (`NONE` before the first: instants are stored without an
+    /// `Option`'s tag to keep the per-connection state small.)
+    last_ack_ns: u64,
+    /// Smoothed RTT (RFC 6298 gains), 0 until the first sample.
+    srtt_ns: u64,
+    /// The curve, once there is one (`None` reads as `Curve::default()`).
+    curve: Option<Box<Curve>>,
+    /// HyStart++ state once the first ACK of data arrives in the initial
+    /// slow start (so an idle connection holds none).
+    hystart: Option<Box<HyStart>>,
     fast_convergence: bool,
     in_recovery: bool,
     rto_backoff: bool,
     /// The next congestion avoidance stage follows a timeout (§4.8).
     after_rto: bool,
+    /// HyStart++ in the initial slow start (on by default, as Linux's
+    /// `hystart`).
+    hystart_on: bool,
+}
+
+/// CUBIC's curve: W_max, cwnd_prior and the current epoch.
+#[derive(Debug, Clone, PartialEq)]
+struct Curve {
     /// W_max in segments; 0 before the first congestion event.
     w_max: f64,
     /// The window before the last reduction, in segments (§4.3's
@@ -110,22 +135,36 @@ pub struct Cubic {
     k: f64,
     /// W_est in segments.
     w_est: f64,
-    /// Start of the current congestion avoidance epoch.
-    /// (`NONE`: no epoch; instants are stored without an `Option`'s
-    /// tag to keep the per-connection state small.)
+    /// Start of the current congestion avoidance epoch (`NONE`: no epoch).
     epoch_start_ns: u64,
-    /// Time of the previous ACK, to leave app-limited time out of `t`.
-    last_ack_ns: u64,
-    /// Smoothed RTT (RFC 6298 gains), 0 until the first sample.
-    srtt_ns: u64,
     /// Carry of `(target − cwnd)·acked` not yet worth a byte of cwnd.
     remainder: u64,
-    /// HyStart++ in the initial slow start (on by default, as Linux's
-    /// `hystart`): allowed, and its state once the first ACK of data
-    /// arrives (so an idle connection holds none).
-    hystart_on: bool,
-    hystart: Option<Box<HyStart>>,
 }
+
+impl Default for Curve {
+    fn default() -> Self {
+        Curve {
+            w_max: 0.0,
+            cwnd_prior: 0.0,
+            origin: 0.0,
+            k: 0.0,
+            w_est: 0.0,
+            epoch_start_ns: NONE,
+            remainder: 0,
+        }
+    }
+}
+
+/// The curve of a sender that has none yet.
+const NO_CURVE: Curve = Curve {
+    w_max: 0.0,
+    cwnd_prior: 0.0,
+    origin: 0.0,
+    k: 0.0,
+    w_est: 0.0,
+    epoch_start_ns: NONE,
+    remainder: 0,
+};
 
 impl Cubic {
     /// Returns this state with the window and threshold set (bytes), for
@@ -147,22 +186,26 @@ impl Cubic {
             mss,
             cwnd,
             ssthresh: u64::MAX,
+            last_ack_ns: NONE,
+            srtt_ns: 0,
+            curve: None,
+            hystart: None,
             fast_convergence: true,
             in_recovery: false,
             rto_backoff: false,
             after_rto: false,
-            w_max: 0.0,
-            cwnd_prior: 0.0,
-            origin: 0.0,
-            k: 0.0,
-            w_est: 0.0,
-            epoch_start_ns: NONE,
-            last_ack_ns: NONE,
-            srtt_ns: 0,
-            remainder: 0,
             hystart_on: true,
-            hystart: None,
         }
+    }
+
+    /// Returns the curve (the default one before any).
+    fn curve(&self) -> &Curve {
+        self.curve.as_deref().unwrap_or(&NO_CURVE)
+    }
+
+    /// Returns the curve, making it on first use.
+    fn curve_mut(&mut self) -> &mut Curve {
+        self.curve.get_or_insert_with(Box::default)
     }
 
     /// Turns HyStart++ (RFC 9406) on or off for the initial slow start; it
@@ -193,29 +236,31 @@ impl Cubic {
 
     /// Returns W_max in segments (0 before the first congestion event).
     pub fn w_max(&self) -> f64 {
-        self.w_max
+        self.curve().w_max
     }
 
     /// Returns K, in seconds, of the current epoch.
     pub fn k_seconds(&self) -> f64 {
-        self.k
+        self.curve().k
     }
 
     /// Returns the start of the current congestion avoidance epoch, if one
     /// has started since the last congestion event.
     pub fn epoch_start_ns(&self) -> Option<u64> {
-        (self.epoch_start_ns != NONE).then_some(self.epoch_start_ns)
+        let start = self.curve().epoch_start_ns;
+        (start != NONE).then_some(start)
     }
 
     /// Returns W_est, the Reno-friendly estimate, in segments.
     pub fn w_est(&self) -> f64 {
-        self.w_est
+        self.curve().w_est
     }
 
     /// Returns W_cubic(t) in segments for `t` seconds into the epoch.
     pub fn w_cubic(&self, t: f64) -> f64 {
-        let d = t - self.k;
-        C * d * d * d + self.origin
+        let c = self.curve();
+        let d = t - c.k;
+        C * d * d * d + c.origin
     }
 
     fn segments(&self, bytes: u64) -> f64 {
@@ -229,23 +274,24 @@ impl Cubic {
 
     fn start_epoch(&mut self, now_ns: u64) {
         let cwnd_epoch = self.segments(self.cwnd);
-        self.epoch_start_ns = now_ns;
-        self.remainder = 0;
-        if self.after_rto {
+        let after_rto = std::mem::replace(&mut self.after_rto, false);
+        let c = self.curve_mut();
+        c.epoch_start_ns = now_ns;
+        c.remainder = 0;
+        if after_rto {
             // §4.8: "K is set to 0, and W_max is set to the congestion window
             // size at the beginning of the current congestion avoidance stage".
-            self.w_max = cwnd_epoch;
-            self.after_rto = false;
+            c.w_max = cwnd_epoch;
         }
-        if self.w_max > cwnd_epoch {
-            self.k = cbrt((self.w_max - cwnd_epoch) / C);
-            self.origin = self.w_max;
+        if c.w_max > cwnd_epoch {
+            c.k = cbrt((c.w_max - cwnd_epoch) / C);
+            c.origin = c.w_max;
         } else {
-            self.k = 0.0;
-            self.origin = cwnd_epoch;
+            c.k = 0.0;
+            c.origin = cwnd_epoch;
         }
         // §4.3: W_est starts at cwnd_epoch.
-        self.w_est = cwnd_epoch;
+        c.w_est = cwnd_epoch;
     }
 
     fn update_srtt(&mut self, rtt_ns: Option<u64>) {
@@ -261,10 +307,10 @@ impl Cubic {
 
     /// Grows cwnd for one ACK in congestion avoidance (§4.2–§4.5).
     fn avoid(&mut self, ev: &AckEvent) {
-        if self.epoch_start_ns == NONE {
+        if self.curve().epoch_start_ns == NONE {
             self.start_epoch(ev.now_ns);
         }
-        let start = self.epoch_start_ns;
+        let start = self.curve().epoch_start_ns;
         let t = ev.now_ns.saturating_sub(start) as f64 / NS_PER_S;
         let rtt_ns = if self.srtt_ns > 0 {
             self.srtt_ns
@@ -273,28 +319,27 @@ impl Cubic {
         };
         let rtt = rtt_ns as f64 / NS_PER_S;
         let cwnd_seg = self.segments(self.cwnd);
+        let acked_seg = self.segments(ev.acked_bytes);
         // §4.3: Reno-friendly estimate.
-        let alpha = if self.w_est >= self.cwnd_prior {
-            1.0
-        } else {
-            ALPHA
-        };
-        self.w_est += alpha * self.segments(ev.acked_bytes) / cwnd_seg;
-        if self.w_cubic(t) < self.w_est {
-            self.cwnd = self.cwnd.max(self.bytes(self.w_est));
-            self.remainder = 0;
+        let c = self.curve_mut();
+        let alpha = if c.w_est >= c.cwnd_prior { 1.0 } else { ALPHA };
+        c.w_est += alpha * acked_seg / cwnd_seg;
+        let w_est = c.w_est;
+        if self.w_cubic(t) < w_est {
+            self.cwnd = self.cwnd.max(self.bytes(w_est));
+            self.curve_mut().remainder = 0;
             return;
         }
         // §4.4/§4.5: concave and convex regions.
         let max = self.cwnd.saturating_add(self.cwnd / 2);
         let target = self.bytes(self.w_cubic(t + rtt)).clamp(self.cwnd, max);
         let cwnd = u128::from(self.cwnd);
-        let carry = u128::from(self.remainder)
+        let carry = u128::from(self.curve().remainder)
             + u128::from(target - self.cwnd) * u128::from(ev.acked_bytes);
         let inc = carry / cwnd;
         // Below `cwnd`, so it fits in 64 bits (stored so: 16 bytes less per
         // connection than a u128 and its alignment).
-        self.remainder = (carry % cwnd) as u64;
+        self.curve_mut().remainder = (carry % cwnd) as u64;
         self.cwnd = self
             .cwnd
             .saturating_add(u64::try_from(inc).unwrap_or(u64::MAX));
@@ -327,11 +372,13 @@ impl CongestionControl for Cubic {
         if ev.app_limited {
             // §5.8: no growth while application-limited, and that time does
             // not count towards t (Linux shifts epoch_start likewise).
-            if self.epoch_start_ns != NONE && last != NONE {
-                self.epoch_start_ns = self
-                    .epoch_start_ns
-                    .saturating_add(ev.now_ns.saturating_sub(last))
-                    .min(ev.now_ns);
+            if let Some(c) = self.curve.as_deref_mut() {
+                if c.epoch_start_ns != NONE && last != NONE {
+                    c.epoch_start_ns = c
+                        .epoch_start_ns
+                        .saturating_add(ev.now_ns.saturating_sub(last))
+                        .min(ev.now_ns);
+                }
             }
             return;
         }
@@ -363,18 +410,20 @@ impl CongestionControl for Cubic {
 
     fn on_congestion(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         let cwnd_seg = self.segments(self.cwnd);
+        let fast_convergence = self.fast_convergence;
+        let c = self.curve_mut();
         // §4.7: fast convergence.
-        self.w_max = if self.fast_convergence && cwnd_seg < self.w_max {
+        c.w_max = if fast_convergence && cwnd_seg < c.w_max {
             cwnd_seg * (1.0 + BETA) / 2.0
         } else {
             cwnd_seg
         };
-        self.cwnd_prior = cwnd_seg;
+        c.cwnd_prior = cwnd_seg;
+        c.epoch_start_ns = NONE;
+        c.remainder = 0;
         self.ssthresh = reduce(self.cwnd, self.mss);
         self.cwnd = self.ssthresh;
-        self.epoch_start_ns = NONE;
         self.after_rto = false;
-        self.remainder = 0;
         self.in_recovery = true;
         self.stop_hystart();
     }
@@ -386,14 +435,16 @@ impl CongestionControl for Cubic {
     fn on_rto(&mut self, _now_ns: u64, _in_flight_bytes: u64) {
         if !self.rto_backoff {
             // §4.8: "sets ssthresh using β_cubic (same as in Section 4.6)".
-            self.cwnd_prior = self.segments(self.cwnd);
+            self.curve_mut().cwnd_prior = self.segments(self.cwnd);
             self.ssthresh = reduce(self.cwnd, self.mss);
+        }
+        if let Some(c) = self.curve.as_deref_mut() {
+            c.epoch_start_ns = NONE;
+            c.remainder = 0;
         }
         self.rto_backoff = true;
         self.cwnd = self.mss;
-        self.epoch_start_ns = NONE;
         self.after_rto = true;
-        self.remainder = 0;
         self.in_recovery = false;
         self.stop_hystart();
     }

@@ -6,7 +6,7 @@
 //! passes the current virtual time, in integer nanoseconds, with every call.
 //!
 //! ```
-//! use elvis_tcpcc::{AckEvent, Algorithm};
+//! use elvis_tcpcc::{AckEvent, Algorithm, CongestionControl};
 //! const MSS: u64 = 1448;
 //! let mut cc = elvis_tcpcc::new(Algorithm::NewReno, MSS, 10);
 //! assert_eq!(cc.window(), 10 * MSS);
@@ -224,14 +224,88 @@ impl FromStr for Algorithm {
     }
 }
 
+/// One connection's congestion control: the algorithm chosen at run time,
+/// held inline (no allocation, no virtual call per ACK). NewReno and CUBIC
+/// live in the enum itself; Compound, larger and rarely chosen, is boxed so
+/// that it does not widen every connection's state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Controller {
+    NewReno(NewReno),
+    Cubic(Cubic),
+    Compound(Box<Compound>),
+}
+
+impl Controller {
+    /// Returns the algorithm as a trait object.
+    pub fn as_dyn(&self) -> &dyn CongestionControl {
+        match self {
+            Controller::NewReno(c) => c,
+            Controller::Cubic(c) => c,
+            Controller::Compound(c) => &**c,
+        }
+    }
+
+    /// Returns the algorithm as a mutable trait object.
+    pub fn as_dyn_mut(&mut self) -> &mut dyn CongestionControl {
+        match self {
+            Controller::NewReno(c) => c,
+            Controller::Cubic(c) => c,
+            Controller::Compound(c) => &mut **c,
+        }
+    }
+}
+
+/// Dispatches each call to the algorithm held.
+macro_rules! dispatch {
+    ($self:ident, $c:ident => $e:expr) => {
+        match $self {
+            Controller::NewReno($c) => $e,
+            Controller::Cubic($c) => $e,
+            Controller::Compound($c) => $e,
+        }
+    };
+}
+
+impl CongestionControl for Controller {
+    fn name(&self) -> &'static str {
+        dispatch!(self, c => c.name())
+    }
+    fn window(&self) -> u64 {
+        dispatch!(self, c => c.window())
+    }
+    fn ssthresh(&self) -> u64 {
+        dispatch!(self, c => c.ssthresh())
+    }
+    fn on_ack(&mut self, ev: &AckEvent) {
+        dispatch!(self, c => c.on_ack(ev))
+    }
+    fn on_congestion(&mut self, now_ns: u64, in_flight_bytes: u64) {
+        dispatch!(self, c => c.on_congestion(now_ns, in_flight_bytes))
+    }
+    fn on_recovery_end(&mut self, now_ns: u64) {
+        dispatch!(self, c => c.on_recovery_end(now_ns))
+    }
+    fn on_ecn(&mut self, now_ns: u64, in_flight_bytes: u64) {
+        dispatch!(self, c => c.on_ecn(now_ns, in_flight_bytes))
+    }
+    fn on_rto(&mut self, now_ns: u64, in_flight_bytes: u64) {
+        dispatch!(self, c => c.on_rto(now_ns, in_flight_bytes))
+    }
+    fn in_slow_start(&self) -> bool {
+        dispatch!(self, c => c.in_slow_start())
+    }
+}
+
 /// Returns a fresh instance of `alg` for a sender with maximum segment size
 /// `mss` bytes and an initial window of `initial_window_segments` segments
 /// (10 like Linux, RFC 6928). Zero for either is taken as 1.
-pub fn new(alg: Algorithm, mss: u64, initial_window_segments: u64) -> Box<dyn CongestionControl> {
+pub fn new(alg: Algorithm, mss: u64, initial_window_segments: u64) -> Controller {
     match alg {
-        Algorithm::NewReno => Box::new(NewReno::new(mss, initial_window_segments)),
-        Algorithm::Cubic => Box::new(Cubic::new(mss, initial_window_segments)),
-        Algorithm::Compound => Box::new(Compound::new(mss, initial_window_segments)),
+        Algorithm::NewReno => Controller::NewReno(NewReno::new(mss, initial_window_segments)),
+        Algorithm::Cubic => Controller::Cubic(Cubic::new(mss, initial_window_segments)),
+        Algorithm::Compound => {
+            Controller::Compound(Box::new(Compound::new(mss, initial_window_segments)))
+        }
     }
 }
 
@@ -241,13 +315,15 @@ pub fn new(alg: Algorithm, mss: u64, initial_window_segments: u64) -> Box<dyn Co
 /// threshold carry over and the algorithm's own history starts afresh
 /// (CUBIC: no W_max yet, a new epoch; Compound: no delay window). Zero
 /// for `mss` is taken as 1; `cwnd` is at least one segment.
-pub fn take_over(alg: Algorithm, mss: u64, cwnd: u64, ssthresh: u64) -> Box<dyn CongestionControl> {
+pub fn take_over(alg: Algorithm, mss: u64, cwnd: u64, ssthresh: u64) -> Controller {
     let mss = mss.max(1);
     let cwnd = cwnd.max(mss);
     match alg {
-        Algorithm::NewReno => Box::new(NewReno::new(mss, 1).with_window(cwnd, ssthresh)),
-        Algorithm::Cubic => Box::new(Cubic::new(mss, 1).with_window(cwnd, ssthresh)),
-        Algorithm::Compound => Box::new(Compound::new(mss, 1).with_window(cwnd, ssthresh)),
+        Algorithm::NewReno => Controller::NewReno(NewReno::new(mss, 1).with_window(cwnd, ssthresh)),
+        Algorithm::Cubic => Controller::Cubic(Cubic::new(mss, 1).with_window(cwnd, ssthresh)),
+        Algorithm::Compound => {
+            Controller::Compound(Box::new(Compound::new(mss, 1).with_window(cwnd, ssthresh)))
+        }
     }
 }
 
@@ -298,12 +374,23 @@ mod tests {
             assert_eq!((cc.window(), cc.ssthresh()), (40 * MSS, 30 * MSS), "{alg}");
             assert_eq!(cc.name(), alg.as_str());
             let mut cc = take_over(alg, MSS, 8 * MSS, u64::MAX);
-            Path::new(100_000_000).round(cc.as_mut());
+            Path::new(100_000_000).round(cc.as_dyn_mut());
             assert_eq!(cc.window(), 16 * MSS, "{alg} slow start from 8");
         }
         let mut reno = take_over(Algorithm::NewReno, MSS, 40 * MSS, 30 * MSS);
-        Path::new(100_000_000).round(reno.as_mut());
+        Path::new(100_000_000).round(reno.as_dyn_mut());
         assert_eq!(reno.window(), 41 * MSS);
+    }
+
+    /// Every connection holds a `Controller` inline: NewReno's and CUBIC's
+    /// state before any loss (CUBIC's curve and HyStart++ are boxed until
+    /// needed), and Compound's pointer.
+    #[test]
+    fn a_controller_holds_cubic_before_any_loss_in_64_bytes() {
+        use std::mem::size_of;
+        assert!(size_of::<NewReno>() <= 40, "{}", size_of::<NewReno>());
+        assert_eq!(size_of::<Cubic>(), 64);
+        assert!(size_of::<Controller>() <= 72, "{}", size_of::<Controller>());
     }
 
     #[test]
@@ -317,7 +404,7 @@ mod tests {
             let mut cc = new(alg, MSS, 10);
             let mut path = Path::new(100_000_000);
             for round in 1..=5 {
-                path.round(cc.as_mut());
+                path.round(cc.as_dyn_mut());
                 assert_eq!(cc.window(), (10 << round) * MSS, "{alg} round {round}");
                 assert!(cc.in_slow_start());
             }
@@ -330,7 +417,7 @@ mod tests {
             let mut cc = new(alg, MSS, 10);
             let mut path = Path::new(100_000_000);
             path.segments_per_ack = 2;
-            path.round(cc.as_mut());
+            path.round(cc.as_dyn_mut());
             assert_eq!(cc.window(), 20 * MSS, "{alg}");
         }
     }
@@ -378,14 +465,14 @@ mod tests {
             cc.on_congestion(0, 100 * MSS);
             let w = cc.window();
             let mut path = Path::new(10_000_000);
-            path.rounds(cc.as_mut(), 3);
+            path.rounds(cc.as_dyn_mut(), 3);
             assert_eq!(cc.window(), w, "{alg} grew in recovery");
             cc.on_recovery_end(path.now);
             path.app_limited = true;
-            path.rounds(cc.as_mut(), 3);
+            path.rounds(cc.as_dyn_mut(), 3);
             assert_eq!(cc.window(), w, "{alg} grew while app-limited");
             path.app_limited = false;
-            path.rounds(cc.as_mut(), 3);
+            path.rounds(cc.as_dyn_mut(), 3);
             assert!(cc.window() > w, "{alg} did not grow after recovery");
         }
     }

@@ -3,6 +3,12 @@
 //!
 //! All three hold [`Message`]s and slice or append them, so payload bytes
 //! are never copied (and a virtual payload stays virtual end to end).
+//!
+//! Each costs one pointer while empty: the queues are allocated when the
+//! first bytes arrive and freed when the last leave (acknowledged, read,
+//! or SACK state forgotten), so an idle connection holds no buffer memory
+//! beyond its three words (an empty `VecDeque` keeps its capacity, which
+//! for `Message`s is 608 bytes after the first use).
 
 use elvis_message::{ChunkRef, Message};
 use elvis_wire::tcp::SeqNumber;
@@ -17,23 +23,56 @@ use std::collections::VecDeque;
 /// the front, which keeps it O(1) per segment.
 #[derive(Default)]
 pub(crate) struct SendBuffer {
+    /// The queue while it holds bytes.
+    q: Option<Box<SendQueue>>,
+}
+
+impl SendBuffer {
+    /// Returns the bytes held.
+    pub fn len(&self) -> usize {
+        self.q.as_ref().map_or(0, |q| q.len)
+    }
+
+    /// Appends `m`.
+    pub fn push(&mut self, m: Message) {
+        if !m.is_empty() {
+            self.q.get_or_insert_with(Default::default).push(m);
+        }
+    }
+
+    /// Returns `len` bytes starting `offset` bytes after the front (shared,
+    /// not copied). Short if the buffer ends first.
+    pub fn slice(&mut self, offset: usize, len: usize) -> Message {
+        match self.q.as_deref_mut() {
+            Some(q) => q.slice(offset, len),
+            None => Message::new(),
+        }
+    }
+
+    /// Drops `n` acknowledged bytes from the front; frees the queue once
+    /// empty.
+    pub fn consume(&mut self, n: usize) {
+        if let Some(q) = self.q.as_deref_mut() {
+            q.consume(n);
+            if q.len == 0 {
+                self.q = None;
+            }
+        }
+    }
+}
+
+/// The chunks of a non-empty [`SendBuffer`].
+#[derive(Default)]
+struct SendQueue {
     chunks: VecDeque<Message>,
     len: usize,
     /// (index of a chunk, bytes before it): where the last slice started.
     cursor: (usize, usize),
 }
 
-impl SendBuffer {
-    /// Returns the bytes held.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Appends `m`.
-    pub fn push(&mut self, m: Message) {
-        if m.is_empty() {
-            return;
-        }
+impl SendQueue {
+    /// Appends `m` (not empty).
+    fn push(&mut self, m: Message) {
         self.len += m.len();
         // Virtual zeros after virtual zeros: one longer run, so that a bulk
         // sender's many writes stay one chunk and segments never straddle
@@ -47,9 +86,7 @@ impl SendBuffer {
         self.chunks.push_back(m);
     }
 
-    /// Returns `len` bytes starting `offset` bytes after the front (shared,
-    /// not copied). Short if the buffer ends first.
-    pub fn slice(&mut self, offset: usize, len: usize) -> Message {
+    fn slice(&mut self, offset: usize, len: usize) -> Message {
         let (mut idx, mut before) = self.cursor;
         if before > offset || idx >= self.chunks.len() {
             (idx, before) = (0, 0);
@@ -88,8 +125,7 @@ impl SendBuffer {
         out
     }
 
-    /// Drops `n` acknowledged bytes from the front.
-    pub fn consume(&mut self, mut n: usize) {
+    fn consume(&mut self, mut n: usize) {
         n = n.min(self.len);
         self.len -= n;
         let (mut idx, mut before) = self.cursor;
@@ -129,6 +165,77 @@ fn is_virtual(m: &Message) -> bool {
 /// for a hole to fill).
 #[derive(Default)]
 pub(crate) struct RecvBuffer {
+    /// The queues while they hold bytes.
+    q: Option<Box<RecvQueue>>,
+}
+
+impl RecvBuffer {
+    /// Returns the in-order bytes waiting for the application.
+    pub fn ready_len(&self) -> usize {
+        self.q.as_ref().map_or(0, |q| q.ready_len)
+    }
+
+    /// Returns all bytes held (in order and out of order).
+    pub fn held(&self) -> usize {
+        self.q.as_ref().map_or(0, |q| q.held())
+    }
+
+    /// Takes up to `max` in-order bytes.
+    pub fn take(&mut self, max: usize) -> Message {
+        let Some(q) = self.q.as_deref_mut() else {
+            return Message::new();
+        };
+        let m = q.take(max);
+        self.tidy();
+        m
+    }
+
+    /// Adds a segment's data starting at `seq`; `rcv_nxt` is the next
+    /// expected sequence number. Returns the new `rcv_nxt`.
+    pub fn insert(&mut self, rcv_nxt: SeqNumber, seq: SeqNumber, data: Message) -> SeqNumber {
+        if data.is_empty() {
+            return rcv_nxt;
+        }
+        let next = self
+            .q
+            .get_or_insert_with(Default::default)
+            .insert(rcv_nxt, seq, data);
+        self.tidy();
+        next
+    }
+
+    /// Notes that the segment at `seq` arrived out of order (it leads the
+    /// next SACK blocks).
+    pub fn note_out_of_order(&mut self, seq: SeqNumber) {
+        if let Some(q) = self.q.as_deref_mut() {
+            q.note_out_of_order(seq);
+        }
+    }
+
+    /// Returns up to `n` out-of-order ranges for SACK blocks
+    /// ([`RecvQueue::sack_blocks`]).
+    pub fn sack_blocks(&self, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+        match self.q.as_deref() {
+            Some(q) => q.sack_blocks(n),
+            None => Vec::new(), // the common case: nothing to report
+        }
+    }
+
+    /// Frees the queues once they hold nothing.
+    fn tidy(&mut self) {
+        if self
+            .q
+            .as_ref()
+            .is_some_and(|q| q.ready.is_empty() && q.ooo.is_none())
+        {
+            self.q = None;
+        }
+    }
+}
+
+/// The queues of a non-empty [`RecvBuffer`].
+#[derive(Default)]
+struct RecvQueue {
     ready: VecDeque<Message>,
     ready_len: usize,
     /// Out-of-order segments, allocated while there are some (most
@@ -147,19 +254,14 @@ struct Reassembly {
     recent: [Option<SeqNumber>; 4],
 }
 
-impl RecvBuffer {
-    /// Returns the in-order bytes waiting for the application.
-    pub fn ready_len(&self) -> usize {
-        self.ready_len
-    }
-
+impl RecvQueue {
     /// Returns all bytes held (in order and out of order).
-    pub fn held(&self) -> usize {
+    fn held(&self) -> usize {
         self.ready_len + self.ooo.as_ref().map_or(0, |o| o.len)
     }
 
     /// Takes up to `max` in-order bytes.
-    pub fn take(&mut self, max: usize) -> Message {
+    fn take(&mut self, max: usize) -> Message {
         // The common case: the reader takes all that is ready, one piece.
         if self.ready.len() == 1 && self.ready_len <= max {
             self.ready_len = 0;
@@ -188,7 +290,7 @@ impl RecvBuffer {
 
     /// Adds a segment's data starting at `seq`; `rcv_nxt` is the next
     /// expected sequence number. Returns the new `rcv_nxt`.
-    pub fn insert(&mut self, rcv_nxt: SeqNumber, seq: SeqNumber, mut data: Message) -> SeqNumber {
+    fn insert(&mut self, rcv_nxt: SeqNumber, seq: SeqNumber, mut data: Message) -> SeqNumber {
         // Trim what was already received.
         if seq < rcv_nxt {
             let dup = (rcv_nxt - seq) as usize;
@@ -283,9 +385,7 @@ impl RecvBuffer {
         }
     }
 
-    /// Notes that the segment at `seq` arrived out of order (it leads the
-    /// next SACK blocks).
-    pub fn note_out_of_order(&mut self, seq: SeqNumber) {
+    fn note_out_of_order(&mut self, seq: SeqNumber) {
         if let Some(o) = self.ooo.as_deref_mut() {
             o.recent.rotate_right(1);
             o.recent[0] = Some(seq);
@@ -299,9 +399,9 @@ impl RecvBuffer {
     /// specify the contiguous block of data containing the segment which
     /// triggered this ACK"; the others SHOULD repeat "the most recently
     /// reported SACK blocks".
-    pub fn sack_blocks(&self, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+    fn sack_blocks(&self, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
         let Some(ooo) = self.ooo.as_deref() else {
-            return Vec::new(); // the common case: nothing to report
+            return Vec::new();
         };
         let mut ranges: Vec<(SeqNumber, SeqNumber)> = Vec::new();
         for (s, d) in &ooo.segs {
@@ -450,6 +550,35 @@ mod test {
 
     fn m(bytes: &[u8]) -> Message {
         Message::from_vec(bytes.to_vec())
+    }
+
+    #[test]
+    fn buffers_hold_no_queue_once_emptied() {
+        assert_eq!(std::mem::size_of::<SendBuffer>(), 8);
+        assert_eq!(std::mem::size_of::<RecvBuffer>(), 8);
+        let mut snd = SendBuffer::default();
+        snd.push(m(b"hello"));
+        snd.push(m(b" world"));
+        assert!(snd.q.is_some());
+        assert_eq!(snd.slice(3, 5).to_vec(), b"lo wo");
+        snd.consume(4);
+        assert!(snd.q.is_some(), "7 bytes still queued");
+        snd.consume(7);
+        assert!(snd.q.is_none() && snd.len() == 0);
+        assert!(snd.slice(0, 4).is_empty());
+        let mut rcv = RecvBuffer::default();
+        let s = SeqNumber(100);
+        // Out of order first, then the hole: both queues, then none.
+        assert_eq!(rcv.insert(s, s + 3, m(b"def")), s);
+        assert!(rcv.q.is_some() && rcv.ready_len() == 0 && rcv.held() == 3);
+        assert_eq!(rcv.insert(s, s, m(b"abc")), s + 6);
+        assert_eq!(rcv.take(4).to_vec(), b"abcd");
+        assert!(rcv.q.is_some());
+        assert_eq!(rcv.take(10).to_vec(), b"ef");
+        assert!(rcv.q.is_none() && rcv.held() == 0);
+        // A duplicate allocates nothing that stays.
+        assert_eq!(rcv.insert(s + 6, s, m(b"abc")), s + 6);
+        assert!(rcv.q.is_none());
     }
 
     #[test]

@@ -29,7 +29,7 @@ use super::TcpConfig;
 use crate::socket::SocketError;
 use elvis_kernel::Time;
 use elvis_message::Message;
-use elvis_tcpcc::{AckEvent, CongestionControl};
+use elvis_tcpcc::{AckEvent, CongestionControl, Controller};
 use elvis_wire::tcp::{Control, Repr, SeqNumber};
 use serde::Serialize;
 use std::net::SocketAddrV4;
@@ -205,7 +205,7 @@ pub(crate) struct Tcb {
     /// Classic timed segment when timestamps are off: (seq, send time).
     timed: Option<(SeqNumber, Time)>,
     // Congestion control and recovery.
-    cc: Box<dyn CongestionControl>,
+    cc: Controller,
     dupacks: u32,
     recovery: Option<SeqNumber>,
     scoreboard: Scoreboard,
@@ -294,7 +294,7 @@ impl Tcb {
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
-        cc: Box<dyn CongestionControl>,
+        cc: Controller,
         mtu: usize,
         state: State,
     ) -> Tcb {
@@ -368,7 +368,7 @@ impl Tcb {
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
-        cc: Box<dyn CongestionControl>,
+        cc: Controller,
         mtu: usize,
     ) -> Tcb {
         Tcb::new(cfg, local, remote, iss, cc, mtu, State::SynSent)
@@ -381,7 +381,7 @@ impl Tcb {
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
-        cc: Box<dyn CongestionControl>,
+        cc: Controller,
         mtu: usize,
         syn: &Repr,
     ) -> Tcb {

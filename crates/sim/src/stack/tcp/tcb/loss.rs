@@ -22,6 +22,7 @@ use super::super::rack::{self, AckCtx, AckOutcome, LossDetection, Rack, Timer};
 use super::{Deadline, Segment, Tcb};
 use elvis_kernel::Time;
 use elvis_message::Message;
+use elvis_tcpcc::CongestionControl;
 use elvis_wire::tcp::{Control, Repr, SeqNumber};
 
 impl Tcb {

@@ -36,7 +36,7 @@ fn with_sack() -> TcpConfig {
     }
 }
 
-fn cc(cfg: &TcpConfig) -> Box<dyn CongestionControl> {
+fn cc(cfg: &TcpConfig) -> Controller {
     elvis_tcpcc::new(cfg.congestion, MSS as u64, cfg.initial_window_segments)
 }
 
