@@ -352,7 +352,7 @@ impl TcpStream {
     /// Returns the send and receive buffer sizes (`SO_SNDBUF`, `SO_RCVBUF`).
     pub fn buffer_sizes(&self) -> Result<(usize, usize), SocketError> {
         with_sock(self.host, self.slot, |t| {
-            (t.tcb.sndbuf_cap, t.tcb.rcvbuf_cap)
+            (t.tcb.sndbuf_cap(), t.tcb.rcvbuf_cap())
         })
     }
 

@@ -412,9 +412,7 @@ pub(crate) fn drive(
         (r.next != super::ipv4::NextHop::Local)
             .then(|| w.machines[m as usize].ifaces[r.iface as usize])
     });
-    sock.tcb.budget = nic.map_or(usize::MAX, |ifc| {
-        crate::net::nic_room(w, ifc.net, ifc.port) as usize
-    });
+    sock.tcb.budget = nic.map_or(u32::MAX, |ifc| crate::net::nic_room(w, ifc.net, ifc.port));
     sock.tcb.nic_blocked = false;
     let acked = sock.tcb.stats.bytes_acked;
     let fx = f(&mut sock.tcb, now, &mut out);

@@ -426,7 +426,7 @@ impl RecvQueue {
 /// The sender's record of what the receiver reported with SACK
 /// (RFC 2018, RFC 6675 §3), as merged ranges above `snd_una`; allocated
 /// while there are some (one pointer for a connection without loss).
-#[derive(Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Scoreboard {
     // A boxed Vec on purpose: one word in every TCB, not three.
     #[allow(clippy::box_collection)]
@@ -434,6 +434,14 @@ pub(crate) struct Scoreboard {
 }
 
 impl Scoreboard {
+    /// No SACK information.
+    pub const EMPTY: Scoreboard = Scoreboard { ranges: None };
+
+    /// Returns true when nothing is SACKed.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_none()
+    }
+
     fn ranges(&self) -> &[(SeqNumber, SeqNumber)] {
         self.ranges.as_deref().map_or(&[], |r| &r[..])
     }

@@ -167,7 +167,8 @@ pub(crate) struct Tcb {
     snd_nxt: SeqNumber,
     /// Highest sequence number sent so far (+1).
     snd_max: SeqNumber,
-    snd_wnd: u64,
+    /// (u32: at most 65,535 << 14.)
+    snd_wnd: u32,
     snd_wl1: SeqNumber,
     snd_wl2: SeqNumber,
     snd_wscale: u8,
@@ -175,19 +176,18 @@ pub(crate) struct Tcb {
     /// Minshall's Nagle).
     snd_sml: SeqNumber,
     pub sndbuf: SendBuffer,
-    pub sndbuf_cap: usize,
     /// The application shut down writing: send FIN after the data.
     fin_queued: bool,
     // Receive sequence space.
     rcv_nxt: SeqNumber,
     pub rcvbuf: RecvBuffer,
-    pub rcvbuf_cap: usize,
     rcv_wscale: u8,
     /// Highest right edge of the window advertised so far.
     rcv_adv: SeqNumber,
     pub fin_received: bool,
     // Options.
-    mss: usize,
+    /// (u32: the MTU less headers; 8 bytes less than a usize and padding.)
+    mss: u32,
     ts_enabled: bool,
     /// TS.Recent (RFC 7323 §4.3) and when it was last set (§5.5).
     ts_recent: u32,
@@ -202,35 +202,17 @@ pub(crate) struct Tcb {
     rttvar_ns: u64,
     rto_ns: u64,
     min_rtt_ns: u64,
-    /// Classic timed segment when timestamps are off: (seq, send time).
-    timed: Option<(SeqNumber, Time)>,
     // Congestion control and recovery.
     cc: Controller,
-    dupacks: u32,
-    recovery: Option<SeqNumber>,
-    scoreboard: Scoreboard,
     /// Explicit Congestion Notification (RFC 3168, `ecn.rs`).
     ecn: EcnState,
-    /// Next sequence number to consider for retransmission in recovery.
-    rexmit_next: SeqNumber,
-    /// (u32: at most the send buffer, 1 GiB; the TCB's size is a memory
-    /// contract.)
-    rexmit_bytes_in_recovery: u32,
-    /// `snd_max` at the last RTO while data sent before it is outstanding:
-    /// no fast recovery until it is acknowledged (RFC 6582 §3.2 step 1
-    /// "recover"; Linux's Loss state), so an RTO and the SACKs still
-    /// arriving for the data it resends do not reduce the window twice.
-    rto_high: Option<SeqNumber>,
-    /// The retransmission of `snd_una` in this recovery: (its sequence
-    /// number, `snd_max` when it was sent), to detect its loss.
-    rexmit_mark: Option<(SeqNumber, SeqNumber)>,
+    /// Loss recovery and the rarely armed timers, while in use ([`Cold`]).
+    cold: Option<Box<Cold>>,
     /// RACK-TLP state (RFC 8985, `rack.rs`), while data is in flight.
     rack: Option<Box<Rack>>,
     // Timers (deadlines).
     rto_at: Deadline,
     delack_at: Deadline,
-    persist_at: Deadline,
-    timewait_at: Deadline,
     /// (Small integers: the TCB's size is a memory contract.)
     persist_backoff: u8,
     syn_retries: u16,
@@ -240,7 +222,8 @@ pub(crate) struct Tcb {
     ack_pending: u32,
     ack_now: bool,
     /// Data segments the NIC takes now (set by the caller before each call).
-    pub budget: usize,
+    /// (`u32::MAX`: no limit.)
+    pub budget: u32,
     /// Set when data waited for NIC room.
     pub nic_blocked: bool,
     // Application side.
@@ -254,6 +237,74 @@ pub(crate) struct Tcb {
     /// `SO_KEEPALIVE` (off: `None`).
     pub keepalive: Option<Box<KeepaliveTimer>>,
 }
+
+/// The part of a connection's state that an idle established connection
+/// does not need: loss recovery (RFC 6675 / RFC 6582), the SACK
+/// scoreboard, the classic RTT timing of a segment, duplicate-ACK
+/// counting, and the persist and TIME-WAIT timers. It is boxed in the TCB
+/// when first written with something other than its idle value and freed
+/// again at the end of the input or timer call that returns it to idle
+/// ([`Cold::is_idle`]), so a connection pays one pointer for it between
+/// bursts. (`rexmit_next`, `rexmit_bytes_in_recovery` and `rexmit_mark`
+/// are read only while `recovery` is set; entering recovery sets the first
+/// two and the retransmission of `snd_una` sets the third, so they do not
+/// keep the box alive.)
+#[derive(Clone, Debug)]
+pub(crate) struct Cold {
+    /// The recovery point while in fast recovery (RFC 6582 "recover").
+    recovery: Option<SeqNumber>,
+    /// Next sequence number to consider for retransmission in recovery.
+    rexmit_next: SeqNumber,
+    /// (u32: at most the send buffer, 1 GiB; the TCB's size is a memory
+    /// contract.)
+    rexmit_bytes_in_recovery: u32,
+    /// `snd_max` at the last RTO while data sent before it is outstanding:
+    /// no fast recovery until it is acknowledged (RFC 6582 §3.2 step 1
+    /// "recover"; Linux's Loss state), so an RTO and the SACKs still
+    /// arriving for the data it resends do not reduce the window twice.
+    rto_high: Option<SeqNumber>,
+    /// The retransmission of `snd_una` in this recovery: (its sequence
+    /// number, `snd_max` when it was sent), to detect its loss.
+    rexmit_mark: Option<(SeqNumber, SeqNumber)>,
+    /// Duplicate ACKs since the last new ACK.
+    dupacks: u32,
+    /// Classic timed segment when timestamps are off: (seq, send time).
+    timed: Option<(SeqNumber, Time)>,
+    scoreboard: Scoreboard,
+    persist_at: Deadline,
+    timewait_at: Deadline,
+}
+
+impl Cold {
+    /// The values of a connection that holds no cold state.
+    const IDLE: Cold = Cold {
+        recovery: None,
+        rexmit_next: SeqNumber(0),
+        rexmit_bytes_in_recovery: 0,
+        rto_high: None,
+        rexmit_mark: None,
+        dupacks: 0,
+        timed: None,
+        scoreboard: Scoreboard::EMPTY,
+        persist_at: Deadline::NONE,
+        timewait_at: Deadline::NONE,
+    };
+
+    /// Returns true when every field that is read outside recovery holds
+    /// its idle value, so the box can go.
+    fn is_idle(&self) -> bool {
+        self.recovery.is_none()
+            && self.rto_high.is_none()
+            && self.dupacks == 0
+            && self.timed.is_none()
+            && self.scoreboard.is_empty()
+            && self.persist_at.is_none()
+            && self.timewait_at.is_none()
+    }
+}
+
+/// What [`Tcb::cold`] reads when the connection holds no cold state.
+static IDLE_COLD: Cold = Cold::IDLE;
 
 /// A configuration a TCB can hold: the simulation's shared one (no copy)
 /// or a plain one (copied, for tests and one-off settings).
@@ -314,15 +365,13 @@ impl Tcb {
             snd_wscale: 0,
             snd_sml: iss,
             sndbuf: SendBuffer::default(),
-            sndbuf_cap: cfg.sndbuf,
             fin_queued: false,
             rcv_nxt: SeqNumber(0),
             rcvbuf: RecvBuffer::default(),
-            rcvbuf_cap: cfg.rcvbuf,
             rcv_wscale,
             rcv_adv: SeqNumber(0),
             fin_received: false,
-            mss: mtu.saturating_sub(40).max(64),
+            mss: u32::try_from(mtu.saturating_sub(40).max(64)).unwrap_or(u32::MAX),
             ts_enabled: false,
             ts_recent: 0,
             ts_recent_at: Time::ZERO,
@@ -332,27 +381,18 @@ impl Tcb {
             rttvar_ns: 0,
             rto_ns: nanos(cfg.initial_rto),
             min_rtt_ns: NO_RTT,
-            timed: None,
             cc,
-            dupacks: 0,
-            recovery: None,
-            scoreboard: Scoreboard::default(),
             ecn: EcnState::new(iss),
-            rexmit_next: iss,
-            rexmit_bytes_in_recovery: 0,
-            rexmit_mark: None,
+            cold: None,
             rack: None,
-            rto_high: None,
             rto_at: Deadline::NONE,
             delack_at: Deadline::NONE,
-            persist_at: Deadline::NONE,
-            timewait_at: Deadline::NONE,
             persist_backoff: 0,
             syn_retries: 0,
             retries: 0,
             ack_pending: 0,
             ack_now: false,
-            budget: usize::MAX,
+            budget: u32::MAX,
             nic_blocked: false,
             error: None,
             nodelay: false,
@@ -398,7 +438,7 @@ impl Tcb {
         ));
         t.apply_syn_options(syn);
         t.ecn.on_syn(syn, t.cfg.ecn);
-        t.snd_wnd = u64::from(syn.window_len);
+        t.snd_wnd = u32::from(syn.window_len);
         t
     }
 
@@ -406,7 +446,7 @@ impl Tcb {
     /// 2018 §2).
     fn apply_syn_options(&mut self, syn: &Repr) {
         if let Some(mss) = syn.max_seg_size {
-            self.mss = self.mss.min(usize::from(mss).max(64));
+            self.mss = self.mss.min(u32::from(mss).max(64));
         } else {
             // RFC 9293 §3.7.1: default send MSS 536.
             self.mss = self.mss.min(536);
@@ -425,13 +465,49 @@ impl Tcb {
         }
     }
 
+    /// Returns the cold state (idle values when there is none).
+    fn cold(&self) -> &Cold {
+        self.cold.as_deref().unwrap_or(&IDLE_COLD)
+    }
+
+    /// Returns the cold state, allocating it on first use.
+    fn cold_mut(&mut self) -> &mut Cold {
+        self.cold.get_or_insert_with(|| Box::new(Cold::IDLE))
+    }
+
+    /// Applies `f`, which only moves fields towards their idle values, to
+    /// the cold state if there is one (allocating none).
+    fn reset_cold(&mut self, f: impl FnOnce(&mut Cold)) {
+        if let Some(c) = self.cold.as_deref_mut() {
+            f(c);
+        }
+    }
+
+    /// Frees the cold state once it is idle again.
+    fn tidy_cold(&mut self) {
+        if self.cold.as_deref().is_some_and(Cold::is_idle) {
+            self.cold = None;
+        }
+    }
+
     /// Returns the payload bytes per full segment (MSS less options).
     fn smss(&self) -> usize {
         if self.ts_enabled {
-            self.mss - TCP_OPTIONS_TS
+            self.mss as usize - TCP_OPTIONS_TS
         } else {
-            self.mss
+            self.mss as usize
         }
+    }
+
+    /// Returns the send buffer's size (`SO_SNDBUF`, from the configuration).
+    pub fn sndbuf_cap(&self) -> usize {
+        self.cfg.sndbuf
+    }
+
+    /// Returns the receive buffer's size (`SO_RCVBUF`, from the
+    /// configuration).
+    pub fn rcvbuf_cap(&self) -> usize {
+        self.cfg.rcvbuf
     }
 
     /// Returns true in states where data may be sent.
@@ -458,7 +534,7 @@ impl Tcb {
         {
             return 0;
         }
-        self.sndbuf_cap.saturating_sub(self.sndbuf.len())
+        self.sndbuf_cap().saturating_sub(self.sndbuf.len())
     }
 
     /// Returns the queued bytes not sent yet.
@@ -500,7 +576,7 @@ impl Tcb {
     /// update opens the window by half the buffer at least.
     fn window_update_due(&self) -> bool {
         let open = (self.rcv_adv - self.rcv_nxt).max(0) as usize;
-        if 2 * open > self.rcvbuf_cap {
+        if 2 * open > self.rcvbuf_cap() {
             return false;
         }
         // What the next segment advertises (whole units of the scale).
@@ -546,8 +622,8 @@ impl Tcb {
         self.state = State::Closed;
         self.rto_at = Deadline::NONE;
         self.delack_at = Deadline::NONE;
-        self.persist_at = Deadline::NONE;
-        self.timewait_at = Deadline::NONE;
+        self.reset_cold(|c| c.persist_at = Deadline::NONE);
+        self.reset_cold(|c| c.timewait_at = Deadline::NONE);
     }
 
     /// Returns our receive window in bytes: the buffer less the in-order
@@ -559,7 +635,7 @@ impl Tcb {
     /// sender that follows RFC 5681's definition strictly (smoltcp, found
     /// by the interop tests). Linux keeps its right edge the same way.
     fn rcv_window(&self) -> usize {
-        self.rcvbuf_cap.saturating_sub(self.rcvbuf.ready_len())
+        self.rcvbuf_cap().saturating_sub(self.rcvbuf.ready_len())
     }
 
     /// Returns bytes sent and not acknowledged.
@@ -570,16 +646,16 @@ impl Tcb {
     /// Returns the data sent and still in the network, RFC 6675 "pipe"
     /// (FACK-style: holes below the highest SACK are lost).
     fn pipe(&self) -> usize {
-        if let (Some(_), Some(p)) = (self.recovery, self.rack_pipe()) {
+        if let (Some(_), Some(p)) = (self.cold().recovery, self.rack_pipe()) {
             return p;
         }
         let outstanding = (self.snd_max - self.snd_una).max(0) as usize;
-        match (self.recovery, self.scoreboard.highest()) {
+        match (self.cold().recovery, self.cold().scoreboard.highest()) {
             (Some(_), Some(high)) => {
                 let below_high = (high - self.snd_una).max(0) as usize;
-                let lost = below_high.saturating_sub(self.scoreboard.sacked_bytes());
-                outstanding.saturating_sub(self.scoreboard.sacked_bytes() + lost)
-                    + self.rexmit_bytes_in_recovery as usize
+                let lost = below_high.saturating_sub(self.cold().scoreboard.sacked_bytes());
+                outstanding.saturating_sub(self.cold().scoreboard.sacked_bytes() + lost)
+                    + self.cold().rexmit_bytes_in_recovery as usize
             }
             _ => outstanding,
         }
@@ -685,7 +761,7 @@ impl Tcb {
                 min(self.rto_at.get(), self.delack_at.get()),
                 self.keepalive_deadline(),
             ),
-            min(self.persist_at.get(), self.timewait_at.get()),
+            min(self.cold().persist_at.get(), self.cold().timewait_at.get()),
         )
     }
 
@@ -713,7 +789,7 @@ impl Tcb {
             }
             _ => {}
         }
-        if self.recovery.is_some() && self.sack_enabled {
+        if self.cold().recovery.is_some() && self.sack_enabled {
             self.retransmit_holes(now, out);
         }
         self.send_new_data(now, out);
@@ -765,22 +841,25 @@ impl Tcb {
                 break;
             }
             let cwnd = self.cc.window() as usize;
-            let in_net = if self.recovery.is_some() {
+            let in_net = if self.cold().recovery.is_some() {
                 self.pipe()
-            } else if self.rto_high.is_some() {
+            } else if self.cold().rto_high.is_some() {
                 // After an RTO, SACKed bytes skipped over are not in the
                 // network (Linux's in-flight count in its Loss state).
-                self.flight()
-                    .saturating_sub(self.scoreboard.sacked_between(self.snd_una, self.snd_nxt))
+                self.flight().saturating_sub(
+                    self.cold()
+                        .scoreboard
+                        .sacked_between(self.snd_una, self.snd_nxt),
+                )
             } else {
                 self.flight()
             };
             let peer_room = (self.snd_wnd as usize).saturating_sub(sent_unacked);
             let cc_room = cwnd.saturating_sub(in_net);
             let room = peer_room.min(cc_room);
-            if peer_room == 0 && sent_unacked == 0 && self.persist_at.is_none() {
+            if peer_room == 0 && sent_unacked == 0 && self.cold().persist_at.is_none() {
                 // Zero window: probe later (RFC 9293 §3.8.6.1).
-                self.persist_at = Deadline::at(now + self.rto());
+                self.cold_mut().persist_at = Deadline::at(now + self.rto());
             }
             let want = available.min(smss).min(hole);
             let len = want.min(room);
@@ -821,8 +900,8 @@ impl Tcb {
                 seg.ect = self.ecn.ect();
                 seg.repr.cwr = self.ecn.take_cwr();
             }
-            if self.timed.is_none() && !self.ts_enabled && !is_rexmit {
-                self.timed = Some((self.snd_nxt, now));
+            if self.cold().timed.is_none() && !self.ts_enabled && !is_rexmit {
+                self.cold_mut().timed = Some((self.snd_nxt, now));
             }
             self.snd_nxt += len;
             if self.snd_nxt > self.snd_max {
@@ -842,7 +921,7 @@ impl Tcb {
         if self.snd_nxt >= self.snd_max {
             return usize::MAX;
         }
-        let (at, next) = self.scoreboard.skip_sacked(self.snd_nxt);
+        let (at, next) = self.cold().scoreboard.skip_sacked(self.snd_nxt);
         self.snd_nxt = at;
         next.map_or(usize::MAX, |n| (n - at).max(0) as usize)
     }
@@ -850,7 +929,7 @@ impl Tcb {
     /// Returns the un-SACKed bytes from `snd_una` up to the first SACKed
     /// range (`usize::MAX`: nothing SACKed above).
     fn hole_at_una(&self) -> usize {
-        match self.scoreboard.skip_sacked(self.snd_una) {
+        match self.cold().scoreboard.skip_sacked(self.snd_una) {
             (at, Some(next)) if at == self.snd_una => (next - at).max(0) as usize,
             _ => usize::MAX,
         }
@@ -868,12 +947,12 @@ impl Tcb {
                 self.nic_blocked = true;
                 break;
             }
-            let from = if self.rexmit_next < self.snd_una {
+            let from = if self.cold().rexmit_next < self.snd_una {
                 self.snd_una
             } else {
-                self.rexmit_next
+                self.cold().rexmit_next
             };
-            let Some((start, len)) = self.scoreboard.next_hole(from) else {
+            let Some((start, len)) = self.cold().scoreboard.next_hole(from) else {
                 break;
             };
             let len = len.min(smss);
@@ -883,12 +962,12 @@ impl Tcb {
                 break;
             }
             let seg = self.segment(Control::None, start, payload, true);
-            self.rexmit_next = start + len;
+            self.cold_mut().rexmit_next = start + len;
             if start == self.snd_una {
-                self.rexmit_mark = Some((start, self.snd_max));
+                self.cold_mut().rexmit_mark = Some((start, self.snd_max));
             }
-            self.rexmit_bytes_in_recovery =
-                self.rexmit_bytes_in_recovery.saturating_add(len as u32);
+            let c = self.cold_mut();
+            c.rexmit_bytes_in_recovery = c.rexmit_bytes_in_recovery.saturating_add(len as u32);
             self.push(seg, now, out, true);
             self.arm_rto(now);
         }
@@ -919,13 +998,13 @@ impl Tcb {
         }
         let payload = self.sndbuf.slice(0, len);
         let seg = self.segment(Control::None, self.snd_una, payload, true);
-        if self.recovery.is_some() {
-            self.rexmit_next = self.snd_una + len;
-            self.rexmit_mark = Some((self.snd_una, self.snd_max));
-            self.rexmit_bytes_in_recovery =
-                self.rexmit_bytes_in_recovery.saturating_add(len as u32);
+        if self.cold().recovery.is_some() {
+            self.cold_mut().rexmit_next = self.snd_una + len;
+            self.cold_mut().rexmit_mark = Some((self.snd_una, self.snd_max));
+            let c = self.cold_mut();
+            c.rexmit_bytes_in_recovery = c.rexmit_bytes_in_recovery.saturating_add(len as u32);
         }
-        self.timed = None; // Karn: never time a retransmitted segment
+        self.reset_cold(|c| c.timed = None); // Karn: never time a retransmitted segment
         self.push(seg, now, out, true);
     }
 
@@ -980,7 +1059,7 @@ impl Tcb {
         if self.state == State::Closed {
             return fx;
         }
-        if self.timewait_at.is_some_and(|t| t <= now) {
+        if self.cold().timewait_at.is_some_and(|t| t <= now) {
             self.close();
             fx.closed = true;
             return fx;
@@ -989,8 +1068,8 @@ impl Tcb {
             self.delack_at = Deadline::NONE;
             self.ack_now = true;
         }
-        if self.persist_at.is_some_and(|t| t <= now) {
-            self.persist_at = Deadline::NONE;
+        if self.cold().persist_at.is_some_and(|t| t <= now) {
+            self.reset_cold(|c| c.persist_at = Deadline::NONE);
             self.zero_window_probe(now, out);
         }
         if let Some(fired) = self.rto_at.get().filter(|&t| t <= now) {
@@ -1005,6 +1084,7 @@ impl Tcb {
         if self.state != State::Closed {
             self.output(now, out);
         }
+        self.tidy_cold();
         fx
     }
 
@@ -1072,18 +1152,18 @@ impl Tcb {
         self.ecn.reduced(self.snd_max, false);
         // "The host MUST set RTO <- RTO * 2 (back off the timer)."
         self.rto_ns = nanos((self.rto() * 2).min(self.cfg.max_rto));
-        self.recovery = None;
-        self.rto_high = Some(self.snd_max);
+        self.reset_cold(|c| c.recovery = None);
+        self.cold_mut().rto_high = Some(self.snd_max);
         self.loss_on_rto();
         if self.retries > 1 {
             // A second timeout without progress: the receiver may have
             // discarded data it SACKed (reneging, RFC 2018 §8), so forget
             // the scoreboard and resend everything (Linux clears its SACK
             // marks when it detects reneging, tcp_timeout_mark_lost).
-            self.scoreboard.clear();
+            self.reset_cold(|c| c.scoreboard.clear());
         }
-        self.dupacks = 0;
-        self.timed = None;
+        self.reset_cold(|c| c.dupacks = 0);
+        self.reset_cold(|c| c.timed = None);
         // Go back to snd_una and resend from there as the window allows,
         // skipping what the receiver SACKed (`skip_sacked_resend`).
         // The FIN is resent once the data before it is (`send_fin`); the
@@ -1116,7 +1196,7 @@ impl Tcb {
             self.push(seg, now, out, false);
         }
         self.persist_backoff = (self.persist_backoff + 1).min(6);
-        self.persist_at =
+        self.cold_mut().persist_at =
             Deadline::at(now + (self.rto() * (1 << self.persist_backoff)).min(self.cfg.max_rto));
     }
 
@@ -1175,6 +1255,7 @@ impl Tcb {
         if self.state != State::Closed {
             self.output(now, out);
         }
+        self.tidy_cold();
         fx
     }
 
@@ -1279,7 +1360,7 @@ impl Tcb {
             self.snd_una = ack;
             // RFC 7323 §2.2: "The window field in a segment where the SYN
             // bit is set (i.e., a <SYN> or <SYN,ACK>) MUST NOT be scaled."
-            self.snd_wnd = u64::from(seg.window_len);
+            self.snd_wnd = u32::from(seg.window_len);
             self.snd_wl1 = seg.seq_number;
             self.snd_wl2 = ack;
             if self.syn_retries == 0 {
@@ -1298,7 +1379,7 @@ impl Tcb {
         } else {
             // Simultaneous open: "enter SYN-RECEIVED, form a SYN,ACK".
             self.state = State::SynReceived;
-            self.snd_wnd = u64::from(seg.window_len);
+            self.snd_wnd = u32::from(seg.window_len);
             self.snd_wl1 = seg.seq_number;
             let syn_ack = self.segment(Control::Syn, self.iss, Message::new(), true);
             self.push(syn_ack, now, out, true);
@@ -1414,7 +1495,7 @@ impl Tcb {
             if seg.control != Control::Rst {
                 self.ack_now = true;
                 if self.state == State::TimeWait && seg.control == Control::Fin {
-                    self.timewait_at = Deadline::at(now + self.cfg.msl * 2);
+                    self.cold_mut().timewait_at = Deadline::at(now + self.cfg.msl * 2);
                 }
             }
             return;
@@ -1545,7 +1626,7 @@ impl Tcb {
         } else {
             self.snd_wscale
         };
-        self.snd_wnd = u64::from(seg.window_len) << shift;
+        self.snd_wnd = u32::from(seg.window_len) << shift;
         self.snd_wl1 = seg.seq_number;
         self.snd_wl2 = ack;
         fx.established = true;
@@ -1568,8 +1649,8 @@ impl Tcb {
     fn enter_time_wait(&mut self, now: Time) {
         self.state = State::TimeWait;
         self.rto_at = Deadline::NONE;
-        self.persist_at = Deadline::NONE;
-        self.timewait_at = Deadline::at(now + self.cfg.msl * 2);
+        self.reset_cold(|c| c.persist_at = Deadline::NONE);
+        self.cold_mut().timewait_at = Deadline::at(now + self.cfg.msl * 2);
     }
 
     /// RFC 9293 §3.10.7.4 "fifth, check the ACK field" in ESTABLISHED and
@@ -1584,12 +1665,13 @@ impl Tcb {
         fx: &mut Effects,
     ) {
         if self.sack_enabled {
+            let (una, max) = (self.snd_una, self.snd_max);
             for (s, e) in seg.sack_ranges.iter().flatten() {
-                self.scoreboard
-                    .add(self.snd_una, self.snd_max, SeqNumber(*s), SeqNumber(*e));
+                let board = &mut self.cold_mut().scoreboard;
+                board.add(una, max, SeqNumber(*s), SeqNumber(*e));
             }
         }
-        let window = u64::from(seg.window_len) << self.snd_wscale;
+        let window = u32::from(seg.window_len) << self.snd_wscale;
         if ack > self.snd_una {
             let acked = (ack - self.snd_una) as usize;
             let in_flight_before = self.flight() as u64;
@@ -1601,19 +1683,19 @@ impl Tcb {
             if self.snd_nxt < self.snd_una {
                 self.snd_nxt = self.snd_una;
             }
-            self.scoreboard.advance(ack);
-            if self.rto_high.is_some_and(|h| ack >= h) {
-                self.rto_high = None;
+            self.reset_cold(|c| c.scoreboard.advance(ack));
+            if self.cold().rto_high.is_some_and(|h| ack >= h) {
+                self.reset_cold(|c| c.rto_high = None);
             }
-            self.dupacks = 0;
+            self.reset_cold(|c| c.dupacks = 0);
             self.persist_backoff = 0;
             self.retries = 0;
             // RTT (RFC 6298 §2, Karn's rule via the timed segment or TS).
             let sample = match self.ts_rtt(seg, now) {
                 Some(r) => Some(r),
-                None => match self.timed {
+                None => match self.cold().timed {
                     Some((s, t)) if ack > s => {
-                        self.timed = None;
+                        self.reset_cold(|c| c.timed = None);
                         Some(now - t)
                     }
                     _ => None,
@@ -1622,16 +1704,17 @@ impl Tcb {
             if let Some(r) = sample {
                 self.rtt_sample(now, r);
             }
-            match self.recovery {
+            match self.cold().recovery {
                 Some(point) if ack >= point => {
                     // Full ACK: recovery is over (RFC 6582 §3.2 step 3).
-                    self.recovery = None;
-                    self.rexmit_bytes_in_recovery = 0;
+                    self.reset_cold(|c| c.recovery = None);
+                    self.reset_cold(|c| c.rexmit_bytes_in_recovery = 0);
                     self.cc.on_recovery_end(now.as_nanos());
                 }
                 Some(_) => {
                     // Partial ACK: retransmit the next hole at once.
-                    self.rexmit_bytes_in_recovery = self
+                    let c = self.cold_mut();
+                    c.rexmit_bytes_in_recovery = c
                         .rexmit_bytes_in_recovery
                         .saturating_sub(u32::try_from(acked).unwrap_or(u32::MAX));
                     if !self.sack_enabled {
@@ -1678,7 +1761,7 @@ impl Tcb {
             // A duplicate ACK (RFC 5681 §2; with SACK, RFC 6675 §2 counts
             // any ACK carrying SACK information, since out-of-order data
             // also shrinks the advertised window).
-            self.dupacks += 1;
+            self.cold_mut().dupacks += 1;
             // Early retransmit (RFC 5827): with fewer than four segments
             // outstanding and nothing new to send, a lower threshold.
             let smss = self.smss();
@@ -1691,13 +1774,13 @@ impl Tcb {
                 3
             };
             let sack_loss = self.sack_enabled
-                && self.scoreboard.sacked_bytes() >= thresh * smss.min(outstanding.max(1))
-                && self.scoreboard.next_hole(self.snd_una).is_some();
+                && self.cold().scoreboard.sacked_bytes() >= thresh * smss.min(outstanding.max(1))
+                && self.cold().scoreboard.next_hole(self.snd_una).is_some();
             // (With RACK, RACK alone marks losses: `loss_on_ack`.)
-            if self.recovery.is_none()
-                && self.rto_high.is_none()
+            if self.cold().recovery.is_none()
+                && self.cold().rto_high.is_none()
                 && !self.rack_on()
-                && (self.dupacks as usize >= thresh || sack_loss)
+                && (self.cold().dupacks as usize >= thresh || sack_loss)
             {
                 self.enter_recovery(now);
                 self.retransmit_first(now, out);
@@ -1710,16 +1793,18 @@ impl Tcb {
         // retransmission of snd_una was SACKed, yet snd_una is still
         // unacknowledged, so the retransmission itself was lost. Resend it
         // now instead of waiting for the RTO.
-        if let (Some(_), Some((seq, sent_max)), Some(high)) =
-            (self.recovery, self.rexmit_mark, self.scoreboard.highest())
-        {
+        if let (Some(_), Some((seq, sent_max)), Some(high)) = (
+            self.cold().recovery,
+            self.cold().rexmit_mark,
+            self.cold().scoreboard.highest(),
+        ) {
             if seq == self.snd_una
                 && ack == self.snd_una
                 && high > sent_max + self.smss()
                 && !self.rack_on()
             {
-                self.rexmit_mark = None;
-                self.rexmit_next = self.snd_una;
+                self.reset_cold(|c| c.rexmit_mark = None);
+                self.cold_mut().rexmit_next = self.snd_una;
                 self.stats.loss().lost_retransmissions += 1;
                 if !self.sack_enabled {
                     self.retransmit_first(now, out);
@@ -1734,7 +1819,7 @@ impl Tcb {
             self.snd_wl1 = seg.seq_number;
             self.snd_wl2 = ack;
             if opened {
-                self.persist_at = Deadline::NONE;
+                self.reset_cold(|c| c.persist_at = Deadline::NONE);
                 self.persist_backoff = 0;
             }
         }
@@ -1744,16 +1829,16 @@ impl Tcb {
     /// recovery point is `snd_max`, the window is reduced once.
     fn enter_recovery(&mut self, now: Time) {
         self.stats.loss().fast_recoveries += 1;
-        self.recovery = Some(self.snd_max);
-        self.rexmit_bytes_in_recovery = 0;
-        self.rexmit_next = self.snd_una;
+        self.cold_mut().recovery = Some(self.snd_max);
+        self.reset_cold(|c| c.rexmit_bytes_in_recovery = 0);
+        self.cold_mut().rexmit_next = self.snd_una;
         if !self.ecn.take_reduction() {
             // (An ECN reduction in progress counts for this loss too: one
             // reduction per window, as Linux.)
             self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
         }
         self.ecn.reduced(self.snd_max, false);
-        self.timed = None;
+        self.reset_cold(|c| c.timed = None);
     }
 
     /// The receiver's half of RFC 3168 §6.1.3 for an acceptable segment:
@@ -1777,7 +1862,9 @@ impl Tcb {
         if seg.ece && self.ecn.is_on() {
             self.stats.loss().ece_received += 1;
         }
-        let (ended, reaction) = self.ecn.on_ack(seg.ece, ack, self.recovery.is_some());
+        let (ended, reaction) = self
+            .ecn
+            .on_ack(seg.ece, ack, self.cold().recovery.is_some());
         if ended {
             self.cc.on_recovery_end(now.as_nanos());
         }

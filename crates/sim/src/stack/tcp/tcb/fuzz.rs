@@ -317,7 +317,7 @@ impl Harness {
             }
             _ => {
                 let b = c.u8();
-                self.t.budget = if b == 255 { usize::MAX } else { usize::from(b) };
+                self.t.budget = if b == 255 { u32::MAX } else { u32::from(b) };
                 if b & 1 != 0 {
                     self.t.nodelay = !self.t.nodelay;
                 }
@@ -411,8 +411,8 @@ impl Harness {
             outstanding <= t.sndbuf.len() + 2,
             "outstanding beyond the buffer"
         );
-        assert!(t.sndbuf.len() <= t.sndbuf_cap);
-        assert!(t.rcvbuf.held() <= t.rcvbuf_cap, "receive buffer overfull");
+        assert!(t.sndbuf.len() <= t.sndbuf_cap());
+        assert!(t.rcvbuf.held() <= t.rcvbuf_cap(), "receive buffer overfull");
         for s in out {
             assert_eq!(
                 (s.repr.src_port, s.repr.dst_port),
@@ -429,7 +429,11 @@ impl Harness {
             if len == 0 {
                 continue;
             }
-            assert!(len <= t.mss, "segment of {len} bytes beyond MSS {}", t.mss);
+            assert!(
+                len <= t.mss as usize,
+                "segment of {len} bytes beyond MSS {}",
+                t.mss
+            );
             let offset = s.repr.seq_number - (self.iss + 1);
             assert!(offset >= 0, "data before ISS + 1");
             let offset = offset as usize;

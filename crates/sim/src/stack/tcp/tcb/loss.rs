@@ -49,7 +49,7 @@ impl Tcb {
     pub(super) fn rack_pipe(&self) -> Option<usize> {
         let r = self.rack.as_deref().filter(|_| self.rack_on())?;
         let outstanding = (self.snd_max - self.snd_una).max(0) as usize;
-        Some(outstanding.saturating_sub(self.scoreboard.sacked_bytes() + r.lost_bytes()))
+        Some(outstanding.saturating_sub(self.cold().scoreboard.sacked_bytes() + r.lost_bytes()))
     }
 
     fn ack_ctx(&self, now: Time, dsack: bool) -> AckCtx {
@@ -59,7 +59,7 @@ impl Tcb {
             snd_max: self.snd_max,
             min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),
             srtt_ns: self.srtt().map_or(u64::MAX, |d| d.as_nanos() as u64),
-            in_recovery: self.recovery.is_some() || self.rto_high.is_some(),
+            in_recovery: self.cold().recovery.is_some() || self.cold().rto_high.is_some(),
             dsack,
         }
     }
@@ -101,7 +101,10 @@ impl Tcb {
     /// the probe repaired (Linux: a CWR reduction, ended at once).
     fn tlp_reduce(&mut self, now: Time) {
         self.stats.loss().tlp_recoveries += 1;
-        if self.recovery.is_none() && self.rto_high.is_none() && !self.ecn.take_reduction() {
+        if self.cold().recovery.is_none()
+            && self.cold().rto_high.is_none()
+            && !self.ecn.take_reduction()
+        {
             self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
             self.cc.on_recovery_end(now.as_nanos());
         }
@@ -116,7 +119,7 @@ impl Tcb {
         if found.newly_lost == 0 || !self.can_send_data() {
             return;
         }
-        if self.recovery.is_none() && self.rto_high.is_none() {
+        if self.cold().recovery.is_none() && self.cold().rto_high.is_none() {
             self.enter_recovery(now);
             // The first retransmission goes whatever the pipe (RFC 6675
             // §5 step (4.2), "fast retransmit").
@@ -148,7 +151,7 @@ impl Tcb {
                 break;
             }
             let seg = self.segment(Control::None, start, payload, true);
-            self.timed = None;
+            self.reset_cold(|c| c.timed = None);
             self.push(seg, now, out, true);
             self.arm_rto(now);
             force = false;
@@ -258,10 +261,10 @@ impl Tcb {
     /// fast or RTO recovery, nothing SACKed, no probe outstanding).
     fn tlp_allowed(&self, r: &Rack) -> bool {
         self.can_send_data()
-            && self.recovery.is_none()
-            && self.rto_high.is_none()
+            && self.cold().recovery.is_none()
+            && self.cold().rto_high.is_none()
             && r.tlp_end_seq.is_none()
-            && self.scoreboard.highest().is_none()
+            && self.cold().scoreboard.highest().is_none()
             && self.snd_wnd > 0
     }
 

@@ -1675,11 +1675,18 @@ fn a_second_rto_without_progress_forgets_the_scoreboard() {
     let (mut t, _) = holes_0_and_5_then_rto_pending();
     let at = t.deadline().unwrap();
     timer(&mut t, at);
-    assert!(t.scoreboard.sacked_bytes() > 0, "kept across the first RTO");
+    assert!(
+        t.cold().scoreboard.sacked_bytes() > 0,
+        "kept across the first RTO"
+    );
     let at = t.deadline().unwrap();
     timer(&mut t, at);
     assert_eq!(t.stats().timeouts, 2);
-    assert_eq!(t.scoreboard.sacked_bytes(), 0, "dropped at the second");
+    assert_eq!(
+        t.cold().scoreboard.sacked_bytes(),
+        0,
+        "dropped at the second"
+    );
 }
 
 // ----------------------------------------------------------------------
