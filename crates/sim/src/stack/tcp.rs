@@ -72,6 +72,7 @@ use elvis_tcpcc::Algorithm;
 use elvis_wire::checksum::{self, Checksum};
 use elvis_wire::tcp::{self, Control, Repr, SeqNumber};
 use elvis_wire::{Checksums, IpProtocol};
+use hashbrown::HashTable;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -182,10 +183,15 @@ impl SockOpts {
 /// iterated, so their order cannot leak into results; they use the Fx hash
 /// because every arriving segment is demuxed through `conns` and SipHash
 /// cost more than the rest of the lookup).
+///
+/// `conns` holds only slot numbers (4 bytes and a control byte per
+/// bucket, against 12 and one for a map keyed by the 4-tuple): a slot's
+/// key is read from its connection in the socket table, which the lookup
+/// touches next anyway.
 #[derive(Default)]
 pub(crate) struct TcpIndex {
-    /// Connections by (local port, remote address).
-    conns: FxHashMap<(u16, SocketAddrV4), u32>,
+    /// Connection slots, hashed by (local port, remote address).
+    conns: HashTable<u32>,
     /// Listeners by port.
     listeners: FxHashMap<u16, u32>,
     /// TCP sockets (connections and listeners) per local port.
@@ -194,8 +200,38 @@ pub(crate) struct TcpIndex {
     eph_low: u16,
 }
 
+/// Returns the hash a connection is indexed under: the key packed in one
+/// word and mixed (SplitMix64's finalizer; a single Fx multiply leaves the
+/// low bits, which pick the bucket, blind to the local port, the only
+/// part that varies among a client's connections to one server).
+fn conn_hash(local: u16, remote: SocketAddrV4) -> u64 {
+    let key = u64::from(local) << 48 | u64::from(remote.port()) << 32;
+    mix(key | u64::from(u32::from(*remote.ip())))
+}
+
+/// Returns the hash of the indexed connection in slot `s`, read from the
+/// socket table when the index grows (`hash`, already known, for the slot
+/// being added).
+fn slot_hash(sockets: &[SocketSlot], s: u32, adding: u32, hash: u64) -> u64 {
+    match sockets.get(s as usize) {
+        _ if s == adding => hash,
+        Some(SocketSlot::Tcp(t)) => conn_hash(t.tcb.local.port(), t.tcb.remote),
+        // An indexed slot holds its connection except inside `drive`'s
+        // closure (which cannot reach the index) and after `drive` freed
+        // it (which removes it from the index at once).
+        _ => unreachable!("TCP index: slot {s} holds no connection"),
+    }
+}
+
 fn index(w: &mut World, m: MachineId) -> &mut TcpIndex {
     &mut w.machines[m as usize].ext().tcp
+}
+
+/// Indexes the connection just put in `slot`.
+fn add_conn(w: &mut World, m: MachineId, local: u16, remote: SocketAddrV4, slot: u32) {
+    let machine = &mut w.machines[m as usize];
+    let ext = machine.ext.get_or_insert_with(Default::default);
+    ext.tcp.add_conn(local, remote, slot, &machine.sockets);
 }
 
 impl TcpIndex {
@@ -213,15 +249,30 @@ impl TcpIndex {
         }
     }
 
-    fn add_conn(&mut self, local: u16, remote: SocketAddrV4, slot: u32) {
-        self.conns.insert((local, remote), slot);
+    /// Adds the connection in `slot` (its key must not be indexed yet).
+    fn add_conn(&mut self, local: u16, remote: SocketAddrV4, slot: u32, sockets: &[SocketSlot]) {
+        let hash = conn_hash(local, remote);
+        self.conns
+            .insert_unique(hash, slot, |&s| slot_hash(sockets, s, slot, hash));
         self.add_port(local);
     }
 
-    fn remove_conn(&mut self, local: u16, remote: SocketAddrV4) {
-        if self.conns.remove(&(local, remote)).is_some() {
+    /// Removes the connection in `slot`, indexed under this key.
+    fn remove_conn(&mut self, local: u16, remote: SocketAddrV4, slot: u32) {
+        let hash = conn_hash(local, remote);
+        if let Ok(e) = self.conns.find_entry(hash, |&s| s == slot) {
+            e.remove();
             self.remove_port(local);
         }
+    }
+
+    /// Returns the slot of the connection from `local` to `remote`.
+    fn conn(&self, sockets: &[SocketSlot], local: u16, remote: SocketAddrV4) -> Option<u32> {
+        let hit = |&s: &u32| match sockets.get(s as usize) {
+            Some(SocketSlot::Tcp(t)) => t.tcb.local.port() == local && t.tcb.remote == remote,
+            _ => false,
+        };
+        self.conns.find(conn_hash(local, remote), hit).copied()
     }
 
     /// Returns the lowest free ephemeral port (IANA range).
@@ -348,7 +399,11 @@ pub(crate) fn connect(
     let port = match opts.local_port {
         Some(p) => {
             // The 4-tuple must be unique (Linux: EADDRNOTAVAIL).
-            let clash = index(w, m).conns.contains_key(&(p, remote));
+            let machine = &w.machines[m as usize];
+            let clash = machine
+                .ext
+                .as_deref()
+                .is_some_and(|e| e.tcp.conn(&machine.sockets, p, remote).is_some());
             if clash || port_taken(w, m, p, opts.reuseaddr) {
                 return Err(SocketError::AddrInUse(p));
             }
@@ -376,7 +431,7 @@ pub(crate) fn connect(
         life: trace::Life::new(w.now()),
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
-    index(w, m).add_conn(local.port(), remote, slot);
+    add_conn(w, m, local.port(), remote, slot);
     drive(w, m, slot, |tcb, now, out| {
         tcb.output(now, out);
         Effects::default()
@@ -472,7 +527,7 @@ pub(crate) fn drive(
         w.conns.end(sock.id, m, &mut sock.tcb, sock.life);
         w.machines[m as usize].sockets[slot as usize] = SocketSlot::Free;
         w.machines[m as usize].slot_freed(slot);
-        index(w, m).remove_conn(local.port(), remote);
+        index(w, m).remove_conn(local.port(), remote, slot);
     } else {
         w.machines[m as usize].sockets[slot as usize] = SocketSlot::Tcp(sock);
     }
@@ -648,8 +703,9 @@ pub(crate) fn receive(
     let local = SocketAddrV4::new(dst, repr.dst_port);
     let remote = SocketAddrV4::new(src, repr.src_port);
     // A connection for the 4-tuple?
-    let ix = w.machines[m as usize].ext.as_deref().map(|e| &e.tcp);
-    let conn = ix.and_then(|ix| ix.conns.get(&(local.port(), remote)).copied());
+    let machine = &w.machines[m as usize];
+    let ix = machine.ext.as_deref().map(|e| &e.tcp);
+    let conn = ix.and_then(|ix| ix.conn(&machine.sockets, local.port(), remote));
     if let Some(slot) = conn {
         drive(w, m, slot, |tcb, now, out| {
             tcb.input_ecn(now, &repr, ip_ecn, payload, out)
@@ -716,7 +772,7 @@ fn passive_open(
         life: trace::Life::new(w.now()),
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
-    index(w, m).add_conn(local.port(), remote, slot);
+    add_conn(w, m, local.port(), remote, slot);
     drive(w, m, slot, |tcb, now, out| {
         tcb.output(now, out);
         Effects::default()
@@ -820,6 +876,74 @@ mod tests {
     use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
     use super::*;
     use std::mem::size_of;
+
+    /// A socket table holding connections from `local` port numbers to one
+    /// server (the clients of `elvis-bench tcp-idle`).
+    fn table(ports: std::ops::Range<u16>) -> Vec<SocketSlot> {
+        let server = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
+        let cfg = TcpConfig::default();
+        ports
+            .map(|p| {
+                let local = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), p);
+                let cc = elvis_tcpcc::new(Algorithm::Cubic, 1448, 10);
+                let tcb = Tcb::connect(&cfg, local, server, SeqNumber(7), cc, 1500);
+                SocketSlot::Tcp(Box::new(TcpSock {
+                    tcb,
+                    reader: None,
+                    writer: None,
+                    listener: None,
+                    orphan: false,
+                    timer_gen: 0,
+                    timer_at: deadline::Deadline::NONE,
+                    id: 0,
+                    life: trace::Life::new(Time::ZERO),
+                }))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_connection_index_finds_every_connection_and_forgets_removed_ones() {
+        let socks = table(49_152..53_152);
+        let key = |s: &SocketSlot| match s {
+            SocketSlot::Tcp(t) => (t.tcb.local.port(), t.tcb.remote),
+            _ => unreachable!(),
+        };
+        let mut ix = TcpIndex::default();
+        for (slot, s) in socks.iter().enumerate() {
+            let (local, remote) = key(s);
+            ix.add_conn(local, remote, slot as u32, &socks);
+        }
+        for (slot, s) in socks.iter().enumerate() {
+            let (local, remote) = key(s);
+            assert_eq!(ix.conn(&socks, local, remote), Some(slot as u32));
+            let other = SocketAddrV4::new(*remote.ip(), 81);
+            assert_eq!(ix.conn(&socks, local, other), None);
+        }
+        for (slot, s) in socks.iter().enumerate().step_by(2) {
+            let (local, remote) = key(s);
+            ix.remove_conn(local, remote, slot as u32);
+        }
+        for (slot, s) in socks.iter().enumerate() {
+            let (local, remote) = key(s);
+            let want = (slot % 2 == 1).then_some(slot as u32);
+            assert_eq!(ix.conn(&socks, local, remote), want);
+        }
+        assert_eq!(ix.ports.len(), socks.len() / 2);
+    }
+
+    /// The bucket is picked by the hash's low bits: a client's connections
+    /// to one server differ only in the local port, and must still spread
+    /// (a plain Fx multiply put 16,000 of them in 32 buckets).
+    #[test]
+    fn connections_that_differ_only_in_the_local_port_hash_to_distinct_buckets() {
+        let server = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
+        let buckets: std::collections::BTreeSet<u64> = (49_152..65_152)
+            .map(|p| conn_hash(p, server) & 0x7fff)
+            .collect();
+        // 16,000 keys in 32,768 buckets: about 12,600 distinct if uniform.
+        assert!(buckets.len() > 12_000, "{} buckets", buckets.len());
+    }
 
     /// The per-connection structures an idle established connection holds
     /// (measured whole by `elvis-bench tcp-idle`); printed with
