@@ -50,8 +50,6 @@ pub const CE: u8 = 0b11;
 /// One connection's ECN state (8 bytes).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct EcnState {
-    /// We sent (active open) or received (passive open) an ECN-setup SYN.
-    asked: bool,
     /// ECN was negotiated: data goes out ECT(0) and ECE/CWR mean something.
     on: bool,
     /// Receiver: a CE mark was seen and no CWR yet; every ACK carries ECE.
@@ -93,8 +91,8 @@ impl EcnState {
     /// A passive open: notes whether the peer's SYN is an ECN-setup SYN
     /// (ECE and CWR both set, RFC 3168 §6.1.1) and whether we agree.
     pub fn on_syn(&mut self, syn: &Repr, mode: EcnMode) {
-        self.asked = syn.ece && syn.cwr;
-        self.on = self.asked && mode != EcnMode::Off;
+        // An ECN-setup SYN (ECE and CWR) asks; we accept unless off.
+        self.on = syn.ece && syn.cwr && mode != EcnMode::Off;
     }
 
     /// Returns (ECE, CWR) for our SYN or SYN-ACK: an ECN-setup SYN when

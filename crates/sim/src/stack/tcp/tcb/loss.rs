@@ -38,7 +38,8 @@ impl Tcb {
         if len == 0 || end > self.snd_max || !self.rack_on() {
             return;
         }
-        self.rack
+        self.cold_mut()
+            .rack
             .get_or_insert_with(Default::default)
             .on_send(seq, end, now);
     }
@@ -47,7 +48,11 @@ impl Tcb {
     /// less SACKed, less marked lost and not resent (RFC 6675's pipe with
     /// RACK's loss marks; Linux's `tcp_packets_in_flight`).
     pub(super) fn rack_pipe(&self) -> Option<usize> {
-        let r = self.rack.as_deref().filter(|_| self.rack_on())?;
+        let r = self
+            .cold
+            .as_deref()
+            .and_then(|c| c.rack.as_deref())
+            .filter(|_| self.rack_on())?;
         let outstanding = (self.snd_max - self.snd_una).max(0) as usize;
         Some(outstanding.saturating_sub(self.cold().scoreboard.sacked_bytes() + r.lost_bytes()))
     }
@@ -73,7 +78,7 @@ impl Tcb {
         payload_len: usize,
         out: &mut Vec<Segment>,
     ) {
-        if !self.rack_on() || self.rack.is_none() {
+        if !self.rack_on() || self.cold().rack.is_none() {
             return;
         }
         let dsack = rack::is_dsack(&seg.sack_ranges, self.snd_una);
@@ -87,7 +92,7 @@ impl Tcb {
         }
         let dupack = payload_len == 0 && n == 0;
         let cx = self.ack_ctx(now, dsack);
-        let Some(r) = self.rack.as_deref_mut() else {
+        let Some(r) = self.cold.as_deref_mut().and_then(|c| c.rack.as_deref_mut()) else {
             return;
         };
         let found = r.on_ack(&cx, &blocks[..n], dupack);
@@ -141,7 +146,11 @@ impl Tcb {
                 self.nic_blocked = true;
                 break;
             }
-            let next = self.rack.as_deref().and_then(|r| r.next_lost(self.snd_una));
+            let next = self
+                .cold
+                .as_deref()
+                .and_then(|c| c.rack.as_deref())
+                .and_then(|r| r.next_lost(self.snd_una));
             let Some((start, len)) = next else {
                 break;
             };
@@ -161,7 +170,7 @@ impl Tcb {
     /// Handles the retransmission deadline `fired` if RACK armed it (the
     /// reordering timer or the probe timer); false for a plain RTO.
     pub(super) fn loss_timer(&mut self, now: Time, fired: Time, out: &mut Vec<Segment>) -> bool {
-        let Some(r) = self.rack.as_deref_mut() else {
+        let Some(r) = self.cold.as_deref_mut().and_then(|c| c.rack.as_deref_mut()) else {
             return false;
         };
         let Some((at, kind)) = r.armed.filter(|&(at, _)| at == fired) else {
@@ -175,7 +184,7 @@ impl Tcb {
                 r.reo_fired();
                 let cx = self.ack_ctx(now, false);
                 let mut found = AckOutcome::default();
-                if let Some(r) = self.rack.as_deref_mut() {
+                if let Some(r) = self.cold.as_deref_mut().and_then(|c| c.rack.as_deref_mut()) {
                     r.detect_loss(&cx, &mut found);
                 }
                 self.rack_found(now, found, out);
@@ -194,7 +203,7 @@ impl Tcb {
         }
         if self.budget == 0 {
             self.nic_blocked = true;
-            if let Some(r) = self.rack.as_deref_mut() {
+            if let Some(r) = self.cold.as_deref_mut().and_then(|c| c.rack.as_deref_mut()) {
                 r.tlp_anchor = now; // try again a PTO later
             }
             return;
@@ -204,7 +213,7 @@ impl Tcb {
         };
         self.stats.loss().tlp_probes += 1;
         let end = self.snd_max;
-        if let Some(r) = self.rack.as_deref_mut() {
+        if let Some(r) = self.cold.as_deref_mut().and_then(|c| c.rack.as_deref_mut()) {
             r.tlp_end_seq = Some(end);
             r.tlp_is_retrans = is_retrans;
         }
@@ -243,7 +252,11 @@ impl Tcb {
             return Some(true);
         }
         // "Retransmit the highest-sequence segment sent so far."
-        let (start, end) = self.rack.as_deref()?.last()?;
+        let (start, end) = self
+            .cold
+            .as_deref()
+            .and_then(|c| c.rack.as_deref())?
+            .last()?;
         let len = ((end - start).max(0) as usize).min(smss);
         let start = end - len;
         let payload = self
@@ -280,7 +293,7 @@ impl Tcb {
         let srtt = self.srtt().map(|d| d.as_nanos() as u64);
         let one_segment = (self.snd_max - self.snd_una).max(0) as usize <= self.smss();
         let max_ack_delay = self.cfg.delayed_ack.as_nanos() as u64;
-        let Some(r) = self.rack.as_deref() else {
+        let Some(r) = self.cold.as_deref().and_then(|c| c.rack.as_deref()) else {
             return;
         };
         // Ours: armed by RACK, or not armed at all (a RACK timer just fired,
@@ -293,8 +306,8 @@ impl Tcb {
             }
             let idle = r.is_idle();
             if idle {
-                self.rack = None;
-            } else if let Some(r) = self.rack.as_deref_mut() {
+                self.reset_cold(|c| c.rack = None);
+            } else if let Some(r) = self.cold.as_deref_mut().and_then(|c| c.rack.as_deref_mut()) {
                 r.armed = None;
             }
             return;
@@ -317,7 +330,7 @@ impl Tcb {
         } else {
             None
         };
-        let Some(r) = self.rack.as_deref_mut() else {
+        let Some(r) = self.cold.as_deref_mut().and_then(|c| c.rack.as_deref_mut()) else {
             return;
         };
         match want {
@@ -335,7 +348,7 @@ impl Tcb {
 
     /// Forgets RACK's loss marks and TLP episode on an RTO.
     pub(super) fn loss_on_rto(&mut self) {
-        if let Some(r) = self.rack.as_deref_mut() {
+        if let Some(r) = self.cold.as_deref_mut().and_then(|c| c.rack.as_deref_mut()) {
             r.on_rto();
         }
     }

@@ -994,7 +994,7 @@ fn a_handshake_with_a_retransmitted_syn_takes_no_rtt_sample() {
     timer(&mut t, Time::from_secs(1));
     input(&mut t, ms(1_100), syn_ack(), Message::new());
     assert_eq!(t.state, State::Established);
-    assert_eq!(t.stats.rtt_samples, 0);
+    assert_eq!(t.stats.get(Count::RttSamples), 0);
     assert_eq!(t.srtt(), None);
     assert_eq!(t.rto(), Duration::from_secs(2));
 }
@@ -1063,17 +1063,17 @@ fn rto_doubles_on_each_timeout_up_to_the_maximum() {
 #[test]
 fn karns_rule_takes_no_sample_from_a_retransmitted_segment() {
     let (mut t, _) = sending(100, ms(100));
-    let samples = t.stats.rtt_samples;
+    let samples = t.stats.get(Count::RttSamples);
     timer(&mut t, ms(400));
     assert_eq!(t.rto(), Duration::from_millis(600));
     input(&mut t, ms(450), ack(IRS + 1, ISS + 101), Message::new());
-    assert_eq!(t.stats.rtt_samples, samples);
+    assert_eq!(t.stats.get(Count::RttSamples), samples);
     assert_eq!(t.rto(), Duration::from_millis(600));
     // New data is timed again.
     t.write(bytes(100));
     output(&mut t, ms(500));
     input(&mut t, ms(600), ack(IRS + 1, ISS + 201), Message::new());
-    assert_eq!(t.stats.rtt_samples, samples + 1);
+    assert_eq!(t.stats.get(Count::RttSamples), samples + 1);
 }
 
 // ----------------------------------------------------------------------
@@ -1977,4 +1977,21 @@ fn rfc6675_loss_detection_arms_no_probe_timer() {
         Message::new(),
     );
     assert_eq!(t.deadline(), Some(ms(1100 + 250)), "the RTO");
+}
+
+#[test]
+fn event_counts_carry_past_32_bits_into_the_loss_box() {
+    let mut c = Counters::default();
+    c.low[Count::SegmentsSent as usize] = u32::MAX - 1;
+    c.count(Count::SegmentsSent);
+    assert_eq!(c.get(Count::SegmentsSent), u64::from(u32::MAX));
+    assert!(c.loss.is_none(), "no carry yet");
+    c.count(Count::SegmentsSent);
+    c.count(Count::SegmentsSent);
+    assert_eq!(c.get(Count::SegmentsSent), (1 << 32) + 1);
+    assert_eq!(c.get(Count::SegmentsReceived), 0);
+    c.count(Count::RttSamples);
+    assert_eq!(c.get(Count::RttSamples), 1);
+    // The loss counters the carry allocated still read as zero.
+    assert_eq!(c.losses().timeouts, 0);
 }
