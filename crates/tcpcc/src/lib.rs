@@ -267,30 +267,39 @@ macro_rules! dispatch {
 }
 
 impl CongestionControl for Controller {
+    #[inline]
     fn name(&self) -> &'static str {
         dispatch!(self, c => c.name())
     }
+    #[inline]
     fn window(&self) -> u64 {
         dispatch!(self, c => c.window())
     }
+    #[inline]
     fn ssthresh(&self) -> u64 {
         dispatch!(self, c => c.ssthresh())
     }
+    #[inline]
     fn on_ack(&mut self, ev: &AckEvent) {
         dispatch!(self, c => c.on_ack(ev))
     }
+    #[inline]
     fn on_congestion(&mut self, now_ns: u64, in_flight_bytes: u64) {
         dispatch!(self, c => c.on_congestion(now_ns, in_flight_bytes))
     }
+    #[inline]
     fn on_recovery_end(&mut self, now_ns: u64) {
         dispatch!(self, c => c.on_recovery_end(now_ns))
     }
+    #[inline]
     fn on_ecn(&mut self, now_ns: u64, in_flight_bytes: u64) {
         dispatch!(self, c => c.on_ecn(now_ns, in_flight_bytes))
     }
+    #[inline]
     fn on_rto(&mut self, now_ns: u64, in_flight_bytes: u64) {
         dispatch!(self, c => c.on_rto(now_ns, in_flight_bytes))
     }
+    #[inline]
     fn in_slow_start(&self) -> bool {
         dispatch!(self, c => c.in_slow_start())
     }

@@ -5,10 +5,12 @@
 //! are never copied (and a virtual payload stays virtual end to end).
 //!
 //! Each costs one pointer while empty: the queues are allocated when the
-//! first bytes arrive and freed when the last leave (acknowledged, read,
-//! or SACK state forgotten), so an idle connection holds no buffer memory
-//! beyond its three words (an empty `VecDeque` keeps its capacity, which
-//! for `Message`s is 608 bytes after the first use).
+//! first bytes arrive and freed when the last leave (acknowledged, or
+//! SACK state forgotten; a drained receive queue when the TCB sees the
+//! sender pause, [`RecvBuffer::release_if_empty`]), so an idle connection
+//! holds no buffer memory beyond its three words (an empty `VecDeque`
+//! keeps its capacity, which for `Message`s is 608 bytes after the first
+//! use).
 
 use elvis_message::{ChunkRef, Message};
 use elvis_wire::tcp::SeqNumber;
@@ -29,11 +31,13 @@ pub(crate) struct SendBuffer {
 
 impl SendBuffer {
     /// Returns the bytes held.
+    #[inline]
     pub fn len(&self) -> usize {
         self.q.as_ref().map_or(0, |q| q.len)
     }
 
     /// Appends `m`.
+    #[inline]
     pub fn push(&mut self, m: Message) {
         if !m.is_empty() {
             self.q.get_or_insert_with(Default::default).push(m);
@@ -42,6 +46,7 @@ impl SendBuffer {
 
     /// Returns `len` bytes starting `offset` bytes after the front (shared,
     /// not copied). Short if the buffer ends first.
+    #[inline]
     pub fn slice(&mut self, offset: usize, len: usize) -> Message {
         match self.q.as_deref_mut() {
             Some(q) => q.slice(offset, len),
@@ -51,6 +56,7 @@ impl SendBuffer {
 
     /// Drops `n` acknowledged bytes from the front; frees the queue once
     /// empty.
+    #[inline]
     pub fn consume(&mut self, n: usize) {
         if let Some(q) = self.q.as_deref_mut() {
             q.consume(n);
@@ -171,41 +177,64 @@ pub(crate) struct RecvBuffer {
 
 impl RecvBuffer {
     /// Returns the in-order bytes waiting for the application.
+    #[inline]
     pub fn ready_len(&self) -> usize {
         self.q.as_ref().map_or(0, |q| q.ready_len)
     }
 
     /// Returns all bytes held (in order and out of order).
+    #[inline]
     pub fn held(&self) -> usize {
         self.q.as_ref().map_or(0, |q| q.held())
     }
 
-    /// Takes up to `max` in-order bytes.
+    /// Takes up to `max` in-order bytes. A drained queue is kept (a
+    /// reader that keeps up drains it after every segment; freeing it
+    /// there would cost two allocations per segment):
+    /// [`RecvBuffer::release_if_empty`] frees it when the sender pauses.
+    #[inline]
     pub fn take(&mut self, max: usize) -> Message {
-        let Some(q) = self.q.as_deref_mut() else {
-            return Message::new();
-        };
-        let m = q.take(max);
+        match self.q.as_deref_mut() {
+            Some(q) => q.take(max),
+            None => Message::new(),
+        }
+    }
+
+    /// Frees the queues if they hold nothing.
+    #[inline]
+    pub fn release_if_empty(&mut self) {
         self.tidy();
-        m
+    }
+
+    /// Returns true while the queues are allocated.
+    #[cfg(test)]
+    #[inline]
+    pub fn is_allocated(&self) -> bool {
+        self.q.is_some()
     }
 
     /// Adds a segment's data starting at `seq`; `rcv_nxt` is the next
     /// expected sequence number. Returns the new `rcv_nxt`.
+    #[inline]
     pub fn insert(&mut self, rcv_nxt: SeqNumber, seq: SeqNumber, data: Message) -> SeqNumber {
         if data.is_empty() {
             return rcv_nxt;
         }
-        let next = self
-            .q
-            .get_or_insert_with(Default::default)
-            .insert(rcv_nxt, seq, data);
+        let q = self.q.get_or_insert_with(Default::default);
+        if seq == rcv_nxt && q.ooo.is_none() {
+            // The common case, here so that the payload moves once.
+            let next = rcv_nxt + data.len();
+            q.push_ready(data);
+            return next;
+        }
+        let next = q.insert(rcv_nxt, seq, data);
         self.tidy();
         next
     }
 
     /// Notes that the segment at `seq` arrived out of order (it leads the
     /// next SACK blocks).
+    #[inline]
     pub fn note_out_of_order(&mut self, seq: SeqNumber) {
         if let Some(q) = self.q.as_deref_mut() {
             q.note_out_of_order(seq);
@@ -214,6 +243,7 @@ impl RecvBuffer {
 
     /// Returns up to `n` out-of-order ranges for SACK blocks
     /// ([`RecvQueue::sack_blocks`]).
+    #[inline]
     pub fn sack_blocks(&self, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
         match self.q.as_deref() {
             Some(q) => q.sack_blocks(n),
@@ -261,6 +291,7 @@ impl RecvQueue {
     }
 
     /// Takes up to `max` in-order bytes.
+    #[inline]
     fn take(&mut self, max: usize) -> Message {
         // The common case: the reader takes all that is ready, one piece.
         if self.ready.len() == 1 && self.ready_len <= max {
@@ -339,6 +370,7 @@ impl RecvQueue {
         next
     }
 
+    #[inline]
     fn push_ready(&mut self, d: Message) {
         if !d.is_empty() {
             self.ready_len += d.len();
@@ -583,7 +615,9 @@ mod test {
         assert_eq!(rcv.take(4).to_vec(), b"abcd");
         assert!(rcv.q.is_some());
         assert_eq!(rcv.take(10).to_vec(), b"ef");
-        assert!(rcv.q.is_none() && rcv.held() == 0);
+        assert!(rcv.q.is_some() && rcv.held() == 0, "kept while data flows");
+        rcv.release_if_empty();
+        assert!(rcv.q.is_none());
         // A duplicate allocates nothing that stays.
         assert_eq!(rcv.insert(s + 6, s, m(b"abc")), s + 6);
         assert!(rcv.q.is_none());

@@ -501,6 +501,7 @@ impl Tcb {
     }
 
     /// Returns the cold state (idle values when there is none).
+    #[inline]
     fn cold(&self) -> &Cold {
         self.cold.as_deref().unwrap_or(&IDLE_COLD)
     }
@@ -512,6 +513,7 @@ impl Tcb {
 
     /// Applies `f`, which only moves fields towards their idle values, to
     /// the cold state if there is one (allocating none).
+    #[inline]
     fn reset_cold(&mut self, f: impl FnOnce(&mut Cold)) {
         if let Some(c) = self.cold.as_deref_mut() {
             f(c);
@@ -521,6 +523,7 @@ impl Tcb {
     /// Frees the cold state once it is idle again (the peer's SYN options
     /// are forgotten once out of the handshake states, where nothing reads
     /// them).
+    #[inline]
     fn tidy_cold(&mut self) {
         if !matches!(self.state, State::SynSent | State::SynReceived) {
             self.reset_cold(|c| c.peer_syn_opts = None);
@@ -1125,6 +1128,7 @@ impl Tcb {
             self.output(now, out);
         }
         self.tidy_cold();
+        self.rcvbuf.release_if_empty();
         fx
     }
 
@@ -1277,6 +1281,7 @@ impl Tcb {
         out: &mut Vec<Segment>,
     ) -> Effects {
         let mut fx = Effects::default();
+        let pause = payload.is_empty();
         self.stats.count(Count::SegmentsReceived);
         if self.predicted(seg, payload.len()) {
             self.input_predicted(now, seg, payload, out, &mut fx);
@@ -1296,6 +1301,11 @@ impl Tcb {
             self.output(now, out);
         }
         self.tidy_cold();
+        if pause {
+            // A segment without data: the peer's data flow paused (or was
+            // never there), so a drained receive queue can go.
+            self.rcvbuf.release_if_empty();
+        }
         fx
     }
 

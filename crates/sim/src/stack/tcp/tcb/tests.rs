@@ -1310,6 +1310,63 @@ fn sack_recovery_retransmits_the_hole_the_receiver_reports() {
     assert_eq!(t.stats.losses().fast_recoveries, 1);
 }
 
+/// The memory contract of an idle connection: loss recovery allocates the
+/// cold state and the buffers hold queues while there is data, and both
+/// are freed once everything is acknowledged and read (so an idle
+/// connection that once lost a segment costs what a fresh one does).
+#[test]
+fn a_connection_back_from_loss_recovery_holds_no_cold_state_or_queues() {
+    let mut t = established_with(
+        &with_sack(),
+        Repr {
+            sack_permitted: true,
+            ..syn_ack()
+        },
+    );
+    assert!(t.cold.is_none(), "the handshake leaves nothing behind");
+    t.write(bytes(10 * MSS));
+    assert_eq!(output(&mut t, ms(100)).len(), 10);
+    assert!(t.cold.is_some(), "a segment is timed (timestamps off)");
+    let una = ISS + 1;
+    for k in 2..=4 {
+        let sacked = Repr {
+            sack_ranges: [Some(((una + MSS).0, (una + k * MSS).0)), None, None, None],
+            ..ack(IRS + 1, una)
+        };
+        input(&mut t, ms(200), sacked, Message::new());
+    }
+    assert!(t.cold().recovery.is_some() && t.cold().scoreboard.sacked_bytes() > 0);
+    // Everything acknowledged, with a full segment from the peer in the
+    // same ACK (its ACK is delayed).
+    let (fx, _) = input(&mut t, ms(300), ack(IRS + 1, una + 10 * MSS), bytes(MSS));
+    assert!(fx.readable);
+    assert_eq!(t.read(10_000).len(), MSS);
+    assert_eq!(t.sndbuf.len(), 0);
+    assert!(t.cold.is_none(), "{:?}", t.cold);
+    assert!(
+        t.rcvbuf.is_allocated(),
+        "a drained queue stays while data flows"
+    );
+    // The delayed ACK's timer: the peer sent nothing more meanwhile.
+    let delack = t.deadline().expect("a delayed ACK is pending");
+    timer(&mut t, delack);
+    assert!(!t.rcvbuf.is_allocated() && t.rcvbuf.held() == 0);
+    // The counters survive: they are not cold state.
+    assert_eq!(t.stats.losses().fast_recoveries, 1);
+    assert_eq!(t.stats().bytes_acked, 10 * MSS as u64);
+    // Loss again later behaves as the first time.
+    t.write(bytes(4 * MSS));
+    assert_eq!(output(&mut t, ms(400)).len(), 4);
+    let rto = t.rto();
+    let (_, out) = timer(&mut t, ms(400) + rto);
+    assert_eq!(
+        out[0].repr.seq_number,
+        una + 10 * MSS,
+        "RTO resends SND.UNA"
+    );
+    assert!(t.cold().rto_high.is_some());
+}
+
 // ----------------------------------------------------------------------
 // ECN (RFC 3168 §6.1)
 // ----------------------------------------------------------------------
