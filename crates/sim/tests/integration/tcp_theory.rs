@@ -372,16 +372,13 @@ fn cubic_and_compound_reach_stable_shares_of_one_bottleneck() {
             start_ns: 0,
         },
     ];
-    // 90 s: after Compound's startup timeouts (all in the first 6 s) the
-    // shares take until about 50 s to settle, so the second half starts
-    // at 45 s (with 60 s, whether 30 s was already settled depended on
-    // details of the startup transient, not on the steady state).
-    // Loss detection RFC 6675 (explicitly): with RACK-TLP the shares at
-    // this seed do not settle but swing between about 0.22 and 0.69 with a
-    // period near 50 s (measured to 180 s), an interaction of CUBIC's and
-    // Compound's window dynamics that this test does not model; under RFC
-    // 6675 they settle (sd 0.049 over 90–180 s).
-    let secs = 90;
+    // 180 s, judged over the second half: after Compound's startup
+    // timeouts (all in the first 6 s) the shares take until about 50 s to
+    // settle and can still swing once near 60 s, so a second half starting
+    // at 45 s measured the transient more than the steady state. Under
+    // both loss detections the shares then stay within 0.44–0.51
+    // (measured to 180 s, 6-second windows).
+    let secs = 180;
     let (series, report) = run_flows_with(
         bottleneck(100_000_000, 10_000_000, 2),
         &flows,
