@@ -7,8 +7,8 @@
 
 use crate::common::{link, nth_ip, sa};
 use elvis_sim::{
-    Congestion, Host, LossDetection, Message, NetworkConfig, NetworkKind, Protocols, RunLimits,
-    Sample, Sampling, Series, Simulation, TcpConfig, Time,
+    Congestion, Host, Message, NetworkConfig, NetworkKind, Protocols, RunLimits, Sample, Sampling,
+    Series, Simulation, TcpConfig, Time,
 };
 use std::time::Duration;
 
@@ -376,19 +376,15 @@ fn cubic_and_compound_reach_stable_shares_of_one_bottleneck() {
     // timeouts (all in the first 6 s) the shares take until about 50 s to
     // settle and can still swing once near 60 s, so a second half starting
     // at 45 s measured the transient more than the steady state. Under
-    // both loss detections the shares then stay within 0.44–0.51
-    // (measured to 180 s, 6-second windows).
+    // both loss detections (RACK-TLP, the default; RFC 6675) the shares
+    // then stay within 0.44–0.51 (measured to 180 s, 6-second windows).
     let secs = 180;
-    let (series, report) = run_flows_with(
+    let (series, report) = run_flows(
         bottleneck(100_000_000, 10_000_000, 2),
         &flows,
         secs * S,
         Sampling::Every(Duration::from_millis(100)),
         11,
-        TcpConfig {
-            loss_detection: LossDetection::Rfc6675,
-            ..TcpConfig::default()
-        },
     );
     // Shares of each 3-second interval of the second half.
     let mut shares = Vec::new();

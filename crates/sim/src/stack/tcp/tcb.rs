@@ -15,7 +15,7 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK. The SACK
 //! scoreboard survives a retransmission timeout (as in Linux), so the
 //! resend after it skips SACKed data; ECN (RFC 3168) lives in `ecn.rs`.
-//! With `LossDetection::Rack` (Linux's default; opt-in here for now)
+//! With `LossDetection::Rack` (the default, as on Linux)
 //! losses are detected by RACK-TLP (RFC 8985, `../rack.rs`, hooked in by
 //! `tcb/loss.rs`) instead of the duplicate-ACK threshold and FACK marking:
 //! per-segment transmit times, a reordering timer and a tail loss probe.
