@@ -106,6 +106,16 @@ pub(crate) struct World {
     pub fast_forward: bool,
     /// Frames forwarded through the fast path.
     pub fast_forwarded: u64,
+    /// Counts the changes of routes and interfaces made between runs: a
+    /// TCP connection's cached route (`stack::tcp::dst`) is good
+    /// while the epoch it was resolved in lasts.
+    pub dst_epoch: u32,
+    /// TCP sends and receives common segments on its one-pass paths
+    /// (`stack::tcp::dst`, `stack::tcp::receive_frame`).
+    pub tcp_fast_path: bool,
+    /// Segments TCP sent and received on its one-pass paths.
+    pub tcp_fast_sent: u64,
+    pub tcp_fast_received: u64,
 }
 
 /// A value published by an application.
@@ -157,6 +167,10 @@ impl World {
             icmp_limit: Default::default(),
             fast_forward: true,
             fast_forwarded: 0,
+            dst_epoch: 0,
+            tcp_fast_path: true,
+            tcp_fast_sent: 0,
+            tcp_fast_received: 0,
         }
     }
 

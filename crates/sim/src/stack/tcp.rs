@@ -53,6 +53,7 @@
 
 pub(crate) mod buffers;
 pub(crate) mod deadline;
+pub(crate) mod dst;
 pub mod ecn;
 pub mod keepalive;
 pub(crate) mod paws;
@@ -403,9 +404,16 @@ pub(crate) fn drive(
     };
     let now = w.now();
     let mut out = std::mem::take(&mut w.tcp_out);
-    // One route lookup serves the NIC check and every segment sent.
-    let flow = tcp_flow(sock.tcb.local, sock.tcb.remote);
-    let route = super::ipv4::route_flow(w, m, *sock.tcb.remote.ip(), Some(&flow)).ok();
+    // One route lookup (cached per connection, see `dst`) serves the NIC
+    // check and every segment sent.
+    let dst = if w.tcp_fast_path {
+        dst::lookup(w, m, slot, sock.tcb.local, sock.tcb.remote)
+    } else {
+        let flow = tcp_flow(sock.tcb.local, sock.tcb.remote);
+        let route = super::ipv4::route_flow(w, m, *sock.tcb.remote.ip(), Some(&flow)).ok();
+        dst::Dst { route, link: None }
+    };
+    let route = dst.route;
     // NIC room for data segments (TCP waits for the NIC as Linux's TSQ
     // makes it do, instead of overflowing the queue).
     let nic = route.and_then(|r| {
@@ -490,7 +498,12 @@ pub(crate) fn drive(
         }
     }
     for seg in out.drain(..) {
-        transmit(w, m, local, remote, route, seg);
+        match &dst.link {
+            Some(link) if dst::fits(link, &seg) => {
+                dst::transmit_linked(w, m, link, local, remote, seg);
+            }
+            _ => transmit(w, m, local, remote, route, seg),
+        }
     }
     if let Some(ifc) = blocked {
         // Now that the NIC holds what fitted: wake when it drains.
@@ -528,7 +541,7 @@ fn writer_may_run(tcb: &Tcb) -> bool {
 pub const NIC_LIMIT: u32 = 1000;
 
 /// Returns the 5-tuple a connection's segments hash to (ECMP).
-fn tcp_flow(local: SocketAddrV4, remote: SocketAddrV4) -> super::route::FlowKey {
+pub(crate) fn tcp_flow(local: SocketAddrV4, remote: SocketAddrV4) -> super::route::FlowKey {
     super::route::FlowKey {
         src: 0,
         dst: u32::from(*remote.ip()),
