@@ -58,6 +58,7 @@ pub mod ecn;
 pub mod keepalive;
 pub(crate) mod paws;
 pub mod rack;
+pub(crate) mod rx;
 pub(crate) mod tcb;
 pub mod trace;
 
