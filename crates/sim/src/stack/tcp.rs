@@ -498,14 +498,17 @@ pub(crate) fn drive(
             }
         }
     }
-    for seg in out.drain(..) {
+    // Each segment's headers go in front of its payload where it lies
+    // (no move of the 150-byte message per layer).
+    for seg in out.iter_mut() {
         match &dst.link {
-            Some(link) if dst::fits(link, &seg) => {
+            Some(link) if dst::fits(link, seg) => {
                 dst::transmit_linked(w, m, link, local, remote, seg);
             }
             _ => transmit(w, m, local, remote, route, seg),
         }
     }
+    out.clear();
     if let Some(ifc) = blocked {
         // Now that the NIC holds what fitted: wake when it drains.
         crate::net::arm_room_wake(w, ifc.net, ifc.port);
@@ -560,7 +563,7 @@ fn transmit(
     local: SocketAddrV4,
     remote: SocketAddrV4,
     route: Option<super::ipv4::Route>,
-    seg: Segment,
+    seg: &mut Segment,
 ) {
     let Some(route) = route else {
         return w.drop_packet(DropReason::Unsupported("tcp: no route"));
@@ -572,9 +575,9 @@ fn transmit(
             return w.drop_packet(DropReason::NicQueueFull);
         }
     }
-    let mut msg = seg.payload;
+    let msg = &mut seg.payload;
     let mut sum = Checksum::new();
-    super::udp::sum_message(&mut sum, &msg);
+    super::udp::sum_message(&mut sum, msg);
     let len = msg.len();
     let header = msg.push_front(seg.repr.header_len());
     seg.repr.emit_header(
@@ -586,7 +589,7 @@ fn transmit(
     );
     w.stats.tcp_sent += 1;
     let ecn = ecn::EcnState::codepoint(seg.ect);
-    super::ipv4::send_ecn(w, m, route, *remote.ip(), IpProtocol::Tcp, ecn, &mut msg);
+    super::ipv4::send_ecn(w, m, route, *remote.ip(), IpProtocol::Tcp, ecn, msg);
 }
 
 /// Sends a bare RST answering `seg` (no connection matched).
@@ -610,7 +613,7 @@ fn send_rst(
         local,
         remote,
         route,
-        Segment {
+        &mut Segment {
             repr,
             payload: Message::new(),
             ect: false,

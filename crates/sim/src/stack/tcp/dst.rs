@@ -164,14 +164,14 @@ pub(crate) fn transmit_linked(
     link: &Link,
     local: SocketAddrV4,
     remote: SocketAddrV4,
-    seg: Segment,
+    seg: &mut Segment,
 ) {
     if crate::net::nic_frames(w, link.net, link.port) >= link.limit {
         return w.drop_packet(DropReason::NicQueueFull);
     }
-    let mut msg = seg.payload;
+    let msg = &mut seg.payload;
     let mut sum = Checksum::new();
-    super::super::udp::sum_message(&mut sum, &msg);
+    super::super::udp::sum_message(&mut sum, msg);
     let tcp_payload = msg.len();
     let tcp_len = seg.repr.header_len();
     let ip_at = ethernet::HEADER_LEN;
@@ -214,7 +214,7 @@ pub(crate) fn transmit_linked(
     w.stats.tcp_sent += 1;
     w.stats.ip_sent += 1;
     w.tcp_fast_sent += 1;
-    crate::net::transmit(w, link.net, link.port, &mut msg);
+    crate::net::transmit(w, link.net, link.port, msg);
 }
 
 /// Returns true when a datagram carrying `seg` leaves `link` unfragmented.
