@@ -647,22 +647,15 @@ pub(crate) fn receive(
     if sum.finish() != 0 {
         return w.drop_packet(DropReason::BadChecksum("tcp"));
     }
-    let Some(header) = msg.front(hlen) else {
-        return w.drop_packet(DropReason::Malformed("tcp"));
-    };
-    let mut copy = [0u8; 60];
-    copy[..hlen].copy_from_slice(header);
-    let Ok(mut repr) = Repr::parse(
-        &tcp::Packet::new_unchecked(&copy[..hlen]),
-        src,
-        dst,
-        Checksums::Ignore,
-    ) else {
+    // Parsed where it lies (the value owns what it needs).
+    let parsed = msg
+        .front(hlen)
+        .map(|h| Repr::parse(&tcp::Packet::new_unchecked(h), src, dst, Checksums::Ignore));
+    let Some(Ok(mut repr)) = parsed else {
         return w.drop_packet(DropReason::Malformed("tcp"));
     };
     let _ = msg.pop_front(hlen);
-    let payload = std::mem::take(msg);
-    repr.payload_len = payload.len();
+    repr.payload_len = msg.len();
     w.stats.tcp_received += 1;
     let local = SocketAddrV4::new(dst, repr.dst_port);
     let remote = SocketAddrV4::new(src, repr.src_port);
@@ -670,8 +663,9 @@ pub(crate) fn receive(
     let ix = w.machines[m as usize].ext.as_deref().map(|e| &e.tcp);
     let conn = ix.and_then(|ix| ix.conns.get(&(local.port(), remote)).copied());
     if let Some(slot) = conn {
+        // The payload moves once, into the connection.
         drive(w, m, slot, |tcb, now, out| {
-            tcb.input_ecn(now, &repr, ip_ecn, payload, out)
+            tcb.input_ecn(now, &repr, ip_ecn, std::mem::take(msg), out)
         });
         return;
     }
@@ -682,13 +676,13 @@ pub(crate) fn receive(
         }
         Some(_) if repr.control != Control::Rst && repr.ack_number.is_some() => {
             // RFC 9293 §3.10.7.2: an ACK to a listener gets a RST.
-            send_rst(w, m, local, remote, &repr, payload.len());
+            send_rst(w, m, local, remote, &repr, repr.payload_len);
             w.drop_packet(DropReason::NoSocket);
         }
         Some(_) => w.drop_packet(DropReason::NoSocket),
         None => {
             // RFC 9293 §3.10.7.1: CLOSED — answer with RST.
-            send_rst(w, m, local, remote, &repr, payload.len());
+            send_rst(w, m, local, remote, &repr, repr.payload_len);
             w.drop_packet(DropReason::NoSocket);
         }
     }
