@@ -421,9 +421,14 @@ pub(crate) fn drive(
         (r.next != super::ipv4::NextHop::Local)
             .then(|| w.machines[m as usize].ifaces[r.iface as usize])
     });
-    sock.tcb.budget = nic.map_or(usize::MAX, |ifc| {
-        crate::net::nic_room(w, ifc.net, ifc.port) as usize
-    });
+    let held = nic.map(|ifc| crate::net::nic_frames(w, ifc.net, ifc.port));
+    sock.tcb.budget = match (nic, held) {
+        (Some(ifc), Some(held)) => {
+            let txqueuelen = w.networks[ifc.net as usize].cfg.txqueuelen;
+            txqueuelen.saturating_sub(held) as usize
+        }
+        _ => usize::MAX,
+    };
     sock.tcb.nic_blocked = false;
     let acked = sock.tcb.stats.bytes_acked;
     let fx = f(&mut sock.tcb, now, &mut out);
@@ -500,12 +505,18 @@ pub(crate) fn drive(
     }
     // Each segment's headers go in front of its payload where it lies
     // (no move of the 150-byte message per layer).
+    let mut room = dst::certain_room(w, &dst, held);
     for seg in out.iter_mut() {
         match &dst.link {
             Some(link) if dst::fits(link, seg) => {
-                dst::transmit_linked(w, m, link, local, remote, seg);
+                let known = room > 0;
+                room = room.saturating_sub(1);
+                dst::transmit_linked(w, m, link, local, remote, seg, known);
             }
-            _ => transmit(w, m, local, remote, route, seg),
+            _ => {
+                room = 0; // fragments: several frames
+                transmit(w, m, local, remote, route, seg);
+            }
         }
     }
     out.clear();

@@ -152,12 +152,30 @@ fn link_of(w: &World, m: MachineId, route: &Route) -> Option<Link> {
     })
 }
 
+/// Returns how many frames certainly fit under the link's NIC limit, the
+/// NIC having held `held` frames when the connection was called (0 when
+/// unknown). Within one call nothing else adds to a NIC of a network with
+/// a rate (its frames leave through events, never synchronously), and
+/// each frame the connection sends adds at most one, so the first
+/// `limit − held` single-frame segments need no look at the NIC; an ideal
+/// network may deliver synchronously, and the peer's answer may add
+/// frames, so its NIC is always asked.
+pub(crate) fn certain_room(w: &World, dst: &Dst, held: Option<u32>) -> u32 {
+    match (&dst.link, held) {
+        (Some(link), Some(held)) if w.networks[link.net as usize].cfg.bandwidth_bps.is_some() => {
+            link.limit.saturating_sub(held)
+        }
+        _ => 0,
+    }
+}
+
 /// Sends `seg` from `local` to `remote` through `link` in one pass:
 /// Ethernet, IPv4 and TCP headers written together at the front of the
 /// payload, byte for byte what the layered path writes (`super::transmit`
 /// → `ipv4::send_ecn` → `ethernet::send`), with the same counters and
-/// the same drop at a full NIC. The caller checked that the datagram fits
-/// the link's MTU.
+/// the same drop at a full NIC (`room_known`: the caller knows from
+/// [`certain_room`] that the NIC has room). The caller checked that the
+/// datagram fits the link's MTU.
 pub(crate) fn transmit_linked(
     w: &mut World,
     m: MachineId,
@@ -165,8 +183,9 @@ pub(crate) fn transmit_linked(
     local: SocketAddrV4,
     remote: SocketAddrV4,
     seg: &mut Segment,
+    room_known: bool,
 ) {
-    if crate::net::nic_frames(w, link.net, link.port) >= link.limit {
+    if !room_known && crate::net::nic_frames(w, link.net, link.port) >= link.limit {
         return w.drop_packet(DropReason::NicQueueFull);
     }
     let msg = &mut seg.payload;
