@@ -576,9 +576,15 @@ fn transmit(
     route: Option<super::ipv4::Route>,
     seg: &mut Segment,
 ) {
-    let Some(route) = route else {
+    let Some(mut route) = route else {
         return w.drop_packet(DropReason::Unsupported("tcp: no route"));
     };
+    // The connection's own address is the source, whichever interface
+    // the route leaves by (Linux: `inet_saddr`; the TCP checksum covers
+    // it). A route's preferred source would differ on a multi-homed host
+    // when the connection was accepted on another interface's address or
+    // the route changed between runs.
+    route.src = *local.ip();
     if route.next != super::ipv4::NextHop::Local {
         let ifc = w.machines[m as usize].ifaces[route.iface as usize];
         let limit = w.networks[ifc.net as usize].cfg.txqueuelen.max(NIC_LIMIT);

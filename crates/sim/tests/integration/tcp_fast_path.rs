@@ -125,3 +125,68 @@ fn tcp_fast_paths_give_the_same_report_and_captures_as_the_layered_paths() {
         assert!(f == s, "the capture of network {i} differs");
     }
 }
+
+/// ```text
+///        ┌─l1─ r1 ─┐
+///   a ───┤         ├══lan══ b
+///        └─l2─ r2 ─┘
+/// ```
+/// `a` streams to `b` through `r1`; between two calls to `run_with` a
+/// host route to `b` through `r2` is added. The segments keep the
+/// connection's source address (10.0.0.1, on `l1`) as on Linux. Returns
+/// the report and the frames sent on `l1` and on `l2` after the change.
+fn rerouted(fast: bool) -> (String, u64, u64) {
+    let mut sim = Simulation::new(3);
+    sim.set_tcp_fast_path(fast);
+    let ip = |n: u8, h: u8| Ipv4Addr::new(10, 0, n, h);
+    let nets: Vec<_> = ["l1", "l2"]
+        .into_iter()
+        .map(|n| sim.add_network(link(n, Some(100 * MBPS), 10_000)))
+        .collect();
+    let lan = sim.add_network(switch("lan", Some(100 * MBPS), 1_000));
+    let a = sim.add_group("a", None, Protocols::UDP_TCP).unwrap();
+    let b = sim.add_group("b", None, Protocols::UDP_TCP).unwrap();
+    let r = sim.add_group("r", Some(2), Protocols::UDP).unwrap();
+    for k in 0..2u8 {
+        sim.attach(a, nets[usize::from(k)], ip(k, 1)).unwrap();
+        sim.attach(r + u32::from(k), nets[usize::from(k)], ip(k, 2))
+            .unwrap();
+        sim.attach(r + u32::from(k), lan, ip(9, 1 + k)).unwrap();
+        sim.set_forwarding(r + u32::from(k), true).unwrap();
+    }
+    sim.attach(b, lan, ip(9, 9)).unwrap();
+    sim.add_route(a, ip(9, 0), 24, ip(0, 2)).unwrap();
+    sim.add_route(b, ip(0, 0), 16, ip(9, 1)).unwrap();
+    server(&mut sim, b, 80);
+    client(&mut sim, a, ip(9, 9), 80, 400_000);
+    let until = Some(elvis_sim::Time::from_nanos(10_000_000));
+    let early = sim.run_with(elvis_sim::RunLimits { until }, &mut |_| {});
+    let sent = |net: usize| early.networks[net].stats.frames_sent;
+    let before = (sent(0), sent(1));
+    assert!(before.0 > 50 && before.1 == 0, "{before:?}");
+    sim.add_route(a, ip(9, 9), 32, ip(1, 2)).unwrap();
+    let report = sim.run();
+    assert_success(&report);
+    let got = report.metrics.iter().find(|m| m.name == "intact-80");
+    assert_eq!(got.map(|m| m.value), Some(400_000.0), "{report:?}");
+    let after = (
+        report.networks[0].stats.frames_sent - before.0,
+        report.networks[1].stats.frames_sent - before.1,
+    );
+    (report.deterministic_json(), after.0, after.1)
+}
+
+#[test]
+fn a_route_added_between_runs_reroutes_an_established_connection() {
+    let (fast_json, l1_fast, l2_fast) = rerouted(true);
+    let (slow_json, l1_slow, l2_slow) = rerouted(false);
+    assert_eq!(fast_json, slow_json);
+    assert_eq!((l1_fast, l2_fast), (l1_slow, l2_slow));
+    // After the change a's segments leave on l2 (r1 still sends the
+    // ACKs of b that took the old path back to a on l1, and b's ACKs
+    // keep going through r1).
+    assert!(
+        l2_fast > 100,
+        "only {l2_fast} frames on l2 after the change"
+    );
+}

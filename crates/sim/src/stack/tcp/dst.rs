@@ -38,7 +38,7 @@ use crate::report::DropReason;
 use crate::world::World;
 use elvis_wire::checksum::Checksum;
 use elvis_wire::{ethernet, tcp, EtherType, EthernetAddress, IpProtocol};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 
 /// An IPv4 header without options.
 const IP_HEADER_LEN: usize = 20;
@@ -64,8 +64,6 @@ pub(crate) struct Link {
     pub limit: u32,
     /// The largest IPv4 datagram that leaves unfragmented.
     pub mtu: u32,
-    /// The IPv4 source address (the egress interface's).
-    pub src: Ipv4Addr,
     pub src_mac: EthernetAddress,
     pub dst_mac: EthernetAddress,
 }
@@ -146,7 +144,6 @@ fn link_of(w: &World, m: MachineId, route: &Route) -> Option<Link> {
         port: ifc.port,
         limit: net.cfg.txqueuelen.max(super::NIC_LIMIT),
         mtu: route.mtu,
-        src: route.src,
         src_mac: net.mac(ifc.port),
         dst_mac: crate::net::port_mac(ifc.net, port),
     })
@@ -207,7 +204,7 @@ pub(crate) fn transmit_linked(
     let ident = machine.ip_ident;
     machine.ip_ident = ident.wrapping_add(1);
     let ip = elvis_wire::ipv4::Repr {
-        src_addr: link.src,
+        src_addr: *local.ip(),
         dst_addr: *remote.ip(),
         next_header: IpProtocol::Tcp,
         payload_len: tcp_len + tcp_payload,
