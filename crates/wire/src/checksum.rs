@@ -146,7 +146,7 @@ pub fn data(bytes: &[u8]) -> u16 {
 /// unrolled.
 #[inline]
 fn words<const N: usize>(bytes: &[u8; N]) -> u16 {
-    const { assert!(N % 4 == 0, "whole 32-bit words") };
+    const { assert!(N.is_multiple_of(4), "whole 32-bit words") };
     let mut acc = 0u64;
     for w in bytes.chunks_exact(4) {
         acc += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
