@@ -24,7 +24,8 @@
 //! machines with real ARP (the neighbour's MAC may change or be
 //! unresolved), datagrams that need fragmenting, no route.
 //!
-//! The cache is direct-mapped by socket slot, [`WAYS`] entries per machine,
+//! The cache is direct-mapped by socket slot, [`WAYS`] entries per machine
+//! (136 bytes),
 //! boxed and allocated on a machine's first TCP segment: a bulk sender hits
 //! it on every segment, a server with many busy connections misses more
 //! often and then pays what every call paid before (the lookup) plus a
@@ -236,4 +237,19 @@ pub(crate) fn transmit_linked(
 /// Returns true when a datagram carrying `seg` leaves `link` unfragmented.
 pub(crate) fn fits(link: &Link, seg: &Segment) -> bool {
     IP_HEADER_LEN + seg.repr.header_len() + seg.payload.len() <= link.mtu as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_machines_cache_costs_a_pointer_until_it_sends_and_136_bytes_then() {
+        // The scale budget is per machine: the cache is boxed, so a machine
+        // that never sends TCP pays only the `Option<Box<_>>`.
+        let boxed = std::mem::size_of::<DstCache>();
+        println!("DstCache: {boxed} bytes");
+        assert_eq!(std::mem::size_of::<Option<Box<DstCache>>>(), 8);
+        assert!(boxed <= 136, "{boxed} bytes");
+    }
 }
