@@ -25,11 +25,10 @@
 //! unresolved), datagrams that need fragmenting, no route.
 //!
 //! The cache is direct-mapped by socket slot, [`WAYS`] entries per machine
-//! (136 bytes),
-//! boxed and allocated on a machine's first TCP segment: a bulk sender hits
-//! it on every segment, a server with many busy connections misses more
-//! often and then pays what every call paid before (the lookup) plus a
-//! copy.
+//! (136 bytes), boxed and allocated on a machine's first TCP segment: a
+//! bulk sender hits it on every segment, a server with many busy
+//! connections misses more often and then pays what every call paid
+//! before (the lookup) plus a copy.
 
 use super::super::ipv4::{self, NextHop, Route};
 use super::tcb::Segment;
