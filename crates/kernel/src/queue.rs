@@ -169,7 +169,8 @@ impl<E> EventQueue<E> {
     fn rebase(&mut self) {
         // `due` first, in scheduling order (see `order_due`).
         let mut all: Vec<Entry<E>> = self.due.drain(..).flatten().collect();
-        (self.order.clear(), self.next = 0);
+        self.order.clear();
+        self.next = 0;
         for b in &mut self.buckets {
             all.append(b);
         }
@@ -209,7 +210,9 @@ impl<E> EventQueue<E> {
         let mut bucket = std::mem::take(&mut self.buckets[i]);
         let min = bucket.iter().map(|e| e.time).min().unwrap_or(self.last);
         self.last = min;
-        (self.due.clear(), self.order.clear(), self.next = 0);
+        self.due.clear();
+        self.order.clear();
+        self.next = 0;
         for e in bucket.drain(..) {
             if e.time == min {
                 let lane = e.key & !0xffff_ffff;
