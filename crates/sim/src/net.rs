@@ -1276,10 +1276,9 @@ pub(crate) fn deliver(w: &mut World, net: NetId, port: u32, id: FrameId, from: u
     let m = &w.machines[machine as usize];
     // A router forwards most transit frames without moving them out of
     // the slab (`stack::forward::forward_in_slab`).
-    if m.forward && w.fast_forward && !m.foreign {
-        if crate::stack::forward::forward_in_slab(w, machine, iface, id) {
-            return;
-        }
+    let router = m.forward && w.fast_forward && !m.foreign;
+    if router && crate::stack::forward::forward_in_slab(w, machine, iface, id) {
+        return;
     }
     let mut frame = w.frames.remove(id as usize);
     hand_to_stack(w, machine, iface, &mut frame);
