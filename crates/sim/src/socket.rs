@@ -19,10 +19,12 @@ use crate::executor::TaskId;
 use crate::machine::MachineId;
 use crate::world::{try_with_world, with_world_or, Unavailable, World};
 use elvis_message::Message;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 use thiserror::Error;
 
@@ -89,7 +91,7 @@ pub(crate) enum SocketSlot {
     Free,
     /// Taken out for processing (a TCP connection being driven).
     Busy,
-    Udp(Box<UdpState>),
+    Udp(UdpEntry),
     Icmp(Box<IcmpState>),
     Tcp(Box<crate::stack::tcp::TcpSock>),
     TcpListener(Box<crate::stack::tcp::Listener>),
@@ -104,16 +106,155 @@ pub(crate) struct Datagram {
     pub payload: Message,
 }
 
-pub(crate) struct UdpState {
+/// A UDP socket's state, shared (`Rc`) by the machine's socket table and
+/// the application's [`UdpSocket`] handle: one allocation per socket.
+///
+/// The receive queue is the one piece of a datagram socket that both sides
+/// touch for every datagram; sharing it lets a `recv_from` take a datagram
+/// (or park its task) without entering the world, finding the machine and
+/// the slot. (Linux likewise guards `sk_receive_queue` with its own lock,
+/// not the socket lock.)
+pub(crate) struct UdpShared {
     pub port: u16,
-    pub remote: Option<SocketAddrV4>,
-    pub rx: VecDeque<Datagram>,
-    pub rx_bytes: usize,
-    pub rx_cap: usize,
-    pub waiter: Option<TaskId>,
-    pub error: Option<SocketError>,
+    /// The connected peer (`connect(2)`): the default destination and the
+    /// only source accepted.
+    pub remote: Cell<Option<SocketAddrV4>>,
     /// TOS byte of the datagrams sent (`IP_TOS`).
-    pub tos: u8,
+    pub tos: Cell<u8>,
+    pub rx: RefCell<UdpRx>,
+}
+
+/// A socket-table entry of a UDP socket. Dropping it (the socket closed,
+/// its machine crashed) marks the shared state closed, so that a handle
+/// still holding it reads `BadDescriptor`.
+pub(crate) struct UdpEntry(pub Rc<UdpShared>);
+
+impl std::ops::Deref for UdpEntry {
+    type Target = UdpShared;
+    fn deref(&self) -> &UdpShared {
+        &self.0
+    }
+}
+
+impl Drop for UdpEntry {
+    fn drop(&mut self) {
+        if let Ok(mut rx) = self.0.rx.try_borrow_mut() {
+            rx.closed = true;
+        }
+    }
+}
+
+/// The receive side of a UDP socket: the queue the stack fills and the
+/// application drains.
+///
+/// The first datagram waiting lies in `head`, inside the socket; only
+/// datagrams that arrive while one is already waiting go to `rest`. A
+/// socket whose application keeps up (a request/reply exchange, a capture)
+/// never allocates a queue, and handing a datagram to a task parked in
+/// `recv_from` is one move into `head` and one out of it.
+pub(crate) struct UdpRx {
+    /// The oldest datagram waiting (always older than all of `rest`).
+    pub head: Option<Datagram>,
+    pub rest: VecDeque<Datagram>,
+    /// Payload bytes queued.
+    pub bytes: usize,
+    /// Most payload bytes queued (`SO_RCVBUF`).
+    pub cap: usize,
+    /// The task parked in `recv_from`.
+    pub waiter: Option<TaskId>,
+    /// An error to report to the next call (`ECONNREFUSED` after an ICMP
+    /// Port Unreachable).
+    pub error: Option<SocketError>,
+    /// The socket-table entry is gone.
+    pub closed: bool,
+}
+
+impl UdpRx {
+    fn new() -> UdpRx {
+        UdpRx {
+            head: None,
+            rest: VecDeque::new(),
+            bytes: 0,
+            cap: usize::MAX,
+            waiter: None,
+            error: None,
+            closed: false,
+        }
+    }
+
+    /// Queues a datagram of `len` payload bytes from `from`, taking it out
+    /// of `payload`; returns the task to wake, or `None` with `payload`
+    /// untouched when the queue has no room for it.
+    #[inline]
+    pub fn push(
+        &mut self,
+        from: SocketAddrV4,
+        len: usize,
+        payload: &mut Message,
+    ) -> Option<Option<TaskId>> {
+        if self.bytes + len > self.cap {
+            return None;
+        }
+        self.bytes += len;
+        let d = Datagram {
+            from,
+            len: len as u32,
+            payload: std::mem::take(payload),
+        };
+        if self.head.is_none() && self.rest.is_empty() {
+            self.head = Some(d);
+        } else {
+            self.rest.push_back(d);
+        }
+        Some(self.waiter.take())
+    }
+
+    /// Sets the error the next call reports; returns the task to wake.
+    pub fn set_error(&mut self, e: SocketError) -> Option<TaskId> {
+        self.error = Some(e);
+        self.waiter.take()
+    }
+
+    /// Takes the oldest datagram.
+    #[inline]
+    fn pop(&mut self) -> Option<Datagram> {
+        let d = match self.head.take() {
+            Some(d) => d,
+            None => self.rest.pop_front()?,
+        };
+        self.bytes -= d.len as usize;
+        Some(d)
+    }
+
+    /// A `recv_from` by `task`: the pending error, `BadDescriptor` once
+    /// the socket-table entry is gone, else the oldest datagram (built in
+    /// place in the `Poll`), else registers `task` to be woken by the next
+    /// datagram.
+    #[inline]
+    fn poll_recv(&mut self, task: TaskId) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
+        if let Some(e) = self.error.take() {
+            return Poll::Ready(Err(e));
+        }
+        if self.closed {
+            return Poll::Ready(Err(SocketError::BadDescriptor));
+        }
+        match self.pop() {
+            Some(d) => Poll::Ready(Ok((d.payload, d.from))),
+            None => {
+                self.waiter = Some(task);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for UdpShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpShared")
+            .field("port", &self.port)
+            .field("remote", &self.remote.get())
+            .finish_non_exhaustive()
+    }
 }
 
 pub(crate) struct IcmpState {
@@ -272,6 +413,8 @@ pub struct UdpSocket {
     host: Host,
     slot: u32,
     port: u16,
+    /// The state, shared with the socket table.
+    shared: Rc<UdpShared>,
 }
 
 impl UdpSocket {
@@ -291,18 +434,19 @@ impl UdpSocket {
             } else {
                 port
             };
-            let state = UdpState {
+            let shared = Rc::new(UdpShared {
                 port,
-                remote: None,
-                rx: VecDeque::new(),
-                rx_bytes: 0,
-                rx_cap: usize::MAX,
-                waiter: None,
-                error: None,
-                tos: 0,
-            };
-            let slot = alloc_slot(w, m, SocketSlot::Udp(Box::new(state)));
-            Ok(UdpSocket { host, slot, port })
+                remote: Cell::new(None),
+                tos: Cell::new(0),
+                rx: RefCell::new(UdpRx::new()),
+            });
+            let slot = alloc_slot(w, m, SocketSlot::Udp(UdpEntry(shared.clone())));
+            Ok(UdpSocket {
+                host,
+                slot,
+                port,
+                shared,
+            })
         })?
     }
 
@@ -313,10 +457,9 @@ impl UdpSocket {
 
     /// Sets the default destination (`connect(2)` on a datagram socket).
     pub fn connect(&self, to: SocketAddrV4) -> Result<(), SocketError> {
-        self.with_state(|s| {
-            s.remote = Some(to);
-            Ok(())
-        })
+        self.check_open()?;
+        self.shared.remote.set(Some(to));
+        Ok(())
     }
 
     /// Sets the TOS byte of the datagrams this socket sends (`IP_TOS`):
@@ -325,34 +468,33 @@ impl UdpSocket {
     /// ECN on marks them instead of dropping them and a class-based
     /// discipline sees their DSCP.
     pub fn set_tos(&self, tos: u8) -> Result<(), SocketError> {
-        self.with_state(|s| {
-            s.tos = tos;
-            Ok(())
-        })
+        self.check_open()?;
+        self.shared.tos.set(tos);
+        Ok(())
     }
 
     /// Limits the receive queue to `bytes` of payload; datagrams that do not
     /// fit are dropped (`SO_RCVBUF`). Unlimited by default.
     pub fn set_recv_buffer(&self, bytes: usize) -> Result<(), SocketError> {
-        self.with_state(|s| {
-            s.rx_cap = bytes;
-            Ok(())
-        })
+        let mut rx = self
+            .shared
+            .rx
+            .try_borrow_mut()
+            .map_err(|_| SocketError::Reentrant)?;
+        if rx.closed {
+            return Err(SocketError::BadDescriptor);
+        }
+        rx.cap = bytes;
+        Ok(())
     }
 
-    fn with_state<R>(
-        &self,
-        f: impl FnOnce(&mut UdpState) -> Result<R, SocketError>,
-    ) -> Result<R, SocketError> {
-        try_with_world(|w| {
-            match w.machines[self.host.machine as usize]
-                .sockets
-                .get_mut(self.slot as usize)
-            {
-                Some(SocketSlot::Udp(s)) => f(s),
-                _ => Err(SocketError::BadDescriptor),
-            }
-        })?
+    /// Returns `BadDescriptor` once the socket-table entry is gone.
+    fn check_open(&self) -> Result<(), SocketError> {
+        match self.shared.rx.try_borrow() {
+            Ok(rx) if rx.closed => Err(SocketError::BadDescriptor),
+            Ok(_) => Ok(()),
+            Err(_) => Err(SocketError::Reentrant),
+        }
     }
 
     /// Sends one datagram to `to`, waiting while the NIC queue is full.
@@ -385,41 +527,19 @@ impl UdpSocket {
 
     /// Returns a queued datagram without waiting, if there is one.
     pub fn try_recv_from(&self) -> Result<Option<(Message, SocketAddrV4)>, SocketError> {
-        self.with_state(|s| Ok(pop_datagram(s)))
+        let mut rx = self
+            .shared
+            .rx
+            .try_borrow_mut()
+            .map_err(|_| SocketError::Reentrant)?;
+        if rx.closed {
+            return Err(SocketError::BadDescriptor);
+        }
+        Ok(rx.pop().map(|d| (d.payload, d.from)))
     }
 
     /// Closes the socket now (dropping it does the same).
     pub fn close(self) {}
-}
-
-fn pop_datagram(s: &mut UdpState) -> Option<(Message, SocketAddrV4)> {
-    let d = s.rx.pop_front()?;
-    s.rx_bytes -= d.len as usize;
-    Some((d.payload, d.from))
-}
-
-impl UdpState {
-    /// A `recv_from` by `task`: the first queued datagram (or the pending
-    /// error), else registers `task` to be woken by the next datagram.
-    #[inline]
-    fn poll_recv(
-        &mut self,
-        task: Option<TaskId>,
-    ) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
-        if let Some(e) = self.error.take() {
-            return Poll::Ready(Err(e));
-        }
-        match self.rx.pop_front() {
-            Some(d) => {
-                self.rx_bytes -= d.len as usize;
-                Poll::Ready(Ok((d.payload, d.from)))
-            }
-            None => {
-                self.waiter = task;
-                Poll::Pending
-            }
-        }
-    }
 }
 
 impl Drop for UdpSocket {
@@ -451,7 +571,9 @@ impl Future for SendTo<'_> {
                 let to = match this.to {
                     Some(to) => to,
                     None => match w.machines[m as usize].sockets.get(slot as usize) {
-                        Some(SocketSlot::Udp(s)) => s.remote.ok_or(SocketError::NotConnected)?,
+                        Some(SocketSlot::Udp(s)) => {
+                            s.remote.get().ok_or(SocketError::NotConnected)?
+                        }
                         _ => return Poll::Ready(Err(SocketError::BadDescriptor)),
                     },
                 };
@@ -473,37 +595,18 @@ pub struct RecvFrom<'a> {
 
 impl Future for RecvFrom<'_> {
     type Output = Result<(Message, SocketAddrV4), SocketError>;
+    /// Works on the socket's shared receive queue alone: one thread-local
+    /// read for the task being polled, one `RefCell` borrow, no entry into
+    /// the world.
+    #[inline]
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let (m, slot) = (self.sock.host.machine, self.sock.slot);
-        // Nothing queued (the common first poll, right after the task sent
-        // its request): register the task and return without building a
-        // result.
-        let parked = with_world_or(
-            |w| {
-                let task = current_task(w);
-                match w.machines[m as usize].sockets.get_mut(slot as usize) {
-                    Some(SocketSlot::Udp(s)) if s.rx.is_empty() && s.error.is_none() => {
-                        s.waiter = task;
-                        true
-                    }
-                    _ => false,
-                }
-            },
-            |_| false,
-        );
-        if parked {
-            return Poll::Pending;
+        let Some(task) = crate::executor::current() else {
+            return Poll::Ready(Err(SocketError::NotInSimulation));
+        };
+        match self.sock.shared.rx.try_borrow_mut() {
+            Ok(mut q) => q.poll_recv(task),
+            Err(_) => Poll::Ready(Err(SocketError::Reentrant)),
         }
-        with_world_or(
-            |w| {
-                let task = current_task(w);
-                match w.machines[m as usize].sockets.get_mut(slot as usize) {
-                    Some(SocketSlot::Udp(s)) => s.poll_recv(task),
-                    _ => Poll::Ready(Err(SocketError::BadDescriptor)),
-                }
-            },
-            |u| Poll::Ready(Err(u.into())),
-        )
     }
 }
 
