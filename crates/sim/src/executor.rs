@@ -7,37 +7,12 @@
 
 use crate::machine::MachineId;
 use serde::Serialize;
-use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
 /// Index of a task.
 pub(crate) type TaskId = u32;
-
-/// No task is being polled.
-const NO_TASK: TaskId = TaskId::MAX;
-
-thread_local! {
-    /// The task being polled on this thread (`NO_TASK` outside a run): a
-    /// copy of `World::current_task` for socket calls that need nothing
-    /// else from the world (a `recv_from` on a socket's shared receive
-    /// queue), so that they read it without borrowing the world.
-    static CURRENT: Cell<TaskId> = const { Cell::new(NO_TASK) };
-}
-
-/// Records `task` as the one being polled (`None`: none is).
-#[inline]
-pub(crate) fn set_current(task: Option<TaskId>) {
-    CURRENT.with(|c| c.set(task.unwrap_or(NO_TASK)));
-}
-
-/// Returns the task being polled, `None` outside a run.
-#[inline]
-pub(crate) fn current() -> Option<TaskId> {
-    let t = CURRENT.with(Cell::get);
-    (t != NO_TASK).then_some(t)
-}
 
 /// What an application returns.
 pub type AppResult = Result<(), AppError>;

@@ -73,7 +73,6 @@ fn next_ready(w: &mut World) -> Option<Step> {
     let meta = &mut w.tasks.meta[task as usize];
     meta.queued = false;
     w.current_task = Some(task);
-    crate::executor::set_current(Some(task));
     w.current_machine = Some(meta.machine);
     Some(Step::Poll(task, meta.machine))
 }
@@ -923,7 +922,6 @@ impl Simulation {
             .map(|d| spawn_watchdog(d, beat.clone(), group_names));
         let start = Instant::now();
         let end = self.run_loop(limits, progress, &beat, start);
-        crate::executor::set_current(None);
         self.wall += start.elapsed();
         beat.done.store(true, Ordering::Relaxed);
         if let Some(h) = dog {
@@ -1054,7 +1052,6 @@ impl Simulation {
         self.futures[task as usize] = None;
         let _ = world::try_with_world(|w| {
             w.current_task = None;
-            crate::executor::set_current(None);
             let meta = &mut w.tasks.meta[task as usize];
             meta.state = outcome.0;
             let machine = meta.machine;

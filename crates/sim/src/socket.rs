@@ -226,12 +226,13 @@ impl UdpRx {
         Some(d)
     }
 
-    /// A `recv_from` by `task`: the pending error, `BadDescriptor` once
-    /// the socket-table entry is gone, else the oldest datagram (built in
-    /// place in the `Poll`), else registers `task` to be woken by the next
-    /// datagram.
+    /// A `recv_from`: the pending error, `BadDescriptor` once the
+    /// socket-table entry is gone, else the oldest datagram (built in place
+    /// in the `Poll`), else registers the task being polled to be woken by
+    /// the next datagram (the only case that needs the world, for the
+    /// task's id).
     #[inline]
-    fn poll_recv(&mut self, task: TaskId) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
+    fn poll_recv(&mut self) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
         if let Some(e) = self.error.take() {
             return Poll::Ready(Err(e));
         }
@@ -240,10 +241,13 @@ impl UdpRx {
         }
         match self.pop() {
             Some(d) => Poll::Ready(Ok((d.payload, d.from))),
-            None => {
-                self.waiter = Some(task);
-                Poll::Pending
-            }
+            None => match try_with_world(|w| current_task(w)) {
+                Ok(task) => {
+                    self.waiter = task;
+                    Poll::Pending
+                }
+                Err(u) => Poll::Ready(Err(u.into())),
+            },
         }
     }
 }
@@ -595,16 +599,12 @@ pub struct RecvFrom<'a> {
 
 impl Future for RecvFrom<'_> {
     type Output = Result<(Message, SocketAddrV4), SocketError>;
-    /// Works on the socket's shared receive queue alone: one thread-local
-    /// read for the task being polled, one `RefCell` borrow, no entry into
-    /// the world.
+    /// Works on the socket's shared receive queue alone (one `RefCell`
+    /// borrow), without entering the world.
     #[inline]
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(task) = crate::executor::current() else {
-            return Poll::Ready(Err(SocketError::NotInSimulation));
-        };
         match self.sock.shared.rx.try_borrow_mut() {
-            Ok(mut q) => q.poll_recv(task),
+            Ok(mut q) => q.poll_recv(),
             Err(_) => Poll::Ready(Err(SocketError::Reentrant)),
         }
     }
@@ -716,5 +716,50 @@ impl Future for RecvEcho<'_> {
             Ok(Some(r)) => Poll::Ready(r),
             Ok(None) => Poll::Pending,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn udp_futures_hold_no_more_than_their_arguments() {
+        // An application's state machine stores the future it awaits, so a
+        // large one costs a copy per call: `recv_from` holds the socket
+        // reference alone, `send_to` the reference, the message and the
+        // address.
+        assert_eq!(size_of::<RecvFrom<'_>>(), size_of::<usize>());
+        assert!(size_of::<SendTo<'_>>() <= size_of::<Option<Message>>() + 2 * size_of::<usize>());
+    }
+
+    #[test]
+    fn the_receive_queue_keeps_arrival_order_across_its_inline_slot() {
+        let from = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7);
+        let mut rx = UdpRx::new();
+        rx.cap = 3;
+        let mut push = |rx: &mut UdpRx, b: u8| {
+            let mut m = Message::from_vec(vec![b]);
+            rx.push(from, 1, &mut m).is_some()
+        };
+        assert!(push(&mut rx, 1) && push(&mut rx, 2));
+        let first = |rx: &mut UdpRx| rx.pop().map(|mut d| d.payload.front(1).unwrap()[0]);
+        assert_eq!(first(&mut rx), Some(1));
+        // The slot is free again, but a datagram arriving now is younger
+        // than the one still queued behind it.
+        assert!(push(&mut rx, 3) && push(&mut rx, 4));
+        assert!(!push(&mut rx, 5), "a full buffer refuses");
+        assert_eq!(rx.bytes, 3);
+        assert_eq!(
+            [
+                first(&mut rx),
+                first(&mut rx),
+                first(&mut rx),
+                first(&mut rx)
+            ],
+            [Some(2), Some(3), Some(4), None]
+        );
+        assert_eq!(rx.bytes, 0);
     }
 }
