@@ -5,6 +5,12 @@
 //! the calling task with the socket (or with the NIC, for a send that finds
 //! it full) and return `Pending`; the stack wakes that task by id.
 //!
+//! A UDP socket's state is one record shared (`Rc`) by the table and the
+//! handle, so that `recv_from` takes a datagram from the receive queue
+//! without entering the world; the oldest waiting datagram lies inline in
+//! the record, so a socket whose application keeps up never allocates a
+//! queue (`docs/sockets.md`, "The UDP socket's design").
+//!
 //! | call | errno a C programmer expects |
 //! |---|---|
 //! | `udp_bind` on a taken port | `EADDRINUSE` → [`SocketError::AddrInUse`] |
@@ -739,7 +745,7 @@ mod tests {
         let from = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7);
         let mut rx = UdpRx::new();
         rx.cap = 3;
-        let mut push = |rx: &mut UdpRx, b: u8| {
+        let push = |rx: &mut UdpRx, b: u8| {
             let mut m = Message::from_vec(vec![b]);
             rx.push(from, 1, &mut m).is_some()
         };
