@@ -221,7 +221,8 @@ fn a_udp_socket_outliving_its_crashed_machine_reports_bad_descriptor() {
         out.borrow_mut().push(sock.try_recv_from().unwrap_err());
         out.borrow_mut()
             .push(sock.connect(sa(nth_ip(1), 1)).unwrap_err());
-        out.borrow_mut().push(sock.recv_from().await.unwrap_err());
+        let err = sock.recv_from().await.unwrap_err();
+        out.borrow_mut().push(err);
         Ok(())
     });
     sim.run();
