@@ -127,8 +127,8 @@ enum Cmd {
         /// newreno | cubic | compound
         #[arg(long, default_value = "cubic")]
         congestion: String,
-        /// rfc6675 (the simulator's default) | rack (RACK-TLP, RFC 8985)
-        #[arg(long, default_value = "rfc6675")]
+        /// rack (RACK-TLP, RFC 8985, the simulator's default, as Linux) | rfc6675
+        #[arg(long, default_value = "rack")]
         loss_detection: String,
     },
     /// N idle established TCP connections: memory per connection.

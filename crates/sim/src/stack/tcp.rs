@@ -25,7 +25,7 @@
 //! | congestion control | CUBIC, HyStart++ in the initial slow start | yes |
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
 //! | ECN ([`ecn`], RFC 3168) | accept when asked, never ask (`EcnMode::Accept`) | yes (`tcp_ecn=2`) |
-//! | loss detection ([`rack`]) | RFC 6675 (`rfc6675`); RACK-TLP (RFC 8985) opt-in | no: Linux defaults to RACK-TLP (`tcp_recovery=1`) |
+//! | loss detection ([`rack`]) | RACK-TLP (RFC 8985, `rack`); RFC 6675 (`rfc6675`) on request | yes (`tcp_recovery=1`) |
 //!
 //! TCP does not block on the NIC as a UDP sender does: its windows bound
 //! what it sends, and beyond [`NIC_LIMIT`] queued frames (Linux's default
@@ -103,8 +103,8 @@ pub struct TcpConfig {
     pub initial_window_segments: u64,
     /// Explicit Congestion Notification (RFC 3168): Linux's `tcp_ecn`.
     pub ecn: EcnMode,
-    /// Loss detection: the RFC 6675 duplicate-ACK threshold (the default
-    /// for now) or RACK-TLP (RFC 8985, Linux's default; `tcp_recovery`).
+    /// Loss detection: RACK-TLP (RFC 8985, the default, as Linux's
+    /// `tcp_recovery=1`) or the RFC 6675 duplicate-ACK threshold.
     pub loss_detection: LossDetection,
 }
 
@@ -125,7 +125,7 @@ impl Default for TcpConfig {
             congestion: Algorithm::Cubic,
             initial_window_segments: 10,
             ecn: EcnMode::Accept,
-            loss_detection: LossDetection::Rfc6675,
+            loss_detection: LossDetection::Rack,
         }
     }
 }

@@ -50,15 +50,6 @@
 //! pays one pointer.
 //!
 //! # Gaps
-//! - **Not the default yet.** With two Compound flows through a drop-tail
-//!   bottleneck (`tcp_theory::compound_flows_share_a_bottleneck_fairly`,
-//!   seed 7, after the departure-time queues landed) one RACK-TLP flow
-//!   grows its window to ~1.4 MB on a 125 kB path, while the other loses
-//!   every retransmission and backs off through 7 RTOs (no ACK after
-//!   3.5 s of 30). Under RFC 6675 the same run is fair (Jain 1.0).
-//!   And after the TCP fast-path changes, the 1 % loss comparison in the
-//!   integration tests (`rack::…`, ignored) has RACK-TLP 2.4 % slower than
-//!   RFC 6675 for CUBIC, with one RTO against none.
 //! - Our receiver does not send DSACKs, so between two elvis stacks the
 //!   reordering window never grows (a foreign stack's DSACKs are parsed).
 //! - RACK runs only with SACK; without it the connection uses RFC 6582
@@ -76,14 +67,12 @@ use std::str::FromStr;
 /// The loss detection a connection uses (Linux's `net.ipv4.tcp_recovery`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LossDetection {
-    /// RACK-TLP (RFC 8985), Linux's default (`tcp_recovery=1`); opt-in
-    /// here until the stall in the module's `# Gaps` is understood.
+    /// RACK-TLP (RFC 8985), Linux's default (`tcp_recovery=1`), and ours.
+    #[default]
     Rack,
     /// Duplicate-ACK threshold and SACK scoreboard (RFC 6675, with RFC 5827
     /// early retransmit), no probe timeout (like Linux before 3.10; today's
-    /// Linux with `tcp_recovery=0` still sends tail loss probes). The
-    /// default for now.
-    #[default]
+    /// Linux with `tcp_recovery=0` still sends tail loss probes).
     Rfc6675,
 }
 

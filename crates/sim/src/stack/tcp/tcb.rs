@@ -15,7 +15,7 @@
 //! lost), NewReno partial-ACK handling (RFC 6582) without SACK. The SACK
 //! scoreboard survives a retransmission timeout (as in Linux), so the
 //! resend after it skips SACKed data; ECN (RFC 3168) lives in `ecn.rs`.
-//! With `LossDetection::Rack` (Linux's default; opt-in here for now)
+//! With `LossDetection::Rack` (the default, as on Linux)
 //! losses are detected by RACK-TLP (RFC 8985, `../rack.rs`, hooked in by
 //! `tcb/loss.rs`) instead of the duplicate-ACK threshold and FACK marking:
 //! per-segment transmit times, a reordering timer and a tail loss probe.
@@ -565,6 +565,18 @@ impl Tcb {
     /// Returns bytes sent and not acknowledged.
     fn flight(&self) -> usize {
         (self.snd_nxt - self.snd_una).max(0) as usize
+    }
+
+    /// Returns true when the window, not the application or the NIC, was
+    /// what limited sending while `flight` bytes were outstanding (Linux's
+    /// `tcp_is_cwnd_limited`, RFC 7661 §4.3): the flight filled the window
+    /// to within one segment, or, in slow start, the window is still below
+    /// twice the flight. The window grows only on ACKs of such flights, so
+    /// a sender held back by a full NIC (back-pressure, like Linux's TCP
+    /// Small Queues) does not inflate a window it is not using.
+    fn cwnd_limited(&self, flight: u64) -> bool {
+        let cwnd = self.cc.window();
+        flight + self.smss() as u64 > cwnd || (self.cc.in_slow_start() && cwnd < 2 * flight)
     }
 
     /// Returns the data sent and still in the network, RFC 6675 "pipe"
@@ -1645,7 +1657,7 @@ impl Tcb {
                         rtt_ns: sample.map(|d| d.as_nanos() as u64),
                         min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),
                         in_flight_bytes: in_flight_before,
-                        app_limited: (self.sndbuf.len() as u64) < self.cc.window(),
+                        app_limited: !self.cwnd_limited(in_flight_before),
                     };
                     self.cc.on_ack(&ev);
                 }
