@@ -202,16 +202,20 @@ impl UdpRx {
             return None;
         }
         self.bytes += len;
-        let d = Datagram {
+        let empty = Datagram {
             from,
             len: len as u32,
-            payload: std::mem::take(payload),
+            payload: Message::new(),
         };
-        if self.head.is_none() && self.rest.is_empty() {
-            self.head = Some(d);
+        // The entry is written in place and the message swapped into it:
+        // no temporary copy of the message on the way.
+        let d = if self.head.is_none() && self.rest.is_empty() {
+            self.head.insert(empty)
         } else {
-            self.rest.push_back(d);
-        }
+            self.rest.push_back(empty);
+            self.rest.back_mut().expect("just pushed")
+        };
+        std::mem::swap(&mut d.payload, payload);
         Some(self.waiter.take())
     }
 
