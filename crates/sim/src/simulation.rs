@@ -326,6 +326,7 @@ impl Simulation {
                 .push((net, port));
         }
         w.machines[m as usize].ifaces.push(Iface { net, port, ip });
+        crate::stack::ipv4::index_ifaces(w, m);
         if w.routing.auto.is_some() {
             w.routing.dirty = true;
         }

@@ -91,6 +91,12 @@ pub(crate) struct World {
     /// find a neighbour on its links without a hash lookup per interface
     /// (see `stack::ipv4::route_flow`).
     pub link_neighbours: rustc_hash::FxHashMap<u32, smallvec::SmallVec<[(NetId, u32); 1]>>,
+    /// For each machine with many interfaces (more than
+    /// `stack::ipv4::MANY_IFACES`, a router or switch): its interfaces on
+    /// networks other than point-to-point links, which `link_neighbours`
+    /// does not index. With both, such a machine finds a neighbour or one
+    /// of its own addresses without looking at every interface.
+    pub nonlink_ifaces: rustc_hash::FxHashMap<MachineId, smallvec::SmallVec<[u16; 2]>>,
     /// Egress-queue drops by (network, `port << 1 | dir`, reason).
     pub queue_drops: BTreeMap<(NetId, u32, DropReason), u64>,
     /// Record egress-queue occupancy time series.
@@ -150,6 +156,7 @@ impl World {
             routing: Default::default(),
             default_ttl: crate::stack::ipv4::DEFAULT_TTL,
             link_neighbours: Default::default(),
+            nonlink_ifaces: Default::default(),
             queue_drops: BTreeMap::new(),
             queue_trace: false,
             evented_queues: false,
