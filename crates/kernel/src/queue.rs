@@ -1,4 +1,4 @@
-//! The event queue: a binary heap for the future, a FIFO for the present.
+//! The event queue: a radix heap for the future, a FIFO for the present.
 //!
 //! Invariants:
 //! - `pop` returns events in non-decreasing time.
@@ -8,45 +8,76 @@
 //!
 //! The FIFO makes zero-delay hops (ideal networks, task wake-ups) cost a
 //! `VecDeque` push instead of a heap insertion.
+//!
+//! # The radix heap
+//! Virtual time never goes back, and every future event is later than the
+//! present, so the future can be a *radix heap* (Ahuja, Mehlhorn, Orlin
+//! and Tarjan, "Faster algorithms for the shortest path problem", J. ACM
+//! 37(2), 1990; the monotone priority queue of Dijkstra-style searches)
+//! instead of a binary heap. It keeps a base time `last` (the time of
+//! the events being drained) and 64 buckets: an event at `t > last` goes
+//! to bucket `64 − lzcnt(t ⊕ last)`, the position of the highest bit in
+//! which `t` differs from `last`. Scheduling is an append. When the
+//! events at `last` are done, the lowest non-empty bucket holds the next
+//! earliest time: its minimum becomes the new `last` and its events are
+//! spread over lower buckets (every one lands strictly lower, since they
+//! share the bit that put them there), those at the new `last` in `due`.
+//! An event is thus moved at most 64 times, and in practice a few (about
+//! the number of powers of two between the instants it is scheduled from
+//! and for), each move a sequential append; a binary heap sifts through
+//! `log₂ n` scattered slots on every push and pop.
+//!
+//! `due` holds every pending event at time `last`, put in `(lane, seq)`
+//! order once when it is filled (many events share an instant in a
+//! synchronous network: one sort of a run of integers, not a heap
+//! operation per event; see `order_due`).
+//! When `due` is empty, `last` is the present, so an event due now can
+//! only be in the FIFO. [`EventQueue::peek_time`] may fill `due` ahead of
+//! the present; an event then scheduled before or at that instant (rare:
+//! a run stopped at a time limit, then given more work) makes the queue
+//! rebase the buckets on the present.
+//!
+//! The order is exactly the binary heap's it replaced, `(time, lane, seq)`
+//! then FIFO: the tests check it against that heap on random interleavings
+//! of every operation.
 
 use crate::Time;
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// The entity that scheduled an event (a machine or network index, say).
 pub type Lane = u32;
 
+/// A future event: its time, its tie-break key `lane << 32 | seq`.
 struct Entry<E> {
     time: u64,
     key: u64,
     event: E,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.key == other.key
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Entry<E> {
-    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest.
-    /// One 128-bit comparison of `time ‖ key` (the same order as the pair).
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        let order = |e: &Self| u128::from(e.time) << 64 | u128::from(e.key);
-        order(other).cmp(&order(self))
-    }
-}
+/// Buckets of the radix heap: bucket `i` (1..=64) holds the events whose
+/// time first differs from `last` at bit `i − 1` (bucket 0 is `due`).
+const BUCKETS: usize = 65;
 
 /// A deterministic priority queue of events of type `E`.
 pub struct EventQueue<E> {
     now: Time,
-    heap: BinaryHeap<Entry<E>>,
+    /// Base time of the radix heap: no pending future event is earlier.
+    last: u64,
+    /// The future events at `last`, in scheduling order; those popped
+    /// are `None`.
+    due: Vec<Option<Entry<E>>>,
+    /// Positions in `due`, in pop order (key order), each packed with
+    /// its event's lane (see [`EventQueue::order_due`]).
+    order: Vec<u64>,
+    /// Entries of `order` already popped. The future holds no event at
+    /// `last` when all are (then `last` is the present, or nothing is
+    /// pending).
+    next: usize,
+    buckets: [Vec<Entry<E>>; BUCKETS],
+    /// Bit `i` set when `buckets[i]` is not empty.
+    occupied: u128,
+    /// Future events pending (in `due` and the buckets).
+    future: usize,
     present: VecDeque<E>,
     lane_seq: Vec<u32>,
     popped: u64,
@@ -63,7 +94,13 @@ impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             now: Time::ZERO,
-            heap: BinaryHeap::new(),
+            last: 0,
+            due: Vec::new(),
+            order: Vec::new(),
+            next: 0,
+            buckets: std::array::from_fn(|_| Vec::new()),
+            occupied: 0,
+            future: 0,
             present: VecDeque::new(),
             lane_seq: Vec::new(),
             popped: 0,
@@ -82,16 +119,17 @@ impl<E> EventQueue<E> {
 
     /// Returns how many events are pending.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.present.len()
+        self.future + self.present.len()
     }
 
     /// Returns true when no event is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty() && self.present.is_empty()
+        self.future == 0 && self.present.is_empty()
     }
 
     /// Schedules `event` at `time` on behalf of `lane`. A time in the past
     /// or present is treated as "now" (FIFO).
+    #[inline]
     pub fn schedule(&mut self, time: Time, lane: Lane, event: E) {
         if time <= self.now {
             self.present.push_back(event);
@@ -104,11 +142,114 @@ impl<E> EventQueue<E> {
         let seq = self.lane_seq[idx];
         self.lane_seq[idx] = seq.wrapping_add(1);
         let key = (u64::from(lane) << 32) | u64::from(seq);
-        self.heap.push(Entry {
+        if time.0 <= self.last && self.has_due() {
+            // `due` was filled ahead of the present by `peek_time`.
+            self.rebase();
+        }
+        self.future += 1;
+        self.put(Entry {
             time: time.0,
             key,
             event,
         });
+    }
+
+    /// Files a future event (`time > last`) in its bucket.
+    #[inline]
+    fn put(&mut self, e: Entry<E>) {
+        let b = 64 - (e.time ^ self.last).leading_zeros() as usize;
+        self.occupied |= 1 << b;
+        self.buckets[b].push(e);
+    }
+
+    /// Re-files every future event relative to the present (`due` was
+    /// filled ahead of it and an earlier event arrived).
+    #[cold]
+    #[inline(never)]
+    fn rebase(&mut self) {
+        // `due` first, in scheduling order (see `order_due`).
+        let mut all: Vec<Entry<E>> = self.due.drain(..).flatten().collect();
+        self.order.clear();
+        self.next = 0;
+        for b in &mut self.buckets {
+            all.append(b);
+        }
+        self.occupied = 0;
+        self.last = self.now.0;
+        for e in all {
+            self.put(e);
+        }
+    }
+
+    /// Returns true when future events at `last` are still to be popped.
+    #[inline]
+    fn has_due(&self) -> bool {
+        self.next < self.order.len()
+    }
+
+    /// Makes `due` hold the earliest future events, if any are pending;
+    /// returns false when none is.
+    #[inline]
+    fn refill(&mut self) -> bool {
+        if self.has_due() {
+            return true;
+        }
+        if self.occupied == 0 {
+            return false;
+        }
+        self.spread();
+        true
+    }
+
+    /// Empties the lowest non-empty bucket: its earliest time becomes
+    /// `last`, its events at that time go to `due` (sorted), the others to
+    /// lower buckets.
+    fn spread(&mut self) {
+        let i = self.occupied.trailing_zeros() as usize;
+        self.occupied &= !(1 << i);
+        let mut bucket = std::mem::take(&mut self.buckets[i]);
+        let min = bucket.iter().map(|e| e.time).min().unwrap_or(self.last);
+        self.last = min;
+        self.due.clear();
+        self.order.clear();
+        self.next = 0;
+        for e in bucket.drain(..) {
+            if e.time == min {
+                let lane = e.key & !0xffff_ffff;
+                self.order.push(lane | self.due.len() as u64);
+                self.due.push(Some(e));
+            } else {
+                self.put(e);
+            }
+        }
+        // The emptied bucket keeps its storage.
+        self.buckets[i] = bucket;
+        if self.due.len() > 1 {
+            self.order_due();
+        }
+    }
+
+    /// Puts `order` in key order.
+    ///
+    /// `order` packs each event's lane with its position in `due`: within
+    /// a lane, `due` is in scheduling order (buckets are appended to and
+    /// spread in order), which is `seq` order, so sorting these integers
+    /// sorts by key without moving the events. A check confirms it (a
+    /// lane whose `seq` wrapped around would fail it) and falls back to
+    /// sorting by key. (Positions take 32 bits: an instant holds fewer
+    /// than 2³² events, 160 GiB of them.)
+    fn order_due(&mut self) {
+        self.order.sort_unstable();
+        let key = |due: &[Option<Entry<E>>], p: u64| due[p as u32 as usize].as_ref().map(|e| e.key);
+        let due = &self.due;
+        let in_order = self
+            .order
+            .windows(2)
+            .all(|w| key(due, w[0]) < key(due, w[1]));
+        if !in_order {
+            self.order = (0..due.len() as u64).collect();
+            self.order.sort_unstable_by_key(|&p| (key(due, p), p));
+        }
     }
 
     /// Schedules `event` at the current instant, after everything already
@@ -121,37 +262,46 @@ impl<E> EventQueue<E> {
     /// when a run stops at a time limit). Does nothing if `t` is in the past
     /// or an event is due earlier.
     pub fn advance_to(&mut self, t: Time) {
-        if t > self.now && self.present.is_empty() && self.heap.peek().is_none_or(|e| e.time >= t.0)
-        {
+        if t <= self.now || !self.present.is_empty() {
+            return;
+        }
+        if !self.refill() {
+            // Nothing pending: the radix base moves with the clock.
+            self.now = t;
+            self.last = t.0;
+        } else if self.last >= t.0 {
+            // `due` stays filled (ahead of, or at, the new present).
             self.now = t;
         }
     }
 
     /// Returns the time of the next event without removing it.
-    pub fn peek_time(&self) -> Option<Time> {
-        if let Some(top) = self.heap.peek() {
-            if top.time == self.now.0 || self.present.is_empty() {
-                return Some(Time(top.time));
-            }
+    pub fn peek_time(&mut self) -> Option<Time> {
+        if !self.present.is_empty() {
+            return Some(self.now);
         }
-        if self.present.is_empty() {
-            None
-        } else {
-            Some(self.now)
-        }
+        self.refill().then_some(Time(self.last))
     }
 
     /// Removes and returns the next event with its time, advancing `now`.
+    #[inline]
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        // Heap entries due now were scheduled before this instant began, so
-        // they precede everything in `present`.
-        if let Some(top) = self.heap.peek() {
-            if top.time == self.now.0 || self.present.is_empty() {
-                let entry = self.heap.pop()?;
-                self.now = Time(entry.time);
-                self.popped += 1;
-                return Some((self.now, entry.event));
-            }
+        // Future events due now were scheduled before this instant began,
+        // so they precede everything in `present`; when `due` is empty
+        // there are none (its base is the present).
+        let heap_first = if self.present.is_empty() {
+            self.refill()
+        } else {
+            self.has_due() && self.last == self.now.0
+        };
+        if heap_first {
+            let p = self.order[self.next];
+            self.next += 1;
+            let entry = self.due[p as u32 as usize].take()?;
+            self.future -= 1;
+            self.now = Time(entry.time);
+            self.popped += 1;
+            return Some((self.now, entry.event));
         }
         let event = self.present.pop_front()?;
         self.popped += 1;
@@ -163,6 +313,104 @@ impl<E> EventQueue<E> {
 mod test {
     use super::*;
     use proptest::prelude::*;
+
+    /// The binary-heap queue this one replaced, kept as the reference
+    /// for its order.
+    mod reference {
+        use crate::Time;
+        use std::cmp::Ordering;
+        use std::collections::{BinaryHeap, VecDeque};
+
+        struct Entry<E> {
+            time: u64,
+            key: u64,
+            event: E,
+        }
+        impl<E> PartialEq for Entry<E> {
+            fn eq(&self, other: &Self) -> bool {
+                self.time == other.time && self.key == other.key
+            }
+        }
+        impl<E> Eq for Entry<E> {}
+        impl<E> PartialOrd for Entry<E> {
+            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+        impl<E> Ord for Entry<E> {
+            fn cmp(&self, other: &Self) -> Ordering {
+                (other.time, other.key).cmp(&(self.time, self.key))
+            }
+        }
+
+        pub struct HeapQueue<E> {
+            pub now: Time,
+            heap: BinaryHeap<Entry<E>>,
+            present: VecDeque<E>,
+            lane_seq: Vec<u32>,
+        }
+
+        impl<E> HeapQueue<E> {
+            pub fn new() -> Self {
+                HeapQueue {
+                    now: Time::ZERO,
+                    heap: BinaryHeap::new(),
+                    present: VecDeque::new(),
+                    lane_seq: Vec::new(),
+                }
+            }
+            pub fn len(&self) -> usize {
+                self.heap.len() + self.present.len()
+            }
+            pub fn schedule(&mut self, time: Time, lane: u32, event: E) {
+                if time <= self.now {
+                    return self.present.push_back(event);
+                }
+                let idx = lane as usize;
+                if idx >= self.lane_seq.len() {
+                    self.lane_seq.resize(idx + 1, 0);
+                }
+                let seq = self.lane_seq[idx];
+                self.lane_seq[idx] = seq + 1;
+                let key = (u64::from(lane) << 32) | u64::from(seq);
+                self.heap.push(Entry {
+                    time: time.0,
+                    key,
+                    event,
+                });
+            }
+            pub fn schedule_now(&mut self, event: E) {
+                self.present.push_back(event);
+            }
+            pub fn advance_to(&mut self, t: Time) {
+                if t > self.now
+                    && self.present.is_empty()
+                    && self.heap.peek().is_none_or(|e| e.time >= t.0)
+                {
+                    self.now = t;
+                }
+            }
+            pub fn peek_time(&self) -> Option<Time> {
+                if let Some(top) = self.heap.peek() {
+                    if top.time == self.now.0 || self.present.is_empty() {
+                        return Some(Time(top.time));
+                    }
+                }
+                (!self.present.is_empty()).then_some(self.now)
+            }
+            pub fn pop(&mut self) -> Option<(Time, E)> {
+                if let Some(top) = self.heap.peek() {
+                    if top.time == self.now.0 || self.present.is_empty() {
+                        let entry = self.heap.pop()?;
+                        self.now = Time(entry.time);
+                        return Some((self.now, entry.event));
+                    }
+                }
+                let event = self.present.pop_front()?;
+                Some((self.now, event))
+            }
+        }
+    }
 
     #[test]
     fn events_at_the_same_instant_from_one_lane_run_in_fifo_order() {
@@ -198,6 +446,101 @@ mod test {
         assert!(q.is_empty());
     }
 
+    #[test]
+    fn an_event_scheduled_before_a_peeked_instant_still_comes_first() {
+        let mut q = EventQueue::new();
+        q.schedule(Time(100), 0, "late");
+        assert_eq!(q.peek_time(), Some(Time(100)));
+        q.schedule(Time(40), 1, "early");
+        q.schedule(Time(100), 2, "tie");
+        assert_eq!(q.pop(), Some((Time(40), "early")));
+        assert_eq!(q.pop(), Some((Time(100), "late")));
+        assert_eq!(q.pop(), Some((Time(100), "tie")));
+        assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn times_far_apart_come_out_in_order() {
+        let mut q = EventQueue::new();
+        let times = [u64::MAX, 1, 1 << 40, 3, (1 << 40) + 1, u64::MAX - 1];
+        for (i, &t) in times.iter().enumerate() {
+            q.schedule(Time(t), 0, i);
+        }
+        let mut sorted = times;
+        sorted.sort_unstable();
+        let got: Vec<u64> = std::iter::from_fn(|| q.pop()).map(|(t, _)| t.0).collect();
+        assert_eq!(got, sorted);
+    }
+
+    /// One step of a random workload.
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Schedule at `now + delta` (0: the present) on a lane.
+        Schedule(u64, u32),
+        ScheduleNow,
+        Pop,
+        Peek,
+        Advance(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u64..40, 0u32..5).prop_map(|(d, l)| Op::Schedule(d, l)),
+            1 => (0u64..1 << 36, 0u32..5).prop_map(|(d, l)| Op::Schedule(d, l)),
+            1 => Just(Op::ScheduleNow),
+            4 => Just(Op::Pop),
+            1 => Just(Op::Peek),
+            1 => (0u64..60).prop_map(Op::Advance),
+        ]
+    }
+
+    /// Many events on few instants: large groups of ties.
+    fn dense_op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            8 => (1u64..4, 0u32..7).prop_map(|(d, l)| Op::Schedule(d, l)),
+            1 => Just(Op::ScheduleNow),
+            3 => Just(Op::Pop),
+            1 => Just(Op::Peek),
+            1 => (0u64..3).prop_map(Op::Advance),
+        ]
+    }
+
+    /// Runs `ops` on the radix heap and on the reference heap, then drains
+    /// both, and checks that every answer is the same.
+    fn same_as_reference(ops: Vec<Op>) -> Result<(), TestCaseError> {
+        let mut q = EventQueue::new();
+        let mut r = reference::HeapQueue::new();
+        for (i, op) in ops.into_iter().enumerate() {
+            match op {
+                Op::Schedule(d, lane) => {
+                    let t = Time(q.now().0 + d);
+                    q.schedule(t, lane, i);
+                    r.schedule(t, lane, i);
+                }
+                Op::ScheduleNow => {
+                    q.schedule_now(i);
+                    r.schedule_now(i);
+                }
+                Op::Pop => prop_assert_eq!(q.pop(), r.pop()),
+                Op::Peek => prop_assert_eq!(q.peek_time(), r.peek_time()),
+                Op::Advance(d) => {
+                    let t = Time(q.now().0 + d);
+                    q.advance_to(t);
+                    r.advance_to(t);
+                }
+            }
+            prop_assert_eq!(q.now(), r.now);
+            prop_assert_eq!(q.len(), r.len());
+        }
+        loop {
+            let (a, b) = (q.pop(), r.pop());
+            prop_assert_eq!(a, b);
+            if a.is_none() {
+                return Ok(());
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn pop_returns_events_in_nondecreasing_time(
@@ -215,6 +558,20 @@ mod test {
                 n += 1;
             }
             prop_assert_eq!(n, times.len());
+        }
+
+        #[test]
+        fn the_radix_heap_gives_the_binary_heaps_order(
+            ops in proptest::collection::vec(op(), 0..400)
+        ) {
+            same_as_reference(ops)?;
+        }
+
+        #[test]
+        fn large_groups_of_ties_come_out_in_the_binary_heaps_order(
+            ops in proptest::collection::vec(dense_op(), 0..600)
+        ) {
+            same_as_reference(ops)?;
         }
     }
 }

@@ -103,6 +103,8 @@ pub(crate) struct MachineExt {
     pub protocols: Vec<Box<dyn crate::stack::custom::Protocol>>,
     /// TCP demux and port index.
     pub tcp: crate::stack::tcp::TcpIndex,
+    /// Routes of TCP connections (allocated on the first segment sent).
+    pub dst: Option<Box<crate::stack::tcp::dst::DstCache>>,
     /// No free socket-table entry lies below this (large tables only).
     pub free_hint: u32,
     /// The stack of a foreign machine.

@@ -322,9 +322,22 @@ impl WireQueue {
     }
 
     /// Appends a frame of `bytes` taking `ser_ns` on the wire to the
-    /// departure schedule (settled at `now_ns`); returns when its
-    /// serialization ends.
+    /// departure schedule (settled at `now_ns`: an empty schedule is an
+    /// idle wire); returns when its serialization ends.
     fn push(&mut self, now_ns: u64, ser_ns: u64, bytes: u32) -> u64 {
+        if self.sched.is_empty() {
+            // The wire is idle: the frame goes straight onto it, queued
+            // and dequeued at this instant.
+            let done = now_ns + ser_ns;
+            self.sched.push_back(Slot {
+                start: now_ns,
+                done,
+                bytes,
+            });
+            self.started += 1;
+            self.stats.passed_through(now_ns, u64::from(bytes));
+            return done;
+        }
         let start = self.sched.back().map_or(now_ns, |s| s.done.max(now_ns));
         let done = start + ser_ns;
         self.sched.push_back(Slot { start, done, bytes });
@@ -339,8 +352,15 @@ impl WireQueue {
     /// Returns how many frames are in the queue or on the wire at
     /// `now_ns` on the analytic path.
     fn scheduled_at(&self, now_ns: u64) -> u32 {
-        if self.sched.is_empty() {
+        let (Some(front), Some(back)) = (self.sched.front(), self.sched.back()) else {
             return 0;
+        };
+        // The common cases first: all serialized, or none yet.
+        if back.done <= now_ns {
+            return 0;
+        }
+        if front.done > now_ns {
+            return self.sched.len() as u32;
         }
         (self.sched.len() - self.sched.partition_point(|s| s.done <= now_ns)) as u32
     }
@@ -415,11 +435,17 @@ pub(crate) struct Network {
     pub index: NetId,
     /// Per-interface NIC disciplines (`Simulation::set_qdisc`), by port.
     pub nic_qdisc: BTreeMap<u32, QdiscConfig>,
+    /// The configuration draws at least one impairment (see
+    /// "Impairments"; fixed when the network is made).
+    impaired: bool,
 }
 
 impl Network {
     pub fn new(index: NetId, cfg: NetworkConfig, seed: u64) -> Self {
+        let impaired =
+            cfg.loss != 0.0 || cfg.corruption != 0.0 || cfg.duplicate != 0.0 || cfg.reorder != 0.0;
         Network {
+            impaired,
             cfg,
             ports: Vec::new(),
             rng: rng::stream(seed, StreamKind::Network, u64::from(index)),
@@ -642,6 +668,25 @@ pub(crate) fn transmit(w: &mut World, net: NetId, port: u32, frame: &mut Message
         return;
     }
     let id = w.frames.insert(std::mem::take(frame)) as FrameId;
+    let q = QueueRef {
+        net,
+        port_dir: port << 1,
+    };
+    enqueue(w, q, id);
+}
+
+/// [`transmit`] for frame `id`, already in the frames slab (a router's
+/// fast path forwards frames without taking them out of it).
+pub(crate) fn transmit_queued(w: &mut World, net: NetId, port: u32, id: FrameId) {
+    if w.networks[net as usize].is_ideal() {
+        let mut frame = w.frames.remove(id as usize);
+        return transmit(w, net, port, &mut frame);
+    }
+    let bytes = w.frames[id as usize].len() as u64;
+    let n = &mut w.networks[net as usize];
+    n.stats.frames_sent += 1;
+    n.stats.bytes_sent += bytes;
+    w.stats.frames_sent += 1;
     let q = QueueRef {
         net,
         port_dir: port << 1,
@@ -1122,8 +1167,7 @@ struct Fate {
 /// every draw below is guarded by a non-zero probability).
 #[inline]
 fn draw_fate(n: &mut Network, frame: &mut Message) -> Result<Fate, DropReason> {
-    let c = &n.cfg;
-    if c.loss == 0.0 && c.corruption == 0.0 && c.duplicate == 0.0 && c.reorder == 0.0 {
+    if !n.impaired {
         return Ok(Fate::default());
     }
     draw_impairments(n, frame)
@@ -1225,8 +1269,19 @@ pub(crate) fn deliver(w: &mut World, net: NetId, port: u32, id: FrameId, from: u
     if from != NO_PORT {
         release_nic(w, net, from);
     }
+    let Some((machine, iface)) = arrive(w, net, port) else {
+        w.frames.remove(id as usize);
+        return;
+    };
+    let m = &w.machines[machine as usize];
+    // A router forwards most transit frames without moving them out of
+    // the slab (`stack::forward::forward_in_slab`).
+    let router = m.forward && w.fast_forward && !m.foreign;
+    if router && crate::stack::forward::forward_in_slab(w, machine, iface, id) {
+        return;
+    }
     let mut frame = w.frames.remove(id as usize);
-    receive(w, net, port, &mut frame);
+    hand_to_stack(w, machine, iface, &mut frame);
 }
 
 /// How deep zero-delay deliveries may nest (a reply to a reply …) before
@@ -1251,16 +1306,30 @@ fn deliver_now(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
 }
 
 fn receive(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
+    if let Some((machine, iface)) = arrive(w, net, port) {
+        hand_to_stack(w, machine, iface, frame);
+    }
+}
+
+/// Counts a frame's arrival at the machine on `port` and returns that
+/// machine and its interface; `None` (the frame dropped) if it crashed.
+#[inline]
+fn arrive(w: &mut World, net: NetId, port: u32) -> Option<(MachineId, u16)> {
     let n = &mut w.networks[net as usize];
     n.stats.frames_delivered += 1;
     let p = &n.ports[port as usize];
     let (machine, iface) = (p.machine, p.iface);
     if w.machines[machine as usize].crashed {
         w.drop_packet(DropReason::MachineCrashed);
-        return;
+        return None;
     }
     w.stats.frames_delivered += 1;
     w.current_machine = Some(machine);
+    Some((machine, iface))
+}
+
+/// Hands a frame that arrived on `iface` to the stack of `machine`.
+fn hand_to_stack(w: &mut World, machine: MachineId, iface: u16, frame: &mut Message) {
     if w.machines[machine as usize].foreign {
         return crate::foreign::receive(w, machine, iface, frame);
     }

@@ -174,7 +174,11 @@ impl Simulation {
     }
 
     fn w(&mut self) -> &mut World {
-        self.world.as_mut().expect("world is present outside run")
+        let w = self.world.as_mut().expect("world is present outside run");
+        // Whatever changes now (routes, interfaces, networks) leaves the
+        // TCP connections' cached routes stale.
+        w.dst_epoch = w.dst_epoch.wrapping_add(1);
+        w
     }
 
     /// Adds a network; returns its id.
@@ -326,6 +330,7 @@ impl Simulation {
                 .push((net, port));
         }
         w.machines[m as usize].ifaces.push(Iface { net, port, ip });
+        crate::stack::ipv4::index_ifaces(w, m);
         if w.routing.auto.is_some() {
             w.routing.dirty = true;
         }
@@ -680,6 +685,24 @@ impl Simulation {
     #[doc(hidden)]
     pub fn set_forward_fast_path(&mut self, on: bool) {
         self.w().fast_forward = on;
+    }
+
+    /// Turns TCP's one-pass send and receive paths
+    /// (`stack::tcp::dst`) off (`false`) or on (`true`, the
+    /// default). Results do not depend on it: tests compare runs with and
+    /// without it.
+    #[doc(hidden)]
+    pub fn set_tcp_fast_path(&mut self, on: bool) {
+        self.w().tcp_fast_path = on;
+    }
+
+    /// Returns how many TCP segments were sent and received on the
+    /// one-pass paths.
+    #[doc(hidden)]
+    pub fn tcp_fast_segments(&self) -> (u64, u64) {
+        self.world
+            .as_ref()
+            .map_or((0, 0), |w| (w.tcp_fast_sent, w.tcp_fast_received))
     }
 
     /// Returns how many frames routers forwarded through their fast path.

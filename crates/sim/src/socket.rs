@@ -5,6 +5,12 @@
 //! the calling task with the socket (or with the NIC, for a send that finds
 //! it full) and return `Pending`; the stack wakes that task by id.
 //!
+//! A UDP socket's state is one record shared (`Rc`) by the table and the
+//! handle, so that `recv_from` takes a datagram from the receive queue
+//! without entering the world; the oldest waiting datagram lies inline in
+//! the record, so a socket whose application keeps up never allocates a
+//! queue (`docs/sockets.md`, "The UDP socket's design").
+//!
 //! | call | errno a C programmer expects |
 //! |---|---|
 //! | `udp_bind` on a taken port | `EADDRINUSE` → [`SocketError::AddrInUse`] |
@@ -19,10 +25,12 @@ use crate::executor::TaskId;
 use crate::machine::MachineId;
 use crate::world::{try_with_world, with_world_or, Unavailable, World};
 use elvis_message::Message;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 use thiserror::Error;
 
@@ -89,7 +97,7 @@ pub(crate) enum SocketSlot {
     Free,
     /// Taken out for processing (a TCP connection being driven).
     Busy,
-    Udp(Box<UdpState>),
+    Udp(UdpEntry),
     Icmp(Box<IcmpState>),
     Tcp(Box<crate::stack::tcp::TcpSock>),
     TcpListener(Box<crate::stack::tcp::Listener>),
@@ -104,16 +112,163 @@ pub(crate) struct Datagram {
     pub payload: Message,
 }
 
-pub(crate) struct UdpState {
+/// A UDP socket's state, shared (`Rc`) by the machine's socket table and
+/// the application's [`UdpSocket`] handle: one allocation per socket.
+///
+/// The receive queue is the one piece of a datagram socket that both sides
+/// touch for every datagram; sharing it lets a `recv_from` take a datagram
+/// (or park its task) without entering the world, finding the machine and
+/// the slot. (Linux likewise guards `sk_receive_queue` with its own lock,
+/// not the socket lock.)
+pub(crate) struct UdpShared {
     pub port: u16,
-    pub remote: Option<SocketAddrV4>,
-    pub rx: VecDeque<Datagram>,
-    pub rx_bytes: usize,
-    pub rx_cap: usize,
-    pub waiter: Option<TaskId>,
-    pub error: Option<SocketError>,
+    /// The connected peer (`connect(2)`): the default destination and the
+    /// only source accepted.
+    pub remote: Cell<Option<SocketAddrV4>>,
     /// TOS byte of the datagrams sent (`IP_TOS`).
-    pub tos: u8,
+    pub tos: Cell<u8>,
+    pub rx: RefCell<UdpRx>,
+}
+
+/// A socket-table entry of a UDP socket. Dropping it (the socket closed,
+/// its machine crashed) marks the shared state closed, so that a handle
+/// still holding it reads `BadDescriptor`.
+pub(crate) struct UdpEntry(pub Rc<UdpShared>);
+
+impl std::ops::Deref for UdpEntry {
+    type Target = UdpShared;
+    fn deref(&self) -> &UdpShared {
+        &self.0
+    }
+}
+
+impl Drop for UdpEntry {
+    fn drop(&mut self) {
+        if let Ok(mut rx) = self.0.rx.try_borrow_mut() {
+            rx.closed = true;
+        }
+    }
+}
+
+/// The receive side of a UDP socket: the queue the stack fills and the
+/// application drains.
+///
+/// The first datagram waiting lies in `head`, inside the socket; only
+/// datagrams that arrive while one is already waiting go to `rest`. A
+/// socket whose application keeps up (a request/reply exchange, a capture)
+/// never allocates a queue, and handing a datagram to a task parked in
+/// `recv_from` is one move into `head` and one out of it.
+pub(crate) struct UdpRx {
+    /// The oldest datagram waiting (always older than all of `rest`).
+    pub head: Option<Datagram>,
+    pub rest: VecDeque<Datagram>,
+    /// Payload bytes queued.
+    pub bytes: usize,
+    /// Most payload bytes queued (`SO_RCVBUF`).
+    pub cap: usize,
+    /// The task parked in `recv_from`.
+    pub waiter: Option<TaskId>,
+    /// An error to report to the next call (`ECONNREFUSED` after an ICMP
+    /// Port Unreachable).
+    pub error: Option<SocketError>,
+    /// The socket-table entry is gone.
+    pub closed: bool,
+}
+
+impl UdpRx {
+    fn new() -> UdpRx {
+        UdpRx {
+            head: None,
+            rest: VecDeque::new(),
+            bytes: 0,
+            cap: usize::MAX,
+            waiter: None,
+            error: None,
+            closed: false,
+        }
+    }
+
+    /// Queues a datagram of `len` payload bytes from `from`, taking it out
+    /// of `payload`; returns the task to wake, or `None` with `payload`
+    /// untouched when the queue has no room for it.
+    #[inline]
+    pub fn push(
+        &mut self,
+        from: SocketAddrV4,
+        len: usize,
+        payload: &mut Message,
+    ) -> Option<Option<TaskId>> {
+        if self.bytes + len > self.cap {
+            return None;
+        }
+        self.bytes += len;
+        let empty = Datagram {
+            from,
+            len: len as u32,
+            payload: Message::new(),
+        };
+        // The entry is written in place and the message swapped into it:
+        // no temporary copy of the message on the way.
+        let d = if self.head.is_none() && self.rest.is_empty() {
+            self.head.insert(empty)
+        } else {
+            self.rest.push_back(empty);
+            self.rest.back_mut().expect("just pushed")
+        };
+        std::mem::swap(&mut d.payload, payload);
+        Some(self.waiter.take())
+    }
+
+    /// Sets the error the next call reports; returns the task to wake.
+    pub fn set_error(&mut self, e: SocketError) -> Option<TaskId> {
+        self.error = Some(e);
+        self.waiter.take()
+    }
+
+    /// Takes the oldest datagram.
+    #[inline]
+    fn pop(&mut self) -> Option<Datagram> {
+        let d = match self.head.take() {
+            Some(d) => d,
+            None => self.rest.pop_front()?,
+        };
+        self.bytes -= d.len as usize;
+        Some(d)
+    }
+
+    /// A `recv_from`: the pending error, `BadDescriptor` once the
+    /// socket-table entry is gone, else the oldest datagram (built in place
+    /// in the `Poll`), else registers the task being polled to be woken by
+    /// the next datagram (the only case that needs the world, for the
+    /// task's id).
+    #[inline]
+    fn poll_recv(&mut self) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
+        if let Some(e) = self.error.take() {
+            return Poll::Ready(Err(e));
+        }
+        if self.closed {
+            return Poll::Ready(Err(SocketError::BadDescriptor));
+        }
+        match self.pop() {
+            Some(d) => Poll::Ready(Ok((d.payload, d.from))),
+            None => match try_with_world(|w| current_task(w)) {
+                Ok(task) => {
+                    self.waiter = task;
+                    Poll::Pending
+                }
+                Err(u) => Poll::Ready(Err(u.into())),
+            },
+        }
+    }
+}
+
+impl std::fmt::Debug for UdpShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpShared")
+            .field("port", &self.port)
+            .field("remote", &self.remote.get())
+            .finish_non_exhaustive()
+    }
 }
 
 pub(crate) struct IcmpState {
@@ -272,6 +427,8 @@ pub struct UdpSocket {
     host: Host,
     slot: u32,
     port: u16,
+    /// The state, shared with the socket table.
+    shared: Rc<UdpShared>,
 }
 
 impl UdpSocket {
@@ -291,18 +448,19 @@ impl UdpSocket {
             } else {
                 port
             };
-            let state = UdpState {
+            let shared = Rc::new(UdpShared {
                 port,
-                remote: None,
-                rx: VecDeque::new(),
-                rx_bytes: 0,
-                rx_cap: usize::MAX,
-                waiter: None,
-                error: None,
-                tos: 0,
-            };
-            let slot = alloc_slot(w, m, SocketSlot::Udp(Box::new(state)));
-            Ok(UdpSocket { host, slot, port })
+                remote: Cell::new(None),
+                tos: Cell::new(0),
+                rx: RefCell::new(UdpRx::new()),
+            });
+            let slot = alloc_slot(w, m, SocketSlot::Udp(UdpEntry(shared.clone())));
+            Ok(UdpSocket {
+                host,
+                slot,
+                port,
+                shared,
+            })
         })?
     }
 
@@ -313,10 +471,9 @@ impl UdpSocket {
 
     /// Sets the default destination (`connect(2)` on a datagram socket).
     pub fn connect(&self, to: SocketAddrV4) -> Result<(), SocketError> {
-        self.with_state(|s| {
-            s.remote = Some(to);
-            Ok(())
-        })
+        self.check_open()?;
+        self.shared.remote.set(Some(to));
+        Ok(())
     }
 
     /// Sets the TOS byte of the datagrams this socket sends (`IP_TOS`):
@@ -325,34 +482,33 @@ impl UdpSocket {
     /// ECN on marks them instead of dropping them and a class-based
     /// discipline sees their DSCP.
     pub fn set_tos(&self, tos: u8) -> Result<(), SocketError> {
-        self.with_state(|s| {
-            s.tos = tos;
-            Ok(())
-        })
+        self.check_open()?;
+        self.shared.tos.set(tos);
+        Ok(())
     }
 
     /// Limits the receive queue to `bytes` of payload; datagrams that do not
     /// fit are dropped (`SO_RCVBUF`). Unlimited by default.
     pub fn set_recv_buffer(&self, bytes: usize) -> Result<(), SocketError> {
-        self.with_state(|s| {
-            s.rx_cap = bytes;
-            Ok(())
-        })
+        let mut rx = self
+            .shared
+            .rx
+            .try_borrow_mut()
+            .map_err(|_| SocketError::Reentrant)?;
+        if rx.closed {
+            return Err(SocketError::BadDescriptor);
+        }
+        rx.cap = bytes;
+        Ok(())
     }
 
-    fn with_state<R>(
-        &self,
-        f: impl FnOnce(&mut UdpState) -> Result<R, SocketError>,
-    ) -> Result<R, SocketError> {
-        try_with_world(|w| {
-            match w.machines[self.host.machine as usize]
-                .sockets
-                .get_mut(self.slot as usize)
-            {
-                Some(SocketSlot::Udp(s)) => f(s),
-                _ => Err(SocketError::BadDescriptor),
-            }
-        })?
+    /// Returns `BadDescriptor` once the socket-table entry is gone.
+    fn check_open(&self) -> Result<(), SocketError> {
+        match self.shared.rx.try_borrow() {
+            Ok(rx) if rx.closed => Err(SocketError::BadDescriptor),
+            Ok(_) => Ok(()),
+            Err(_) => Err(SocketError::Reentrant),
+        }
     }
 
     /// Sends one datagram to `to`, waiting while the NIC queue is full.
@@ -385,41 +541,19 @@ impl UdpSocket {
 
     /// Returns a queued datagram without waiting, if there is one.
     pub fn try_recv_from(&self) -> Result<Option<(Message, SocketAddrV4)>, SocketError> {
-        self.with_state(|s| Ok(pop_datagram(s)))
+        let mut rx = self
+            .shared
+            .rx
+            .try_borrow_mut()
+            .map_err(|_| SocketError::Reentrant)?;
+        if rx.closed {
+            return Err(SocketError::BadDescriptor);
+        }
+        Ok(rx.pop().map(|d| (d.payload, d.from)))
     }
 
     /// Closes the socket now (dropping it does the same).
     pub fn close(self) {}
-}
-
-fn pop_datagram(s: &mut UdpState) -> Option<(Message, SocketAddrV4)> {
-    let d = s.rx.pop_front()?;
-    s.rx_bytes -= d.len as usize;
-    Some((d.payload, d.from))
-}
-
-impl UdpState {
-    /// A `recv_from` by `task`: the first queued datagram (or the pending
-    /// error), else registers `task` to be woken by the next datagram.
-    #[inline]
-    fn poll_recv(
-        &mut self,
-        task: Option<TaskId>,
-    ) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
-        if let Some(e) = self.error.take() {
-            return Poll::Ready(Err(e));
-        }
-        match self.rx.pop_front() {
-            Some(d) => {
-                self.rx_bytes -= d.len as usize;
-                Poll::Ready(Ok((d.payload, d.from)))
-            }
-            None => {
-                self.waiter = task;
-                Poll::Pending
-            }
-        }
-    }
 }
 
 impl Drop for UdpSocket {
@@ -451,7 +585,9 @@ impl Future for SendTo<'_> {
                 let to = match this.to {
                     Some(to) => to,
                     None => match w.machines[m as usize].sockets.get(slot as usize) {
-                        Some(SocketSlot::Udp(s)) => s.remote.ok_or(SocketError::NotConnected)?,
+                        Some(SocketSlot::Udp(s)) => {
+                            s.remote.get().ok_or(SocketError::NotConnected)?
+                        }
                         _ => return Poll::Ready(Err(SocketError::BadDescriptor)),
                     },
                 };
@@ -473,37 +609,14 @@ pub struct RecvFrom<'a> {
 
 impl Future for RecvFrom<'_> {
     type Output = Result<(Message, SocketAddrV4), SocketError>;
+    /// Works on the socket's shared receive queue alone (one `RefCell`
+    /// borrow), without entering the world.
+    #[inline]
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let (m, slot) = (self.sock.host.machine, self.sock.slot);
-        // Nothing queued (the common first poll, right after the task sent
-        // its request): register the task and return without building a
-        // result.
-        let parked = with_world_or(
-            |w| {
-                let task = current_task(w);
-                match w.machines[m as usize].sockets.get_mut(slot as usize) {
-                    Some(SocketSlot::Udp(s)) if s.rx.is_empty() && s.error.is_none() => {
-                        s.waiter = task;
-                        true
-                    }
-                    _ => false,
-                }
-            },
-            |_| false,
-        );
-        if parked {
-            return Poll::Pending;
+        match self.sock.shared.rx.try_borrow_mut() {
+            Ok(mut q) => q.poll_recv(),
+            Err(_) => Poll::Ready(Err(SocketError::Reentrant)),
         }
-        with_world_or(
-            |w| {
-                let task = current_task(w);
-                match w.machines[m as usize].sockets.get_mut(slot as usize) {
-                    Some(SocketSlot::Udp(s)) => s.poll_recv(task),
-                    _ => Poll::Ready(Err(SocketError::BadDescriptor)),
-                }
-            },
-            |u| Poll::Ready(Err(u.into())),
-        )
     }
 }
 
@@ -613,5 +726,50 @@ impl Future for RecvEcho<'_> {
             Ok(Some(r)) => Poll::Ready(r),
             Ok(None) => Poll::Pending,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn udp_futures_hold_no_more_than_their_arguments() {
+        // An application's state machine stores the future it awaits, so a
+        // large one costs a copy per call: `recv_from` holds the socket
+        // reference alone, `send_to` the reference, the message and the
+        // address.
+        assert_eq!(size_of::<RecvFrom<'_>>(), size_of::<usize>());
+        assert!(size_of::<SendTo<'_>>() <= size_of::<Option<Message>>() + 2 * size_of::<usize>());
+    }
+
+    #[test]
+    fn the_receive_queue_keeps_arrival_order_across_its_inline_slot() {
+        let from = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7);
+        let mut rx = UdpRx::new();
+        rx.cap = 3;
+        let push = |rx: &mut UdpRx, b: u8| {
+            let mut m = Message::from_vec(vec![b]);
+            rx.push(from, 1, &mut m).is_some()
+        };
+        assert!(push(&mut rx, 1) && push(&mut rx, 2));
+        let first = |rx: &mut UdpRx| rx.pop().map(|mut d| d.payload.front(1).unwrap()[0]);
+        assert_eq!(first(&mut rx), Some(1));
+        // The slot is free again, but a datagram arriving now is younger
+        // than the one still queued behind it.
+        assert!(push(&mut rx, 3) && push(&mut rx, 4));
+        assert!(!push(&mut rx, 5), "a full buffer refuses");
+        assert_eq!(rx.bytes, 3);
+        assert_eq!(
+            [
+                first(&mut rx),
+                first(&mut rx),
+                first(&mut rx),
+                first(&mut rx)
+            ],
+            [Some(2), Some(3), Some(4), None]
+        );
+        assert_eq!(rx.bytes, 0);
     }
 }

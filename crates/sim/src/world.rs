@@ -91,6 +91,12 @@ pub(crate) struct World {
     /// find a neighbour on its links without a hash lookup per interface
     /// (see `stack::ipv4::route_flow`).
     pub link_neighbours: rustc_hash::FxHashMap<u32, smallvec::SmallVec<[(NetId, u32); 1]>>,
+    /// For each machine with many interfaces (more than
+    /// `stack::ipv4::MANY_IFACES`, a router or switch): its interfaces on
+    /// networks other than point-to-point links, which `link_neighbours`
+    /// does not index. With both, such a machine finds a neighbour or one
+    /// of its own addresses without looking at every interface.
+    pub nonlink_ifaces: rustc_hash::FxHashMap<MachineId, smallvec::SmallVec<[u16; 2]>>,
     /// Egress-queue drops by (network, `port << 1 | dir`, reason).
     pub queue_drops: BTreeMap<(NetId, u32, DropReason), u64>,
     /// Record egress-queue occupancy time series.
@@ -106,6 +112,16 @@ pub(crate) struct World {
     pub fast_forward: bool,
     /// Frames forwarded through the fast path.
     pub fast_forwarded: u64,
+    /// Counts the changes of routes and interfaces made between runs: a
+    /// TCP connection's cached route (`stack::tcp::dst`) is good
+    /// while the epoch it was resolved in lasts.
+    pub dst_epoch: u32,
+    /// TCP sends and receives common segments on its one-pass paths
+    /// (`stack::tcp::dst`, `stack::tcp::receive_frame`).
+    pub tcp_fast_path: bool,
+    /// Segments TCP sent and received on its one-pass paths.
+    pub tcp_fast_sent: u64,
+    pub tcp_fast_received: u64,
 }
 
 /// A value published by an application.
@@ -150,6 +166,7 @@ impl World {
             routing: Default::default(),
             default_ttl: crate::stack::ipv4::DEFAULT_TTL,
             link_neighbours: Default::default(),
+            nonlink_ifaces: Default::default(),
             queue_drops: BTreeMap::new(),
             queue_trace: false,
             evented_queues: false,
@@ -157,6 +174,10 @@ impl World {
             icmp_limit: Default::default(),
             fast_forward: true,
             fast_forwarded: 0,
+            dst_epoch: 0,
+            tcp_fast_path: true,
+            tcp_fast_sent: 0,
+            tcp_fast_received: 0,
         }
     }
 

@@ -271,6 +271,7 @@ impl Repr {
     /// # Panics
     /// Panics if the buffer is shorter than [`HEADER_LEN`] or `payload_len`
     /// exceeds [`MAX_PAYLOAD_LEN`].
+    #[inline]
     pub fn emit_header<T: AsRef<[u8]> + AsMut<[u8]>>(
         &self,
         header: &mut Packet<T>,

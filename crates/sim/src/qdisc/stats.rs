@@ -84,6 +84,24 @@ impl QueueStats {
         self.occupancy(now_ns, packets, bytes);
     }
 
+    /// A frame of `bytes` found the queue empty and its wire idle, and
+    /// left at once: the same as [`QueueStats::enqueued`] with one
+    /// packet then [`QueueStats::dequeued`] with none, at `now_ns`.
+    #[inline]
+    pub fn passed_through(&mut self, now_ns: u64, bytes: u64) {
+        // Nothing waited: the integral does not grow, and a frame that
+        // passes straight through does not make the queue "empty again".
+        debug_assert_eq!(self.last_packets, 0);
+        self.enqueued += 1;
+        self.dequeued += 1;
+        if self.first_ns == u64::MAX {
+            self.first_ns = now_ns;
+        }
+        self.last_ns = now_ns;
+        self.max_packets = self.max_packets.max(1);
+        self.max_bytes = self.max_bytes.max(bytes);
+    }
+
     /// Returns the time-weighted mean occupancy, frames, from the first
     /// time a frame had to wait until the queue last emptied (until
     /// `end_ns` when it still holds frames), so neither an idle start nor
@@ -146,6 +164,34 @@ pub(crate) fn push_sample(series: &mut Vec<OccupancySample>, s: OccupancySample)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_passing_through_counts_as_queued_then_dequeued() {
+        // Histories ending with nothing waiting, then one frame passing
+        // straight through, both ways.
+        let histories: [&[(u64, u32, u64)]; 3] = [
+            &[],
+            &[(10, 1, 100), (10, 0, 0)],
+            &[(10, 1, 100), (15, 2, 300), (20, 1, 200), (40, 0, 0)],
+        ];
+        for h in histories {
+            let (mut a, mut b) = (QueueStats::default(), QueueStats::default());
+            for (i, &(t, p, bytes)) in h.iter().enumerate() {
+                for s in [&mut a, &mut b] {
+                    if i % 2 == 0 {
+                        s.enqueued(t, p, bytes);
+                    } else {
+                        s.dequeued(t, p, bytes);
+                    }
+                }
+            }
+            a.enqueued(50, 1, 700);
+            a.dequeued(50, 0, 0);
+            b.passed_through(50, 700);
+            assert_eq!(format!("{a:?}"), format!("{b:?}"));
+            assert_eq!(a.mean_packets(90), b.mean_packets(90));
+        }
+    }
 
     #[test]
     fn an_egress_queue_stays_small() {

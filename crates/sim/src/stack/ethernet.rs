@@ -42,11 +42,16 @@ pub(crate) fn send(
 /// A router first offers the frame to its fast path
 /// ([`super::forward::forward_frame`]), which forwards most transit
 /// datagrams without taking the frame apart.
+///
+/// A host first offers the frame to TCP's receive fast path
+/// ([`super::tcp::rx::receive_frame`]), which takes common TCP segments
+/// addressed to it.
 pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) {
-    if w.machines[m as usize].forward
-        && w.fast_forward
-        && super::forward::forward_frame(w, m, iface, frame)
-    {
+    if w.machines[m as usize].forward {
+        if w.fast_forward && super::forward::forward_frame(w, m, iface, frame) {
+            return;
+        }
+    } else if w.tcp_fast_path && super::tcp::rx::receive_frame(w, m, iface, frame) {
         return;
     }
     let Some(header) = frame.front(ethernet::HEADER_LEN) else {

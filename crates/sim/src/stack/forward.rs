@@ -39,7 +39,12 @@
 //! checksum) and hands it straight to the egress NIC; anything unusual
 //! (options, TTL running out, no route, fragmentation, ARP, a full NIC, a
 //! bad checksum) takes the full path described above, which then decides
-//! exactly as it always did.
+//! exactly as it always did. A frame that arrives by a delivery event is
+//! offered to [`forward_in_slab`] first, the same fast path run on the
+//! frame where it waits in the world's frames slab: a forwarded frame
+//! keeps its slot (and its `FrameId`) from the moment it is queued at the
+//! first NIC until it reaches its destination, instead of being moved out
+//! of the slab and back in (two copies of the `Message`) at every router.
 //!
 //! A datagram leaves through the egress queue of the outgoing interface.
 //! With the default queue, a full NIC (`txqueuelen`) drops it here
@@ -62,6 +67,7 @@
 use super::ipv4::{self, NextHop};
 use super::route::FlowKey;
 use crate::machine::MachineId;
+use crate::net::FrameId;
 use crate::report::DropReason;
 use crate::world::World;
 use elvis_message::Message;
@@ -137,12 +143,74 @@ pub(crate) fn forward_frame(w: &mut World, m: MachineId, iface: u16, frame: &mut
     let Some(h) = frame.front(ETH + 24) else {
         return false;
     };
-    let mut b = [0u8; ETH + 24];
-    b.copy_from_slice(h);
-    let machine = &w.machines[m as usize];
-    let Some(&ifc) = machine.ifaces.get(iface as usize) else {
+    let Some(hop) = fast_hop(w, m, iface, h.try_into().expect("38 bytes"), len) else {
         return false;
     };
+    let Some(h) = frame.front_mut(ETH + 20) else {
+        unreachable!("the frame is longer than its header");
+    };
+    hop.rewrite(h);
+    crate::net::transmit(w, hop.out.net, hop.out.port, frame);
+    true
+}
+
+/// [`forward_frame`] for frame `id` of the world's frames slab, which
+/// stays there: the frame is neither moved out to be received nor back
+/// in to be queued. Returns false, having changed nothing, where
+/// [`forward_frame`] would (the caller then takes the frame out of the
+/// slab and hands it to the stack).
+pub(crate) fn forward_in_slab(w: &mut World, m: MachineId, iface: u16, id: FrameId) -> bool {
+    let frame = &mut w.frames[id as usize];
+    let len = frame.len();
+    let Some(h) = frame.front(ETH + 24) else {
+        return false;
+    };
+    let h: [u8; ETH + 24] = h.try_into().expect("38 bytes");
+    let Some(hop) = fast_hop(w, m, iface, &h, len) else {
+        return false;
+    };
+    let Some(h) = w.frames[id as usize].front_mut(ETH + 20) else {
+        unreachable!("the frame is longer than its header");
+    };
+    hop.rewrite(h);
+    crate::net::transmit_queued(w, hop.out.net, hop.out.port, id);
+    true
+}
+
+/// What the fast path does to a frame it forwards.
+struct FastHop {
+    out: Egress,
+    /// The next hop's port on the egress network.
+    peer: u32,
+    keep_ttl: bool,
+}
+
+impl FastHop {
+    /// Rewrites the MAC addresses and (unless the router keeps it) the
+    /// TTL and header checksum of a frame's first `ETH + 20` bytes.
+    #[inline]
+    fn rewrite(&self, h: &mut [u8]) {
+        h[0..6].copy_from_slice(&crate::net::port_mac(self.out.net, self.peer).0);
+        h[6..12].copy_from_slice(&crate::net::port_mac(self.out.net, self.out.port).0);
+        if !self.keep_ttl {
+            decrement_ttl_in(&mut h[ETH..ETH + 20]);
+        }
+    }
+}
+
+/// Decides whether a frame of `len` bytes whose first bytes are `b`,
+/// arrived on `iface` of router `m`, takes the fast path (see
+/// [`forward_frame`]); if so counts it and returns its hop.
+#[inline]
+fn fast_hop(
+    w: &mut World,
+    m: MachineId,
+    iface: u16,
+    b: &[u8; ETH + 24],
+    len: usize,
+) -> Option<FastHop> {
+    let machine = &w.machines[m as usize];
+    let ifc = *machine.ifaces.get(iface as usize)?;
     let ip: &[u8; 20] = b[ETH..ETH + 20].try_into().expect("20 bytes");
     if b[0..6] != crate::net::port_mac(ifc.net, ifc.port).0
         || b[12..14] != [0x08, 0x00]
@@ -150,17 +218,15 @@ pub(crate) fn forward_frame(w: &mut World, m: MachineId, iface: u16, frame: &mut
         || usize::from(u16::from_be_bytes([ip[2], ip[3]])) + ETH != len
         || elvis_wire::checksum::header(ip) != 0xffff
     {
-        return false;
+        return None;
     }
     let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
     let keep_ttl = machine.keep_ttl;
     if (ip[8] <= 1 && !keep_ttl) || dst.is_broadcast() || dst.is_multicast() || machine.owns(dst) {
-        return false;
+        return None;
     }
     let flow = flow_of_header(ip, [b[ETH + 20], b[ETH + 21], b[ETH + 22], b[ETH + 23]]);
-    let Some((out, peer)) = fast_route(w, m, dst, &flow, len - ETH) else {
-        return false;
-    };
+    let (out, peer) = fast_route(w, m, dst, &flow, len - ETH)?;
     let c = &mut w.machines[m as usize].ext().forwarding;
     let n = c.len().max(usize::from(iface.max(out.iface)) + 1);
     if c.len() < n {
@@ -168,17 +234,12 @@ pub(crate) fn forward_frame(w: &mut World, m: MachineId, iface: u16, frame: &mut
     }
     c[iface as usize].received += 1;
     c[out.iface as usize].forwarded += 1;
-    let Some(h) = frame.front_mut(ETH + 20) else {
-        unreachable!("the frame is longer than its header");
-    };
-    h[0..6].copy_from_slice(&crate::net::port_mac(out.net, peer).0);
-    h[6..12].copy_from_slice(&crate::net::port_mac(out.net, out.port).0);
-    if !keep_ttl {
-        decrement_ttl_in(&mut h[ETH..ETH + 20]);
-    }
     w.fast_forwarded += 1;
-    crate::net::transmit(w, out.net, out.port, frame);
-    true
+    Some(FastHop {
+        out,
+        peer,
+        keep_ttl,
+    })
 }
 
 /// The egress of a fast-path frame: the outgoing interface, and where it

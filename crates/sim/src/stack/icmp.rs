@@ -314,9 +314,12 @@ fn port_unreachable(w: &mut World, m: MachineId, body: &mut Message) {
     let peer = SocketAddrV4::new(dst, dst_port);
     for s in w.machines[m as usize].sockets.iter_mut() {
         if let SocketSlot::Udp(u) = s {
-            if u.port == src_port && u.remote == Some(peer) {
-                u.error = Some(SocketError::ConnectionRefused);
-                if let Some(t) = u.waiter.take() {
+            if u.port == src_port && u.remote.get() == Some(peer) {
+                let waiter =
+                    u.rx.try_borrow_mut()
+                        .ok()
+                        .and_then(|mut rx| rx.set_error(SocketError::ConnectionRefused));
+                if let Some(t) = waiter {
                     w.wake(t);
                 }
                 return;

@@ -53,10 +53,12 @@
 
 pub(crate) mod buffers;
 pub(crate) mod deadline;
+pub(crate) mod dst;
 pub mod ecn;
 pub mod keepalive;
 pub(crate) mod paws;
 pub mod rack;
+pub(crate) mod rx;
 pub(crate) mod tcb;
 pub mod trace;
 
@@ -458,16 +460,30 @@ pub(crate) fn drive(
     };
     let now = w.now();
     let mut out = std::mem::take(&mut w.tcp_out);
-    // One route lookup serves the NIC check and every segment sent.
-    let flow = tcp_flow(sock.tcb.local, sock.tcb.remote);
-    let route = super::ipv4::route_flow(w, m, *sock.tcb.remote.ip(), Some(&flow)).ok();
+    // One route lookup (cached per connection, see `dst`) serves the NIC
+    // check and every segment sent.
+    let dst = if w.tcp_fast_path {
+        dst::lookup(w, m, slot, sock.tcb.local, sock.tcb.remote)
+    } else {
+        let flow = tcp_flow(sock.tcb.local, sock.tcb.remote);
+        let route = super::ipv4::route_flow(w, m, *sock.tcb.remote.ip(), Some(&flow)).ok();
+        dst::Dst { route, link: None }
+    };
+    let route = dst.route;
     // NIC room for data segments (TCP waits for the NIC as Linux's TSQ
     // makes it do, instead of overflowing the queue).
     let nic = route.and_then(|r| {
         (r.next != super::ipv4::NextHop::Local)
             .then(|| w.machines[m as usize].ifaces[r.iface as usize])
     });
-    sock.tcb.budget = nic.map_or(u32::MAX, |ifc| crate::net::nic_room(w, ifc.net, ifc.port));
+    let held = nic.map(|ifc| crate::net::nic_frames(w, ifc.net, ifc.port));
+    sock.tcb.budget = match (nic, held) {
+        (Some(ifc), Some(held)) => {
+            let txqueuelen = w.networks[ifc.net as usize].cfg.txqueuelen;
+            txqueuelen.saturating_sub(held)
+        }
+        _ => u32::MAX,
+    };
     sock.tcb.nic_blocked = false;
     let acked = sock.tcb.stats.bytes_acked;
     let fx = f(&mut sock.tcb, now, &mut out);
@@ -542,9 +558,23 @@ pub(crate) fn drive(
             }
         }
     }
-    for seg in out.drain(..) {
-        transmit(w, m, local, remote, route, seg);
+    // Each segment's headers go in front of its payload where it lies
+    // (no move of the 150-byte message per layer).
+    let mut room = dst::certain_room(w, &dst, held);
+    for seg in out.iter_mut() {
+        match &dst.link {
+            Some(link) if dst::fits(link, seg) => {
+                let known = room > 0;
+                room = room.saturating_sub(1);
+                dst::transmit_linked(w, m, link, local, remote, seg, known);
+            }
+            _ => {
+                room = 0; // fragments: several frames
+                transmit(w, m, local, remote, route, seg);
+            }
+        }
     }
+    out.clear();
     if let Some(ifc) = blocked {
         // Now that the NIC holds what fitted: wake when it drains.
         crate::net::arm_room_wake(w, ifc.net, ifc.port);
@@ -581,7 +611,7 @@ fn writer_may_run(tcb: &Tcb) -> bool {
 pub const NIC_LIMIT: u32 = 1000;
 
 /// Returns the 5-tuple a connection's segments hash to (ECMP).
-fn tcp_flow(local: SocketAddrV4, remote: SocketAddrV4) -> super::route::FlowKey {
+pub(crate) fn tcp_flow(local: SocketAddrV4, remote: SocketAddrV4) -> super::route::FlowKey {
     super::route::FlowKey {
         src: 0,
         dst: u32::from(*remote.ip()),
@@ -599,11 +629,17 @@ fn transmit(
     local: SocketAddrV4,
     remote: SocketAddrV4,
     route: Option<super::ipv4::Route>,
-    seg: Segment,
+    seg: &mut Segment,
 ) {
-    let Some(route) = route else {
+    let Some(mut route) = route else {
         return w.drop_packet(DropReason::Unsupported("tcp: no route"));
     };
+    // The connection's own address is the source, whichever interface
+    // the route leaves by (Linux: `inet_saddr`; the TCP checksum covers
+    // it). A route's preferred source would differ on a multi-homed host
+    // when the connection was accepted on another interface's address or
+    // the route changed between runs.
+    route.src = *local.ip();
     if route.next != super::ipv4::NextHop::Local {
         let ifc = w.machines[m as usize].ifaces[route.iface as usize];
         let limit = w.networks[ifc.net as usize].cfg.txqueuelen.max(NIC_LIMIT);
@@ -611,9 +647,9 @@ fn transmit(
             return w.drop_packet(DropReason::NicQueueFull);
         }
     }
-    let mut msg = seg.payload;
+    let msg = &mut seg.payload;
     let mut sum = Checksum::new();
-    super::udp::sum_message(&mut sum, &msg);
+    super::udp::sum_message(&mut sum, msg);
     let len = msg.len();
     let header = msg.push_front(seg.repr.header_len());
     seg.repr.emit_header(
@@ -625,7 +661,7 @@ fn transmit(
     );
     w.stats.tcp_sent += 1;
     let ecn = ecn::EcnState::codepoint(seg.ect);
-    super::ipv4::send_ecn(w, m, route, *remote.ip(), IpProtocol::Tcp, ecn, &mut msg);
+    super::ipv4::send_ecn(w, m, route, *remote.ip(), IpProtocol::Tcp, ecn, msg);
 }
 
 /// Sends a bare RST answering `seg` (no connection matched).
@@ -649,7 +685,7 @@ fn send_rst(
         local,
         remote,
         route,
-        Segment {
+        &mut Segment {
             repr,
             payload: Message::new(),
             ect: false,
@@ -683,22 +719,15 @@ pub(crate) fn receive(
     if sum.finish() != 0 {
         return w.drop_packet(DropReason::BadChecksum("tcp"));
     }
-    let Some(header) = msg.front(hlen) else {
-        return w.drop_packet(DropReason::Malformed("tcp"));
-    };
-    let mut copy = [0u8; 60];
-    copy[..hlen].copy_from_slice(header);
-    let Ok(mut repr) = Repr::parse(
-        &tcp::Packet::new_unchecked(&copy[..hlen]),
-        src,
-        dst,
-        Checksums::Ignore,
-    ) else {
+    // Parsed where it lies (the value owns what it needs).
+    let parsed = msg
+        .front(hlen)
+        .map(|h| Repr::parse(&tcp::Packet::new_unchecked(h), src, dst, Checksums::Ignore));
+    let Some(Ok(mut repr)) = parsed else {
         return w.drop_packet(DropReason::Malformed("tcp"));
     };
     let _ = msg.pop_front(hlen);
-    let payload = std::mem::take(msg);
-    repr.payload_len = payload.len();
+    repr.payload_len = msg.len();
     w.stats.tcp_received += 1;
     let local = SocketAddrV4::new(dst, repr.dst_port);
     let remote = SocketAddrV4::new(src, repr.src_port);
@@ -707,8 +736,9 @@ pub(crate) fn receive(
     let ix = machine.ext.as_deref().map(|e| &e.tcp);
     let conn = ix.and_then(|ix| ix.conn(&machine.sockets, local.port(), remote));
     if let Some(slot) = conn {
+        // The payload moves once, into the connection.
         drive(w, m, slot, |tcb, now, out| {
-            tcb.input_ecn(now, &repr, ip_ecn, payload, out)
+            tcb.input_ecn(now, &repr, ip_ecn, std::mem::take(msg), out)
         });
         return;
     }
@@ -719,13 +749,13 @@ pub(crate) fn receive(
         }
         Some(_) if repr.control != Control::Rst && repr.ack_number.is_some() => {
             // RFC 9293 §3.10.7.2: an ACK to a listener gets a RST.
-            send_rst(w, m, local, remote, &repr, payload.len());
+            send_rst(w, m, local, remote, &repr, repr.payload_len);
             w.drop_packet(DropReason::NoSocket);
         }
         Some(_) => w.drop_packet(DropReason::NoSocket),
         None => {
             // RFC 9293 §3.10.7.1: CLOSED — answer with RST.
-            send_rst(w, m, local, remote, &repr, payload.len());
+            send_rst(w, m, local, remote, &repr, repr.payload_len);
             w.drop_packet(DropReason::NoSocket);
         }
     }

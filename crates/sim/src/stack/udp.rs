@@ -9,7 +9,7 @@ use super::ipv4;
 use crate::api::current_task;
 use crate::machine::MachineId;
 use crate::report::DropReason;
-use crate::socket::{Datagram, SocketError, SocketSlot, MAX_UDP_PAYLOAD};
+use crate::socket::{SocketError, SocketSlot, MAX_UDP_PAYLOAD};
 use crate::world::World;
 use elvis_message::{ChunkRef, Message};
 use elvis_wire::checksum::{self, Checksum};
@@ -45,7 +45,7 @@ pub(crate) fn send(
         return Err(SocketError::MessageTooLong(len));
     }
     let (src_port, tos) = match w.machines[m as usize].sockets.get(slot as usize) {
-        Some(SocketSlot::Udp(s)) => (s.port, s.tos),
+        Some(SocketSlot::Udp(s)) => (s.port, s.tos.get()),
         _ => return Err(SocketError::BadDescriptor),
     };
     let flow = super::route::FlowKey {
@@ -94,8 +94,12 @@ pub(crate) fn send(
 /// than the queue holds, is not empty).
 fn nic_full(w: &World, m: MachineId, iface: u16, need: u32) -> Option<(u32, u32)> {
     let ifc = w.machines[m as usize].ifaces.get(iface as usize)?;
+    let room = crate::net::nic_room(w, ifc.net, ifc.port);
+    if room >= need {
+        return None;
+    }
     let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
-    (crate::net::nic_room(w, ifc.net, ifc.port) < need.min(cap)).then_some((ifc.net, ifc.port))
+    (room < need.min(cap)).then_some((ifc.net, ifc.port))
 }
 
 /// Checks an incoming datagram and queues it on the socket bound to its
@@ -138,7 +142,9 @@ pub(crate) fn receive(
     let machine = &mut w.machines[m as usize];
     let from = SocketAddrV4::new(src, src_port);
     let sock = machine.sockets.iter_mut().find_map(|s| match s {
-        SocketSlot::Udp(u) if u.port == dst_port && u.remote.is_none_or(|r| r == from) => Some(u),
+        SocketSlot::Udp(u) if u.port == dst_port && u.remote.get().is_none_or(|r| r == from) => {
+            Some(u)
+        }
         _ => None,
     });
     let Some(sock) = sock else {
@@ -151,16 +157,16 @@ pub(crate) fn receive(
     // header removed): its length is known without walking its chunks.
     let payload_len = len - udp::HEADER_LEN;
     debug_assert_eq!(payload_len, msg.len());
-    if sock.rx_bytes + payload_len > sock.rx_cap {
+    // A failed borrow means an application holds the queue across a stack
+    // call (it cannot, as the API stands); the datagram is dropped then as
+    // if the buffer were full.
+    let pushed = match sock.rx.try_borrow_mut() {
+        Ok(mut rx) => rx.push(from, payload_len, msg),
+        Err(_) => None,
+    };
+    let Some(waiter) = pushed else {
         return w.drop_packet(DropReason::SocketBufferFull);
-    }
-    sock.rx_bytes += payload_len;
-    sock.rx.push_back(Datagram {
-        from,
-        len: payload_len as u32,
-        payload: std::mem::take(msg),
-    });
-    let waiter = sock.waiter.take();
+    };
     w.stats.udp_delivered += 1;
     if let Some(t) = waiter {
         w.wake(t);

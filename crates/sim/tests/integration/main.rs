@@ -24,6 +24,7 @@ mod routing;
 mod sockets;
 mod tcp;
 mod tcp_abuse;
+mod tcp_fast_path;
 mod tcp_report;
 mod tcp_sockets;
 mod tcp_theory;

@@ -156,3 +156,75 @@ fn the_socket_api_outside_a_run_returns_not_in_simulation() {
     assert_eq!(host.name(), "");
     assert_eq!(host.ip(), None);
 }
+
+/// Returns the first byte of a datagram's payload.
+fn first_byte(mut m: elvis_message::Message) -> u8 {
+    m.front(1).map_or(u8::MAX, |b| b[0])
+}
+
+#[test]
+fn datagrams_that_wait_come_out_in_arrival_order_within_the_receive_buffer() {
+    // Five 32-byte datagrams reach a socket whose buffer holds three while
+    // its application sleeps: the first three wait (the first inside the
+    // socket, the others in its overflow queue), the last two are dropped
+    // as `socket_buffer_full`; once drained, the buffer takes more.
+    let (mut sim, a, b) = pair(1, switch("lan", None, 1_000));
+    let got: Rc<RefCell<Vec<u8>>> = Rc::default();
+    let seen = got.clone();
+    sim.spawn(b, "receiver", move |host: Host| async move {
+        let sock = host.udp_bind(9)?;
+        sock.set_recv_buffer(3 * 32)?;
+        host.sleep(std::time::Duration::from_millis(1)).await;
+        while let Some((m, from)) = sock.try_recv_from()? {
+            assert_eq!(from, sa(nth_ip(0), 5));
+            seen.borrow_mut().push(first_byte(m));
+        }
+        for _ in 0..2 {
+            let (m, _) = sock.recv_from().await?;
+            seen.borrow_mut().push(first_byte(m));
+        }
+        Ok(())
+    });
+    sim.spawn(a, "sender", |host: Host| async move {
+        let sock = host.udp_bind(5)?;
+        let to = sa(nth_ip(1), 9);
+        for i in 0..5u8 {
+            sock.send_to(vec![i; 32], to).await?;
+        }
+        host.sleep(std::time::Duration::from_millis(2)).await;
+        for i in 5..7u8 {
+            sock.send_to(vec![i; 32], to).await?;
+        }
+        Ok(())
+    });
+    let report = sim.run();
+    assert_success(&report);
+    assert_eq!(*got.borrow(), [0, 1, 2, 5, 6]);
+    assert_eq!(dropped(&report, "socket_buffer_full"), 2);
+}
+
+#[test]
+fn a_udp_socket_outliving_its_crashed_machine_reports_bad_descriptor() {
+    let (mut sim, a, b) = pair(1, switch("lan", None, 0));
+    let handoff: Rc<RefCell<Option<elvis_sim::UdpSocket>>> = Rc::default();
+    let put = handoff.clone();
+    sim.spawn(a, "crasher", move |host: Host| async move {
+        *put.borrow_mut() = Some(host.udp_bind(9)?);
+        host.sleep(std::time::Duration::from_millis(1)).await;
+        panic!("machine a goes down");
+    });
+    let outcome: Rc<RefCell<Vec<SocketError>>> = Rc::default();
+    let out = outcome.clone();
+    sim.spawn(b, "survivor", move |host: Host| async move {
+        host.sleep(std::time::Duration::from_millis(2)).await;
+        let sock = handoff.borrow_mut().take().expect("socket handed over");
+        out.borrow_mut().push(sock.try_recv_from().unwrap_err());
+        out.borrow_mut()
+            .push(sock.connect(sa(nth_ip(1), 1)).unwrap_err());
+        let err = sock.recv_from().await.unwrap_err();
+        out.borrow_mut().push(err);
+        Ok(())
+    });
+    sim.run();
+    assert_eq!(*outcome.borrow(), [const { SocketError::BadDescriptor }; 3]);
+}

@@ -870,9 +870,11 @@ impl Tcb {
             self.ack_now = false;
             self.delack_at = Deadline::NONE;
         }
-        let mut seg = seg;
-        Tcb::stamp(&mut seg, now);
+        // Stamped where it will lie (one move of the segment, not two).
         out.push(seg);
+        if let Some(last) = out.last_mut() {
+            Tcb::stamp(last, now);
+        }
     }
 
     fn arm_rto(&mut self, now: Time) {

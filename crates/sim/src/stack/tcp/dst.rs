@@ -1,0 +1,254 @@
+//! The destination cache of TCP connections (Linux's `sk_dst_cache`) and
+//! the one-pass frame emit it makes possible.
+//!
+//! Every call into a connection ([`super::drive`]) needs the route to the
+//! peer: for the NIC room it may fill, and for each segment it sends. The
+//! route of a connection depends only on the machine, the 4-tuple (its ECMP
+//! flow key) and the topology, and the topology does not change while a
+//! simulation runs (routes, interfaces and networks are set up between
+//! runs; [`crate::world::World::dst_epoch`] counts those changes). So the
+//! route, the egress NIC and both MAC addresses are looked up once per
+//! connection and kept in a small per-machine cache, like the route and
+//! neighbour a Linux socket caches in `sk_dst_cache` (`__sk_dst_check`
+//! checks it against the routing generation).
+//!
+//! With the link resolved, a segment leaves in one pass
+//! ([`transmit_linked`]): Ethernet, IPv4 and TCP headers are written
+//! together at the front of the payload (no per-layer `push_front`, no
+//! route lookup, no ARP or neighbour check) and the frame goes straight to
+//! the NIC. The bytes are exactly those of the layered path
+//! (`ipv4::send_ecn` → `ipv4::transmit` → `ethernet::send`); the
+//! integration test `tcp_fast_path` compares captures of both paths.
+//!
+//! The layered path still serves what the cache does not cover: loopback,
+//! machines with real ARP (the neighbour's MAC may change or be
+//! unresolved), datagrams that need fragmenting, no route.
+//!
+//! The cache is direct-mapped by socket slot, [`WAYS`] entries per machine
+//! (136 bytes), boxed and allocated on a machine's first TCP segment: a
+//! bulk sender hits it on every segment, a server with many busy
+//! connections misses more often and then pays what every call paid
+//! before (the lookup) plus a copy.
+
+use super::super::ipv4::{self, NextHop, Route};
+use super::tcb::Segment;
+use crate::machine::MachineId;
+use crate::net::NetId;
+use crate::report::DropReason;
+use crate::world::World;
+use elvis_wire::checksum::Checksum;
+use elvis_wire::{ethernet, tcp, EtherType, EthernetAddress, IpProtocol};
+use std::net::SocketAddrV4;
+
+/// An IPv4 header without options.
+const IP_HEADER_LEN: usize = 20;
+
+/// Entries per machine (direct-mapped by socket slot).
+pub(crate) const WAYS: usize = 2;
+
+/// A connection's resolved route.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dst {
+    /// The route (`None`: no route to the peer).
+    pub route: Option<Route>,
+    /// The egress link when the frame can be built here in one pass.
+    pub link: Option<Link>,
+}
+
+/// The egress NIC and the link-layer header of a connection's frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Link {
+    pub net: NetId,
+    pub port: u32,
+    /// Frames the NIC may hold before TCP's segments are dropped there.
+    pub limit: u32,
+    /// The largest IPv4 datagram that leaves unfragmented.
+    pub mtu: u32,
+    pub src_mac: EthernetAddress,
+    pub dst_mac: EthernetAddress,
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    epoch: u32,
+    local_port: u16,
+    remote: SocketAddrV4,
+    dst: Dst,
+}
+
+/// A machine's cached connection routes.
+#[derive(Default)]
+pub(crate) struct DstCache {
+    entries: [Option<Entry>; WAYS],
+}
+
+/// Returns the route of the connection in `slot` from `local` to
+/// `remote`, from the cache when it holds it for the current topology.
+pub(crate) fn lookup(
+    w: &mut World,
+    m: MachineId,
+    slot: u32,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+) -> Dst {
+    let epoch = w.dst_epoch;
+    let way = slot as usize % WAYS;
+    let cached = w.machines[m as usize]
+        .ext
+        .as_deref()
+        .and_then(|e| e.dst.as_deref())
+        .and_then(|c| c.entries[way])
+        .filter(|e| e.epoch == epoch && e.local_port == local.port() && e.remote == remote);
+    if let Some(e) = cached {
+        return e.dst;
+    }
+    let dst = resolve(w, m, local, remote);
+    let cache = w.machines[m as usize]
+        .ext()
+        .dst
+        .get_or_insert_with(Box::default);
+    cache.entries[way] = Some(Entry {
+        epoch,
+        local_port: local.port(),
+        remote,
+        dst,
+    });
+    dst
+}
+
+/// Looks the route up (the slow path the cache saves).
+fn resolve(w: &World, m: MachineId, local: SocketAddrV4, remote: SocketAddrV4) -> Dst {
+    let flow = super::tcp_flow(local, remote);
+    let route = ipv4::route_flow(w, m, *remote.ip(), Some(&flow)).ok();
+    Dst {
+        route,
+        link: route.and_then(|r| link_of(w, m, &r)),
+    }
+}
+
+/// Returns the link a frame on `route` leaves through when the layered
+/// path would send it to a fixed neighbour MAC: a unicast neighbour on a
+/// machine that resolves neighbours statically (no ARP).
+fn link_of(w: &World, m: MachineId, route: &Route) -> Option<Link> {
+    let NextHop::Neighbour(_, port) = route.next else {
+        return None;
+    };
+    let machine = &w.machines[m as usize];
+    if w.groups[machine.group as usize].protocols.arp {
+        return None;
+    }
+    let ifc = *machine.ifaces.get(usize::from(route.iface))?;
+    let net = &w.networks[ifc.net as usize];
+    Some(Link {
+        net: ifc.net,
+        port: ifc.port,
+        limit: net.cfg.txqueuelen.max(super::NIC_LIMIT),
+        mtu: route.mtu,
+        src_mac: net.mac(ifc.port),
+        dst_mac: crate::net::port_mac(ifc.net, port),
+    })
+}
+
+/// Returns how many frames certainly fit under the link's NIC limit, the
+/// NIC having held `held` frames when the connection was called (0 when
+/// unknown). Within one call nothing else adds to a NIC of a network with
+/// a rate (its frames leave through events, never synchronously), and
+/// each frame the connection sends adds at most one, so the first
+/// `limit − held` single-frame segments need no look at the NIC; an ideal
+/// network may deliver synchronously, and the peer's answer may add
+/// frames, so its NIC is always asked.
+pub(crate) fn certain_room(w: &World, dst: &Dst, held: Option<u32>) -> u32 {
+    match (&dst.link, held) {
+        (Some(link), Some(held)) if w.networks[link.net as usize].cfg.bandwidth_bps.is_some() => {
+            link.limit.saturating_sub(held)
+        }
+        _ => 0,
+    }
+}
+
+/// Sends `seg` from `local` to `remote` through `link` in one pass:
+/// Ethernet, IPv4 and TCP headers written together at the front of the
+/// payload, byte for byte what the layered path writes (`super::transmit`
+/// → `ipv4::send_ecn` → `ethernet::send`), with the same counters and
+/// the same drop at a full NIC (`room_known`: the caller knows from
+/// [`certain_room`] that the NIC has room). The caller checked that the
+/// datagram fits the link's MTU.
+pub(crate) fn transmit_linked(
+    w: &mut World,
+    m: MachineId,
+    link: &Link,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    seg: &mut Segment,
+    room_known: bool,
+) {
+    if !room_known && crate::net::nic_frames(w, link.net, link.port) >= link.limit {
+        return w.drop_packet(DropReason::NicQueueFull);
+    }
+    let msg = &mut seg.payload;
+    let mut sum = Checksum::new();
+    super::super::udp::sum_message(&mut sum, msg);
+    let tcp_payload = msg.len();
+    let tcp_len = seg.repr.header_len();
+    let ip_at = ethernet::HEADER_LEN;
+    let tcp_at = ip_at + IP_HEADER_LEN;
+    let header = msg.push_front(tcp_at + tcp_len);
+    seg.repr.emit_header(
+        &mut tcp::Packet::new_unchecked(&mut header[tcp_at..]),
+        *local.ip(),
+        *remote.ip(),
+        tcp_payload,
+        sum,
+    );
+    let machine = &mut w.machines[m as usize];
+    let ident = machine.ip_ident;
+    machine.ip_ident = ident.wrapping_add(1);
+    let ip = elvis_wire::ipv4::Repr {
+        src_addr: *local.ip(),
+        dst_addr: *remote.ip(),
+        next_header: IpProtocol::Tcp,
+        payload_len: tcp_len + tcp_payload,
+        hop_limit: w.default_ttl,
+        ident,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+        dscp_ecn: super::ecn::EcnState::codepoint(seg.ect) & 0b11,
+    };
+    ip.emit(&mut elvis_wire::ipv4::Packet::new_unchecked(
+        &mut header[ip_at..tcp_at],
+    ));
+    let eth = ethernet::Repr {
+        src_addr: link.src_mac,
+        dst_addr: link.dst_mac,
+        ethertype: EtherType::Ipv4,
+    };
+    eth.emit(&mut ethernet::Frame::new_unchecked(&mut header[..ip_at]));
+    if msg.len() < ethernet::MIN_FRAME_LEN {
+        msg.pad_to(ethernet::MIN_FRAME_LEN);
+    }
+    w.stats.tcp_sent += 1;
+    w.stats.ip_sent += 1;
+    w.tcp_fast_sent += 1;
+    crate::net::transmit(w, link.net, link.port, msg);
+}
+
+/// Returns true when a datagram carrying `seg` leaves `link` unfragmented.
+pub(crate) fn fits(link: &Link, seg: &Segment) -> bool {
+    IP_HEADER_LEN + seg.repr.header_len() + seg.payload.len() <= link.mtu as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_machines_cache_costs_a_pointer_until_it_sends_and_136_bytes_then() {
+        // The scale budget is per machine: the cache is boxed, so a machine
+        // that never sends TCP pays only the `Option<Box<_>>`.
+        let boxed = std::mem::size_of::<DstCache>();
+        println!("DstCache: {boxed} bytes");
+        assert_eq!(std::mem::size_of::<Option<Box<DstCache>>>(), 8);
+        assert!(boxed <= 136, "{boxed} bytes");
+    }
+}
