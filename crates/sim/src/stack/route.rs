@@ -41,6 +41,7 @@
 use crate::machine::MachineId;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
+use std::hash::BuildHasherDefault;
 use std::net::Ipv4Addr;
 
 /// "No routing table" in [`Routing::of_machine`].
@@ -183,12 +184,49 @@ pub(crate) struct FlowHop {
 }
 
 /// The per-flow explicit routes of every machine (see "Per-flow explicit
-/// routes"): one hash map keyed by (machine, source, destination, port).
+/// routes"): one hash map keyed by (machine, source, destination, port),
+/// packed into one integer and hashed by [`FlowHasher`].
 #[derive(Default)]
 pub(crate) struct FlowRoutes {
-    map: FxHashMap<(MachineId, u32, u32, u32), FlowHop>,
+    map: std::collections::HashMap<u128, FlowHop, BuildHasherDefault<FlowHasher>>,
     /// Some route names a destination port (lookups probe twice).
     with_ports: bool,
+}
+
+/// Packs a [`FlowRoutes`] key into one integer.
+#[inline]
+fn flow_key(m: MachineId, src: u32, dst: u32, port: u32) -> u128 {
+    u128::from(u64::from(m) << 32 | u64::from(port)) << 64
+        | u128::from(u64::from(src) << 32 | u64::from(dst))
+}
+
+/// The hasher of [`FlowRoutes`] keys: two multiplications mixing all 128
+/// bits into the 64 (the structured addresses and ports of a topology's
+/// flows collide in a weaker hash, and a lookup then probes several
+/// slots).
+#[derive(Default)]
+pub(crate) struct FlowHasher(u64);
+
+impl std::hash::Hasher for FlowHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u128(u128::from(b));
+        }
+    }
+
+    #[inline]
+    fn write_u128(&mut self, k: u128) {
+        let (hi, lo) = ((k >> 64) as u64, k as u64);
+        let a = (lo ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ hi;
+        let b = (a ^ (a >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        self.0 = b ^ (b >> 32);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl FlowRoutes {
@@ -197,7 +235,7 @@ impl FlowRoutes {
     pub fn insert(&mut self, m: MachineId, src: u32, dst: u32, dport: Option<u16>, hop: FlowHop) {
         self.with_ports |= dport.is_some();
         let port = dport.map_or(ANY_PORT, u32::from);
-        self.map.insert((m, src, dst, port), hop);
+        self.map.insert(flow_key(m, src, dst, port), hop);
     }
 
     /// Returns the flow route of a datagram of `flow` forwarded by `m`.
@@ -207,12 +245,14 @@ impl FlowRoutes {
             return None;
         }
         if self.with_ports {
-            let key = (m, flow.src, flow.dst, u32::from(flow.dport));
+            let key = flow_key(m, flow.src, flow.dst, u32::from(flow.dport));
             if let Some(&hop) = self.map.get(&key) {
                 return Some(hop);
             }
         }
-        self.map.get(&(m, flow.src, flow.dst, ANY_PORT)).copied()
+        self.map
+            .get(&flow_key(m, flow.src, flow.dst, ANY_PORT))
+            .copied()
     }
 
     /// Returns the number of flow routes.
