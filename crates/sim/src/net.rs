@@ -299,7 +299,16 @@ impl WireQueue {
     /// that started serializing by then as dequeued (at their start, in
     /// order), and forgets those fully serialized. Departures at an
     /// instant come before arrivals at it.
+    #[inline]
     fn settle(&mut self, now_ns: u64) {
+        // The common case first: every frame started and fully serialized.
+        if self.started as usize == self.sched.len()
+            && self.sched.back().is_none_or(|s| s.done <= now_ns)
+        {
+            self.sched.clear();
+            self.started = 0;
+            return;
+        }
         while let Some(&s) = self.sched.get(self.started as usize) {
             if s.start > now_ns {
                 break;

@@ -190,6 +190,9 @@ impl FastHop {
     /// TTL and header checksum of a frame's first `ETH + 20` bytes.
     #[inline]
     fn rewrite(&self, h: &mut [u8]) {
+        let Ok(h): Result<&mut [u8; ETH + 20], _> = h.try_into() else {
+            unreachable!("a header of ETH + 20 bytes");
+        };
         h[0..6].copy_from_slice(&crate::net::port_mac(self.out.net, self.peer).0);
         h[6..12].copy_from_slice(&crate::net::port_mac(self.out.net, self.out.port).0);
         if !self.keep_ttl {
@@ -222,10 +225,7 @@ fn fast_hop(
     }
     let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
     let keep_ttl = machine.keep_ttl;
-    // `Machine::owns` without an early exit: a switch's dozen interfaces
-    // compared in an unrolled loop, not one branch each.
-    let owned = machine.ifaces.iter().fold(false, |o, i| o | (i.ip == dst));
-    if (ip[8] <= 1 && !keep_ttl) || dst.is_broadcast() || dst.is_multicast() || owned {
+    if (ip[8] <= 1 && !keep_ttl) || dst.is_broadcast() || dst.is_multicast() || machine.owns(dst) {
         return None;
     }
     let flow = flow_of_header(ip, [b[ETH + 20], b[ETH + 21], b[ETH + 22], b[ETH + 23]]);
@@ -427,6 +427,7 @@ fn decrement_ttl(msg: &mut Message) {
 
 /// Decrements the TTL of the IPv4 header `h` (at least 20 bytes, TTL at
 /// least 1) and patches its checksum (RFC 1624 eqn. 3).
+#[inline]
 fn decrement_ttl_in(h: &mut [u8]) {
     let old = u16::from_be_bytes([h[8], h[9]]);
     h[8] -= 1;
