@@ -277,7 +277,7 @@ impl FlowRoutes {
     }
 
     /// Returns the route filed under `key`.
-    #[inline]
+    #[inline(always)]
     fn get(&self, key: u128) -> Option<FlowHop> {
         if key == EMPTY {
             return self.all_ones;
@@ -297,7 +297,7 @@ impl FlowRoutes {
     }
 
     /// Returns the flow route of a datagram of `flow` forwarded by `m`.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, m: MachineId, flow: &FlowKey) -> Option<FlowHop> {
         if self.len == 0 {
             return None;
