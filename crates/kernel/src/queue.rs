@@ -83,6 +83,8 @@ pub struct EventQueue<E> {
     high: usize,
     present: VecDeque<E>,
     lane_seq: Vec<u32>,
+    /// Some lane's `seq` wrapped around (see [`EventQueue::order_due`]).
+    wrapped: bool,
     popped: u64,
 }
 
@@ -116,6 +118,7 @@ impl<E> EventQueue<E> {
             high: 0,
             present: VecDeque::new(),
             lane_seq: Vec::new(),
+            wrapped: false,
             popped: 0,
         }
     }
@@ -154,6 +157,7 @@ impl<E> EventQueue<E> {
         }
         let seq = self.lane_seq[idx];
         self.lane_seq[idx] = seq.wrapping_add(1);
+        self.wrapped |= seq == u32::MAX;
         let key = (u64::from(lane) << 32) | u64::from(seq);
         if time.0 <= self.last && self.has_due() {
             // `due` was filled ahead of the present by `peek_time`.
@@ -265,12 +269,15 @@ impl<E> EventQueue<E> {
     /// `order` packs each event's lane with its position in `due`: within
     /// a lane, `due` is in scheduling order (buckets are appended to and
     /// spread in order), which is `seq` order, so sorting these integers
-    /// sorts by key without moving the events. A check confirms it (a
-    /// lane whose `seq` wrapped around would fail it) and falls back to
-    /// sorting by key. (Positions take 32 bits: an instant holds fewer
+    /// sorts by key without moving the events. Once a lane's `seq` has
+    /// wrapped around, a check confirms it and falls back to sorting by
+    /// key when it fails. (Positions take 32 bits: an instant holds fewer
     /// than 2³² events, 160 GiB of them.)
     fn order_due(&mut self) {
         self.order.sort_unstable();
+        if !self.wrapped {
+            return;
+        }
         let key = |due: &[Option<Entry<E>>], p: u64| due[p as u32 as usize].as_ref().map(|e| e.key);
         let due = &self.due;
         let in_order = self

@@ -299,7 +299,16 @@ impl WireQueue {
     /// that started serializing by then as dequeued (at their start, in
     /// order), and forgets those fully serialized. Departures at an
     /// instant come before arrivals at it.
+    #[inline]
     fn settle(&mut self, now_ns: u64) {
+        // The common case first: every frame started and fully serialized.
+        if self.started as usize == self.sched.len()
+            && self.sched.back().is_none_or(|s| s.done <= now_ns)
+        {
+            self.sched.clear();
+            self.started = 0;
+            return;
+        }
         while let Some(&s) = self.sched.get(self.started as usize) {
             if s.start > now_ns {
                 break;
@@ -351,6 +360,7 @@ impl WireQueue {
 
     /// Returns how many frames are in the queue or on the wire at
     /// `now_ns` on the analytic path.
+    #[inline]
     fn scheduled_at(&self, now_ns: u64) -> u32 {
         let (Some(front), Some(back)) = (self.sched.front(), self.sched.back()) else {
             return 0;
@@ -580,6 +590,7 @@ pub(crate) fn port_mac(net: NetId, port: u32) -> EthernetAddress {
 }
 
 /// Returns how many more frames the NIC at `port` takes now.
+#[inline]
 pub(crate) fn nic_room(w: &World, net: NetId, port: u32) -> u32 {
     let txqueuelen = w.networks[net as usize].cfg.txqueuelen;
     txqueuelen.saturating_sub(nic_frames(w, net, port))
@@ -587,6 +598,7 @@ pub(crate) fn nic_room(w: &World, net: NetId, port: u32) -> u32 {
 
 /// Returns how many frames the NIC at `port` holds now (waiting or being
 /// serialized; on an ideal network, not yet delivered).
+#[inline]
 pub(crate) fn nic_frames(w: &World, net: NetId, port: u32) -> u32 {
     let p = &w.networks[net as usize].ports[port as usize];
     let scheduled = p
@@ -707,11 +719,64 @@ fn queue_mut(w: &mut World, q: QueueRef) -> &mut WireQueue {
 /// Offers frame `id` to queue `q` and starts the wire if it is idle. A
 /// frame the discipline refuses is discarded with its reason (and frees
 /// its NIC slot when `q` is a NIC); one it marks gets CE set.
+///
+/// A queue run as a departure-time FIFO (see "Departure-time FIFO") takes
+/// the frame here, with one look-up of the queue: it already runs so (its
+/// schedule, settled at the present, is not empty), or it is an idle
+/// drop-tail queue on a network that is neither captured nor traced.
 fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
     let now = w.now().as_nanos();
-    if runs_analytic(w, q, now) {
-        return enqueue_analytic(w, q, id, now);
+    let (net, port, up) = (q.net, q.port_dir >> 1, q.port_dir & 1 == 0);
+    let bytes = w.frames[id as usize].len();
+    let uncaptured = !w.evented_queues && !w.queue_trace && !w.pcap.captures(net);
+    let n = &mut w.networks[net as usize];
+    let ser = n.cfg.serialization_ns(bytes);
+    let queues = n.queues_mut(port);
+    let wq = if up { &mut queues.up } else { &mut queues.down };
+    wq.settle(now);
+    let analytic = !wq.sched.is_empty()
+        || (uncaptured && matches!(wq.qdisc, Qdisc::DropTail(_)) && wq.is_idle(now));
+    if !analytic {
+        return enqueue_evented(w, q, id, now);
     }
+    let (packets, waiting_bytes) = wq.waiting();
+    let full = match &wq.qdisc {
+        Qdisc::DropTail(d) => d.refuses(packets, waiting_bytes, bytes as u32),
+        _ => false,
+    };
+    if full {
+        wq.stats.dropped += 1;
+        n.stats.queue_drops += 1;
+        let reason = DropReason::QueueFull;
+        *w.queue_drops.entry((net, q.port_dir, reason)).or_insert(0) += 1;
+        return discard(w, id, reason);
+    }
+    let done = wq.push(now, ser, bytes as u32);
+    if !up {
+        let deliver = Event::Deliver {
+            net,
+            port,
+            frame: id,
+            from: NO_PORT,
+        };
+        let lane = lane_of_net(w, net);
+        return w.queue.schedule(Time::from_nanos(done), lane, deliver);
+    }
+    match draw_fate(n, &mut w.frames[id as usize]) {
+        Err(reason) => discard(w, id, reason),
+        Ok(fate) => {
+            let at = Time::from_nanos(done + n.cfg.latency_ns + fate.extra_ns);
+            propagate(w, net, port, id, at);
+            if fate.duplicate {
+                let copy = w.frames.insert(w.frames[id as usize].clone()) as FrameId;
+                propagate(w, net, port, copy, at);
+            }
+        }
+    }
+}
+
+/// [`enqueue`] on a queue run event by event.
+fn enqueue_evented(w: &mut World, q: QueueRef, id: FrameId, now: u64) {
     let n = &mut w.networks[q.net as usize];
     let (port, up) = (q.port_dir >> 1, q.port_dir & 1 == 0);
     if up {
@@ -759,69 +824,6 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
     }
     if idle {
         start_tx(w, q);
-    }
-}
-
-/// Returns true when queue `q` runs as a departure-time FIFO (see
-/// "Departure-time FIFO"): it already does (its schedule is not empty), or
-/// it is an idle drop-tail queue on a network that is neither captured
-/// nor traced. Settles the schedule at `now_ns` on the way.
-#[inline]
-fn runs_analytic(w: &mut World, q: QueueRef, now_ns: u64) -> bool {
-    let eligible = !w.evented_queues && !w.queue_trace && !w.pcap.captures(q.net);
-    let wq = queue_mut(w, q);
-    wq.settle(now_ns);
-    if !wq.sched.is_empty() {
-        return true;
-    }
-    eligible && matches!(wq.qdisc, Qdisc::DropTail(_)) && wq.is_idle(now_ns)
-}
-
-/// Offers frame `id` to the departure-time FIFO `q` (settled at `now_ns`):
-/// drops it if the drop-tail limit is reached, else computes when it
-/// leaves the wire and schedules its arrival at once (drawing its
-/// impairments now when it leaves a NIC).
-fn enqueue_analytic(w: &mut World, q: QueueRef, id: FrameId, now_ns: u64) {
-    let (net, port, up) = (q.net, q.port_dir >> 1, q.port_dir & 1 == 0);
-    let bytes = w.frames[id as usize].len();
-    let n = &mut w.networks[net as usize];
-    let ser = n.cfg.serialization_ns(bytes);
-    let queues = n.queues_mut(port);
-    let wq = if up { &mut queues.up } else { &mut queues.down };
-    let (packets, waiting_bytes) = wq.waiting();
-    let full = match &wq.qdisc {
-        Qdisc::DropTail(d) => d.refuses(packets, waiting_bytes, bytes as u32),
-        _ => false,
-    };
-    if full {
-        wq.stats.dropped += 1;
-        n.stats.queue_drops += 1;
-        let reason = DropReason::QueueFull;
-        *w.queue_drops.entry((net, q.port_dir, reason)).or_insert(0) += 1;
-        return discard(w, id, reason);
-    }
-    let done = wq.push(now_ns, ser, bytes as u32);
-    if !up {
-        let deliver = Event::Deliver {
-            net,
-            port,
-            frame: id,
-            from: NO_PORT,
-        };
-        let lane = lane_of_net(w, net);
-        return w.queue.schedule(Time::from_nanos(done), lane, deliver);
-    }
-    let (n, frame) = (&mut w.networks[net as usize], &mut w.frames[id as usize]);
-    match draw_fate(n, frame) {
-        Err(reason) => discard(w, id, reason),
-        Ok(fate) => {
-            let at = Time::from_nanos(done + n.cfg.latency_ns + fate.extra_ns);
-            propagate(w, net, port, id, at);
-            if fate.duplicate {
-                let copy = w.frames.insert(w.frames[id as usize].clone()) as FrameId;
-                propagate(w, net, port, copy, at);
-            }
-        }
     }
 }
 
@@ -1015,6 +1017,7 @@ fn deliver_across_link(w: &mut World, q: QueueRef, id: FrameId, duplicate: bool)
 /// Sends frame `id`, serialized by the NIC at `port`, across the network:
 /// it reaches the other end of a link or the switch fabric `at` (after the
 /// latency plus any reorder hold-back).
+#[inline]
 fn propagate(w: &mut World, net: NetId, port: u32, id: FrameId, at: Time) {
     let n = &w.networks[net as usize];
     let lane = lane_of_net(w, net);

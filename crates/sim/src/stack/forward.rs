@@ -190,6 +190,9 @@ impl FastHop {
     /// TTL and header checksum of a frame's first `ETH + 20` bytes.
     #[inline]
     fn rewrite(&self, h: &mut [u8]) {
+        let Ok(h): Result<&mut [u8; ETH + 20], _> = h.try_into() else {
+            unreachable!("a header of ETH + 20 bytes");
+        };
         h[0..6].copy_from_slice(&crate::net::port_mac(self.out.net, self.peer).0);
         h[6..12].copy_from_slice(&crate::net::port_mac(self.out.net, self.out.port).0);
         if !self.keep_ttl {
@@ -227,8 +230,15 @@ fn fast_hop(
     }
     let flow = flow_of_header(ip, [b[ETH + 20], b[ETH + 21], b[ETH + 22], b[ETH + 23]]);
     let (out, peer) = fast_route(w, m, dst, &flow, len - ETH)?;
-    let c = &mut w.machines[m as usize].ext().forwarding;
-    let n = c.len().max(usize::from(iface.max(out.iface)) + 1);
+    let machine = &mut w.machines[m as usize];
+    if machine.ext.is_none() {
+        machine.ext();
+    }
+    let Some(ext) = machine.ext.as_deref_mut() else {
+        unreachable!("made above");
+    };
+    let c = &mut ext.forwarding;
+    let n = usize::from(iface.max(out.iface)) + 1;
     if c.len() < n {
         grow(c, n);
     }
@@ -309,7 +319,7 @@ pub(crate) fn forward(w: &mut World, m: MachineId, iface: u16, ihl: usize, msg: 
 
 /// Returns the 5-tuple of a datagram whose IPv4 header (without options)
 /// is `ip`, followed by the four bytes `ports`.
-#[inline]
+#[inline(always)]
 fn flow_of_header(ip: &[u8; 20], ports: [u8; 4]) -> FlowKey {
     let first = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
     let ports = if first && (ip[9] == 6 || ip[9] == 17) {
@@ -417,6 +427,7 @@ fn decrement_ttl(msg: &mut Message) {
 
 /// Decrements the TTL of the IPv4 header `h` (at least 20 bytes, TTL at
 /// least 1) and patches its checksum (RFC 1624 eqn. 3).
+#[inline]
 fn decrement_ttl_in(h: &mut [u8]) {
     let old = u16::from_be_bytes([h[8], h[9]]);
     h[8] -= 1;

@@ -183,12 +183,43 @@ pub(crate) struct FlowHop {
 }
 
 /// The per-flow explicit routes of every machine (see "Per-flow explicit
-/// routes"): one hash map keyed by (machine, source, destination, port).
+/// routes"), keyed by (machine, source, destination, port) packed into one
+/// integer: an open-addressing table (linear probing, at most half full,
+/// a key's first slot picked by a two-multiply mix of all its bits), so a
+/// lookup is typically one hash and one comparison. Nothing iterates it:
+/// its order never shows.
 #[derive(Default)]
 pub(crate) struct FlowRoutes {
-    map: FxHashMap<(MachineId, u32, u32, u32), FlowHop>,
+    /// Keys by slot ([`EMPTY`] for a free slot); a power of two long.
+    keys: Vec<u128>,
+    /// Routes by slot.
+    hops: Vec<FlowHop>,
+    len: usize,
+    /// The route whose key is [`EMPTY`] (all ones: machine `u32::MAX`).
+    all_ones: Option<FlowHop>,
     /// Some route names a destination port (lookups probe twice).
     with_ports: bool,
+}
+
+/// A free slot of [`FlowRoutes`].
+const EMPTY: u128 = u128::MAX;
+
+/// Packs a [`FlowRoutes`] key into one integer.
+#[inline]
+fn flow_key(m: MachineId, src: u32, dst: u32, port: u32) -> u128 {
+    u128::from(u64::from(m) << 32 | u64::from(port)) << 64
+        | u128::from(u64::from(src) << 32 | u64::from(dst))
+}
+
+/// Mixes all 128 bits of a [`FlowRoutes`] key into 64 (the structured
+/// addresses and ports of a topology's flows would crowd a weaker hash's
+/// slots).
+#[inline]
+fn flow_hash(k: u128) -> u64 {
+    let (hi, lo) = ((k >> 64) as u64, k as u64);
+    let a = lo.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ hi;
+    let b = (a ^ (a >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    b ^ (b >> 32)
 }
 
 impl FlowRoutes {
@@ -197,27 +228,92 @@ impl FlowRoutes {
     pub fn insert(&mut self, m: MachineId, src: u32, dst: u32, dport: Option<u16>, hop: FlowHop) {
         self.with_ports |= dport.is_some();
         let port = dport.map_or(ANY_PORT, u32::from);
-        self.map.insert((m, src, dst, port), hop);
+        self.put(flow_key(m, src, dst, port), hop);
+    }
+
+    /// Files `hop` under `key`, replacing any route there.
+    fn put(&mut self, key: u128, hop: FlowHop) {
+        if key == EMPTY {
+            self.len += usize::from(self.all_ones.replace(hop).is_none());
+            return;
+        }
+        if (self.len + 1) * 2 > self.keys.len() {
+            self.grow();
+        }
+        let mask = self.keys.len() - 1;
+        let mut i = flow_hash(key) as usize & mask;
+        loop {
+            if self.keys[i] == key {
+                self.hops[i] = hop;
+                return;
+            }
+            if self.keys[i] == EMPTY {
+                self.keys[i] = key;
+                self.hops[i] = hop;
+                self.len += 1;
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Doubles the table (at least 16 slots) and files every route again.
+    #[cold]
+    fn grow(&mut self) {
+        let size = (self.keys.len() * 2).max(16);
+        let unused = FlowHop {
+            iface: 0,
+            via: 0,
+            port: 0,
+        };
+        let keys = std::mem::replace(&mut self.keys, vec![EMPTY; size]);
+        let hops = std::mem::replace(&mut self.hops, vec![unused; size]);
+        self.len = usize::from(self.all_ones.is_some());
+        for (k, h) in keys.into_iter().zip(hops) {
+            if k != EMPTY {
+                self.put(k, h);
+            }
+        }
+    }
+
+    /// Returns the route filed under `key`.
+    #[inline(always)]
+    fn get(&self, key: u128) -> Option<FlowHop> {
+        if key == EMPTY {
+            return self.all_ones;
+        }
+        let mask = self.keys.len().wrapping_sub(1);
+        let mut i = flow_hash(key) as usize & mask;
+        loop {
+            let k = *self.keys.get(i)?;
+            if k == key {
+                return self.hops.get(i).copied();
+            }
+            if k == EMPTY {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
     }
 
     /// Returns the flow route of a datagram of `flow` forwarded by `m`.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, m: MachineId, flow: &FlowKey) -> Option<FlowHop> {
-        if self.map.is_empty() {
+        if self.len == 0 {
             return None;
         }
         if self.with_ports {
-            let key = (m, flow.src, flow.dst, u32::from(flow.dport));
-            if let Some(&hop) = self.map.get(&key) {
-                return Some(hop);
+            let hop = self.get(flow_key(m, flow.src, flow.dst, u32::from(flow.dport)));
+            if hop.is_some() {
+                return hop;
             }
         }
-        self.map.get(&(m, flow.src, flow.dst, ANY_PORT)).copied()
+        self.get(flow_key(m, flow.src, flow.dst, ANY_PORT))
     }
 
     /// Returns the number of flow routes.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.len
     }
 }
 
@@ -418,6 +514,43 @@ mod test {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(i.tables.len(), 2);
+    }
+
+    #[test]
+    fn flow_routes_find_what_was_filed_and_nothing_else() {
+        let hop = |port: u32| FlowHop {
+            iface: 1,
+            via: 7,
+            port,
+        };
+        let mut f = FlowRoutes::default();
+        let flow = |src: u32, dport: u16| FlowKey {
+            src,
+            dst: 99,
+            proto: 17,
+            sport: 5,
+            dport,
+        };
+        assert_eq!(f.lookup(3, &flow(1, 10)), None);
+        for src in 0..1000 {
+            f.insert(3, src, 99, None, hop(src));
+        }
+        f.insert(3, 5, 99, Some(10), hop(12345));
+        f.insert(3, 5, 99, Some(10), hop(54321));
+        f.insert(u32::MAX, u32::MAX, u32::MAX, None, hop(1));
+        assert_eq!(f.len(), 1002);
+        for src in 0..1000 {
+            assert_eq!(f.lookup(3, &flow(src, 11)), Some(hop(src)));
+            assert_eq!(f.lookup(4, &flow(src, 11)), None);
+        }
+        assert_eq!(f.lookup(3, &flow(5, 10)), Some(hop(54321)));
+        assert_eq!(f.lookup(3, &flow(1000, 10)), None);
+        let all_ones = FlowKey {
+            src: u32::MAX,
+            dst: u32::MAX,
+            ..flow(0, 0)
+        };
+        assert_eq!(f.lookup(u32::MAX, &all_ones), Some(hop(1)));
     }
 
     #[test]
