@@ -143,7 +143,7 @@ pub fn fat_tree_cubic(k: u32, flows: u32, rate_bps: u64, duration_s: u64) -> Mea
             let mut at = t0;
             while at.as_nanos() - t0.as_nanos() < end.as_nanos() as u64 {
                 s.write_all(Message::zeros(chunk)).await?;
-                at = at + tick;
+                at += tick;
                 h.sleep_until(at).await;
             }
             Ok(())

@@ -149,7 +149,7 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
                 iface: iface as u16,
                 gateway: via,
             };
-            let hops = list.entry((r.prefix, r.len)).or_insert_with(Hops::new);
+            let hops = list.entry((r.prefix, r.len)).or_default();
             if !hops.contains(&hop) {
                 hops.push(hop);
             }

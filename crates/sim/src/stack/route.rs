@@ -113,7 +113,7 @@ impl Table {
             };
             level.map.insert(prefix, (start, hs.len() as u16));
         }
-        levels.sort_by(|a, b| b.len.cmp(&a.len));
+        levels.sort_by_key(|l| std::cmp::Reverse(l.len));
         Table {
             levels,
             hops,
@@ -150,7 +150,7 @@ pub(crate) fn pick(n: usize, seed: u64, machine: MachineId, flow: &FlowKey) -> u
         h = splitmix(h ^ word);
     }
     // Lemire's multiply-shift: uniform over n without a division.
-    ((h >> 32) * n as u64 >> 32) as usize
+    (((h >> 32) * n as u64) >> 32) as usize
 }
 
 fn splitmix(mut z: u64) -> u64 {
@@ -344,6 +344,7 @@ pub(crate) struct StaticRoute {
 }
 
 /// The routing state of a simulation.
+#[derive(Default)]
 pub(crate) struct Routing {
     pub tables: Vec<Table>,
     /// Table index by machine id; empty while no machine has a table.
@@ -356,19 +357,6 @@ pub(crate) struct Routing {
     pub dirty: bool,
     /// Per-flow explicit routes (kept across table rebuilds).
     pub flows: FlowRoutes,
-}
-
-impl Default for Routing {
-    fn default() -> Self {
-        Routing {
-            tables: Vec::new(),
-            of_machine: Vec::new(),
-            statics: BTreeMap::new(),
-            auto: None,
-            dirty: false,
-            flows: FlowRoutes::default(),
-        }
-    }
 }
 
 impl Routing {

@@ -145,7 +145,8 @@ fn each_ttl_expires_at_the_router_that_many_hops_away() {
             sim.spawn(a, "trace", move |host: Host| async move {
                 let sock = host.icmp_socket(100 + u16::from(t))?;
                 sock.send_echo_with(link_ip(n, 2), u16::from(t), ttl(t), Message::new())?;
-                out.borrow_mut().push(sock.recv_echo().await?);
+                let echo = sock.recv_echo().await?;
+                out.borrow_mut().push(echo);
                 Ok(())
             });
             got

@@ -84,7 +84,8 @@ fn keepalive_probes_to_a_live_peer_keep_an_idle_connection_open() {
     sim.spawn(b, "server", move |h: Host| async move {
         let l = h.tcp_listen(80, 1)?;
         let (s, _) = l.accept().await?;
-        g2.borrow_mut().push(s.read_exact(4).await?.to_vec());
+        let data = s.read_exact(4).await?.to_vec();
+        g2.borrow_mut().push(data);
         Ok(())
     });
     let probes = log();
@@ -217,10 +218,12 @@ fn linger_zero_resets_and_the_peer_sees_reset_once_then_broken_pipe() {
                 Err(e) => break Some(e),
             }
         };
+        let sent = s.send(b"x".to_vec()).await.err();
+        let received = s.recv(1).await.map(|m| m.len()).err();
         let mut v = s2.borrow_mut();
         v.push((format!("{data:?}"), err));
-        v.push(("send".into(), s.send(b"x".to_vec()).await.err()));
-        v.push(("recv".into(), s.recv(1).await.map(|m| m.len()).err()));
+        v.push(("send".into(), sent));
+        v.push(("recv".into(), received));
         v.push(("shutdown".into(), s.shutdown(Shutdown::Both).err()));
         v.push(("peer_addr".into(), s.peer_addr().err()));
         Ok(())
@@ -264,7 +267,8 @@ fn send_after_shutdown_write_is_a_broken_pipe() {
     sim.spawn(a, "client", move |h: Host| async move {
         let s = h.tcp_connect(sa(nth_ip(1), 80)).await?;
         s.shutdown(Shutdown::Write)?;
-        s2.borrow_mut().push(s.send(b"late".to_vec()).await.err());
+        let late = s.send(b"late".to_vec()).await.err();
+        s2.borrow_mut().push(late);
         Ok(())
     });
     let r = sim.run();

@@ -1052,7 +1052,7 @@ fn rto_doubles_on_each_timeout_up_to_the_maximum() {
         assert_eq!(out.len(), 1, "one segment after a timeout (cwnd = 1 MSS)");
         assert_eq!(out[0].repr.seq_number, ISS + 1);
         assert_eq!(out[0].payload.len(), MSS);
-        at = at + Duration::from_millis(next);
+        at += Duration::from_millis(next);
     }
     assert_eq!(t.stats.losses().timeouts, 4);
 }
