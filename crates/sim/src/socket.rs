@@ -490,7 +490,14 @@ impl UdpSocket {
     /// Limits the receive queue to `bytes` of payload; datagrams that do not
     /// fit are dropped (`SO_RCVBUF`). Unlimited by default.
     pub fn set_recv_buffer(&self, bytes: usize) -> Result<(), SocketError> {
-        let mut rx = self
+        self.open_rx()?.cap = bytes;
+        Ok(())
+    }
+
+    /// Borrows the receive queue of an open socket (`BadDescriptor` once
+    /// the socket-table entry is gone).
+    fn open_rx(&self) -> Result<std::cell::RefMut<'_, UdpRx>, SocketError> {
+        let rx = self
             .shared
             .rx
             .try_borrow_mut()
@@ -498,8 +505,7 @@ impl UdpSocket {
         if rx.closed {
             return Err(SocketError::BadDescriptor);
         }
-        rx.cap = bytes;
-        Ok(())
+        Ok(rx)
     }
 
     /// Returns `BadDescriptor` once the socket-table entry is gone.
@@ -541,15 +547,7 @@ impl UdpSocket {
 
     /// Returns a queued datagram without waiting, if there is one.
     pub fn try_recv_from(&self) -> Result<Option<(Message, SocketAddrV4)>, SocketError> {
-        let mut rx = self
-            .shared
-            .rx
-            .try_borrow_mut()
-            .map_err(|_| SocketError::Reentrant)?;
-        if rx.closed {
-            return Err(SocketError::BadDescriptor);
-        }
-        Ok(rx.pop().map(|d| (d.payload, d.from)))
+        Ok(self.open_rx()?.pop().map(|d| (d.payload, d.from)))
     }
 
     /// Closes the socket now (dropping it does the same).

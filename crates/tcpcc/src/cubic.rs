@@ -143,15 +143,7 @@ struct Curve {
 
 impl Default for Curve {
     fn default() -> Self {
-        Curve {
-            w_max: 0.0,
-            cwnd_prior: 0.0,
-            origin: 0.0,
-            k: 0.0,
-            w_est: 0.0,
-            epoch_start_ns: NONE,
-            remainder: 0,
-        }
+        NO_CURVE
     }
 }
 

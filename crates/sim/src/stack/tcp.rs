@@ -302,6 +302,24 @@ pub(crate) struct TcpSock {
     pub life: trace::Life,
 }
 
+impl TcpSock {
+    /// A connection opened at `now` with log id `id`, held by its
+    /// application, no task waiting and no timer armed.
+    fn new(tcb: Tcb, id: u64, now: Time) -> Self {
+        TcpSock {
+            tcb,
+            reader: None,
+            writer: None,
+            listener: None,
+            orphan: false,
+            timer_gen: 0,
+            timer_at: deadline::Deadline::NONE,
+            id,
+            life: trace::Life::new(now),
+        }
+    }
+}
+
 /// A listening socket.
 pub(crate) struct Listener {
     pub port: u16,
@@ -421,17 +439,7 @@ pub(crate) fn connect(
     let mut tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
     opts.apply(&mut tcb);
     let id = w.conns.open(m, &tcb);
-    let sock = TcpSock {
-        tcb,
-        reader: None,
-        writer: None,
-        listener: None,
-        orphan: false,
-        timer_gen: 0,
-        timer_at: deadline::Deadline::NONE,
-        id,
-        life: trace::Life::new(w.now()),
-    };
+    let sock = TcpSock::new(tcb, id, w.now());
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     add_conn(w, m, local.port(), remote, slot);
     drive(w, m, slot, |tcb, now, out| {
@@ -791,15 +799,9 @@ fn passive_open(
     opts.apply(&mut tcb);
     let id = w.conns.open(m, &tcb);
     let sock = TcpSock {
-        tcb,
-        reader: None,
-        writer: None,
         listener: Some(l),
         orphan: true,
-        timer_gen: 0,
-        timer_at: deadline::Deadline::NONE,
-        id,
-        life: trace::Life::new(w.now()),
+        ..TcpSock::new(tcb, id, w.now())
     };
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     add_conn(w, m, local.port(), remote, slot);
@@ -917,17 +919,7 @@ mod tests {
                 let local = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), p);
                 let cc = elvis_tcpcc::new(Algorithm::Cubic, 1448, 10);
                 let tcb = Tcb::connect(&cfg, local, server, SeqNumber(7), cc, 1500);
-                SocketSlot::Tcp(Box::new(TcpSock {
-                    tcb,
-                    reader: None,
-                    writer: None,
-                    listener: None,
-                    orphan: false,
-                    timer_gen: 0,
-                    timer_at: deadline::Deadline::NONE,
-                    id: 0,
-                    life: trace::Life::new(Time::ZERO),
-                }))
+                SocketSlot::Tcp(Box::new(TcpSock::new(tcb, 0, Time::ZERO)))
             })
             .collect()
     }

@@ -10,11 +10,27 @@
 
 use crate::common::{nth_ip, sa};
 use elvis_sim::{
-    Congestion, Host, LossDetection, Message, NetworkConfig, NetworkKind, Protocols, Simulation,
-    TcpStats,
+    Congestion, Host, LossDetection, MachineId, Message, NetworkConfig, NetworkKind, Protocols,
+    Simulation, TcpStats,
 };
 
 const BYTES: u64 = 20_000_000;
+
+/// Two machines named `names` (at `nth_ip(0)` and `nth_ip(1)`) on a
+/// 10 Gbit/s, 10 µs point-to-point link (the path of `elvis-bench
+/// tcp-bulk`) losing the fraction `loss` of the frames in each direction.
+fn lossy_link(seed: u64, loss: f64, names: [&str; 2]) -> (Simulation, MachineId, MachineId) {
+    let mut sim = Simulation::new(seed);
+    let mut cfg = NetworkConfig::ideal("path").with_rate(10_000_000_000, 10_000);
+    cfg.kind = NetworkKind::Link;
+    cfg.loss = loss;
+    let net = sim.add_network(cfg);
+    let a = sim.add_group(names[0], None, Protocols::UDP_TCP).unwrap();
+    let b = sim.add_group(names[1], None, Protocols::UDP_TCP).unwrap();
+    sim.attach(a, net, nth_ip(0)).unwrap();
+    sim.attach(b, net, nth_ip(1)).unwrap();
+    (sim, a, b)
+}
 
 /// Sends `BYTES` (virtual payload) over a 10 Gbit/s, 10 µs point-to-point
 /// link (the path of `elvis-bench tcp-bulk`) losing 1 % of the frames in
@@ -22,15 +38,7 @@ const BYTES: u64 = 20_000_000;
 /// the connection's opening to the last ACK the sender got (ns) and the
 /// sender's statistics.
 fn bulk(loss: LossDetection, alg: Congestion, seed: u64) -> (u64, TcpStats) {
-    let mut sim = Simulation::new(seed);
-    let mut cfg = NetworkConfig::ideal("path").with_rate(10_000_000_000, 10_000);
-    cfg.kind = NetworkKind::Link;
-    cfg.loss = 0.01;
-    let net = sim.add_network(cfg);
-    let a = sim.add_group("tx", None, Protocols::UDP_TCP).unwrap();
-    let b = sim.add_group("rx", None, Protocols::UDP_TCP).unwrap();
-    sim.attach(a, net, nth_ip(0)).unwrap();
-    sim.attach(b, net, nth_ip(1)).unwrap();
+    let (mut sim, a, b) = lossy_link(seed, 0.01, ["tx", "rx"]);
     sim.spawn(b, "sink", |h: Host| async move {
         let l = h.tcp_listen(5001, 1)?;
         let (s, _) = l.accept().await?;
@@ -68,15 +76,7 @@ fn bulk(loss: LossDetection, alg: Congestion, seed: u64) -> (u64, TcpStats) {
 fn exchanges(loss: LossDetection, seed: u64) -> (u64, TcpStats) {
     const ROUNDS: u64 = 200;
     const REQUEST: u64 = 10_000;
-    let mut sim = Simulation::new(seed);
-    let mut cfg = NetworkConfig::ideal("path").with_rate(10_000_000_000, 10_000);
-    cfg.kind = NetworkKind::Link;
-    cfg.loss = 0.02;
-    let net = sim.add_network(cfg);
-    let a = sim.add_group("client", None, Protocols::UDP_TCP).unwrap();
-    let b = sim.add_group("server", None, Protocols::UDP_TCP).unwrap();
-    sim.attach(a, net, nth_ip(0)).unwrap();
-    sim.attach(b, net, nth_ip(1)).unwrap();
+    let (mut sim, a, b) = lossy_link(seed, 0.02, ["client", "server"]);
     sim.spawn(b, "server", move |h: Host| async move {
         let mut sock = h.tcp_socket()?;
         sock.set_loss_detection(loss);
