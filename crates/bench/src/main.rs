@@ -124,6 +124,10 @@ enum Cmd {
         /// Send real payload bytes instead of a virtual payload.
         #[arg(long)]
         real: bool,
+        /// Give both hosts NIC offloads: TSO, GRO and receive interrupts
+        /// coalesced for this many µs (Linux's defaults with 8).
+        #[arg(long)]
+        offload_usecs: Option<u32>,
         /// newreno | cubic | compound
         #[arg(long, default_value = "cubic")]
         congestion: String,
@@ -245,12 +249,14 @@ fn main() {
             real,
             congestion,
             loss_detection,
+            offload_usecs,
         } => tcp_bulk(
             bytes,
             bandwidth,
             latency_ns,
             loss,
             real,
+            offload_usecs,
             &congestion,
             &loss_detection,
         ),
@@ -574,6 +580,7 @@ fn tcp_bulk(
     latency_ns: u64,
     loss: f64,
     real: bool,
+    offload_usecs: Option<u32>,
     congestion: &str,
     loss_detection: &str,
 ) -> Measurement {
@@ -588,6 +595,9 @@ fn tcp_bulk(
     let mut cfg = NetworkConfig::ideal("path").with_rate(bandwidth, latency_ns);
     cfg.kind = elvis_sim::NetworkKind::Link;
     cfg.loss = loss;
+    if let Ok(q) = std::env::var("TXQ") {
+        cfg.txqueuelen = q.parse().unwrap();
+    }
     let net = sim.add_network(cfg);
     let a = sim
         .add_group("src", None, Protocols::UDP_TCP)
@@ -599,6 +609,15 @@ fn tcp_bulk(
         .expect("address");
     sim.attach(b, net, Ipv4Addr::new(10, 0, 0, 2))
         .expect("address");
+    if let Some(us) = offload_usecs {
+        let o = elvis_sim::Offloads {
+            rx_usecs: us,
+            ..elvis_sim::Offloads::LINUX
+        };
+        for m in [a, b] {
+            sim.set_offloads(m, o).expect("machine");
+        }
+    }
     let done = std::rc::Rc::new(std::cell::Cell::new(0u64));
     let done2 = done.clone();
     sim.spawn(b, "bulk_receive", move |h: Host| async move {
@@ -662,6 +681,8 @@ fn tcp_bulk(
             "congestion": congestion,
             "loss_detection": detection.as_str(),
             "loss": loss,
+            "offload_rx_usecs": offload_usecs,
+            "gro_merged": sim.gro_merged(),
         }),
         ..Default::default()
     }

@@ -766,6 +766,17 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
         Err(reason) => discard(w, id, reason),
         Ok(fate) => {
             let at = Time::from_nanos(done + n.cfg.latency_ns + fate.extra_ns);
+            if n.cfg.kind == NetworkKind::Link && !fate.duplicate {
+                // A host whose NIC coalesces interrupts takes the frame
+                // into its ring now (no arrival event).
+                let other = if port == 0 { 1 } else { 0 };
+                if let Some(p) = n.ports.get(other as usize) {
+                    let (machine, iface) = (p.machine, p.iface);
+                    if crate::stack::offload::arrives_later(w, machine, iface, id, at.as_nanos()) {
+                        return;
+                    }
+                }
+            }
             propagate(w, net, port, id, at);
             if fate.duplicate {
                 let copy = w.frames.insert(w.frames[id as usize].clone()) as FrameId;
@@ -1283,6 +1294,9 @@ pub(crate) fn deliver(w: &mut World, net: NetId, port: u32, id: FrameId, from: u
     if router && crate::stack::forward::forward_in_slab(w, machine, iface, id) {
         return;
     }
+    if crate::stack::offload::on_arrival(w, machine, iface, id) {
+        return;
+    }
     let mut frame = w.frames.remove(id as usize);
     hand_to_stack(w, machine, iface, &mut frame);
 }
@@ -1314,6 +1328,13 @@ fn receive(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
     }
 }
 
+/// Counts the arrival of a frame that a NIC took into its receive ring
+/// on `net` before it arrived (`stack::offload::arrives_later`).
+pub(crate) fn count_arrival(w: &mut World, net: NetId) {
+    w.networks[net as usize].stats.frames_delivered += 1;
+    w.stats.frames_delivered += 1;
+}
+
 /// Counts a frame's arrival at the machine on `port` and returns that
 /// machine and its interface; `None` (the frame dropped) if it crashed.
 #[inline]
@@ -1332,7 +1353,7 @@ fn arrive(w: &mut World, net: NetId, port: u32) -> Option<(MachineId, u16)> {
 }
 
 /// Hands a frame that arrived on `iface` to the stack of `machine`.
-fn hand_to_stack(w: &mut World, machine: MachineId, iface: u16, frame: &mut Message) {
+pub(crate) fn hand_to_stack(w: &mut World, machine: MachineId, iface: u16, frame: &mut Message) {
     if w.machines[machine as usize].foreign {
         return crate::foreign::receive(w, machine, iface, frame);
     }

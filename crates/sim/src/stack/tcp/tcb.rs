@@ -172,6 +172,10 @@ pub(crate) struct Segment {
     /// Send as ECN-capable, ECT(0) (RFC 3168: new data of an ECN
     /// connection only).
     pub ect: bool,
+    /// Payload bytes per frame when the payload is to be cut into several
+    /// frames below TCP (a TSO segment, see `stack::offload`); 0: one
+    /// frame.
+    pub gso_size: u16,
 }
 
 /// What the application side should learn after a call.
@@ -251,6 +255,10 @@ pub(crate) struct Tcb {
     /// Data segments the NIC takes now (set by the caller before each call).
     /// (`u32::MAX`: no limit.)
     pub budget: u32,
+    /// Most frames one segment may be cut into below TCP (TCP segmentation
+    /// offload, `stack::offload`); 0 or 1: one frame per segment. Set by
+    /// the caller before each call, like `budget`.
+    pub tso_frames: u8,
     /// Set when data waited for NIC room.
     pub nic_blocked: bool,
     // Application side.
@@ -428,6 +436,7 @@ impl Tcb {
             ack_pending: 0,
             ack_now: false,
             budget: u32::MAX,
+            tso_frames: 0,
             nic_blocked: false,
             error: None,
             nodelay: false,
@@ -793,6 +802,7 @@ impl Tcb {
             repr,
             payload,
             ect: false,
+            gso_size: 0,
         }
     }
 
@@ -857,7 +867,11 @@ impl Tcb {
         self.stats.count(Count::SegmentsSent);
         let len = seg.payload.len();
         if len > 0 {
-            self.budget = self.budget.saturating_sub(1);
+            let frames = match seg.gso_size {
+                0 => 1,
+                g => len.div_ceil(usize::from(g)) as u32,
+            };
+            self.budget = self.budget.saturating_sub(frames);
         }
         self.stats.bytes_sent += len as u64;
         self.loss_on_send(seg.repr.seq_number, len, now);
@@ -944,8 +958,12 @@ impl Tcb {
             if len < smss && !resend {
                 self.snd_sml = self.snd_nxt + len;
             }
+            let len = self.tso_extend(len, smss, available.min(hole).min(room));
             let payload = self.sndbuf.slice(sent_unacked, len);
             let mut seg = self.segment(Control::None, self.snd_nxt, payload, true);
+            if len > smss {
+                seg.gso_size = smss as u16;
+            }
             if len == available {
                 seg.repr.control = Control::Psh;
             }
@@ -967,6 +985,45 @@ impl Tcb {
             self.push(seg, now, out, is_rexmit);
             self.arm_rto(now);
         }
+    }
+
+    /// Returns the length of the segment that starts with a full-sized
+    /// one of `len` bytes when the NIC segments (TCP segmentation offload,
+    /// `stack::offload`): whole segments are added while `limit` (the data,
+    /// the peer's and the congestion window) and the NIC room allow, up to
+    /// `tso_frames` and Linux's `tcp_tso_autosize`. Without TSO, or for a
+    /// short segment, `len`.
+    fn tso_extend(&self, len: usize, smss: usize, limit: usize) -> usize {
+        let frames = usize::from(self.tso_frames).min(self.tso_autosize(smss));
+        if frames <= 1 || len < smss || smss == 0 {
+            return len;
+        }
+        let max = limit
+            .min(frames * smss)
+            .min((self.budget as usize).saturating_mul(smss));
+        (max / smss * smss).max(len)
+    }
+
+    /// Linux's `tcp_tso_autosize`: about 1 ms of data at the pacing rate
+    /// (`sk_pacing_rate >> sk_pacing_shift`, the rate being 2 × cwnd / SRTT
+    /// in slow start and 1.2 × cwnd / SRTT after, `tcp_update_pacing_rate`),
+    /// plus `gso_max_size >> (min_rtt_µs >> 9)` on short paths
+    /// (`tcp_tso_rtt_log` = 9), at most 64 KiB, at least 2 segments. No
+    /// RTT sample yet: no limit below 64 KiB (the pacing rate starts
+    /// unlimited).
+    fn tso_autosize(&self, smss: usize) -> usize {
+        const GSO_MAX: u64 = 65_536;
+        let mut bytes = GSO_MAX;
+        if self.srtt_ns != NO_RTT && self.srtt_ns > 0 {
+            let cwnd = self.cc.window();
+            let ratio = if cwnd < self.cc.ssthresh() { 20 } else { 12 };
+            // rate (bytes/s) = ratio/10 × cwnd × 1e9 / srtt; per ms: / 1000.
+            let per_ms = (u128::from(cwnd) * ratio * 100_000 / u128::from(self.srtt_ns)) as u64;
+            let r = (self.min_rtt_ns / 1_000) >> 9;
+            let extra = if r < 32 { GSO_MAX >> r } else { 0 };
+            bytes = per_ms.saturating_add(extra).min(GSO_MAX);
+        }
+        (bytes as usize / smss.max(1)).max(2)
     }
 
     /// When resending after an RTO (`snd_nxt` below `snd_max`), moves
@@ -1384,7 +1441,10 @@ impl Tcb {
             // A short (PSH) segment: ACK at once.
             self.ack_now = true;
         } else {
-            self.ack_pending += 1;
+            // A segment the NIC merged (GRO, `stack::offload`) counts as
+            // the segments it carries, as Linux ACKs once more than one
+            // MSS arrived since the last ACK (`__tcp_ack_snd_check`).
+            self.ack_pending += n.div_ceil(self.smss().max(1)) as u32;
         }
     }
 
@@ -1398,6 +1458,7 @@ impl Tcb {
                         repr: rst_for(seg, 0),
                         payload: Message::new(),
                         ect: false,
+                        gso_size: 0,
                     });
                 }
                 return;
@@ -1606,6 +1667,7 @@ impl Tcb {
                     repr: rst_for(seg, payload.len()),
                     payload: Message::new(),
                     ect: false,
+                    gso_size: 0,
                 });
                 return;
             }
@@ -1654,7 +1716,7 @@ impl Tcb {
                 // segment fills in all or part of a gap".
                 self.ack_now = true;
             } else {
-                self.ack_pending += 1;
+                self.ack_pending += n.div_ceil(self.smss().max(1)) as u32;
             }
         }
         // Eighth: FIN.
