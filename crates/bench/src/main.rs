@@ -128,6 +128,10 @@ enum Cmd {
         /// coalesced for this many µs (Linux's defaults with 8).
         #[arg(long)]
         offload_usecs: Option<u32>,
+        /// Frames each NIC holds (the simulator's default is 32; Linux's
+        /// `txqueuelen` is 1000).
+        #[arg(long)]
+        txqueuelen: Option<u32>,
         /// newreno | cubic | compound
         #[arg(long, default_value = "cubic")]
         congestion: String,
@@ -250,6 +254,7 @@ fn main() {
             congestion,
             loss_detection,
             offload_usecs,
+            txqueuelen,
         } => tcp_bulk(
             bytes,
             bandwidth,
@@ -257,6 +262,7 @@ fn main() {
             loss,
             real,
             offload_usecs,
+            txqueuelen,
             &congestion,
             &loss_detection,
         ),
@@ -581,6 +587,7 @@ fn tcp_bulk(
     loss: f64,
     real: bool,
     offload_usecs: Option<u32>,
+    txqueuelen: Option<u32>,
     congestion: &str,
     loss_detection: &str,
 ) -> Measurement {
@@ -595,8 +602,8 @@ fn tcp_bulk(
     let mut cfg = NetworkConfig::ideal("path").with_rate(bandwidth, latency_ns);
     cfg.kind = elvis_sim::NetworkKind::Link;
     cfg.loss = loss;
-    if let Ok(q) = std::env::var("TXQ") {
-        cfg.txqueuelen = q.parse().unwrap();
+    if let Some(q) = txqueuelen {
+        cfg.txqueuelen = q;
     }
     let net = sim.add_network(cfg);
     let a = sim
@@ -682,6 +689,7 @@ fn tcp_bulk(
             "loss_detection": detection.as_str(),
             "loss": loss,
             "offload_rx_usecs": offload_usecs,
+            "txqueuelen": txqueuelen.unwrap_or(NetworkConfig::DEFAULT_TXQUEUELEN),
             "gro_merged": sim.gro_merged(),
         }),
         ..Default::default()
