@@ -301,6 +301,7 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
         ..Scenario::default()
     };
     routes(&mut sim, &view, &groups)?;
+    offloads(&mut sim, &view, &groups)?;
     if scenario.sim.routing == RoutingMode::Latency && needs_auto(scenario) {
         sim.set_auto_routes(Some(Metric::Latency));
     }
@@ -378,6 +379,28 @@ fn routes(
     };
     if routers && metric.is_some() {
         sim.set_auto_routes(metric);
+    }
+    Ok(())
+}
+
+/// Sets the NIC offloads (`offload=`, `rx_usecs=`) of every instance of
+/// the groups that ask for them.
+fn offloads(
+    sim: &mut Simulation,
+    scenario: &Scenario,
+    groups: &[(String, u32, u32)],
+) -> Result<(), BuildError> {
+    for (g, &(_, first, n)) in scenario.machines.iter().zip(groups) {
+        let Some(o) = g.offloads else { continue };
+        let cfg = elvis_sim::Offloads {
+            tso: o.tso,
+            gro: o.gro,
+            rx_usecs: o.rx_usecs,
+        };
+        for m in first..first + n {
+            sim.set_offloads(m, cfg)
+                .map_err(|e| err(o.loc, format!("machine '{}': {e}", g.name)))?;
+        }
     }
     Ok(())
 }

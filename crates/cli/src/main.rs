@@ -255,7 +255,10 @@ fn run(args: RunArgs) -> ExitCode {
         b.finish_and_clear();
     }
     if !quiet {
-        print!("{}", summary::render(&name, &report, build_time));
+        print!(
+            "{}",
+            summary::render(&name, &report, build_time, built.sim.gro_merged())
+        );
     }
     let mut code = if report.failures() > 0 {
         status::FAILED

@@ -51,8 +51,10 @@ fn queues(s: &mut String, r: &Report) {
     }
 }
 
-/// Returns the summary table of a run.
-pub fn render(name: &str, r: &Report, build: Duration) -> String {
+/// Returns the summary table of a run; `gro_merged` is the number of
+/// frames GRO merged into an earlier frame's segment (a line only when
+/// some were: only hosts with NIC offloads merge).
+pub fn render(name: &str, r: &Report, build: Duration, gro_merged: u64) -> String {
     let mut s = String::new();
     let p = &r.performance;
     let _ = writeln!(s, "== elvis run: {name} (seed {}) ==", r.seed);
@@ -95,6 +97,12 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
             "  dropped          {} ({})",
             k.dropped_total,
             reasons.join(", ")
+        );
+    }
+    if gro_merged > 0 {
+        let _ = writeln!(
+            s,
+            "  GRO              {gro_merged} frames merged into an earlier frame's segment"
         );
     }
     if !r.tcp_shares.is_empty() {

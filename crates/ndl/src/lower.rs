@@ -307,5 +307,6 @@ impl Lower<'_> {
 
 mod machines;
 mod networks;
+mod offload;
 mod qdisc;
 mod topology;

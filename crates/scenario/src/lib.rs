@@ -387,7 +387,42 @@ pub struct MachineGroup {
     /// index into `networks` and the value as written.
     #[serde(default)]
     pub pinned: Vec<(u32, Param)>,
+    /// NIC offloads of every instance (`offload='…'`, `rx_usecs='…'`);
+    /// `None`: not written, the simulator's default (all off).
+    #[serde(default)]
+    pub offloads: Option<OffloadSpec>,
     pub loc: Loc,
+}
+
+/// A host's NIC offloads as written (`offload='linux'`, `offload='tso,gro'
+/// rx_usecs='8us'`): the simulator's `Offloads` as plain data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffloadSpec {
+    /// TCP segmentation offload (`tso`).
+    pub tso: bool,
+    /// Generic receive offload (`gro`); merges nothing unless `rx_usecs`
+    /// is above 0.
+    pub gro: bool,
+    /// Receive interrupt coalescing delay, microseconds (0: none).
+    pub rx_usecs: u32,
+    /// Where the first of `offload=` / `rx_usecs=` is written (its key).
+    pub loc: Loc,
+}
+
+impl OffloadSpec {
+    /// What a Linux host with a common 10 Gbit/s NIC runs: TSO and GRO,
+    /// interrupts coalesced for 8 µs (the simulator's `Offloads::LINUX`).
+    pub const LINUX: OffloadSpec = OffloadSpec {
+        tso: true,
+        gro: true,
+        rx_usecs: 8,
+        loc: Loc {
+            offset: 0,
+            len: 0,
+            line: 0,
+            col: 0,
+        },
+    };
 }
 
 impl MachineGroup {

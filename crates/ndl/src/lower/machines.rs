@@ -88,7 +88,18 @@ impl Lower<'_> {
     }
 
     pub(super) fn machine(&mut self, b: &Block) {
-        self.keys(b, &["name", "count", "forward", "decrement_ttl", "gateway"]);
+        self.keys(
+            b,
+            &[
+                "name",
+                "count",
+                "forward",
+                "decrement_ttl",
+                "gateway",
+                "offload",
+                "rx_usecs",
+            ],
+        );
         let Some(name) = self.required(b, "name") else {
             return;
         };
@@ -105,6 +116,7 @@ impl Lower<'_> {
             keep_ttl: false,
             routes: Vec::new(),
             pinned: Vec::new(),
+            offloads: None,
             loc: self.loc(b.head()),
         };
         self.check_name(name);
@@ -126,6 +138,7 @@ impl Lower<'_> {
                 );
             }
         }
+        self.offloads(b, &mut g);
         if let Some(p) = b.param("gateway") {
             if let Some(via) = self.gateway(p, g.count.is_some()) {
                 let loc = self.loc(p.key.span);

@@ -478,3 +478,97 @@ fn icmp_rate_limits_are_read_and_bad_ones_refused() {
     let e = fails("[Simulation icmp_msgs_burst='-1']\n");
     assert!(e.starts_with("t.ndl:1:30: error:"), "{e}");
 }
+
+#[test]
+fn offload_keys_are_read_with_linux_meaning_tso_gro_and_eight_microseconds() {
+    let read = |head: &str| {
+        elvis_ndl::parse(&machine(head, ""), "t.ndl")
+            .unwrap()
+            .machines[0]
+            .offloads
+    };
+    let linux = read("name='h' count='3' offload='linux'").unwrap();
+    assert_eq!((linux.tso, linux.gro, linux.rx_usecs), (true, true, 8));
+    assert_eq!((linux.loc.line, linux.loc.col), (4, 30));
+    let o = read("name='h' offload='linux' rx_usecs='0'").unwrap();
+    assert_eq!((o.tso, o.gro, o.rx_usecs), (true, true, 0));
+    let o = read("name='h' rx_usecs='20us'").unwrap();
+    assert_eq!((o.tso, o.gro, o.rx_usecs), (false, false, 20));
+    assert_eq!((o.loc.line, o.loc.col), (4, 20));
+    let o = read("name='h' offload='GRO, tso' rx_usecs='1ms'").unwrap();
+    assert_eq!((o.tso, o.gro, o.rx_usecs), (true, true, 1000));
+    let o = read("name='h' offload='none'").unwrap();
+    assert_eq!((o.tso, o.gro, o.rx_usecs), (false, false, 0));
+    assert_eq!(read("name='h'"), None);
+}
+
+#[test]
+fn an_unknown_offload_word_is_refused_at_the_word() {
+    assert_eq!(
+        fails(&machine("name='a' offload='tso,lro'", "")),
+        "t.ndl:4:33: error: bad offload 'tso,lro': unknown offload `lro` (hint: did you mean `gro`?)"
+    );
+    assert_eq!(
+        fails(&machine("name='a' offload='jumbo'", "")),
+        "t.ndl:4:29: error: bad offload 'jumbo': unknown offload `jumbo` (hint: use tso, gro, linux (tso,gro and rx_usecs='8us') or none)"
+    );
+    assert_eq!(
+        kind(&machine("name='a' offload='lro'", "")),
+        ErrorKind::BadValue
+    );
+}
+
+#[test]
+fn offload_lists_with_repeats_gaps_or_linux_among_others_are_refused() {
+    for (value, col, why) in [
+        ("tso,tso", 33, "`tso` is listed twice"),
+        ("linux,gro", 29, "`linux` cannot be combined"),
+        ("none, tso", 29, "`none` cannot be combined"),
+        ("tso,", 29, "an offload is missing"),
+        ("", 29, "an offload is missing"),
+    ] {
+        let e = fails(&machine(&format!("name='a' offload='{value}'"), ""));
+        assert!(
+            e.starts_with(&format!(
+                "t.ndl:4:{col}: error: bad offload '{value}': {why}"
+            )),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_rx_usecs_is_refused_at_its_value() {
+    for (value, why) in [
+        ("-8us", "bad rx_usecs '-8us'"),
+        ("8", "missing time unit"),
+        ("1500ns", "whole microseconds"),
+        ("fast", "bad rx_usecs 'fast'"),
+    ] {
+        let e = fails(&machine(
+            &format!("name='a' offload='gro' rx_usecs='{value}'"),
+            "",
+        ));
+        assert!(
+            e.starts_with("t.ndl:4:44: error:") && e.contains(why),
+            "{e}"
+        );
+        assert!(e.ends_with("(hint: write e.g. rx_usecs='8us')"), "{e}");
+    }
+}
+
+#[test]
+fn offloads_on_a_router_are_refused_at_the_key() {
+    assert_eq!(
+        fails(&machine("name='r' forward='yes' offload='linux'", "")),
+        "t.ndl:4:34: error: offload applies to hosts only (hint: a router (forward='yes') forwards frame by frame and ignores NIC offloads; remove the key)"
+    );
+    // The key is refused wherever `forward` stands, and each key is reported.
+    let src = machine("name='r' rx_usecs='8us' forward='yes' offload='tso'", "");
+    let errors = elvis_ndl::parse_all(&src, "t.ndl").unwrap_err();
+    let at: Vec<(u32, u32)> = errors.iter().map(|e| (e.loc.line, e.loc.col)).collect();
+    assert_eq!(at, [(4, 20), (4, 49)]);
+    assert!(errors[0]
+        .to_string()
+        .contains("rx_usecs applies to hosts only"));
+}
