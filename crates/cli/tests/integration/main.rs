@@ -17,6 +17,7 @@ macro_rules! args {
 mod bad_input;
 mod determinism;
 mod fuzz;
+mod offload;
 mod qdisc;
 mod runs;
 mod tcp_report;
