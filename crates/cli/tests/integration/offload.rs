@@ -189,3 +189,19 @@ fn offloads_on_a_generated_router_are_an_error_at_the_key() {
         out.stderr
     );
 }
+
+#[test]
+fn a_lossy_transfer_with_offloads_is_the_same_twice_and_still_delivers_everything() {
+    let text = std::fs::read_to_string(example("offload-bulk.ndl")).unwrap();
+    let lossy = text
+        .replace("latency='10us'", "latency='10us' loss='0.1%'")
+        .replace("bytes='100MB'", "bytes='20MB'");
+    let (a, merged_a) = run(&lossy);
+    let (b, merged_b) = run(&lossy);
+    assert_eq!(a.deterministic_json(), b.deterministic_json());
+    assert_eq!(merged_a, merged_b);
+    assert!(merged_a > 0);
+    assert!(a.networks[0].stats.lost > 0);
+    assert!(tcp(&a, "sender").retransmitted_segments > 0);
+    assert_eq!(tcp(&a, "receiver").bytes_received, 20_000_000);
+}
