@@ -23,6 +23,13 @@
 //! In a counted machine, option values may contain `{i}` (the instance
 //! number) and `{name}` (the instance name); such applications are
 //! configured per instance, all others once per group.
+//!
+//! # NIC offloads
+//! A group's `offload=` / `rx_usecs=` (`MachineGroup::offloads`) go to
+//! `Simulation::set_offloads` for every instance, also for a block that
+//! names generated hosts; a block naming generated routers or switches
+//! is refused at the key, since routers ignore offloads (declared routers
+//! are refused by the NDL lowering already).
 #![forbid(unsafe_code)]
 
 use elvis_apps::registry::{self, BuildCtx, ParamError};

@@ -194,6 +194,18 @@ fn a_forward_of_maybe_is_bad_input() {
 }
 
 #[test]
+fn an_unknown_offload_is_bad_input_located_at_the_word() {
+    // Line 5: `\t[Machine name='sender' offload='tso,lro']`: the value
+    // starts in column 34, `lro` in column 38.
+    assert_bad_input(
+        "bad/offload-unknown.ndl",
+        5,
+        38,
+        &["bad offload 'tso,lro'", "unknown offload `lro`", "`gro`"],
+    );
+}
+
+#[test]
 fn two_machines_claiming_one_address_is_bad_input_located_at_the_second_claim() {
     // The sender claims ip='10.0.0.1' on line 12, the capturer again on
     // line 20 (its value in column 53).
