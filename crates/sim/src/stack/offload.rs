@@ -230,7 +230,7 @@ pub(crate) fn on_arrival(w: &mut World, m: MachineId, iface: u16, id: FrameId) -
 /// schedules the arrival).
 #[inline]
 pub(crate) fn arrives_later(w: &mut World, m: MachineId, iface: u16, id: FrameId, at: u64) -> bool {
-    if w.machines[m as usize].crashed {
+    if !w.rx_ring_ahead || w.machines[m as usize].crashed {
         return false;
     }
     let Some(nic) = coalescing(w, m) else {
@@ -453,7 +453,7 @@ fn flush(w: &mut World, m: MachineId, i: usize) {
     w.tcp_fast_received += segs;
     w.gro_merged += segs - 1;
     let ecn = x.tos & 0b11;
-    super::tcp::demux(w, m, x.src, x.dst, ecn, &repr, &mut x.payload);
+    super::tcp::demux(w, m, x.src, x.dst, ecn, &repr, &mut x.payload, x.segs);
 }
 
 /// Delivers every held aggregate, oldest first (end of a poll).

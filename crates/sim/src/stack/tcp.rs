@@ -802,11 +802,13 @@ pub(crate) fn receive(
     let _ = msg.pop_front(hlen);
     repr.payload_len = msg.len();
     w.stats.tcp_received += 1;
-    demux(w, m, src, dst, ip_ecn, &repr, msg);
+    demux(w, m, src, dst, ip_ecn, &repr, msg, 1);
 }
 
-/// Hands a checked and parsed segment (`msg`: its payload) to its
-/// connection or listener, or answers it with RST (RFC 9293 §3.10.7.1–2).
+/// Hands a checked and parsed segment (`msg`: its payload; merged by GRO
+/// from `segs` segments) to its connection or listener, or answers it
+/// with RST (RFC 9293 §3.10.7.1–2).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn demux(
     w: &mut World,
     m: MachineId,
@@ -815,6 +817,7 @@ pub(crate) fn demux(
     ip_ecn: u8,
     repr: &Repr,
     msg: &mut Message,
+    segs: u32,
 ) {
     let local = SocketAddrV4::new(dst, repr.dst_port);
     let remote = SocketAddrV4::new(src, repr.src_port);
@@ -825,7 +828,7 @@ pub(crate) fn demux(
     if let Some(slot) = conn {
         // The payload moves once, into the connection.
         drive(w, m, slot, |tcb, now, out| {
-            tcb.input_ecn(now, repr, ip_ecn, std::mem::take(msg), out)
+            tcb.input_merged(now, repr, ip_ecn, std::mem::take(msg), segs, out)
         });
         return;
     }

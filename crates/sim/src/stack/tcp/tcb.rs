@@ -147,6 +147,17 @@ impl Counters {
         }
     }
 
+    /// Adds `n` to `c`.
+    pub fn add(&mut self, c: Count, n: u32) {
+        let low = &mut self.low[c as usize];
+        let (sum, carry) = low.overflowing_add(n);
+        *low = sum;
+        if carry {
+            let high = &mut self.loss().high[c as usize];
+            *high = high.wrapping_add(1);
+        }
+    }
+
     /// Returns the count `c`.
     pub fn get(&self, c: Count) -> u64 {
         let high = self.loss.as_deref().map_or(0, |l| l.high[c as usize]);
@@ -864,13 +875,15 @@ impl Tcb {
     }
 
     fn push(&mut self, seg: Segment, now: Time, out: &mut Vec<Segment>, is_retransmit: bool) {
-        self.stats.count(Count::SegmentsSent);
         let len = seg.payload.len();
+        // A TSO segment counts as the frames it becomes (Linux's OutSegs
+        // counts `tcp_skb_pcount`).
+        let frames = match seg.gso_size {
+            0 => 1,
+            g => len.div_ceil(usize::from(g)) as u32,
+        };
+        self.stats.add(Count::SegmentsSent, frames);
         if len > 0 {
-            let frames = match seg.gso_size {
-                0 => 1,
-                g => len.div_ceil(usize::from(g)) as u32,
-            };
             self.budget = self.budget.saturating_sub(frames);
         }
         self.stats.bytes_sent += len as u64;
@@ -1351,9 +1364,24 @@ impl Tcb {
         payload: Message,
         out: &mut Vec<Segment>,
     ) -> Effects {
+        self.input_merged(now, seg, ip_ecn, payload, 1, out)
+    }
+
+    /// [`Tcb::input_ecn`] for a segment that GRO merged from `segs`
+    /// segments (`stack::offload`); they count as `segs` received (Linux's
+    /// InSegs counts `gso_segs`).
+    pub fn input_merged(
+        &mut self,
+        now: Time,
+        seg: &Repr,
+        ip_ecn: u8,
+        payload: Message,
+        segs: u32,
+        out: &mut Vec<Segment>,
+    ) -> Effects {
         let mut fx = Effects::default();
         let pause = payload.is_empty();
-        self.stats.count(Count::SegmentsReceived);
+        self.stats.add(Count::SegmentsReceived, segs);
         if self.predicted(seg, payload.len()) {
             self.input_predicted(now, seg, payload, out, &mut fx);
         } else {
