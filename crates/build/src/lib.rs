@@ -35,7 +35,7 @@
 use elvis_apps::registry::{self, BuildCtx, ParamError};
 use elvis_kernel::Time;
 use elvis_scenario::{
-    AppSpec, Loc, MachineGroup, NetworkKind, Param, Params, RoutingMode, Scenario,
+    AppSpec, Loc, MachineGroup, NetworkKind, OffloadSpec, Param, Params, RoutingMode, Scenario,
 };
 use elvis_sim::stack::route::Metric;
 use elvis_sim::{NetworkConfig, Protocols, Simulation};
@@ -399,17 +399,22 @@ fn offloads(
 ) -> Result<(), BuildError> {
     for (g, &(_, first, n)) in scenario.machines.iter().zip(groups) {
         let Some(o) = g.offloads else { continue };
-        let cfg = elvis_sim::Offloads {
-            tso: o.tso,
-            gro: o.gro,
-            rx_usecs: o.rx_usecs,
-        };
+        let cfg = sim_offloads(&o);
         for m in first..first + n {
             sim.set_offloads(m, cfg)
                 .map_err(|e| err(o.loc, format!("machine '{}': {e}", g.name)))?;
         }
     }
     Ok(())
+}
+
+/// Returns the simulator's offloads for an `offload=` / `rx_usecs=` spec.
+fn sim_offloads(o: &OffloadSpec) -> elvis_sim::Offloads {
+    elvis_sim::Offloads {
+        tso: o.tso,
+        gro: o.gro,
+        rx_usecs: o.rx_usecs,
+    }
 }
 
 /// Returns true when a `[Topology]` relies on automatic routes.
@@ -664,4 +669,37 @@ fn instance_params(app: &AppSpec, i: u32, name: &str) -> Params {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offload_specs_map_to_the_simulators_offloads() {
+        assert_eq!(
+            sim_offloads(&OffloadSpec::LINUX),
+            elvis_sim::Offloads::LINUX
+        );
+        let tso = OffloadSpec {
+            tso: true,
+            ..OffloadSpec::default()
+        };
+        let want = elvis_sim::Offloads {
+            tso: true,
+            ..elvis_sim::Offloads::default()
+        };
+        assert_eq!(sim_offloads(&tso), want);
+        let gro = OffloadSpec {
+            gro: true,
+            rx_usecs: 20,
+            ..OffloadSpec::default()
+        };
+        let want = elvis_sim::Offloads {
+            gro: true,
+            rx_usecs: 20,
+            ..elvis_sim::Offloads::default()
+        };
+        assert_eq!(sim_offloads(&gro), want);
+    }
 }
