@@ -400,6 +400,11 @@ fn offloads(
     for (g, &(_, first, n)) in scenario.machines.iter().zip(groups) {
         let Some(o) = g.offloads else { continue };
         let cfg = sim_offloads(&o);
+        if cfg == elvis_sim::Offloads::default() {
+            // `offload='none'`: the simulator's default, which costs no
+            // per-machine state.
+            continue;
+        }
         for m in first..first + n {
             sim.set_offloads(m, cfg)
                 .map_err(|e| err(o.loc, format!("machine '{}': {e}", g.name)))?;

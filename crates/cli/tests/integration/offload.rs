@@ -209,3 +209,14 @@ fn a_lossy_transfer_with_offloads_is_the_same_twice_and_still_delivers_everythin
     assert!(tcp(&a, "sender").retransmitted_segments > 0);
     assert_eq!(tcp(&a, "receiver").bytes_received, 20_000_000);
 }
+
+#[test]
+fn offload_none_is_the_same_run_as_no_offload_key() {
+    let text = std::fs::read_to_string(example("offload-bulk.ndl"))
+        .unwrap()
+        .replace("bytes='100MB'", "bytes='5MB'");
+    let (none, merged) = run(&text.replace("offload='linux'", "offload='none' rx_usecs='0'"));
+    let (absent, _) = run(&text.replace(" offload='linux'", ""));
+    assert_eq!(merged, 0);
+    assert_eq!(none.deterministic_json(), absent.deterministic_json());
+}
