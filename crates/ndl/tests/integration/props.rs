@@ -17,6 +17,22 @@ proptest! {
     }
 
     #[test]
+    fn offload_values_never_panic_and_their_errors_point_inside_the_text(
+        v in "(tso|gro|linux|none|us|[a-z0-9 ,.µ-]|\\\\'){0,12}"
+    ) {
+        let src = format!(
+            "[Networks]\n\t[Network id='1']\n[Machines]\n\t[Machine name='a' offload='{v}' rx_usecs='{v}']\n"
+        );
+        if let Err(errors) = elvis_ndl::parse_all(&src, "o.ndl") {
+            for e in errors {
+                prop_assert!((e.loc.offset + e.loc.len) as usize <= src.len());
+                prop_assert!(src.is_char_boundary(e.loc.offset as usize));
+                let _ = e.render_fancy(&src);
+            }
+        }
+    }
+
+    #[test]
     fn parse_never_panics_on_mutations_of_fig2(
         edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4, any::<char>()), 1..8)
     ) {
