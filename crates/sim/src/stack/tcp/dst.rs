@@ -326,7 +326,7 @@ pub(crate) fn transmit_tso(
         let ip_sum = !elvis_wire::checksum::header(h[ETH..TCP_AT].try_into().expect("20 bytes"));
         h[ETH + 10..ETH + 12].copy_from_slice(&ip_sum.to_be_bytes());
         // TCP: sequence number, flags, checksum.
-        let seq = (seq0 + off).0 as u32;
+        let seq = (seq0 + off).0;
         h[TCP_AT + 4..TCP_AT + 8].copy_from_slice(&seq.to_be_bytes());
         if last && psh {
             h[TCP_AT + 13] |= 0x08;
