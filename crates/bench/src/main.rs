@@ -580,6 +580,7 @@ fn routes(n: u64) -> Measurement {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one per command-line option
 fn tcp_bulk(
     bytes: u64,
     bandwidth: u64,

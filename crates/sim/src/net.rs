@@ -786,6 +786,82 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
     }
 }
 
+/// When a train of frames fits a link's NIC: the first frame's arrival,
+/// the spacing of the others (all but the last `full` bytes long) and the
+/// last one's arrival, ns.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Train {
+    pub first: u64,
+    pub step: u64,
+    pub last: u64,
+}
+
+/// Returns when a frame of `bytes` queued now on the NIC at `port` of
+/// link `net` would arrive at the far end, if that NIC is a
+/// departure-time FIFO (see [`enqueue_train`]).
+pub(crate) fn arrival_if_queued(w: &mut World, net: NetId, port: u32, bytes: usize) -> u64 {
+    let now = w.now().as_nanos();
+    let nw = &mut w.networks[net as usize];
+    let (ser, latency) = (nw.cfg.serialization_ns(bytes), nw.cfg.latency_ns);
+    let wq = &mut nw.queues_mut(port).up;
+    wq.settle(now);
+    let start = wq.sched.back().map_or(now, |s| s.done.max(now));
+    start + ser + latency
+}
+
+/// Queues `n` ≥ 2 frames, `n − 1` of `full` bytes and one of `last`
+/// bytes, on the NIC at `port` of link `net` without the frames
+/// themselves (a TSO segment the far end takes as one unit, see
+/// `stack::offload`), with the counters [`transmit`] keeps for each;
+/// returns their arrivals. Returns `None`, changing nothing, unless the
+/// link is unimpaired, uncaptured and untraced, the NIC is a
+/// departure-time drop-tail FIFO and takes all `n`: the caller then sends
+/// the frames one by one.
+pub(crate) fn enqueue_train(
+    w: &mut World,
+    net: NetId,
+    port: u32,
+    full: usize,
+    last: usize,
+    n: u32,
+) -> Option<Train> {
+    let now = w.now().as_nanos();
+    let uncaptured = !w.evented_queues && !w.queue_trace && !w.pcap.captures(net);
+    let nw = &mut w.networks[net as usize];
+    if !uncaptured || nw.impaired || nw.cfg.kind != NetworkKind::Link || n < 2 {
+        return None;
+    }
+    let (ser_full, ser_last) = (nw.cfg.serialization_ns(full), nw.cfg.serialization_ns(last));
+    let latency = nw.cfg.latency_ns;
+    let wq = &mut nw.queues_mut(port).up;
+    wq.settle(now);
+    let analytic =
+        !wq.sched.is_empty() || (matches!(wq.qdisc, Qdisc::DropTail(_)) && wq.is_idle(now));
+    let Qdisc::DropTail(d) = &wq.qdisc else {
+        return None;
+    };
+    // The last frame finds the others waiting (the first may be on the
+    // wire already: then fewer wait, so this is the worst case).
+    let (packets, bytes) = wq.waiting();
+    let ahead = u64::from(n - 1) * full as u64;
+    if !analytic || d.refuses(packets + n - 1, bytes + ahead, last as u32) {
+        return None;
+    }
+    let first = wq.push(now, ser_full, full as u32);
+    for _ in 1..n - 1 {
+        wq.push(now, ser_full, full as u32);
+    }
+    let end = wq.push(now, ser_last, last as u32);
+    nw.stats.frames_sent += u64::from(n);
+    nw.stats.bytes_sent += ahead + last as u64;
+    w.stats.frames_sent += u64::from(n);
+    Some(Train {
+        first: first + latency,
+        step: ser_full,
+        last: end + latency,
+    })
+}
+
 /// [`enqueue`] on a queue run event by event.
 fn enqueue_evented(w: &mut World, q: QueueRef, id: FrameId, now: u64) {
     let n = &mut w.networks[q.net as usize];

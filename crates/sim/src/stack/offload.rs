@@ -48,6 +48,30 @@
 //!   first frame's header and PSH if any frame had it; IPv4 and TCP count
 //!   one datagram and segment per frame, as Linux counts `gso_segs`.
 //!
+//! # Trains: a TSO segment crossing a link as one message
+//! What the simulator must compute is what can be observed. A frame that
+//! crosses an unimpaired, uncaptured link from one departure-time NIC
+//! queue (`net`, "Departure-time FIFO") to a host that coalesces
+//! interrupts is observed only when that host's interrupt takes it, and
+//! its arrival time is known when it is queued. So such frames go into
+//! the far host's ring when they are queued, without an arrival event
+//! each ([`arrives_later`]); and the frames of one TSO segment go as one
+//! **train** ([`arrives_later_train`]): one message holding the first
+//! frame's headers and the whole payload, with the arrival of the first
+//! frame and the spacing of the others. The NIC still queues, times and
+//! counts every frame (`net::enqueue_train`). The interrupt takes the
+//! frames of a train that have arrived by then (splitting it if some are
+//! still on the way), and GRO merges them run by run exactly as it would
+//! merge the frames one by one ([`receive_train`]); their checksums are
+//! right by construction, so they are not summed. Any impairment,
+//! capture, queue trace, other queue discipline, ECN-marked segment, or a
+//! host that does not take trains sends the frames one by one.
+//! `Simulation::set_rx_ring_ahead(false)` turns both shortcuts off; the
+//! integration test `frames_queued_straight_into_the_ring_give_the_same_run_as_arrival_events`
+//! requires identical reports either way (with GRO aggregates split at
+//! the 64 KiB limit, and with loss), and catches planted bugs in the
+//! train split and the 64 KiB rule.
+//!
 //! # Where we differ from Linux
 //! - Routers (forwarding machines) and foreign stacks ignore the
 //!   offloads: their frames are handled one by one, as before.
@@ -129,13 +153,37 @@ pub(crate) struct Nic {
 /// A frame in the receive ring.
 #[derive(Clone, Copy)]
 struct Slot {
-    /// Arrival time, ns.
+    /// Arrival time, ns (of the first frame of a train).
     at: u64,
     iface: u16,
     /// Put in the ring before its arrival (see [`arrives_later`]): its
     /// arrival is counted when the interrupt takes it.
     early: bool,
     id: FrameId,
+    /// Frames: 1, or a train of a TSO segment's frames held as one
+    /// message (the first frame's headers and the whole payload; see
+    /// [`arrives_later_train`]).
+    segs: u32,
+    /// A train's payload bytes per frame (the last may be shorter); 0 for
+    /// a frame. (A train stays one when a split leaves one frame of it.)
+    gso: u32,
+    /// A train's spacing of arrivals, ns (the last frame arrives at
+    /// `last`).
+    step: u64,
+    last: u64,
+}
+
+impl Slot {
+    /// Returns how many of the slot's frames have arrived by `now`.
+    fn due(&self, now: u64) -> u32 {
+        if now >= self.last {
+            self.segs
+        } else if now < self.at {
+            0
+        } else {
+            (((now - self.at) / self.step.max(1)) as u32 + 1).min(self.segs - 1)
+        }
+    }
 }
 
 /// A GRO aggregate: the first frame's headers and the merged payload.
@@ -215,6 +263,10 @@ pub(crate) fn on_arrival(w: &mut World, m: MachineId, iface: u16, id: FrameId) -
         iface,
         early: false,
         id,
+        segs: 1,
+        gso: 0,
+        step: 0,
+        last: now,
     };
     nic.ring.insert(at, slot);
     raise(w, m, now);
@@ -236,7 +288,7 @@ pub(crate) fn arrives_later(w: &mut World, m: MachineId, iface: u16, id: FrameId
     let Some(nic) = coalescing(w, m) else {
         return false;
     };
-    if nic.ring.back().is_some_and(|s| s.at > at) {
+    if nic.ring.back().is_some_and(|s| s.last > at) {
         return false;
     }
     nic.ring.push_back(Slot {
@@ -244,9 +296,65 @@ pub(crate) fn arrives_later(w: &mut World, m: MachineId, iface: u16, id: FrameId
         iface,
         early: true,
         id,
+        segs: 1,
+        gso: 0,
+        step: 0,
+        last: at,
     });
     raise(w, m, at);
     true
+}
+
+/// Returns true when host `m` would take a TCP segment's frames arriving
+/// on `iface` from `src` to `dst` as a train ([`arrives_later_train`]):
+/// it coalesces interrupts and merges with GRO, runs TCP, `dst` is the
+/// interface's address (GRO's and TCP's fast path condition) and the
+/// frames arrive after those in its ring.
+pub(crate) fn takes_trains(w: &World, m: MachineId, iface: u16, dst: Ipv4Addr, first: u64) -> bool {
+    let machine = &w.machines[m as usize];
+    if !w.rx_ring_ahead || machine.crashed || machine.forward || machine.foreign {
+        return false;
+    }
+    let Some(nic) = machine.ext.as_deref().and_then(|e| e.nic.as_deref()) else {
+        return false;
+    };
+    nic.cfg.coalesces()
+        && nic.cfg.gro
+        && super::tcp::check_tcp_enabled(w, m).is_ok()
+        && machine
+            .ifaces
+            .get(usize::from(iface))
+            .is_some_and(|i| i.ip == dst)
+        && nic.ring.back().is_none_or(|s| s.last <= first)
+}
+
+/// Puts the train `id` (a TSO segment's `segs` frames of `gso` payload
+/// bytes, held as one message: the first frame's headers, PSH as the last
+/// frame has it, and the whole payload) into the ring of host `m`, which
+/// [`takes_trains`] said it takes. GRO then merges its frames exactly as
+/// it would merge them one by one; their checksums are right by
+/// construction (they crossed an unimpaired link), so they are not summed.
+pub(crate) fn arrives_later_train(
+    w: &mut World,
+    m: MachineId,
+    iface: u16,
+    id: FrameId,
+    segs: u32,
+    gso: u32,
+    train: crate::net::Train,
+) {
+    let Some(nic) = coalescing(w, m) else { return };
+    nic.ring.push_back(Slot {
+        at: train.first,
+        iface,
+        early: true,
+        id,
+        segs,
+        gso,
+        step: train.step,
+        last: train.last,
+    });
+    raise(w, m, train.first);
 }
 
 /// Schedules the interrupt `rx_usecs` after `first` (the arrival of the
@@ -270,23 +378,36 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
     let Some(nic) = nic_mut(w, m) else { return };
     nic.irq = false;
     let gro = nic.cfg.gro;
-    while let Some(slot) = nic_mut(w, m)
-        .and_then(|n| n.ring.front().copied())
-        .filter(|s| s.at <= now)
-    {
-        if let Some(n) = nic_mut(w, m) {
-            n.ring.pop_front();
+    while let Some(slot) = nic_mut(w, m).and_then(|n| n.ring.front().copied()) {
+        let due = slot.due(now);
+        if due == 0 {
+            break;
         }
-        let mut frame = w.frames.remove(slot.id as usize);
+        let (mut frame, segs) = if due == slot.segs {
+            if let Some(n) = nic_mut(w, m) {
+                n.ring.pop_front();
+            }
+            (w.frames.remove(slot.id as usize), slot.segs)
+        } else {
+            (split_train(w, m, slot, due), due)
+        };
         if slot.early {
             let ifc = w.machines[m as usize].ifaces[usize::from(slot.iface)];
-            crate::net::count_arrival(w, ifc.net);
+            for _ in 0..segs {
+                crate::net::count_arrival(w, ifc.net);
+            }
         }
         if w.machines[m as usize].crashed {
-            w.drop_packet(crate::report::DropReason::MachineCrashed);
+            for _ in 0..segs {
+                w.drop_packet(crate::report::DropReason::MachineCrashed);
+            }
             continue;
         }
         w.current_machine = Some(m);
+        if slot.gso > 0 {
+            receive_train(w, m, slot.iface, frame, segs, slot.gso as usize);
+            continue;
+        }
         if gro && receive(w, m, slot.iface, &mut frame) {
             continue;
         }
@@ -295,6 +416,156 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
     flush_all(w, m);
     if let Some(first) = nic_mut(w, m).and_then(|n| n.ring.front().map(|s| s.at)) {
         raise(w, m, first);
+    }
+}
+
+/// Takes the first `due` frames of the train at the front of the ring
+/// (the others arrive later): returns them as a train message, and leaves
+/// the rest in the ring as a train starting `due` frames later.
+fn split_train(w: &mut World, m: MachineId, slot: Slot, due: u32) -> Message {
+    let train = &mut w.frames[slot.id as usize];
+    let mut header = [0u8; ETH_IP + 60];
+    let hlen = train
+        .front(ETH_IP + tcp::HEADER_LEN)
+        .map_or(0, |h| usize::from(h[ETH_IP + 12] >> 4) * 4);
+    let hdr = ETH_IP + hlen;
+    if let Some(h) = train.front(hdr) {
+        header[..hdr].copy_from_slice(h);
+    }
+    let cut = hdr + due as usize * slot.gso as usize;
+    let rest = train.split_off(cut);
+    let mut front = std::mem::replace(train, rest);
+    // The front's last frame is not the train's: no PSH.
+    if let Some(h) = front.front_mut(hdr) {
+        h[ETH_IP + 13] &= !0x08;
+    }
+    let seq = u32::from_be_bytes(header[ETH_IP + 4..ETH_IP + 8].try_into().expect("4 bytes"));
+    let moved = seq.wrapping_add(due * slot.gso);
+    header[ETH_IP + 4..ETH_IP + 8].copy_from_slice(&moved.to_be_bytes());
+    train.push_front_slice(&header[..hdr]);
+    if let Some(n) = nic_mut(w, m) {
+        if let Some(f) = n.ring.front_mut() {
+            f.at += u64::from(due) * slot.step;
+            f.segs -= due;
+        }
+    }
+    front
+}
+
+/// GRO for a train of `segs` frames of `gso` payload bytes (the last one
+/// possibly shorter; see [`arrives_later_train`]): merges them exactly as
+/// [`receive`] merges the same frames one by one, run by run instead of
+/// frame by frame.
+fn receive_train(
+    w: &mut World,
+    m: MachineId,
+    iface: u16,
+    mut train: Message,
+    segs: u32,
+    gso: usize,
+) {
+    let Some(h) = train.front(ETH_IP + tcp::HEADER_LEN) else {
+        return;
+    };
+    let ip: [u8; 20] = h[ETH..ETH_IP].try_into().expect("20 bytes");
+    let (tos, ttl) = (ip[1], ip[8]);
+    let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+    let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+    let th = &h[ETH_IP..];
+    let ports = u32::from_be_bytes([th[0], th[1], th[2], th[3]]);
+    let hlen = usize::from(th[12] >> 4) * 4;
+    let psh = th[13] & 0x08 != 0;
+    let mut header = [0u8; 60];
+    let Some(th) = train.front(ETH_IP + hlen) else {
+        return;
+    };
+    header[..hlen].copy_from_slice(&th[ETH_IP..]);
+    header[13] &= !0x08;
+    let _ = train.pop_front(ETH_IP + hlen);
+    let total = train.len();
+    let mut seq = u32::from_be_bytes(header[4..8].try_into().expect("4 bytes"));
+    let (mut i, mut off) = (0u32, 0usize);
+    let key = |x: &Held| x.iface == iface && x.src == src && x.ports == ports;
+    while i < segs {
+        let len = if i == segs - 1 { total - off } else { gso };
+        let held_at = nic_mut(w, m).and_then(|n| n.held.iter().position(key));
+        if let Some(at) = held_at {
+            let nic = nic_mut(w, m).expect("held");
+            let x = &mut nic.held[at];
+            let joins = x.next == seq
+                && !x.psh
+                && len <= usize::from(x.mss)
+                && x.tos == tos
+                && x.ttl == ttl
+                && usize::from(x.hlen) == hlen
+                && same_but_seq_and_flags(&x.header[..hlen], &header[..hlen]);
+            let room = GRO_MAX.saturating_sub(20 + hlen + x.payload.len());
+            // Frames of this train that fit (all but the last are `gso`
+            // long, and none is longer than the first of the aggregate).
+            let left = (segs - i) as usize;
+            let last_len = total - off - (left - 1) * gso;
+            let mut k = if (left - 1) * gso + last_len <= room {
+                left
+            } else {
+                room / gso
+            };
+            if gso < usize::from(x.mss) {
+                // Each frame shorter than the aggregate's first ends it.
+                k = k.min(1);
+            }
+            if joins && k > 0 {
+                let bytes = if k == left { total - off } else { k * gso };
+                x.payload.append(train.slice(off..off + bytes));
+                x.next = x.next.wrapping_add(bytes as u32);
+                x.segs += k as u32;
+                i += k as u32;
+                off += bytes;
+                seq = seq.wrapping_add(bytes as u32);
+                let ended = i == segs;
+                let tail = if ended { last_len } else { gso };
+                if ended {
+                    x.psh = psh;
+                }
+                if !ended || psh || tail < usize::from(x.mss) {
+                    // PSH or a frame shorter than the first ends the
+                    // aggregate; so does reaching 64 KiB.
+                    flush(w, m, at);
+                }
+                continue;
+            }
+            flush(w, m, at);
+        }
+        // Frame `i` starts an aggregate.
+        let last = i == segs - 1;
+        let mut head = header;
+        head[4..8].copy_from_slice(&seq.to_be_bytes());
+        let nic = nic_mut(w, m).expect("a NIC with GRO");
+        let x = Held {
+            iface,
+            src,
+            dst,
+            ports,
+            tos,
+            ttl,
+            header: head,
+            hlen: hlen as u8,
+            next: seq.wrapping_add(len as u32),
+            mss: len.min(usize::from(u16::MAX)) as u16,
+            segs: 1,
+            psh: last && psh,
+            payload: train.slice(off..off + len),
+        };
+        let full = nic.held.len() >= MAX_HELD;
+        nic.held.push(x);
+        i += 1;
+        off += len;
+        seq = seq.wrapping_add(len as u32);
+        if last && psh {
+            let at = nic.held.len() - 1;
+            flush(w, m, at);
+        } else if full {
+            flush(w, m, 0);
+        }
     }
 }
 

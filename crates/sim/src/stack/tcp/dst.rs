@@ -292,6 +292,10 @@ pub(crate) fn transmit_tso(
         ethertype: EtherType::Ipv4,
     };
     eth.emit(&mut ethernet::Frame::new_unchecked(&mut tpl[..ETH]));
+    let frames = total.div_ceil(size.max(1)) as u32;
+    if train(w, m, link, seg, &mut tpl[..hdr_len], frames, room) {
+        return;
+    }
     // The TCP header's sum without its sequence number, flags and
     // checksum; the pseudo-header's without the length.
     let base = tcp_sum_base(src, dst, &tpl[TCP_AT..hdr_len]);
@@ -322,7 +326,7 @@ pub(crate) fn transmit_tso(
         let ip_sum = !elvis_wire::checksum::header(h[ETH..TCP_AT].try_into().expect("20 bytes"));
         h[ETH + 10..ETH + 12].copy_from_slice(&ip_sum.to_be_bytes());
         // TCP: sequence number, flags, checksum.
-        let seq = (seq0 + off).0 as u32;
+        let seq = (seq0 + off).0;
         h[TCP_AT + 4..TCP_AT + 8].copy_from_slice(&seq.to_be_bytes());
         if last && psh {
             h[TCP_AT + 13] |= 0x08;
@@ -341,6 +345,86 @@ pub(crate) fn transmit_tso(
         crate::net::transmit(w, link.net, link.port, &mut frame);
         off += n;
     }
+}
+
+/// Sends the `frames` frames of the TSO segment `seg` as one train
+/// (`net::enqueue_train`, `offload::arrives_later_train`) when the link
+/// and the host at its far end take it: one message with the headers of
+/// the first frame (`header`, PSH as the last frame has it) and the whole
+/// payload, where the layered or one-by-one path would make a frame
+/// each. Returns false, having changed nothing, otherwise.
+fn train(
+    w: &mut World,
+    m: MachineId,
+    link: &Link,
+    seg: &Segment,
+    header: &mut [u8],
+    frames: u32,
+    room: &mut u32,
+) -> bool {
+    const TCP_AT: usize = ethernet::HEADER_LEN + IP_HEADER_LEN;
+    if frames < 2 || *room < frames || seg.ect || seg.repr.ece || seg.repr.cwr {
+        return false;
+    }
+    let n = &w.networks[link.net as usize];
+    let other = if link.port == 0 { 1 } else { 0 };
+    let Some(peer) = n.ports.get(other as usize) else {
+        return false;
+    };
+    let (peer_m, peer_iface) = (peer.machine, peer.iface);
+    // The ring must not hold a frame arriving after the train's first
+    // (trains go in arrival order).
+    let size = usize::from(seg.gso_size);
+    let hdr_len = header.len();
+    let first = crate::net::arrival_if_queued(w, link.net, link.port, hdr_len + size);
+    let dst = seg_dst(header);
+    if !super::super::offload::takes_trains(w, peer_m, peer_iface, dst, first) {
+        return false;
+    }
+    let total = seg.payload.len();
+    let last = total - (frames as usize - 1) * size;
+    let Some(timing) = crate::net::enqueue_train(
+        w,
+        link.net,
+        link.port,
+        hdr_len + size,
+        hdr_len + last,
+        frames,
+    ) else {
+        return false;
+    };
+    *room -= frames;
+    let machine = &mut w.machines[m as usize];
+    let ident = machine.ip_ident;
+    machine.ip_ident = ident.wrapping_add(frames as u16);
+    header[ethernet::HEADER_LEN + 4..ethernet::HEADER_LEN + 6]
+        .copy_from_slice(&ident.to_be_bytes());
+    if seg.repr.control == tcp::Control::Psh {
+        header[TCP_AT + 13] |= 0x08;
+    }
+    let mut msg = seg.payload.clone();
+    msg.push_front_slice(header);
+    let id = w.frames.insert(msg) as crate::net::FrameId;
+    let n = u64::from(frames);
+    w.stats.tcp_sent += n;
+    w.stats.ip_sent += n;
+    w.tcp_fast_sent += n;
+    super::super::offload::arrives_later_train(
+        w,
+        peer_m,
+        peer_iface,
+        id,
+        frames,
+        size as u32,
+        timing,
+    );
+    true
+}
+
+/// Returns the IPv4 destination of a frame's headers.
+fn seg_dst(frame: &[u8]) -> std::net::Ipv4Addr {
+    let d = &frame[ethernet::HEADER_LEN + 16..ethernet::HEADER_LEN + 20];
+    std::net::Ipv4Addr::new(d[0], d[1], d[2], d[3])
 }
 
 /// Returns the one's-complement sum of the IPv4 pseudo-header without its
