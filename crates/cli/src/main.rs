@@ -255,10 +255,7 @@ fn run(args: RunArgs) -> ExitCode {
         b.finish_and_clear();
     }
     if !quiet {
-        print!(
-            "{}",
-            summary::render(&name, &report, build_time, built.sim.gro_merged())
-        );
+        print!("{}", summary::render(&name, &report, build_time));
     }
     let mut code = if report.failures() > 0 {
         status::FAILED

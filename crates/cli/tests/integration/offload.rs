@@ -23,7 +23,8 @@ fn run(src: &str) -> (elvis_sim::Report, u64) {
     let mut built = elvis_build::build(&scenario, None).unwrap_or_else(|e| panic!("{e}"));
     let report = built.sim.run();
     assert!(report.success(), "{:?}", report.problems);
-    (report, built.sim.gro_merged())
+    let merged = report.packets.gro_merged;
+    (report, merged)
 }
 
 /// The TCP statistics of the connection end on `machine`.
@@ -52,6 +53,7 @@ fn the_offload_example_runs_at_the_link_rate_and_reports_gro_merges() {
         .unwrap_or_else(|| panic!("no GRO line in\n{}", out.stdout));
     assert!(merged > DATA_FRAMES / 2, "{merged}");
     let r = read_report(&report);
+    assert_eq!(packets(&r, "gro_merged"), merged);
     assert_eq!(application(&r, "receiver", "bulk_receive")["finished"], 1);
     let steady = (r["metrics"].as_array().unwrap().iter())
         .find(|m| m["name"] == "steady_goodput_bps")
@@ -64,6 +66,14 @@ fn the_offload_example_runs_at_the_link_rate_and_reports_gro_merges() {
         (steady / predicted - 1.0).abs() < 0.01,
         "{steady} vs {predicted}"
     );
+    // Without offloads: no merges, and no GRO line.
+    let text = std::fs::read_to_string(example("offload-bulk.ndl")).unwrap();
+    let plain = dir.path().join("plain.ndl");
+    std::fs::write(&plain, text.replace(" offload='linux'", "")).unwrap();
+    let out = elvis(args!["run", &plain, "--report", &report]);
+    out.expect_code(0);
+    assert!(!out.stdout.contains("GRO"), "{}", out.stdout);
+    assert_eq!(packets(&read_report(&report), "gro_merged"), 0);
 }
 
 #[test]
