@@ -54,9 +54,10 @@ struct Entry<E> {
     event: E,
 }
 
-/// Buckets of the radix heap: bucket `i` (1..=64) holds the events whose
-/// time first differs from `last` at bit `i − 1` (bucket 0 is `due`).
-const BUCKETS: usize = 65;
+/// Buckets of the radix heap: bucket `i` holds the future events whose
+/// time first differs from `last` at bit `i` (those at `last` are in
+/// `due`).
+const BUCKETS: usize = 64;
 
 /// A deterministic priority queue of events of type `E`.
 pub struct EventQueue<E> {
@@ -75,7 +76,7 @@ pub struct EventQueue<E> {
     next: usize,
     buckets: [Vec<Entry<E>>; BUCKETS],
     /// Bit `i` set when `buckets[i]` is not empty.
-    occupied: u128,
+    occupied: u64,
     /// Future events pending (in `due` and the buckets).
     future: usize,
     /// The most future events pending at a spread since storage was last
@@ -92,6 +93,14 @@ impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Returns the bucket of an event at `time` in a radix heap based at
+/// `last < time`: the highest bit in which they differ.
+#[inline]
+fn bucket_index(last: u64, time: u64) -> usize {
+    debug_assert!(time > last);
+    63 - (time ^ last).leading_zeros() as usize
 }
 
 /// Frees the storage of `v` if it is empty and larger than steady
@@ -145,7 +154,6 @@ impl<E> EventQueue<E> {
 
     /// Schedules `event` at `time` on behalf of `lane`. A time in the past
     /// or present is treated as "now" (FIFO).
-    #[inline]
     pub fn schedule(&mut self, time: Time, lane: Lane, event: E) {
         if time <= self.now {
             self.present.push_back(event);
@@ -174,7 +182,7 @@ impl<E> EventQueue<E> {
     /// Files a future event (`time > last`) in its bucket.
     #[inline]
     fn put(&mut self, e: Entry<E>) {
-        let b = 64 - (e.time ^ self.last).leading_zeros() as usize;
+        let b = bucket_index(self.last, e.time);
         self.occupied |= 1 << b;
         self.buckets[b].push(e);
     }
@@ -221,27 +229,51 @@ impl<E> EventQueue<E> {
     /// Empties the lowest non-empty bucket: its earliest time becomes
     /// `last`, its events at that time go to `due` (sorted), the others to
     /// lower buckets.
+    #[inline]
     fn spread(&mut self) {
         let i = self.occupied.trailing_zeros() as usize;
-        self.occupied &= !(1 << i);
-        let mut bucket = std::mem::take(&mut self.buckets[i]);
-        let min = bucket.iter().map(|e| e.time).min().unwrap_or(self.last);
-        self.last = min;
+        self.occupied &= self.occupied - 1;
         self.due.clear();
         self.order.clear();
-        self.trim_after_burst();
         self.next = 0;
+        self.trim_after_burst();
+        let bucket = &mut self.buckets[i];
+        if bucket.len() == 1 {
+            // A lone event (the common case with few pending events):
+            // nothing to compare or move down.
+            if let Some(e) = bucket.pop() {
+                self.last = e.time;
+                self.order.push(e.key & !0xffff_ffff);
+                self.due.push(Some(e));
+            }
+            return;
+        }
+        self.spread_many(i);
+    }
+
+    /// Spreads bucket `i`, which holds several events (see `spread`).
+    #[inline(never)]
+    fn spread_many(&mut self, i: usize) {
+        // Every bucket below `i` is empty, and every event of bucket `i`
+        // lands below it.
+        let (lower, upper) = self.buckets.split_at_mut(i);
+        let bucket = &mut upper[0];
+        let min = bucket.iter().map(|e| e.time).min().unwrap_or(self.last);
+        self.last = min;
+        let mut occupied = self.occupied;
+        // The emptied bucket keeps its storage (see `trim_after_burst`).
         for e in bucket.drain(..) {
             if e.time == min {
                 let lane = e.key & !0xffff_ffff;
                 self.order.push(lane | self.due.len() as u64);
                 self.due.push(Some(e));
             } else {
-                self.put(e);
+                let b = bucket_index(min, e.time);
+                occupied |= 1 << b;
+                lower[b].push(e);
             }
         }
-        // The emptied bucket keeps its storage (see `trim_after_burst`).
-        self.buckets[i] = bucket;
+        self.occupied = occupied;
         if self.due.len() > 1 {
             self.order_due();
         }
@@ -322,7 +354,6 @@ impl<E> EventQueue<E> {
     }
 
     /// Removes and returns the next event with its time, advancing `now`.
-    #[inline]
     pub fn pop(&mut self) -> Option<(Time, E)> {
         // Future events due now were scheduled before this instant began,
         // so they precede everything in `present`; when `due` is empty
