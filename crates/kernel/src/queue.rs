@@ -154,6 +154,7 @@ impl<E> EventQueue<E> {
 
     /// Schedules `event` at `time` on behalf of `lane`. A time in the past
     /// or present is treated as "now" (FIFO).
+    #[inline]
     pub fn schedule(&mut self, time: Time, lane: Lane, event: E) {
         if time <= self.now {
             self.present.push_back(event);
@@ -354,6 +355,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Removes and returns the next event with its time, advancing `now`.
+    #[inline]
     pub fn pop(&mut self) -> Option<(Time, E)> {
         // Future events due now were scheduled before this instant began,
         // so they precede everything in `present`; when `due` is empty
