@@ -160,8 +160,12 @@ impl Drop for UdpEntry {
 /// never allocates a queue, and handing a datagram to a task parked in
 /// `recv_from` is one move into `head` and one out of it.
 pub(crate) struct UdpRx {
-    /// The oldest datagram waiting (always older than all of `rest`).
-    pub head: Option<Datagram>,
+    /// The oldest datagram waiting (always older than all of `rest`),
+    /// kept as the very pair `recv_from` returns, so that handing it out
+    /// is one copy into the caller's result.
+    pub head: Option<(Message, SocketAddrV4)>,
+    /// `head`'s payload length.
+    pub head_len: u32,
     pub rest: VecDeque<Datagram>,
     /// Payload bytes queued.
     pub bytes: usize,
@@ -180,6 +184,7 @@ impl UdpRx {
     fn new() -> UdpRx {
         UdpRx {
             head: None,
+            head_len: 0,
             rest: VecDeque::new(),
             bytes: 0,
             cap: usize::MAX,
@@ -209,11 +214,8 @@ impl UdpRx {
         // it through a word-by-word swap loop.
         let len = len as u32;
         if self.head.is_none() && self.rest.is_empty() {
-            self.head = Some(Datagram {
-                from,
-                len,
-                payload: std::mem::take(payload),
-            });
+            self.head = Some((std::mem::take(payload), from));
+            self.head_len = len;
         } else {
             self.rest.push_back(Datagram {
                 from,
@@ -232,13 +234,14 @@ impl UdpRx {
 
     /// Takes the oldest datagram.
     #[inline]
-    fn pop(&mut self) -> Option<Datagram> {
-        let d = match self.head.take() {
-            Some(d) => d,
-            None => self.rest.pop_front()?,
-        };
+    fn pop(&mut self) -> Option<(Message, SocketAddrV4)> {
+        if self.head.is_some() {
+            self.bytes -= self.head_len as usize;
+            return self.head.take();
+        }
+        let d = self.rest.pop_front()?;
         self.bytes -= d.len as usize;
-        Some(d)
+        Some((d.payload, d.from))
     }
 
     /// A `recv_from`: the pending error, `BadDescriptor` once the
@@ -254,7 +257,7 @@ impl UdpRx {
             return Poll::Ready(Err(SocketError::BadDescriptor));
         }
         match self.pop() {
-            Some(d) => Poll::Ready(Ok((d.payload, d.from))),
+            Some(d) => Poll::Ready(Ok(d)),
             // The task's id is a thread-local integer: parking does not
             // borrow the world either.
             None => match current_task() {
@@ -553,7 +556,7 @@ impl UdpSocket {
 
     /// Returns a queued datagram without waiting, if there is one.
     pub fn try_recv_from(&self) -> Result<Option<(Message, SocketAddrV4)>, SocketError> {
-        Ok(self.open_rx()?.pop().map(|d| (d.payload, d.from)))
+        Ok(self.open_rx()?.pop())
     }
 
     /// Closes the socket now (dropping it does the same).
@@ -760,7 +763,7 @@ mod tests {
             rx.push(from, 1, &mut m).is_some()
         };
         assert!(push(&mut rx, 1) && push(&mut rx, 2));
-        let first = |rx: &mut UdpRx| rx.pop().map(|mut d| d.payload.front(1).unwrap()[0]);
+        let first = |rx: &mut UdpRx| rx.pop().map(|(mut m, _)| m.front(1).unwrap()[0]);
         assert_eq!(first(&mut rx), Some(1));
         // The slot is free again, but a datagram arriving now is younger
         // than the one still queued behind it.

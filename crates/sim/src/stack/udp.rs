@@ -67,7 +67,7 @@ pub(crate) fn send(
     let route = ipv4::route_flow(w, m, *to.ip(), Some(&flow))?;
     if route.next != ipv4::NextHop::Local {
         let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
-        if let Some((net, port)) = nic_full(w, m, route.iface, need) {
+        if let Some((net, port)) = nic_full(w, m, &route, need) {
             let task = current_task();
             crate::net::wait_for_room_task(w, net, port, task);
             return Ok(false);
@@ -101,12 +101,15 @@ pub(crate) fn send(
 /// Returns the NIC (network, port) of interface `iface` of machine `m` when
 /// it has no room for `need` frames (or, for a datagram of more fragments
 /// than the queue holds, is not empty).
-fn nic_full(w: &World, m: MachineId, iface: u16, need: u32) -> Option<(u32, u32)> {
-    let ifc = w.machines[m as usize].ifaces.get(iface as usize)?;
-    let room = crate::net::nic_room(w, ifc.net, ifc.port);
+///
+/// The room is read through [`ipv4::room`], the same check the stack's
+/// other senders make.
+fn nic_full(w: &World, m: MachineId, route: &ipv4::Route, need: u32) -> Option<(u32, u32)> {
+    let room = ipv4::room(w, m, route);
     if room >= need {
         return None;
     }
+    let ifc = w.machines[m as usize].ifaces.get(route.iface as usize)?;
     let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
     (room < need.min(cap)).then_some((ifc.net, ifc.port))
 }
