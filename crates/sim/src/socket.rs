@@ -166,7 +166,10 @@ pub(crate) struct UdpRx {
     pub head: Option<(Message, SocketAddrV4)>,
     /// `head`'s payload length.
     pub head_len: u32,
-    pub rest: VecDeque<Datagram>,
+    /// Allocated the first time a datagram arrives while one already
+    /// waits (and kept): a socket that never needs it costs one word and
+    /// nothing to drop.
+    pub rest: Option<Box<VecDeque<Datagram>>>,
     /// Payload bytes queued.
     pub bytes: usize,
     /// Most payload bytes queued (`SO_RCVBUF`).
@@ -185,7 +188,7 @@ impl UdpRx {
         UdpRx {
             head: None,
             head_len: 0,
-            rest: VecDeque::new(),
+            rest: None,
             bytes: 0,
             cap: usize::MAX,
             waiter: None,
@@ -213,11 +216,11 @@ impl UdpRx {
         // the queue; a `mem::swap` with an empty one in place would copy
         // it through a word-by-word swap loop.
         let len = len as u32;
-        if self.head.is_none() && self.rest.is_empty() {
+        if self.head.is_none() && self.rest.as_ref().is_none_or(|r| r.is_empty()) {
             self.head = Some((std::mem::take(payload), from));
             self.head_len = len;
         } else {
-            self.rest.push_back(Datagram {
+            self.rest.get_or_insert_default().push_back(Datagram {
                 from,
                 len,
                 payload: std::mem::take(payload),
@@ -239,7 +242,7 @@ impl UdpRx {
             self.bytes -= self.head_len as usize;
             return self.head.take();
         }
-        let d = self.rest.pop_front()?;
+        let d = self.rest.as_mut()?.pop_front()?;
         self.bytes -= d.len as usize;
         Some((d.payload, d.from))
     }
