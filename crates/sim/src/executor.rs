@@ -183,7 +183,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 17;
             x ^= x << 5;
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 assert_eq!(q.pop(), model.pop_front());
             } else {
                 q.push(next);

@@ -169,6 +169,7 @@ pub(crate) struct UdpRx {
     /// Allocated the first time a datagram arrives while one already
     /// waits (and kept): a socket that never needs it costs one word and
     /// nothing to drop.
+    #[allow(clippy::box_collection)] // one word, not four, in every socket
     pub rest: Option<Box<VecDeque<Datagram>>>,
     /// Payload bytes queued.
     pub bytes: usize,
