@@ -72,7 +72,6 @@ fn next_ready(w: &mut World) -> Option<Step> {
     let task = w.ready.pop()?;
     let meta = &mut w.tasks.meta[task as usize];
     meta.queued = false;
-    crate::executor::set_current_task(Some(task));
     w.current_machine = Some(meta.machine);
     Some(Step::Poll(task, meta.machine))
 }
@@ -1059,6 +1058,7 @@ impl Simulation {
             return;
         };
         beat.in_poll.store(true, Ordering::Relaxed);
+        crate::executor::set_current_task(Some(task));
         let result = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
         // Only this thread writes the counter: a plain store, not an atomic
         // read-modify-write (a locked instruction per poll).
