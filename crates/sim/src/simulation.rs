@@ -707,7 +707,7 @@ impl Simulation {
     /// Returns how many frames GRO merged into an earlier frame's segment.
     #[doc(hidden)]
     pub fn gro_merged(&self) -> u64 {
-        self.world.as_ref().map_or(0, |w| w.gro_merged)
+        self.world.as_ref().map_or(0, |w| w.stats.gro_merged)
     }
 
     /// Turns the routers' fast path ([`crate::stack::forward`]) off

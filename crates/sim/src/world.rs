@@ -110,9 +110,6 @@ pub(crate) struct World {
     pub fast_forward: bool,
     /// Frames forwarded through the fast path.
     pub fast_forwarded: u64,
-    /// Frames GRO merged into an earlier frame's segment
-    /// (`stack::offload`).
-    pub gro_merged: u64,
     /// Departure-time queues put frames for a coalescing host into its
     /// receive ring when they are queued (`stack::offload`).
     pub rx_ring_ahead: bool,
@@ -177,7 +174,6 @@ impl World {
             icmp_limit: Default::default(),
             fast_forward: true,
             fast_forwarded: 0,
-            gro_merged: 0,
             rx_ring_ahead: true,
             dst_epoch: 0,
             tcp_fast_path: true,

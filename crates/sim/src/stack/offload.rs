@@ -722,7 +722,7 @@ fn flush(w: &mut World, m: MachineId, i: usize) {
     w.stats.ip_delivered += segs;
     w.stats.tcp_received += segs;
     w.tcp_fast_received += segs;
-    w.gro_merged += segs - 1;
+    w.stats.gro_merged += segs - 1;
     let ecn = x.tos & 0b11;
     super::tcp::demux(w, m, x.src, x.dst, ecn, &repr, &mut x.payload, x.segs);
 }
