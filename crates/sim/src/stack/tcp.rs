@@ -101,6 +101,9 @@ pub struct TcpConfig {
     /// an established connection fails with `TimedOut`.
     pub max_retries: u32,
     pub sack: bool,
+    /// Report duplicate segments with DSACK blocks (RFC 2883) when SACK
+    /// is negotiated: Linux's `tcp_dsack`, on by default.
+    pub dsack: bool,
     pub timestamps: bool,
     pub congestion: Algorithm,
     pub initial_window_segments: u64,
@@ -124,6 +127,7 @@ impl Default for TcpConfig {
             syn_retries: 6,
             max_retries: 15,
             sack: true,
+            dsack: true,
             timestamps: true,
             congestion: Algorithm::Cubic,
             initial_window_segments: 10,

@@ -2046,3 +2046,5 @@ fn event_counts_carry_past_32_bits_into_the_loss_box() {
     // The loss counters the carry allocated still read as zero.
     assert_eq!(c.losses().timeouts, 0);
 }
+
+mod dsack;
