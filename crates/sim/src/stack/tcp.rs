@@ -40,7 +40,7 @@
 //! bound with it and not without, as on Linux.
 //!
 //! # Gaps
-//! RACK-TLP's gaps are listed in [`rack`] (no DSACKs sent; go-back-N after
+//! RACK-TLP's gaps are listed in [`rack`] (no undo on DSACK; go-back-N after
 //! an RTO). RFC 5961 §5 (ACKs far below
 //! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored. A
 //! retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux
