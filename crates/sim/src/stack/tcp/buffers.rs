@@ -261,13 +261,13 @@ impl RecvBuffer {
         }
     }
 
-    /// Returns up to `n` out-of-order ranges for SACK blocks
+    /// Returns up to `n` (at most 4) out-of-order ranges for SACK blocks
     /// ([`RecvQueue::sack_blocks`]).
     #[inline]
-    pub fn sack_blocks(&self, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+    pub fn sack_blocks(&self, n: usize) -> SackBlocks {
         match self.q.as_deref() {
             Some(q) => q.sack_blocks(n),
-            None => Vec::new(), // the common case: nothing to report
+            None => [None; 4], // the common case: nothing to report
         }
     }
 
@@ -282,6 +282,11 @@ impl RecvBuffer {
         }
     }
 }
+
+/// Up to four SACK blocks (as many as 40 bytes of TCP options hold, RFC
+/// 2018 §3), in the order sent, `None` after the last: a value, so that
+/// building an ACK allocates nothing.
+pub(crate) type SackBlocks = [Option<(SeqNumber, SeqNumber)>; 4];
 
 /// The duplicate range a DSACK block reports (RFC 2883 §4): the first
 /// (lowest) run of already-received bytes a segment carried, grown by
@@ -498,27 +503,67 @@ impl RecvQueue {
     /// specify the contiguous block of data containing the segment which
     /// triggered this ACK"; the others SHOULD repeat "the most recently
     /// reported SACK blocks".
-    fn sack_blocks(&self, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+    fn sack_blocks(&self, n: usize) -> SackBlocks {
+        let mut out: SackBlocks = [None; 4];
         let Some(ooo) = self.ooo.as_deref() else {
-            return Vec::new();
+            return out;
         };
-        let mut ranges: Vec<(SeqNumber, SeqNumber)> = Vec::new();
-        for (s, d) in &ooo.segs {
-            let e = *s + d.len();
-            match ranges.last_mut() {
-                Some(last) if last.1 == *s => last.1 = e,
-                _ => ranges.push((*s, e)),
+        let n = n.min(out.len());
+        let mut k = 0;
+        let recent = ooo
+            .recent
+            .iter()
+            .flatten()
+            .filter_map(|f| ooo.range_holding(*f));
+        for r in recent.chain(ooo.ranges()) {
+            if k == n {
+                break;
+            }
+            if !out[..k].contains(&Some(r)) {
+                out[k] = Some(r);
+                k += 1;
             }
         }
-        let mut out = Vec::with_capacity(n.min(ranges.len()));
-        for f in ooo.recent.iter().flatten() {
-            if let Some(i) = ranges.iter().position(|(s, e)| *s <= *f && *f < *e) {
-                out.push(ranges.remove(i));
-            }
-        }
-        out.extend(ranges);
-        out.truncate(n);
         out
+    }
+}
+
+impl Reassembly {
+    /// Returns the runs of contiguous segments (the SACK ranges), in
+    /// sequence order.
+    fn ranges(&self) -> impl Iterator<Item = (SeqNumber, SeqNumber)> + '_ {
+        let mut i = 0;
+        std::iter::from_fn(move || {
+            let start = self.segs.get(i)?.0;
+            let mut end = start;
+            while let Some((s, d)) = self.segs.get(i) {
+                if *s != end {
+                    break;
+                }
+                end = *s + d.len();
+                i += 1;
+            }
+            Some((start, end))
+        })
+    }
+
+    /// Returns the run of contiguous segments holding `seq`, if any.
+    fn range_holding(&self, seq: SeqNumber) -> Option<(SeqNumber, SeqNumber)> {
+        let segs = &self.segs;
+        let end = |i: usize| segs[i].0 + segs[i].1.len();
+        // The last segment starting at or before `seq`.
+        let i = segs.partition_point(|(s, _)| *s <= seq).checked_sub(1)?;
+        if end(i) <= seq {
+            return None;
+        }
+        let (mut a, mut b) = (i, i);
+        while a > 0 && end(a - 1) == segs[a].0 {
+            a -= 1;
+        }
+        while b + 1 < segs.len() && end(b) == segs[b + 1].0 {
+            b += 1;
+        }
+        Some((segs[a].0, end(b)))
     }
 }
 
@@ -753,7 +798,10 @@ mod test {
         nxt = r.insert(nxt, base + 6, m(b"ghi"));
         nxt = r.insert(nxt, base + 3, m(b"def"));
         assert_eq!(nxt, base);
-        assert_eq!(r.sack_blocks(4), vec![(base + 3, base + 9)]);
+        assert_eq!(
+            r.sack_blocks(4),
+            [Some((base + 3, base + 9)), None, None, None]
+        );
         nxt = r.insert(nxt, base, m(b"abc"));
         assert_eq!(nxt, base + 9);
         assert_eq!(r.take(100).to_vec(), b"abcdefghi");
@@ -811,6 +859,63 @@ mod test {
         let mut d = Duplicate::default();
         let _ = r.insert_reporting(nxt, base + 16, m(b"ghij"), &mut d);
         assert_eq!(d.range(), None);
+    }
+
+    /// The SACK blocks as first written (with vectors): merge the
+    /// segments into ranges, take the ones holding the recent segments,
+    /// then the rest in order.
+    fn reference_sack_blocks(q: &RecvQueue, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+        let Some(ooo) = q.ooo.as_deref() else {
+            return Vec::new();
+        };
+        let mut ranges: Vec<(SeqNumber, SeqNumber)> = Vec::new();
+        for (s, d) in &ooo.segs {
+            let e = *s + d.len();
+            match ranges.last_mut() {
+                Some(last) if last.1 == *s => last.1 = e,
+                _ => ranges.push((*s, e)),
+            }
+        }
+        let mut out = Vec::new();
+        for f in ooo.recent.iter().flatten() {
+            if let Some(i) = ranges.iter().position(|(s, e)| *s <= *f && *f < *e) {
+                out.push(ranges.remove(i));
+            }
+        }
+        out.extend(ranges);
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn sack_blocks_match_the_reference_under_random_arrivals() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..200 {
+            let base = SeqNumber(u32::MAX - 500); // across the wrap
+            let mut r = RecvBuffer::default();
+            let mut nxt = base;
+            for _ in 0..40 {
+                let seq = nxt + next(60) as usize * 10 + 10 * usize::from(next(4) == 0);
+                let len = 1 + next(30) as usize;
+                let in_order = seq <= nxt;
+                nxt = r.insert(nxt, seq, Message::zeros(len as u64));
+                if !in_order {
+                    r.note_out_of_order(seq);
+                }
+                let Some(q) = r.q.as_deref() else { continue };
+                for n in 1..=4 {
+                    let want = reference_sack_blocks(q, n);
+                    let got: Vec<_> = r.sack_blocks(n).into_iter().flatten().collect();
+                    assert_eq!(got, want, "n = {n}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -822,7 +822,7 @@ impl Tcb {
             }
         }
         let max = if self.ts_enabled { 3 } else { 4 };
-        for (s, e) in self.rcvbuf.sack_blocks(max - i) {
+        for (s, e) in self.rcvbuf.sack_blocks(max - i).into_iter().flatten() {
             repr.sack_ranges[i] = Some((s.0, e.0));
             i += 1;
         }
