@@ -1726,10 +1726,15 @@ impl Tcb {
     /// Notes a DSACK for the part of `seg` (`seg_len` sequence numbers)
     /// below RCV.NXT, if any: a segment dropped as unacceptable (or by
     /// PAWS) that repeats data already received (RFC 2883 §4, Example 1;
-    /// Linux's `tcp_send_dupack`).
+    /// Linux's `tcp_send_dupack`). Not in TIME-WAIT, where Linux answers
+    /// from a minimal socket that keeps no SACK state.
     fn dsack_old(&mut self, seg: &Repr, seg_len: usize) {
         let s = seg.seq_number;
-        if seg_len > 0 && seg.control != Control::Syn && s < self.rcv_nxt {
+        if seg_len > 0
+            && seg.control != Control::Syn
+            && s < self.rcv_nxt
+            && self.state != State::TimeWait
+        {
             self.dsack_set(s, (s + seg_len).min(self.rcv_nxt));
         }
     }

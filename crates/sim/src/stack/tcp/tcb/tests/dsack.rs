@@ -291,3 +291,28 @@ fn the_sender_counts_dsacks_and_does_not_take_them_for_duplicate_acks() {
     assert_eq!(t.stats.losses().dsacks_received, 4);
     assert_eq!(t.stats.losses().fast_recoveries, 0);
 }
+
+/// A retransmitted FIN is a duplicate too: in CLOSE-WAIT it is reported
+/// (Linux's `tcp_data_queue` sets a DSACK for it), in TIME-WAIT not (Linux
+/// answers from its time-wait socket, which has no SACK state).
+#[test]
+fn a_repeated_fin_is_dsacked_in_close_wait_but_not_in_time_wait() {
+    let fin = seg(Control::Fin, IRS + 1, Some(ISS + 1));
+    let mut t = established_with(&with_sack(), syn_ack_all());
+    input(&mut t, ms(200), fin, Message::new());
+    assert_eq!(t.state, State::CloseWait);
+    let (_, out) = input(&mut t, ms(300), fin, Message::new());
+    assert_one_ack(&out, ISS + 1, IRS + 2);
+    let fin_block = ((IRS + 1).0, (IRS + 2).0);
+    assert_eq!(out[0].repr.sack_ranges, [Some(fin_block), None, None, None]);
+
+    let mut t = established_with(&with_sack(), syn_ack_all());
+    t.shutdown_write();
+    output(&mut t, ms(100));
+    let fin_ack = seg(Control::Fin, IRS + 1, Some(ISS + 2));
+    input(&mut t, ms(200), fin_ack, Message::new());
+    assert_eq!(t.state, State::TimeWait);
+    let (_, out) = input(&mut t, ms(300), fin_ack, Message::new());
+    assert_one_ack(&out, ISS + 2, IRS + 2);
+    assert!(out[0].repr.sack_ranges[0].is_none());
+}
