@@ -261,6 +261,13 @@ impl RecvBuffer {
         }
     }
 
+    /// Returns true while data is held out of order (there are SACK
+    /// blocks to send).
+    #[inline]
+    pub fn has_out_of_order(&self) -> bool {
+        self.q.as_ref().is_some_and(|q| q.ooo.is_some())
+    }
+
     /// Returns up to `n` (at most 4) out-of-order ranges for SACK blocks
     /// ([`RecvQueue::sack_blocks`]).
     #[inline]
@@ -508,14 +515,37 @@ impl RecvQueue {
         let Some(ooo) = self.ooo.as_deref() else {
             return out;
         };
+        // One pass over the runs: the run holding each recent segment, and
+        // the first four runs holding none.
+        let mut holding: SackBlocks = [None; 4];
+        let mut rest: SackBlocks = [None; 4];
+        let mut n_rest = 0;
+        let mut unresolved = ooo.recent.iter().flatten().count();
+        for (s, e) in ooo.ranges() {
+            // `f` lies in [s, e) iff its distance from `s` is below the
+            // run's length (modulo 2^32, so across the wrap too).
+            let width = e.0.wrapping_sub(s.0);
+            let mut recent = false;
+            for (j, f) in ooo.recent.iter().enumerate() {
+                if let Some(f) = f {
+                    if f.0.wrapping_sub(s.0) < width {
+                        holding[j] = Some((s, e));
+                        recent = true;
+                        unresolved -= 1;
+                    }
+                }
+            }
+            if !recent && n_rest < rest.len() {
+                rest[n_rest] = Some((s, e));
+                n_rest += 1;
+            }
+            if n_rest == rest.len() && unresolved == 0 {
+                break;
+            }
+        }
         let n = n.min(out.len());
         let mut k = 0;
-        let recent = ooo
-            .recent
-            .iter()
-            .flatten()
-            .filter_map(|f| ooo.range_holding(*f));
-        for r in recent.chain(ooo.ranges()) {
+        for r in holding.into_iter().chain(rest).flatten() {
             if k == n {
                 break;
             }
@@ -545,25 +575,6 @@ impl Reassembly {
             }
             Some((start, end))
         })
-    }
-
-    /// Returns the run of contiguous segments holding `seq`, if any.
-    fn range_holding(&self, seq: SeqNumber) -> Option<(SeqNumber, SeqNumber)> {
-        let segs = &self.segs;
-        let end = |i: usize| segs[i].0 + segs[i].1.len();
-        // The last segment starting at or before `seq`.
-        let i = segs.partition_point(|(s, _)| *s <= seq).checked_sub(1)?;
-        if end(i) <= seq {
-            return None;
-        }
-        let (mut a, mut b) = (i, i);
-        while a > 0 && end(a - 1) == segs[a].0 {
-            a -= 1;
-        }
-        while b + 1 < segs.len() && end(b) == segs[b + 1].0 {
-            b += 1;
-        }
-        Some((segs[a].0, end(b)))
     }
 }
 
