@@ -807,10 +807,11 @@ impl Tcb {
     }
 
     /// Fills the SACK blocks of an outgoing segment: a pending DSACK first
-    /// (RFC 2883 §4: "the first block ... SHOULD specify the contiguous
-    /// sequence of data that triggered this ACK"; sent once, Linux clears
-    /// it as it writes the option), then the receive queue's blocks
-    /// (RFC 2018 §4), 4 of them, or 3 beside timestamps.
+    /// (RFC 2883 §4: "the first block of the SACK option should be a
+    /// D-SACK block specifying the sequence numbers for the duplicate
+    /// segment that triggered the acknowledgement"; sent once, Linux
+    /// clears it as it writes the option), then the receive queue's
+    /// blocks (RFC 2018 §4), 4 of them, or 3 beside timestamps.
     #[inline]
     fn sack_option(&mut self, repr: &mut Repr) {
         let mut i = 0;

@@ -186,10 +186,10 @@ fn duplicates_are_reported_like_linux_tcp_dsack_mult() {
     assert_eq!(r.dsacks_sent(), 3);
 }
 
-/// RFC 2883 §4: "each duplicate contiguous sequence of data received is
-/// reported in at most one D-SACK block (i.e., the receiver SHOULD NOT
-/// send two identical D-SACK blocks in subsequent packets)"; it is
-/// reported again only if it arrives again.
+/// RFC 2883 §4: "Each duplicate contiguous sequence of data received is
+/// reported in at most one D-SACK block. (I.e., the receiver sends two
+/// identical D-SACK blocks in subsequent packets only if the receiver
+/// receives two duplicate segments.)"
 #[test]
 fn a_dsack_block_is_sent_once_per_duplicate_received() {
     let mut r = Rfc::new(0);
