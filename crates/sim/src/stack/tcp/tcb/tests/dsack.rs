@@ -316,3 +316,29 @@ fn a_repeated_fin_is_dsacked_in_close_wait_but_not_in_time_wait() {
     assert_one_ack(&out, ISS + 2, IRS + 2);
     assert!(out[0].repr.sack_ranges[0].is_none());
 }
+
+/// The original of a spuriously retransmitted segment, delivered late,
+/// carries an older timestamp than the retransmission that overtook it:
+/// PAWS drops it (RFC 7323 §5.3 R1), and the ACK still reports it as a
+/// duplicate (Linux's `tcp_validate_incoming` answers with
+/// `tcp_send_dupack`), so the sender learns the retransmission was
+/// spurious.
+#[test]
+fn a_late_original_dropped_by_paws_is_still_reported_as_a_duplicate() {
+    let cfg = TcpConfig {
+        timestamps: true,
+        ..with_sack()
+    };
+    let mut t = established_with(&cfg, syn_ack_all());
+    let data = |seq: SeqNumber, tsval: u32| Repr {
+        timestamp: Some((tsval, 1)),
+        ..ack(seq, ISS + 1)
+    };
+    input(&mut t, ms(200), data(IRS + 1, 800), bytes(100));
+    input(&mut t, ms(201), data(IRS + 101, 900), bytes(100));
+    let (_, out) = input(&mut t, ms(202), data(IRS + 1, 800), bytes(100));
+    assert_eq!(t.stats.losses().paws_rejected, 1);
+    assert_one_ack(&out, ISS + 1, IRS + 201);
+    let block = ((IRS + 1).0, (IRS + 101).0);
+    assert_eq!(out[0].repr.sack_ranges, [Some(block), None, None, None]);
+}
