@@ -10,10 +10,10 @@
 //! window reduction).
 //!
 //! The path: 1 Gbit/s, 5 ms each way (min RTT 10 ms, `min_rtt / 4` =
-//! 2.5 ms), 1 % of frames held back by 3 ms. One `reo_wnd` step (5 ms)
-//! covers the hold-back, so with DSACK the spurious retransmissions stop
-//! after the first DSACK round, and without it they go on for the whole
-//! transfer.
+//! 2.5 ms), 1 % of frames held back by 3 ms. One widening (to 5 ms)
+//! covers the hold-back, so with DSACK the spurious retransmissions
+//! (almost) stop once the first DSACKs are back, and without them they go
+//! on for the whole transfer.
 
 use crate::common::{nth_ip, sa};
 use elvis_sim::{Host, Message, NetworkConfig, NetworkKind, Simulation, TcpConfig, TcpStats};
