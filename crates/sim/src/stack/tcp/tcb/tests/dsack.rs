@@ -167,7 +167,8 @@ fn rfc2883_example_6_reports_the_first_of_two_duplicate_subsegments_above_the_ac
 /// Linux's `tcp_dsack_mult.pkt` (MSS 1000, no timestamps): SACK blocks
 /// newest first; an in-order segment that covers out-of-order data
 /// reports the covered part (extended over adjacent pieces, not over a
-/// disjoint one); an old segment is reported below the ACK.
+/// disjoint one: 1001:3001, where Linux before its 2025 `tcp_ofo_queue`
+/// fix reported 1001:6001); an old segment is reported below the ACK.
 #[test]
 fn duplicates_are_reported_like_linux_tcp_dsack_mult() {
     let mut r = Rfc::new(1);
