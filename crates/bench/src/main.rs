@@ -124,6 +124,14 @@ enum Cmd {
         /// Send real payload bytes instead of a virtual payload.
         #[arg(long)]
         real: bool,
+        /// Give both hosts NIC offloads: TSO, GRO and receive interrupts
+        /// coalesced for this many µs (Linux's defaults with 8).
+        #[arg(long)]
+        offload_usecs: Option<u32>,
+        /// Frames each NIC holds (the simulator's default is 32; Linux's
+        /// `txqueuelen` is 1000).
+        #[arg(long)]
+        txqueuelen: Option<u32>,
         /// newreno | cubic | compound
         #[arg(long, default_value = "cubic")]
         congestion: String,
@@ -245,12 +253,16 @@ fn main() {
             real,
             congestion,
             loss_detection,
+            offload_usecs,
+            txqueuelen,
         } => tcp_bulk(
             bytes,
             bandwidth,
             latency_ns,
             loss,
             real,
+            offload_usecs,
+            txqueuelen,
             &congestion,
             &loss_detection,
         ),
@@ -568,12 +580,15 @@ fn routes(n: u64) -> Measurement {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one per command-line option
 fn tcp_bulk(
     bytes: u64,
     bandwidth: u64,
     latency_ns: u64,
     loss: f64,
     real: bool,
+    offload_usecs: Option<u32>,
+    txqueuelen: Option<u32>,
     congestion: &str,
     loss_detection: &str,
 ) -> Measurement {
@@ -588,6 +603,9 @@ fn tcp_bulk(
     let mut cfg = NetworkConfig::ideal("path").with_rate(bandwidth, latency_ns);
     cfg.kind = elvis_sim::NetworkKind::Link;
     cfg.loss = loss;
+    if let Some(q) = txqueuelen {
+        cfg.txqueuelen = q;
+    }
     let net = sim.add_network(cfg);
     let a = sim
         .add_group("src", None, Protocols::UDP_TCP)
@@ -599,6 +617,15 @@ fn tcp_bulk(
         .expect("address");
     sim.attach(b, net, Ipv4Addr::new(10, 0, 0, 2))
         .expect("address");
+    if let Some(us) = offload_usecs {
+        let o = elvis_sim::Offloads {
+            rx_usecs: us,
+            ..elvis_sim::Offloads::LINUX
+        };
+        for m in [a, b] {
+            sim.set_offloads(m, o).expect("machine");
+        }
+    }
     let done = std::rc::Rc::new(std::cell::Cell::new(0u64));
     let done2 = done.clone();
     sim.spawn(b, "bulk_receive", move |h: Host| async move {
@@ -662,6 +689,9 @@ fn tcp_bulk(
             "congestion": congestion,
             "loss_detection": detection.as_str(),
             "loss": loss,
+            "offload_rx_usecs": offload_usecs,
+            "txqueuelen": txqueuelen.unwrap_or(NetworkConfig::DEFAULT_TXQUEUELEN),
+            "gro_merged": sim.gro_merged(),
         }),
         ..Default::default()
     }

@@ -88,6 +88,7 @@ pub use socket::{
     TcpStream, UdpSocket,
 };
 pub use stack::icmp_limit::IcmpRateLimit;
+pub use stack::offload::Offloads;
 pub use stack::tcp::keepalive::Keepalive;
 pub use stack::tcp::tcb::State as TcpState;
 pub use stack::tcp::trace::{Sample, Sampling, Series};

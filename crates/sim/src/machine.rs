@@ -113,6 +113,8 @@ pub(crate) struct MachineExt {
     pub forwarding: Vec<crate::stack::forward::IfaceCounters>,
     /// ICMP error rate-limit buckets (machines that sent an error only).
     pub icmp_limit: Option<Box<crate::stack::icmp_limit::Limiter>>,
+    /// NIC offloads and their receive state (machines with offloads only).
+    pub nic: Option<Box<crate::stack::offload::Nic>>,
 }
 
 impl Machine {

@@ -766,6 +766,17 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
         Err(reason) => discard(w, id, reason),
         Ok(fate) => {
             let at = Time::from_nanos(done + n.cfg.latency_ns + fate.extra_ns);
+            if n.cfg.kind == NetworkKind::Link && !fate.duplicate {
+                // A host whose NIC coalesces interrupts takes the frame
+                // into its ring now (no arrival event).
+                let other = if port == 0 { 1 } else { 0 };
+                if let Some(p) = n.ports.get(other as usize) {
+                    let (machine, iface) = (p.machine, p.iface);
+                    if crate::stack::offload::arrives_later(w, machine, iface, id, at.as_nanos()) {
+                        return;
+                    }
+                }
+            }
             propagate(w, net, port, id, at);
             if fate.duplicate {
                 let copy = w.frames.insert(w.frames[id as usize].clone()) as FrameId;
@@ -773,6 +784,82 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
             }
         }
     }
+}
+
+/// When a train of frames fits a link's NIC: the first frame's arrival,
+/// the spacing of the others (all but the last `full` bytes long) and the
+/// last one's arrival, ns.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Train {
+    pub first: u64,
+    pub step: u64,
+    pub last: u64,
+}
+
+/// Returns when a frame of `bytes` queued now on the NIC at `port` of
+/// link `net` would arrive at the far end, if that NIC is a
+/// departure-time FIFO (see [`enqueue_train`]).
+pub(crate) fn arrival_if_queued(w: &mut World, net: NetId, port: u32, bytes: usize) -> u64 {
+    let now = w.now().as_nanos();
+    let nw = &mut w.networks[net as usize];
+    let (ser, latency) = (nw.cfg.serialization_ns(bytes), nw.cfg.latency_ns);
+    let wq = &mut nw.queues_mut(port).up;
+    wq.settle(now);
+    let start = wq.sched.back().map_or(now, |s| s.done.max(now));
+    start + ser + latency
+}
+
+/// Queues `n` ≥ 2 frames, `n − 1` of `full` bytes and one of `last`
+/// bytes, on the NIC at `port` of link `net` without the frames
+/// themselves (a TSO segment the far end takes as one unit, see
+/// `stack::offload`), with the counters [`transmit`] keeps for each;
+/// returns their arrivals. Returns `None`, changing nothing, unless the
+/// link is unimpaired, uncaptured and untraced, the NIC is a
+/// departure-time drop-tail FIFO and takes all `n`: the caller then sends
+/// the frames one by one.
+pub(crate) fn enqueue_train(
+    w: &mut World,
+    net: NetId,
+    port: u32,
+    full: usize,
+    last: usize,
+    n: u32,
+) -> Option<Train> {
+    let now = w.now().as_nanos();
+    let uncaptured = !w.evented_queues && !w.queue_trace && !w.pcap.captures(net);
+    let nw = &mut w.networks[net as usize];
+    if !uncaptured || nw.impaired || nw.cfg.kind != NetworkKind::Link || n < 2 {
+        return None;
+    }
+    let (ser_full, ser_last) = (nw.cfg.serialization_ns(full), nw.cfg.serialization_ns(last));
+    let latency = nw.cfg.latency_ns;
+    let wq = &mut nw.queues_mut(port).up;
+    wq.settle(now);
+    let analytic =
+        !wq.sched.is_empty() || (matches!(wq.qdisc, Qdisc::DropTail(_)) && wq.is_idle(now));
+    let Qdisc::DropTail(d) = &wq.qdisc else {
+        return None;
+    };
+    // The last frame finds the others waiting (the first may be on the
+    // wire already: then fewer wait, so this is the worst case).
+    let (packets, bytes) = wq.waiting();
+    let ahead = u64::from(n - 1) * full as u64;
+    if !analytic || d.refuses(packets + n - 1, bytes + ahead, last as u32) {
+        return None;
+    }
+    let first = wq.push(now, ser_full, full as u32);
+    for _ in 1..n - 1 {
+        wq.push(now, ser_full, full as u32);
+    }
+    let end = wq.push(now, ser_last, last as u32);
+    nw.stats.frames_sent += u64::from(n);
+    nw.stats.bytes_sent += ahead + last as u64;
+    w.stats.frames_sent += u64::from(n);
+    Some(Train {
+        first: first + latency,
+        step: ser_full,
+        last: end + latency,
+    })
 }
 
 /// [`enqueue`] on a queue run event by event.
@@ -1283,6 +1370,9 @@ pub(crate) fn deliver(w: &mut World, net: NetId, port: u32, id: FrameId, from: u
     if router && crate::stack::forward::forward_in_slab(w, machine, iface, id) {
         return;
     }
+    if crate::stack::offload::on_arrival(w, machine, iface, id) {
+        return;
+    }
     let mut frame = w.frames.remove(id as usize);
     hand_to_stack(w, machine, iface, &mut frame);
 }
@@ -1314,6 +1404,13 @@ fn receive(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
     }
 }
 
+/// Counts the arrival of a frame that a NIC took into its receive ring
+/// on `net` before it arrived (`stack::offload::arrives_later`).
+pub(crate) fn count_arrival(w: &mut World, net: NetId) {
+    w.networks[net as usize].stats.frames_delivered += 1;
+    w.stats.frames_delivered += 1;
+}
+
 /// Counts a frame's arrival at the machine on `port` and returns that
 /// machine and its interface; `None` (the frame dropped) if it crashed.
 #[inline]
@@ -1332,7 +1429,7 @@ fn arrive(w: &mut World, net: NetId, port: u32) -> Option<(MachineId, u16)> {
 }
 
 /// Hands a frame that arrived on `iface` to the stack of `machine`.
-fn hand_to_stack(w: &mut World, machine: MachineId, iface: u16, frame: &mut Message) {
+pub(crate) fn hand_to_stack(w: &mut World, machine: MachineId, iface: u16, frame: &mut Message) {
     if w.machines[machine as usize].foreign {
         return crate::foreign::receive(w, machine, iface, frame);
     }

@@ -107,6 +107,7 @@ pub(crate) struct Stats {
     pub arp_sent: u64,
     pub tcp_sent: u64,
     pub tcp_received: u64,
+    pub gro_merged: u64,
     pub drops: BTreeMap<DropReason, u64>,
 }
 
@@ -269,6 +270,10 @@ pub struct PacketReport {
     /// TCP segments sent / received (checksum good).
     pub tcp_sent: u64,
     pub tcp_received: u64,
+    /// TCP segments GRO merged into an earlier segment before TCP saw
+    /// them (hosts with NIC offloads, `stack::offload`); counted in
+    /// `tcp_received`.
+    pub gro_merged: u64,
     /// Total of `dropped`.
     pub dropped_total: u64,
     /// Drops by reason (`loss`, `queue_full`, `bad_checksum(udp)`, …).
@@ -290,6 +295,7 @@ impl From<&Stats> for PacketReport {
             arp_sent: s.arp_sent,
             tcp_sent: s.tcp_sent,
             tcp_received: s.tcp_received,
+            gro_merged: s.gro_merged,
             dropped_total: s.drops.values().sum(),
             dropped: s.drops.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         }

@@ -679,6 +679,38 @@ impl Simulation {
         Ok(())
     }
 
+    /// Sets the NIC offloads of machine `m` (TSO, GRO, interrupt
+    /// coalescing; see [`crate::Offloads`]). Routers and foreign machines
+    /// ignore them.
+    pub fn set_offloads(
+        &mut self,
+        m: MachineId,
+        offloads: crate::Offloads,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        if m as usize >= w.machines.len() {
+            return Err(SimError::NoSuchMachine(m));
+        }
+        w.dst_epoch = w.dst_epoch.wrapping_add(1);
+        crate::stack::offload::set(w, m, offloads);
+        Ok(())
+    }
+
+    /// Turns off (`false`) or on (`true`, the default) taking frames for a
+    /// host that coalesces receive interrupts into its ring when they are
+    /// queued instead of with an arrival event each. Results do not
+    /// depend on it: tests compare runs with and without it.
+    #[doc(hidden)]
+    pub fn set_rx_ring_ahead(&mut self, on: bool) {
+        self.w().rx_ring_ahead = on;
+    }
+
+    /// Returns how many frames GRO merged into an earlier frame's segment.
+    #[doc(hidden)]
+    pub fn gro_merged(&self) -> u64 {
+        self.world.as_ref().map_or(0, |w| w.stats.gro_merged)
+    }
+
     /// Turns the routers' fast path ([`crate::stack::forward`]) off
     /// (`false`) or on (`true`, the default). Results do not depend on it:
     /// tests compare runs with and without it.

@@ -25,6 +25,7 @@ pub mod forward;
 pub mod icmp;
 pub mod icmp_limit;
 pub mod ipv4;
+pub mod offload;
 pub mod route;
 pub mod tcp;
 pub mod udp;
@@ -49,6 +50,8 @@ pub(crate) enum Timer {
     ForeignPoll,
     /// The NIC of a foreign stack has room again.
     ForeignRoom,
+    /// The NIC's receive interrupt (coalesced; see [`offload`]).
+    NapiPoll,
 }
 
 /// Runs a protocol timer.
@@ -64,5 +67,6 @@ pub(crate) fn on_timer(w: &mut World, m: MachineId, timer: Timer) {
         Timer::TcpKick { slot } => tcp::kick(w, m, slot),
         Timer::ForeignPoll => crate::foreign::on_poll(w, m, false),
         Timer::ForeignRoom => crate::foreign::on_poll(w, m, true),
+        Timer::NapiPoll => offload::poll(w, m),
     }
 }

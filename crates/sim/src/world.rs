@@ -112,6 +112,9 @@ pub(crate) struct World {
     pub fast_forward: bool,
     /// Frames forwarded through the fast path.
     pub fast_forwarded: u64,
+    /// Departure-time queues put frames for a coalescing host into its
+    /// receive ring when they are queued (`stack::offload`).
+    pub rx_ring_ahead: bool,
     /// Counts the changes of routes and interfaces made between runs: a
     /// TCP connection's cached route (`stack::tcp::dst`) is good
     /// while the epoch it was resolved in lasts.
@@ -174,6 +177,7 @@ impl World {
             icmp_limit: Default::default(),
             fast_forward: true,
             fast_forwarded: 0,
+            rx_ring_ahead: true,
             dst_epoch: 0,
             tcp_fast_path: true,
             tcp_fast_sent: 0,

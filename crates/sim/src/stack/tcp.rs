@@ -497,6 +497,11 @@ pub(crate) fn drive(
         _ => u32::MAX,
     };
     sock.tcb.nic_blocked = false;
+    sock.tcb.tso_frames = if nic.is_some() && super::offload::of(w, m).tso {
+        u8::MAX
+    } else {
+        0
+    };
     let acked = sock.tcb.stats.bytes_acked;
     let fx = f(&mut sock.tcb, now, &mut out);
     if sock.tcb.stats.bytes_acked != acked {
@@ -574,16 +579,10 @@ pub(crate) fn drive(
     // (no move of the 150-byte message per layer).
     let mut room = dst::certain_room(w, &dst, held);
     for seg in out.iter_mut() {
-        match &dst.link {
-            Some(link) if dst::fits(link, seg) => {
-                let known = room > 0;
-                room = room.saturating_sub(1);
-                dst::transmit_linked(w, m, link, local, remote, seg, known);
-            }
-            _ => {
-                room = 0; // fragments: several frames
-                transmit(w, m, local, remote, route, seg);
-            }
+        if seg.gso_size > 0 {
+            send_tso(w, m, &dst, local, remote, seg, &mut room);
+        } else {
+            send_one(w, m, &dst, local, remote, seg, &mut room);
         }
     }
     out.clear();
@@ -596,6 +595,71 @@ pub(crate) fn drive(
     }
     for t in wake {
         w.wake(t);
+    }
+}
+
+/// Sends one segment as one frame (or fragments) along `dst`; `room`:
+/// frames the NIC certainly takes (see `dst::certain_room`).
+fn send_one(
+    w: &mut World,
+    m: MachineId,
+    dst: &dst::Dst,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    seg: &mut Segment,
+    room: &mut u32,
+) {
+    match &dst.link {
+        Some(link) if dst::fits(link, seg) => {
+            let known = *room > 0;
+            *room = room.saturating_sub(1);
+            dst::transmit_linked(w, m, link, local, remote, seg, known);
+        }
+        _ => {
+            *room = 0; // fragments: several frames
+            transmit(w, m, local, remote, dst.route, seg);
+        }
+    }
+}
+
+/// Sends a TSO segment as the NIC would (`super::offload`): cut into
+/// frames of `gso_size` payload bytes, each with the segment's header,
+/// its own sequence number, and PSH on the last only (Linux's
+/// `tcp_gso_segment`).
+fn send_tso(
+    w: &mut World,
+    m: MachineId,
+    dst: &dst::Dst,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    seg: &mut Segment,
+    room: &mut u32,
+) {
+    if let Some(link) = dst.link.as_ref().filter(|l| dst::fits_frames(l, seg)) {
+        return dst::transmit_tso(w, m, link, local, remote, seg, room);
+    }
+    let size = usize::from(seg.gso_size);
+    let total = seg.payload.len();
+    let psh = seg.repr.control == Control::Psh;
+    let mut off = 0;
+    while off < total {
+        let n = size.min(total - off);
+        let mut repr = seg.repr;
+        repr.seq_number = seg.repr.seq_number + off;
+        repr.payload_len = n;
+        repr.control = if psh && off + n == total {
+            Control::Psh
+        } else {
+            Control::None
+        };
+        let mut piece = Segment {
+            repr,
+            payload: seg.payload.slice(off..off + n),
+            ect: seg.ect,
+            gso_size: 0,
+        };
+        send_one(w, m, dst, local, remote, &mut piece, room);
+        off += n;
     }
 }
 
@@ -701,6 +765,7 @@ fn send_rst(
             repr,
             payload: Message::new(),
             ect: false,
+            gso_size: 0,
         },
     );
 }
@@ -741,6 +806,23 @@ pub(crate) fn receive(
     let _ = msg.pop_front(hlen);
     repr.payload_len = msg.len();
     w.stats.tcp_received += 1;
+    demux(w, m, src, dst, ip_ecn, &repr, msg, 1);
+}
+
+/// Hands a checked and parsed segment (`msg`: its payload; merged by GRO
+/// from `segs` segments) to its connection or listener, or answers it
+/// with RST (RFC 9293 §3.10.7.1–2).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn demux(
+    w: &mut World,
+    m: MachineId,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    ip_ecn: u8,
+    repr: &Repr,
+    msg: &mut Message,
+    segs: u32,
+) {
     let local = SocketAddrV4::new(dst, repr.dst_port);
     let remote = SocketAddrV4::new(src, repr.src_port);
     // A connection for the 4-tuple?
@@ -750,24 +832,24 @@ pub(crate) fn receive(
     if let Some(slot) = conn {
         // The payload moves once, into the connection.
         drive(w, m, slot, |tcb, now, out| {
-            tcb.input_ecn(now, &repr, ip_ecn, std::mem::take(msg), out)
+            tcb.input_merged(now, repr, ip_ecn, std::mem::take(msg), segs, out)
         });
         return;
     }
     let listener = ix.and_then(|ix| ix.listeners.get(&local.port()).copied());
     match listener {
         Some(l) if repr.control == Control::Syn && repr.ack_number.is_none() => {
-            passive_open(w, m, l, local, remote, &repr);
+            passive_open(w, m, l, local, remote, repr);
         }
         Some(_) if repr.control != Control::Rst && repr.ack_number.is_some() => {
             // RFC 9293 §3.10.7.2: an ACK to a listener gets a RST.
-            send_rst(w, m, local, remote, &repr, repr.payload_len);
+            send_rst(w, m, local, remote, repr, repr.payload_len);
             w.drop_packet(DropReason::NoSocket);
         }
         Some(_) => w.drop_packet(DropReason::NoSocket),
         None => {
             // RFC 9293 §3.10.7.1: CLOSED — answer with RST.
-            send_rst(w, m, local, remote, &repr, repr.payload_len);
+            send_rst(w, m, local, remote, repr, repr.payload_len);
             w.drop_packet(DropReason::NoSocket);
         }
     }

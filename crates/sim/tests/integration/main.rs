@@ -17,6 +17,7 @@ mod fragmentation;
 mod fuzz_corpus;
 mod impairments;
 mod interop;
+mod offload;
 mod qdisc;
 mod queues;
 mod rack;

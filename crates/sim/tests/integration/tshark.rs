@@ -201,7 +201,7 @@ fn tshark_decodes_our_golden_capture_without_errors() {
 
 /// Runs tshark with TCP checksum validation on and returns the number of
 /// frames matching `filter`.
-fn tcp_count(file: &Path, filter: &str) -> usize {
+pub(crate) fn tcp_count(file: &Path, filter: &str) -> usize {
     let out = Command::new("tshark")
         .arg("-r")
         .arg(file)

@@ -233,9 +233,222 @@ pub(crate) fn transmit_linked(
     crate::net::transmit(w, link.net, link.port, msg);
 }
 
+/// Sends the TSO segment `seg` (see `stack::offload`) through `link` as
+/// the NIC cuts it: frames of `seg.gso_size` payload bytes, each with the
+/// headers of the first written from one template and patched, as
+/// Linux's `tcp_gso_segment` and `inet_gso_segment` do: the IPv4 total
+/// length, identification (one per frame) and header checksum; the TCP
+/// sequence number, PSH on the last frame only, and the checksum. The
+/// bytes are those [`transmit_linked`] writes for the same segments sent
+/// one by one. `room`: frames the NIC certainly takes (see
+/// [`certain_room`]).
+pub(crate) fn transmit_tso(
+    w: &mut World,
+    m: MachineId,
+    link: &Link,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    seg: &Segment,
+    room: &mut u32,
+) {
+    const ETH: usize = ethernet::HEADER_LEN;
+    const TCP_AT: usize = ETH + IP_HEADER_LEN;
+    let size = usize::from(seg.gso_size);
+    let total = seg.payload.len();
+    let psh = seg.repr.control == tcp::Control::Psh;
+    let (src, dst) = (*local.ip(), *remote.ip());
+    let mut repr = seg.repr;
+    repr.control = tcp::Control::None;
+    repr.payload_len = size;
+    let tcp_len = repr.header_len();
+    let hdr_len = TCP_AT + tcp_len;
+    let mut tpl = [0u8; TCP_AT + 60];
+    repr.emit_header(
+        &mut tcp::Packet::new_unchecked(&mut tpl[TCP_AT..hdr_len]),
+        src,
+        dst,
+        size,
+        Checksum::new(),
+    );
+    tpl[TCP_AT + 16..TCP_AT + 18].fill(0);
+    let ip = elvis_wire::ipv4::Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: IpProtocol::Tcp,
+        payload_len: tcp_len + size,
+        hop_limit: w.default_ttl,
+        ident: 0,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+        dscp_ecn: super::ecn::EcnState::codepoint(seg.ect) & 0b11,
+    };
+    ip.emit(&mut elvis_wire::ipv4::Packet::new_unchecked(
+        &mut tpl[ETH..TCP_AT],
+    ));
+    let eth = ethernet::Repr {
+        src_addr: link.src_mac,
+        dst_addr: link.dst_mac,
+        ethertype: EtherType::Ipv4,
+    };
+    eth.emit(&mut ethernet::Frame::new_unchecked(&mut tpl[..ETH]));
+    let frames = total.div_ceil(size.max(1)) as u32;
+    if train(w, m, link, seg, &mut tpl[..hdr_len], frames, room) {
+        return;
+    }
+    // The TCP header's sum without its sequence number, flags and
+    // checksum; the pseudo-header's without the length.
+    let base = tcp_sum_base(src, dst, &tpl[TCP_AT..hdr_len]);
+    let seq0 = seg.repr.seq_number;
+    let mut off = 0;
+    while off < total {
+        let n = size.min(total - off);
+        let last = off + n == total;
+        if *room == 0 && crate::net::nic_frames(w, link.net, link.port) >= link.limit {
+            w.drop_packet(DropReason::NicQueueFull);
+            off += n;
+            continue;
+        }
+        *room = room.saturating_sub(1);
+        let mut frame = seg.payload.slice(off..off + n);
+        let mut sum = base;
+        super::super::udp::sum_message(&mut sum, &frame);
+        let machine = &mut w.machines[m as usize];
+        let ident = machine.ip_ident;
+        machine.ip_ident = ident.wrapping_add(1);
+        let h = frame.push_front(hdr_len);
+        h.copy_from_slice(&tpl[..hdr_len]);
+        // IPv4: total length, identification, header checksum.
+        let ip_total = (IP_HEADER_LEN + tcp_len + n) as u16;
+        h[ETH + 2..ETH + 4].copy_from_slice(&ip_total.to_be_bytes());
+        h[ETH + 4..ETH + 6].copy_from_slice(&ident.to_be_bytes());
+        h[ETH + 10..ETH + 12].fill(0);
+        let ip_sum = !elvis_wire::checksum::header(h[ETH..TCP_AT].try_into().expect("20 bytes"));
+        h[ETH + 10..ETH + 12].copy_from_slice(&ip_sum.to_be_bytes());
+        // TCP: sequence number, flags, checksum.
+        let seq = (seq0 + off).0;
+        h[TCP_AT + 4..TCP_AT + 8].copy_from_slice(&seq.to_be_bytes());
+        if last && psh {
+            h[TCP_AT + 13] |= 0x08;
+        }
+        sum.add_u32(seq);
+        sum.add_u16(u16::from(h[TCP_AT + 13]));
+        sum.add_u16((tcp_len + n) as u16);
+        let tcp_sum = sum.finish();
+        h[TCP_AT + 16..TCP_AT + 18].copy_from_slice(&tcp_sum.to_be_bytes());
+        if frame.len() < ethernet::MIN_FRAME_LEN {
+            frame.pad_to(ethernet::MIN_FRAME_LEN);
+        }
+        w.stats.tcp_sent += 1;
+        w.stats.ip_sent += 1;
+        w.tcp_fast_sent += 1;
+        crate::net::transmit(w, link.net, link.port, &mut frame);
+        off += n;
+    }
+}
+
+/// Sends the `frames` frames of the TSO segment `seg` as one train
+/// (`net::enqueue_train`, `offload::arrives_later_train`) when the link
+/// and the host at its far end take it: one message with the headers of
+/// the first frame (`header`, PSH as the last frame has it) and the whole
+/// payload, where the layered or one-by-one path would make a frame
+/// each. Returns false, having changed nothing, otherwise.
+fn train(
+    w: &mut World,
+    m: MachineId,
+    link: &Link,
+    seg: &Segment,
+    header: &mut [u8],
+    frames: u32,
+    room: &mut u32,
+) -> bool {
+    const TCP_AT: usize = ethernet::HEADER_LEN + IP_HEADER_LEN;
+    if frames < 2 || *room < frames || seg.ect || seg.repr.ece || seg.repr.cwr {
+        return false;
+    }
+    let n = &w.networks[link.net as usize];
+    let other = if link.port == 0 { 1 } else { 0 };
+    let Some(peer) = n.ports.get(other as usize) else {
+        return false;
+    };
+    let (peer_m, peer_iface) = (peer.machine, peer.iface);
+    // The ring must not hold a frame arriving after the train's first
+    // (trains go in arrival order).
+    let size = usize::from(seg.gso_size);
+    let hdr_len = header.len();
+    let first = crate::net::arrival_if_queued(w, link.net, link.port, hdr_len + size);
+    let dst = seg_dst(header);
+    if !super::super::offload::takes_trains(w, peer_m, peer_iface, dst, first) {
+        return false;
+    }
+    let total = seg.payload.len();
+    let last = total - (frames as usize - 1) * size;
+    let Some(timing) = crate::net::enqueue_train(
+        w,
+        link.net,
+        link.port,
+        hdr_len + size,
+        hdr_len + last,
+        frames,
+    ) else {
+        return false;
+    };
+    *room -= frames;
+    let machine = &mut w.machines[m as usize];
+    let ident = machine.ip_ident;
+    machine.ip_ident = ident.wrapping_add(frames as u16);
+    header[ethernet::HEADER_LEN + 4..ethernet::HEADER_LEN + 6]
+        .copy_from_slice(&ident.to_be_bytes());
+    if seg.repr.control == tcp::Control::Psh {
+        header[TCP_AT + 13] |= 0x08;
+    }
+    let mut msg = seg.payload.clone();
+    msg.push_front_slice(header);
+    let id = w.frames.insert(msg) as crate::net::FrameId;
+    let n = u64::from(frames);
+    w.stats.tcp_sent += n;
+    w.stats.ip_sent += n;
+    w.tcp_fast_sent += n;
+    super::super::offload::arrives_later_train(
+        w,
+        peer_m,
+        peer_iface,
+        id,
+        frames,
+        size as u32,
+        timing,
+    );
+    true
+}
+
+/// Returns the IPv4 destination of a frame's headers.
+fn seg_dst(frame: &[u8]) -> std::net::Ipv4Addr {
+    let d = &frame[ethernet::HEADER_LEN + 16..ethernet::HEADER_LEN + 20];
+    std::net::Ipv4Addr::new(d[0], d[1], d[2], d[3])
+}
+
+/// Returns the one's-complement sum of the IPv4 pseudo-header without its
+/// length and of the TCP header `th` without its sequence number, its
+/// flags byte and its checksum (which must be zero in `th`).
+fn tcp_sum_base(src: std::net::Ipv4Addr, dst: std::net::Ipv4Addr, th: &[u8]) -> Checksum {
+    let mut sum = elvis_wire::checksum::pseudo_header(src, dst, IpProtocol::Tcp, 0);
+    let mut h = [0u8; 60];
+    h[..th.len()].copy_from_slice(th);
+    h[4..8].fill(0);
+    h[13] = 0;
+    sum.add(&h[..th.len()]);
+    sum
+}
+
 /// Returns true when a datagram carrying `seg` leaves `link` unfragmented.
 pub(crate) fn fits(link: &Link, seg: &Segment) -> bool {
     IP_HEADER_LEN + seg.repr.header_len() + seg.payload.len() <= link.mtu as usize
+}
+
+/// Returns true when each frame of the TSO segment `seg` leaves `link`
+/// unfragmented.
+pub(crate) fn fits_frames(link: &Link, seg: &Segment) -> bool {
+    IP_HEADER_LEN + seg.repr.header_len() + usize::from(seg.gso_size) <= link.mtu as usize
 }
 
 #[cfg(test)]

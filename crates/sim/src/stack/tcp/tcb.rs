@@ -154,6 +154,17 @@ impl Counters {
         }
     }
 
+    /// Adds `n` to `c`.
+    pub fn add(&mut self, c: Count, n: u32) {
+        let low = &mut self.low[c as usize];
+        let (sum, carry) = low.overflowing_add(n);
+        *low = sum;
+        if carry {
+            let high = &mut self.loss().high[c as usize];
+            *high = high.wrapping_add(1);
+        }
+    }
+
     /// Returns the count `c`.
     pub fn get(&self, c: Count) -> u64 {
         let high = self.loss.as_deref().map_or(0, |l| l.high[c as usize]);
@@ -179,6 +190,10 @@ pub(crate) struct Segment {
     /// Send as ECN-capable, ECT(0) (RFC 3168: new data of an ECN
     /// connection only).
     pub ect: bool,
+    /// Payload bytes per frame when the payload is to be cut into several
+    /// frames below TCP (a TSO segment, see `stack::offload`); 0: one
+    /// frame.
+    pub gso_size: u16,
 }
 
 /// What the application side should learn after a call.
@@ -258,6 +273,10 @@ pub(crate) struct Tcb {
     /// Data segments the NIC takes now (set by the caller before each call).
     /// (`u32::MAX`: no limit.)
     pub budget: u32,
+    /// Most frames one segment may be cut into below TCP (TCP segmentation
+    /// offload, `stack::offload`); 0 or 1: one frame per segment. Set by
+    /// the caller before each call, like `budget`.
+    pub tso_frames: u8,
     /// Set when data waited for NIC room.
     pub nic_blocked: bool,
     // Application side.
@@ -441,6 +460,7 @@ impl Tcb {
             ack_pending: 0,
             ack_now: false,
             budget: u32::MAX,
+            tso_frames: 0,
             nic_blocked: false,
             error: None,
             nodelay: false,
@@ -803,6 +823,7 @@ impl Tcb {
             repr,
             payload,
             ect: false,
+            gso_size: 0,
         }
     }
 
@@ -890,10 +911,16 @@ impl Tcb {
     }
 
     fn push(&mut self, seg: Segment, now: Time, out: &mut Vec<Segment>, is_retransmit: bool) {
-        self.stats.count(Count::SegmentsSent);
         let len = seg.payload.len();
+        // A TSO segment counts as the frames it becomes (Linux's OutSegs
+        // counts `tcp_skb_pcount`).
+        let frames = match seg.gso_size {
+            0 => 1,
+            g => len.div_ceil(usize::from(g)) as u32,
+        };
+        self.stats.add(Count::SegmentsSent, frames);
         if len > 0 {
-            self.budget = self.budget.saturating_sub(1);
+            self.budget = self.budget.saturating_sub(frames);
         }
         self.stats.bytes_sent += len as u64;
         self.loss_on_send(seg.repr.seq_number, len, now);
@@ -980,8 +1007,12 @@ impl Tcb {
             if len < smss && !resend {
                 self.snd_sml = self.snd_nxt + len;
             }
+            let len = self.tso_extend(len, smss, available.min(hole).min(room));
             let payload = self.sndbuf.slice(sent_unacked, len);
             let mut seg = self.segment(Control::None, self.snd_nxt, payload, true);
+            if len > smss {
+                seg.gso_size = smss as u16;
+            }
             if len == available {
                 seg.repr.control = Control::Psh;
             }
@@ -1003,6 +1034,45 @@ impl Tcb {
             self.push(seg, now, out, is_rexmit);
             self.arm_rto(now);
         }
+    }
+
+    /// Returns the length of the segment that starts with a full-sized
+    /// one of `len` bytes when the NIC segments (TCP segmentation offload,
+    /// `stack::offload`): whole segments are added while `limit` (the data,
+    /// the peer's and the congestion window) and the NIC room allow, up to
+    /// `tso_frames` and Linux's `tcp_tso_autosize`. Without TSO, or for a
+    /// short segment, `len`.
+    fn tso_extend(&self, len: usize, smss: usize, limit: usize) -> usize {
+        let frames = usize::from(self.tso_frames).min(self.tso_autosize(smss));
+        if frames <= 1 || len < smss || smss == 0 {
+            return len;
+        }
+        let max = limit
+            .min(frames * smss)
+            .min((self.budget as usize).saturating_mul(smss));
+        (max / smss * smss).max(len)
+    }
+
+    /// Linux's `tcp_tso_autosize`: about 1 ms of data at the pacing rate
+    /// (`sk_pacing_rate >> sk_pacing_shift`, the rate being 2 × cwnd / SRTT
+    /// in slow start and 1.2 × cwnd / SRTT after, `tcp_update_pacing_rate`),
+    /// plus `gso_max_size >> (min_rtt_µs >> 9)` on short paths
+    /// (`tcp_tso_rtt_log` = 9), at most 64 KiB, at least 2 segments. No
+    /// RTT sample yet: no limit below 64 KiB (the pacing rate starts
+    /// unlimited).
+    fn tso_autosize(&self, smss: usize) -> usize {
+        const GSO_MAX: u64 = 65_536;
+        let mut bytes = GSO_MAX;
+        if self.srtt_ns != NO_RTT && self.srtt_ns > 0 {
+            let cwnd = self.cc.window();
+            let ratio = if cwnd < self.cc.ssthresh() { 20 } else { 12 };
+            // rate (bytes/s) = ratio/10 × cwnd × 1e9 / srtt; per ms: / 1000.
+            let per_ms = (u128::from(cwnd) * ratio * 100_000 / u128::from(self.srtt_ns)) as u64;
+            let r = (self.min_rtt_ns / 1_000) >> 9;
+            let extra = if r < 32 { GSO_MAX >> r } else { 0 };
+            bytes = per_ms.saturating_add(extra).min(GSO_MAX);
+        }
+        (bytes as usize / smss.max(1)).max(2)
     }
 
     /// When resending after an RTO (`snd_nxt` below `snd_max`), moves
@@ -1330,9 +1400,24 @@ impl Tcb {
         payload: Message,
         out: &mut Vec<Segment>,
     ) -> Effects {
+        self.input_merged(now, seg, ip_ecn, payload, 1, out)
+    }
+
+    /// [`Tcb::input_ecn`] for a segment that GRO merged from `segs`
+    /// segments (`stack::offload`); they count as `segs` received (Linux's
+    /// InSegs counts `gso_segs`).
+    pub fn input_merged(
+        &mut self,
+        now: Time,
+        seg: &Repr,
+        ip_ecn: u8,
+        payload: Message,
+        segs: u32,
+        out: &mut Vec<Segment>,
+    ) -> Effects {
         let mut fx = Effects::default();
         let pause = payload.is_empty();
-        self.stats.count(Count::SegmentsReceived);
+        self.stats.add(Count::SegmentsReceived, segs);
         if self.predicted(seg, payload.len()) {
             self.input_predicted(now, seg, payload, out, &mut fx);
         } else {
@@ -1423,7 +1508,10 @@ impl Tcb {
             // A short (PSH) segment: ACK at once.
             self.ack_now = true;
         } else {
-            self.ack_pending += 1;
+            // A segment the NIC merged (GRO, `stack::offload`) counts as
+            // the segments it carries, as Linux ACKs once more than one
+            // MSS arrived since the last ACK (`__tcp_ack_snd_check`).
+            self.ack_pending += n.div_ceil(self.smss().max(1)) as u32;
         }
     }
 
@@ -1437,6 +1525,7 @@ impl Tcb {
                         repr: rst_for(seg, 0),
                         payload: Message::new(),
                         ect: false,
+                        gso_size: 0,
                     });
                 }
                 return;
@@ -1647,6 +1736,7 @@ impl Tcb {
                     repr: rst_for(seg, payload.len()),
                     payload: Message::new(),
                     ect: false,
+                    gso_size: 0,
                 });
                 return;
             }
@@ -1701,7 +1791,7 @@ impl Tcb {
                 // segment fills in all or part of a gap".
                 self.ack_now = true;
             } else {
-                self.ack_pending += 1;
+                self.ack_pending += n.div_ceil(self.smss().max(1)) as u32;
             }
         }
         // Eighth: FIN.

@@ -2047,4 +2047,87 @@ fn event_counts_carry_past_32_bits_into_the_loss_box() {
     assert_eq!(c.losses().timeouts, 0);
 }
 
+// ----------------------------------------------------------------------
+// TCP segmentation offload (`stack::offload`)
+// ----------------------------------------------------------------------
+
+/// Linux's `tcp_tso_autosize` on a long path: about 1 ms at the pacing
+/// rate (2 × cwnd / SRTT in slow start: 2 × 10 segments / 100 ms is a
+/// fifth of a segment per ms), but never fewer than 2 segments; the
+/// window of 10 goes out as five TSO segments of two frames.
+#[test]
+fn tso_on_a_100_ms_path_sends_the_two_segment_minimum() {
+    let mut t = established();
+    let smss = t.smss();
+    t.tso_frames = u8::MAX;
+    t.write(bytes(20 * smss));
+    let out = output(&mut t, ms(100));
+    let lens: Vec<_> = out.iter().map(|s| (s.payload.len(), s.gso_size)).collect();
+    assert_eq!(lens, vec![(2 * smss, smss as u16); 5]);
+    assert_eq!(
+        t.stats.get(Count::SegmentsSent),
+        2 + 10,
+        "SYN, ACK and ten frames"
+    );
+}
+
+/// On a short path (min RTT 100 µs) `tcp_tso_autosize` adds
+/// `gso_max_size >> (min_rtt_us >> 9)` = 64 KiB: the whole initial
+/// window leaves as one TSO segment; without TSO as ten segments.
+#[test]
+fn tso_on_a_short_path_sends_the_initial_window_as_one_segment() {
+    for tso in [true, false] {
+        let (mut t, _) = syn_sent(&plain());
+        let (fx, _) = input(&mut t, Time::from_nanos(100_000), syn_ack(), Message::new());
+        assert!(fx.established);
+        let smss = t.smss();
+        t.tso_frames = if tso { u8::MAX } else { 0 };
+        t.write(bytes(20 * smss));
+        let out = output(&mut t, Time::from_nanos(100_000));
+        let lens: Vec<_> = out.iter().map(|s| s.payload.len()).collect();
+        if tso {
+            assert_eq!(lens, vec![10 * smss]);
+            assert_eq!(out[0].gso_size as usize, smss);
+        } else {
+            assert_eq!(lens, vec![smss; 10]);
+            assert!(out.iter().all(|s| s.gso_size == 0));
+        }
+    }
+}
+
+/// The NIC's room bounds a TSO segment in frames, like a run of plain
+/// segments.
+#[test]
+fn tso_segments_stop_at_the_nic_room() {
+    let (mut t, _) = syn_sent(&plain());
+    input(&mut t, Time::from_nanos(100_000), syn_ack(), Message::new());
+    let smss = t.smss();
+    t.tso_frames = u8::MAX;
+    t.budget = 3;
+    t.write(bytes(20 * smss));
+    let out = output(&mut t, Time::from_nanos(100_000));
+    let lens: Vec<_> = out.iter().map(|s| s.payload.len()).collect();
+    assert_eq!(lens, vec![3 * smss]);
+    assert!(t.nic_blocked);
+}
+
+/// A segment GRO merged from four counts as four received, and is
+/// ACKed at once (more than one MSS since the last ACK).
+#[test]
+fn a_merged_segment_counts_its_frames_and_is_acked_at_once() {
+    let mut t = established();
+    let smss = t.smss();
+    let rcv = t.rcv_nxt;
+    let mut out = Vec::new();
+    let data = seg(Control::None, rcv, Some(ISS + 1));
+    let data = Repr {
+        payload_len: 4 * smss,
+        ..data
+    };
+    let before = t.stats.get(Count::SegmentsReceived);
+    t.input_merged(ms(200), &data, 0, bytes(4 * smss), 4, &mut out);
+    assert_eq!(t.stats.get(Count::SegmentsReceived) - before, 4);
+    assert_one_ack(&out, ISS + 1, rcv + 4 * smss);
+}
+
 mod dsack;

@@ -1,0 +1,735 @@
+//! Host NIC offloads: TCP segmentation offload on send, interrupt
+//! coalescing and generic receive offload (GRO) on receive.
+//!
+//! A Linux host on a fast link does not run TCP once per frame. On send,
+//! TCP hands the NIC one segment of up to 64 KiB (TSO; GSO in software)
+//! and the NIC cuts it into MSS-sized frames with copies of the headers.
+//! On receive, the NIC raises its interrupt some microseconds after the
+//! first frame (`ethtool -C rx-usecs`); the NAPI poll then takes every
+//! frame that arrived in between and GRO merges consecutive segments of
+//! one connection into one large segment before IP and TCP see it
+//! (`tcp_gro_receive`), so TCP processes, and ACKs, one segment per poll
+//! instead of one per frame. Both are on by default on Linux; here they
+//! are off unless asked for ([`Offloads`], per machine), because
+//! coalescing delays each frame by up to `rx_usecs` and so changes the
+//! timing of every run that existed before.
+//!
+//! # What is modelled
+//! - **TSO** (send): a connection whose route leaves by a NIC sends, in
+//!   place of a run of full-sized segments, one segment of whole MSS
+//!   multiples, as long as the congestion and peer windows, the data, the
+//!   NIC room and Linux's `tcp_tso_autosize` (about a millisecond of data
+//!   at the pacing rate, at most 64 KiB) allow. The NIC cuts it into
+//!   frames ([`split`]): every frame carries the segment's header with its
+//!   own sequence number, IPv4 identification, lengths and checksums; PSH
+//!   only on the last, as Linux's `tcp_gso_segment`. On the wire the
+//!   frames are exactly frames; the sender's TCP counts one segment,
+//!   and its loss detection tracks the whole range (Linux's TSO `skb`).
+//! - **Interrupt coalescing** (receive): a frame that reaches the host
+//!   through an arrival event goes into the NIC's ring; the first frame
+//!   of an empty ring schedules the interrupt `rx_usecs` later, and the
+//!   poll then handles the ring in arrival order. `rx_frames` (if not 0)
+//!   raises the interrupt at once when that many frames wait. Frames an
+//!   ideal network or a zero-latency link delivers synchronously skip the
+//!   ring.
+//! - **GRO** (receive, during the poll): a frame is merged into the
+//!   aggregate held for its connection when it continues it exactly, as
+//!   `tcp_gro_receive` requires: a plain ACK segment (only ACK and PSH
+//!   set) with data, valid IPv4 and TCP checksums (the NIC's receive
+//!   checksum offload), the next sequence number, the same ACK number,
+//!   window, TCP options byte for byte (so the same timestamps), TTL and
+//!   TOS, no longer than the first segment, the aggregate staying within
+//!   64 KiB. A segment with PSH, or shorter than the first, is merged and
+//!   ends the aggregate. Any other TCP segment of the connection first
+//!   delivers what is held for it (so a connection's segments reach TCP
+//!   in order); other frames pass. At most [`MAX_HELD`] connections are
+//!   held (Linux's `GRO_HASH_BUCKETS`); all held aggregates go up at the
+//!   end of the poll. An aggregate reaches TCP as one segment with the
+//!   first frame's header and PSH if any frame had it; IPv4 and TCP count
+//!   one datagram and segment per frame, as Linux counts `gso_segs`.
+//!
+//! # Trains: a TSO segment crossing a link as one message
+//! What the simulator must compute is what can be observed. A frame that
+//! crosses an unimpaired, uncaptured link from one departure-time NIC
+//! queue (`net`, "Departure-time FIFO") to a host that coalesces
+//! interrupts is observed only when that host's interrupt takes it, and
+//! its arrival time is known when it is queued. So such frames go into
+//! the far host's ring when they are queued, without an arrival event
+//! each ([`arrives_later`]); and the frames of one TSO segment go as one
+//! **train** ([`arrives_later_train`]): one message holding the first
+//! frame's headers and the whole payload, with the arrival of the first
+//! frame and the spacing of the others. The NIC still queues, times and
+//! counts every frame (`net::enqueue_train`). The interrupt takes the
+//! frames of a train that have arrived by then (splitting it if some are
+//! still on the way), and GRO merges them run by run exactly as it would
+//! merge the frames one by one ([`receive_train`]); their checksums are
+//! right by construction, so they are not summed. Any impairment,
+//! capture, queue trace, other queue discipline, ECN-marked segment, or a
+//! host that does not take trains sends the frames one by one.
+//! `Simulation::set_rx_ring_ahead(false)` turns both shortcuts off; the
+//! integration test `frames_queued_straight_into_the_ring_give_the_same_run_as_arrival_events`
+//! requires identical reports either way (with GRO aggregates split at
+//! the 64 KiB limit, and with loss), and catches planted bugs in the
+//! train split and the 64 KiB rule.
+//!
+//! # Where we differ from Linux
+//! - Routers (forwarding machines) and foreign stacks ignore the
+//!   offloads: their frames are handled one by one, as before.
+//! - Only TCP is aggregated (no UDP GRO, no USO).
+//! - Coalescing is a fixed delay (no adaptive moderation), and the poll
+//!   takes every waiting frame (no NAPI budget of 64).
+//! - TSO segments are not deferred to grow larger (`tcp_tso_should_defer`).
+//! - With timestamps, frames of two TSO segments sent in different
+//!   microseconds differ in TSval and so are not merged, as on Linux.
+//!
+//! # References
+//! Linux `net/ipv4/tcp_offload.c` (`tcp_gso_segment`, `tcp_gro_receive`),
+//! `net/core/gro.c`, `net/ipv4/tcp_output.c` (`tcp_tso_autosize`);
+//! `ethtool(8)` (`-K tso/gro`, `-C rx-usecs/rx-frames`).
+
+use crate::machine::MachineId;
+use crate::net::FrameId;
+use crate::world::{Event, World};
+use elvis_message::Message;
+use elvis_wire::checksum;
+use elvis_wire::tcp;
+use std::net::Ipv4Addr;
+
+/// A host's NIC offload settings (`ethtool -K` and `ethtool -C`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Offloads {
+    /// TCP segmentation offload: TCP sends segments of up to 64 KiB that
+    /// the NIC cuts into frames.
+    pub tso: bool,
+    /// Generic receive offload: consecutive segments of a connection that
+    /// one interrupt finds are merged before TCP sees them (needs
+    /// `rx_usecs` > 0 to merge anything).
+    pub gro: bool,
+    /// Receive interrupt coalescing: the interrupt comes this many
+    /// microseconds after the first frame (0: every frame at once).
+    pub rx_usecs: u32,
+}
+
+impl Offloads {
+    /// What a Linux host with a common 10 Gbit/s NIC runs: TSO and GRO
+    /// on, interrupts coalesced for 8 µs (mlx5's `rx-usecs` default).
+    pub const LINUX: Offloads = Offloads {
+        tso: true,
+        gro: true,
+        rx_usecs: 8,
+    };
+
+    /// Returns true when frames wait in a ring for an interrupt.
+    fn coalesces(&self) -> bool {
+        self.rx_usecs > 0
+    }
+}
+
+/// Aggregates GRO holds at once (Linux's `GRO_HASH_BUCKETS`).
+pub const MAX_HELD: usize = 8;
+
+/// The largest IPv4 datagram an aggregate may become.
+const GRO_MAX: usize = 65_535;
+
+/// Ethernet header length.
+const ETH: usize = 14;
+/// Ethernet plus an IPv4 header without options.
+const ETH_IP: usize = ETH + 20;
+
+/// A machine's NIC state for the offloads (boxed in the machine's
+/// extension: only machines with offloads pay for it).
+#[derive(Default)]
+pub(crate) struct Nic {
+    pub cfg: Offloads,
+    /// Frames that arrived, or will arrive, and wait for the interrupt,
+    /// in order of arrival.
+    ring: std::collections::VecDeque<Slot>,
+    /// An interrupt is scheduled.
+    irq: bool,
+    /// GRO aggregates being built during a poll, oldest first.
+    held: Vec<Held>,
+}
+
+/// A frame in the receive ring.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// Arrival time, ns (of the first frame of a train).
+    at: u64,
+    iface: u16,
+    /// Put in the ring before its arrival (see [`arrives_later`]): its
+    /// arrival is counted when the interrupt takes it.
+    early: bool,
+    id: FrameId,
+    /// Frames: 1, or a train of a TSO segment's frames held as one
+    /// message (the first frame's headers and the whole payload; see
+    /// [`arrives_later_train`]).
+    segs: u32,
+    /// A train's payload bytes per frame (the last may be shorter); 0 for
+    /// a frame. (A train stays one when a split leaves one frame of it.)
+    gso: u32,
+    /// A train's spacing of arrivals, ns (the last frame arrives at
+    /// `last`).
+    step: u64,
+    last: u64,
+}
+
+impl Slot {
+    /// Returns how many of the slot's frames have arrived by `now`.
+    fn due(&self, now: u64) -> u32 {
+        if now >= self.last {
+            self.segs
+        } else if now < self.at {
+            0
+        } else {
+            (((now - self.at) / self.step.max(1)) as u32 + 1).min(self.segs - 1)
+        }
+    }
+}
+
+/// A GRO aggregate: the first frame's headers and the merged payload.
+struct Held {
+    iface: u16,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    ports: u32,
+    tos: u8,
+    ttl: u8,
+    /// The first segment's TCP header (with options).
+    header: [u8; 60],
+    hlen: u8,
+    /// Sequence number the next merged segment must start at.
+    next: u32,
+    /// Payload length of the first segment: later ones may not be longer.
+    mss: u16,
+    segs: u32,
+    psh: bool,
+    payload: Message,
+}
+
+/// Returns the offloads of machine `m` (none unless set).
+pub(crate) fn of(w: &World, m: MachineId) -> Offloads {
+    w.machines[m as usize]
+        .ext
+        .as_deref()
+        .and_then(|e| e.nic.as_deref())
+        .map_or(Offloads::default(), |n| n.cfg)
+}
+
+/// Sets the offloads of machine `m`.
+pub(crate) fn set(w: &mut World, m: MachineId, cfg: Offloads) {
+    let ext = w.machines[m as usize].ext();
+    ext.nic.get_or_insert_with(Box::default).cfg = cfg;
+}
+
+fn nic_mut(w: &mut World, m: MachineId) -> Option<&mut Nic> {
+    w.machines[m as usize]
+        .ext
+        .as_deref_mut()
+        .and_then(|e| e.nic.as_deref_mut())
+}
+
+/// Returns the NIC of host `m` when it coalesces receive interrupts
+/// (routers and foreign machines never do).
+#[inline]
+fn coalescing(w: &mut World, m: MachineId) -> Option<&mut Nic> {
+    let machine = &mut w.machines[m as usize];
+    if machine.forward || machine.foreign {
+        return None;
+    }
+    machine
+        .ext
+        .as_deref_mut()
+        .and_then(|e| e.nic.as_deref_mut())
+        .filter(|n| n.cfg.coalesces())
+}
+
+/// Frame `id` arrived now on `iface` of host `m` through an arrival
+/// event: puts it in the NIC's ring and returns true when the NIC
+/// coalesces interrupts; returns false (the frame untouched) otherwise.
+#[inline]
+pub(crate) fn on_arrival(w: &mut World, m: MachineId, iface: u16, id: FrameId) -> bool {
+    let now = w.now().as_nanos();
+    let Some(nic) = coalescing(w, m) else {
+        return false;
+    };
+    // Frames put in the ring ahead of their arrival may lie beyond now.
+    let at = nic
+        .ring
+        .iter()
+        .rposition(|s| s.at <= now)
+        .map_or(0, |i| i + 1);
+    let slot = Slot {
+        at: now,
+        iface,
+        early: false,
+        id,
+        segs: 1,
+        gso: 0,
+        step: 0,
+        last: now,
+    };
+    nic.ring.insert(at, slot);
+    raise(w, m, now);
+    true
+}
+
+/// Frame `id` leaves a link's departure-time queue now and will reach
+/// `iface` of host `m` at `at` (ns) with nothing on the way that could
+/// change it: when that host coalesces interrupts and the frame arrives
+/// no earlier than those already in its ring, puts it in the ring at
+/// once, saving the arrival event (only the interrupt, which takes it,
+/// needs one), and returns true. Returns false otherwise (the caller
+/// schedules the arrival).
+#[inline]
+pub(crate) fn arrives_later(w: &mut World, m: MachineId, iface: u16, id: FrameId, at: u64) -> bool {
+    if !w.rx_ring_ahead || w.machines[m as usize].crashed {
+        return false;
+    }
+    let Some(nic) = coalescing(w, m) else {
+        return false;
+    };
+    if nic.ring.back().is_some_and(|s| s.last > at) {
+        return false;
+    }
+    nic.ring.push_back(Slot {
+        at,
+        iface,
+        early: true,
+        id,
+        segs: 1,
+        gso: 0,
+        step: 0,
+        last: at,
+    });
+    raise(w, m, at);
+    true
+}
+
+/// Returns true when host `m` would take a TCP segment's frames arriving
+/// on `iface` from `src` to `dst` as a train ([`arrives_later_train`]):
+/// it coalesces interrupts and merges with GRO, runs TCP, `dst` is the
+/// interface's address (GRO's and TCP's fast path condition) and the
+/// frames arrive after those in its ring.
+pub(crate) fn takes_trains(w: &World, m: MachineId, iface: u16, dst: Ipv4Addr, first: u64) -> bool {
+    let machine = &w.machines[m as usize];
+    if !w.rx_ring_ahead || machine.crashed || machine.forward || machine.foreign {
+        return false;
+    }
+    let Some(nic) = machine.ext.as_deref().and_then(|e| e.nic.as_deref()) else {
+        return false;
+    };
+    nic.cfg.coalesces()
+        && nic.cfg.gro
+        && super::tcp::check_tcp_enabled(w, m).is_ok()
+        && machine
+            .ifaces
+            .get(usize::from(iface))
+            .is_some_and(|i| i.ip == dst)
+        && nic.ring.back().is_none_or(|s| s.last <= first)
+}
+
+/// Puts the train `id` (a TSO segment's `segs` frames of `gso` payload
+/// bytes, held as one message: the first frame's headers, PSH as the last
+/// frame has it, and the whole payload) into the ring of host `m`, which
+/// [`takes_trains`] said it takes. GRO then merges its frames exactly as
+/// it would merge them one by one; their checksums are right by
+/// construction (they crossed an unimpaired link), so they are not summed.
+pub(crate) fn arrives_later_train(
+    w: &mut World,
+    m: MachineId,
+    iface: u16,
+    id: FrameId,
+    segs: u32,
+    gso: u32,
+    train: crate::net::Train,
+) {
+    let Some(nic) = coalescing(w, m) else { return };
+    nic.ring.push_back(Slot {
+        at: train.first,
+        iface,
+        early: true,
+        id,
+        segs,
+        gso,
+        step: train.step,
+        last: train.last,
+    });
+    raise(w, m, train.first);
+}
+
+/// Schedules the interrupt `rx_usecs` after `first` (the arrival of the
+/// first frame of an empty ring) unless one is pending.
+fn raise(w: &mut World, m: MachineId, first: u64) {
+    let Some(nic) = nic_mut(w, m) else { return };
+    if nic.irq {
+        return;
+    }
+    nic.irq = true;
+    let at = elvis_kernel::Time::from_nanos(first + u64::from(nic.cfg.rx_usecs) * 1_000);
+    let timer = super::Timer::NapiPoll;
+    w.queue.schedule(at, m, Event::Timer { machine: m, timer });
+}
+
+/// The interrupt of machine `m`'s NIC: handles every frame that arrived
+/// by now, in arrival order, merging with GRO, then delivers the held
+/// aggregates. Frames still to arrive raise the next interrupt.
+pub(crate) fn poll(w: &mut World, m: MachineId) {
+    let now = w.now().as_nanos();
+    let Some(nic) = nic_mut(w, m) else { return };
+    nic.irq = false;
+    let gro = nic.cfg.gro;
+    while let Some(slot) = nic_mut(w, m).and_then(|n| n.ring.front().copied()) {
+        let due = slot.due(now);
+        if due == 0 {
+            break;
+        }
+        let (mut frame, segs) = if due == slot.segs {
+            if let Some(n) = nic_mut(w, m) {
+                n.ring.pop_front();
+            }
+            (w.frames.remove(slot.id as usize), slot.segs)
+        } else {
+            (split_train(w, m, slot, due), due)
+        };
+        if slot.early {
+            let ifc = w.machines[m as usize].ifaces[usize::from(slot.iface)];
+            for _ in 0..segs {
+                crate::net::count_arrival(w, ifc.net);
+            }
+        }
+        if w.machines[m as usize].crashed {
+            for _ in 0..segs {
+                w.drop_packet(crate::report::DropReason::MachineCrashed);
+            }
+            continue;
+        }
+        w.current_machine = Some(m);
+        if slot.gso > 0 {
+            receive_train(w, m, slot.iface, frame, segs, slot.gso as usize);
+            continue;
+        }
+        if gro && receive(w, m, slot.iface, &mut frame) {
+            continue;
+        }
+        crate::net::hand_to_stack(w, m, slot.iface, &mut frame);
+    }
+    flush_all(w, m);
+    if let Some(first) = nic_mut(w, m).and_then(|n| n.ring.front().map(|s| s.at)) {
+        raise(w, m, first);
+    }
+}
+
+/// Takes the first `due` frames of the train at the front of the ring
+/// (the others arrive later): returns them as a train message, and leaves
+/// the rest in the ring as a train starting `due` frames later.
+fn split_train(w: &mut World, m: MachineId, slot: Slot, due: u32) -> Message {
+    let train = &mut w.frames[slot.id as usize];
+    let mut header = [0u8; ETH_IP + 60];
+    let hlen = train
+        .front(ETH_IP + tcp::HEADER_LEN)
+        .map_or(0, |h| usize::from(h[ETH_IP + 12] >> 4) * 4);
+    let hdr = ETH_IP + hlen;
+    if let Some(h) = train.front(hdr) {
+        header[..hdr].copy_from_slice(h);
+    }
+    let cut = hdr + due as usize * slot.gso as usize;
+    let rest = train.split_off(cut);
+    let mut front = std::mem::replace(train, rest);
+    // The front's last frame is not the train's: no PSH.
+    if let Some(h) = front.front_mut(hdr) {
+        h[ETH_IP + 13] &= !0x08;
+    }
+    let seq = u32::from_be_bytes(header[ETH_IP + 4..ETH_IP + 8].try_into().expect("4 bytes"));
+    let moved = seq.wrapping_add(due * slot.gso);
+    header[ETH_IP + 4..ETH_IP + 8].copy_from_slice(&moved.to_be_bytes());
+    train.push_front_slice(&header[..hdr]);
+    if let Some(n) = nic_mut(w, m) {
+        if let Some(f) = n.ring.front_mut() {
+            f.at += u64::from(due) * slot.step;
+            f.segs -= due;
+        }
+    }
+    front
+}
+
+/// GRO for a train of `segs` frames of `gso` payload bytes (the last one
+/// possibly shorter; see [`arrives_later_train`]): merges them exactly as
+/// [`receive`] merges the same frames one by one, run by run instead of
+/// frame by frame.
+fn receive_train(
+    w: &mut World,
+    m: MachineId,
+    iface: u16,
+    mut train: Message,
+    segs: u32,
+    gso: usize,
+) {
+    let Some(h) = train.front(ETH_IP + tcp::HEADER_LEN) else {
+        return;
+    };
+    let ip: [u8; 20] = h[ETH..ETH_IP].try_into().expect("20 bytes");
+    let (tos, ttl) = (ip[1], ip[8]);
+    let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+    let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+    let th = &h[ETH_IP..];
+    let ports = u32::from_be_bytes([th[0], th[1], th[2], th[3]]);
+    let hlen = usize::from(th[12] >> 4) * 4;
+    let psh = th[13] & 0x08 != 0;
+    let mut header = [0u8; 60];
+    let Some(th) = train.front(ETH_IP + hlen) else {
+        return;
+    };
+    header[..hlen].copy_from_slice(&th[ETH_IP..]);
+    header[13] &= !0x08;
+    let _ = train.pop_front(ETH_IP + hlen);
+    let total = train.len();
+    let mut seq = u32::from_be_bytes(header[4..8].try_into().expect("4 bytes"));
+    let (mut i, mut off) = (0u32, 0usize);
+    let key = |x: &Held| x.iface == iface && x.src == src && x.ports == ports;
+    while i < segs {
+        let len = if i == segs - 1 { total - off } else { gso };
+        let held_at = nic_mut(w, m).and_then(|n| n.held.iter().position(key));
+        if let Some(at) = held_at {
+            let nic = nic_mut(w, m).expect("held");
+            let x = &mut nic.held[at];
+            let joins = x.next == seq
+                && !x.psh
+                && len <= usize::from(x.mss)
+                && x.tos == tos
+                && x.ttl == ttl
+                && usize::from(x.hlen) == hlen
+                && same_but_seq_and_flags(&x.header[..hlen], &header[..hlen]);
+            let room = GRO_MAX.saturating_sub(20 + hlen + x.payload.len());
+            // Frames of this train that fit (all but the last are `gso`
+            // long, and none is longer than the first of the aggregate).
+            let left = (segs - i) as usize;
+            let last_len = total - off - (left - 1) * gso;
+            let mut k = if (left - 1) * gso + last_len <= room {
+                left
+            } else {
+                room / gso
+            };
+            if gso < usize::from(x.mss) {
+                // Each frame shorter than the aggregate's first ends it.
+                k = k.min(1);
+            }
+            if joins && k > 0 {
+                let bytes = if k == left { total - off } else { k * gso };
+                x.payload.append(train.slice(off..off + bytes));
+                x.next = x.next.wrapping_add(bytes as u32);
+                x.segs += k as u32;
+                i += k as u32;
+                off += bytes;
+                seq = seq.wrapping_add(bytes as u32);
+                let ended = i == segs;
+                let tail = if ended { last_len } else { gso };
+                if ended {
+                    x.psh = psh;
+                }
+                if !ended || psh || tail < usize::from(x.mss) {
+                    // PSH or a frame shorter than the first ends the
+                    // aggregate; so does reaching 64 KiB.
+                    flush(w, m, at);
+                }
+                continue;
+            }
+            flush(w, m, at);
+        }
+        // Frame `i` starts an aggregate.
+        let last = i == segs - 1;
+        let mut head = header;
+        head[4..8].copy_from_slice(&seq.to_be_bytes());
+        let nic = nic_mut(w, m).expect("a NIC with GRO");
+        let x = Held {
+            iface,
+            src,
+            dst,
+            ports,
+            tos,
+            ttl,
+            header: head,
+            hlen: hlen as u8,
+            next: seq.wrapping_add(len as u32),
+            mss: len.min(usize::from(u16::MAX)) as u16,
+            segs: 1,
+            psh: last && psh,
+            payload: train.slice(off..off + len),
+        };
+        let full = nic.held.len() >= MAX_HELD;
+        nic.held.push(x);
+        i += 1;
+        off += len;
+        seq = seq.wrapping_add(len as u32);
+        if last && psh {
+            let at = nic.held.len() - 1;
+            flush(w, m, at);
+        } else if full {
+            flush(w, m, 0);
+        }
+    }
+}
+
+/// GRO: takes `frame` when it is a plain TCP data segment addressed to
+/// the host (merged into, or starting, an aggregate); returns false, the
+/// frame untouched but for its padding, otherwise. A TCP segment of a
+/// connection with an aggregate that it cannot join first delivers the
+/// aggregate.
+fn receive(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) -> bool {
+    let Some(ifc) = w.machines[m as usize]
+        .ifaces
+        .get(usize::from(iface))
+        .copied()
+    else {
+        return false;
+    };
+    if super::tcp::check_tcp_enabled(w, m).is_err() {
+        return false;
+    }
+    let own = w.networks[ifc.net as usize].mac(ifc.port);
+    let frame_len = frame.len();
+    let Some(h) = frame.front(ETH_IP + tcp::HEADER_LEN) else {
+        return false;
+    };
+    let saved: [u8; ETH_IP] = h[..ETH_IP].try_into().expect("34 bytes");
+    let ip: &[u8; 20] = h[ETH..ETH_IP].try_into().expect("20 bytes");
+    let plain = h[..6] == own.0
+        && h[12..14] == [0x08, 0x00]
+        && ip[0] == 0x45
+        && ip[9] == 6
+        && u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff == 0
+        && ip[16..20] == ifc.ip.octets();
+    if !plain || checksum::header(ip) != 0xffff {
+        return false;
+    }
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let (tos, ttl) = (ip[1], ip[8]);
+    let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+    let th = &h[ETH_IP..];
+    let ports = u32::from_be_bytes([th[0], th[1], th[2], th[3]]);
+    let hlen = usize::from(th[12] >> 4) * 4;
+    let flags = th[13];
+    if total < 20 + hlen.max(tcp::HEADER_LEN) || ETH + total > frame_len {
+        return false;
+    }
+    let len = total - 20 - hlen;
+    let key = |x: &Held| x.iface == iface && x.src == src && x.ports == ports;
+    let held_at = nic_mut(w, m).and_then(|n| n.held.iter().position(key));
+    // Only ACK, or ACK and PSH, with data.
+    if flags & !0x08 != 0x10 || len == 0 || hlen < tcp::HEADER_LEN {
+        if let Some(i) = held_at {
+            flush(w, m, i);
+        }
+        return false;
+    }
+    frame.truncate(ETH + total);
+    // The NIC's receive checksum offload: a frame with a bad TCP checksum
+    // goes up as it is (TCP drops it with its reason).
+    let tcp_len = (total - 20) as u32;
+    let mut sum = checksum::pseudo_header(src, ifc.ip, elvis_wire::IpProtocol::Tcp, tcp_len);
+    let _ = frame.pop_front(ETH_IP);
+    super::udp::sum_message(&mut sum, frame);
+    if sum.finish() != 0 {
+        frame.push_front_slice(&saved);
+        return false;
+    }
+    let Some(th) = frame.front(hlen) else {
+        return false;
+    };
+    let mut header = [0u8; 60];
+    header[..hlen].copy_from_slice(th);
+    let seq = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
+    let psh = flags & 0x08 != 0;
+    let _ = frame.pop_front(hlen);
+    let payload = std::mem::take(frame);
+    if let Some(i) = held_at {
+        let nic = nic_mut(w, m).expect("held");
+        let x = &mut nic.held[i];
+        let joins = x.next == seq
+            && !x.psh
+            && len <= usize::from(x.mss)
+            && x.tos == tos
+            && x.ttl == ttl
+            && usize::from(x.hlen) == hlen
+            && same_but_seq_and_flags(&x.header[..hlen], &header[..hlen])
+            && 20 + hlen + x.payload.len() + len <= GRO_MAX;
+        if joins {
+            x.payload.append(payload);
+            x.next = x.next.wrapping_add(len as u32);
+            x.segs += 1;
+            x.psh = psh;
+            if psh || len < usize::from(x.mss) {
+                flush(w, m, i);
+            }
+            return true;
+        }
+        flush(w, m, i);
+    }
+    let nic = nic_mut(w, m).expect("a NIC with GRO");
+    let x = Held {
+        iface,
+        src,
+        dst: ifc.ip,
+        ports,
+        tos,
+        ttl,
+        header,
+        hlen: hlen as u8,
+        next: seq.wrapping_add(len as u32),
+        mss: len.min(usize::from(u16::MAX)) as u16,
+        segs: 1,
+        psh,
+        payload,
+    };
+    let full = nic.held.len() >= MAX_HELD;
+    nic.held.push(x);
+    if psh {
+        let last = nic.held.len() - 1;
+        flush(w, m, last);
+    } else if full {
+        flush(w, m, 0);
+    }
+    true
+}
+
+/// Returns true when two TCP headers of equal length differ at most in
+/// the sequence number, the flags byte and the checksum (Linux's
+/// `tcp_gro_receive` compares the ACK number, the window and every
+/// option word).
+fn same_but_seq_and_flags(a: &[u8], b: &[u8]) -> bool {
+    a[..4] == b[..4] && a[8..13] == b[8..13] && a[14..16] == b[14..16] && a[18..] == b[18..]
+}
+
+/// Delivers the aggregate held at `i` to TCP.
+fn flush(w: &mut World, m: MachineId, i: usize) {
+    let Some(nic) = nic_mut(w, m) else { return };
+    let mut x = nic.held.remove(i);
+    let hlen = usize::from(x.hlen);
+    let parsed = tcp::Repr::parse(
+        &tcp::Packet::new_unchecked(&x.header[..hlen]),
+        x.src,
+        x.dst,
+        elvis_wire::Checksums::Ignore,
+    );
+    let Ok(mut repr) = parsed else {
+        // Parsed once already by the checks above; cannot fail.
+        return w.drop_packet(crate::report::DropReason::Malformed("tcp"));
+    };
+    repr.payload_len = x.payload.len();
+    if x.psh {
+        repr.control = tcp::Control::Psh;
+    }
+    let segs = u64::from(x.segs);
+    w.stats.ip_delivered += segs;
+    w.stats.tcp_received += segs;
+    w.tcp_fast_received += segs;
+    w.stats.gro_merged += segs - 1;
+    let ecn = x.tos & 0b11;
+    super::tcp::demux(w, m, x.src, x.dst, ecn, &repr, &mut x.payload, x.segs);
+}
+
+/// Delivers every held aggregate, oldest first (end of a poll).
+fn flush_all(w: &mut World, m: MachineId) {
+    while nic_mut(w, m).is_some_and(|n| !n.held.is_empty()) {
+        flush(w, m, 0);
+    }
+}
