@@ -79,6 +79,12 @@
 //! - Coalescing is a fixed delay (no adaptive moderation), and the poll
 //!   takes every waiting frame (no NAPI budget of 64).
 //! - TSO segments are not deferred to grow larger (`tcp_tso_should_defer`).
+//! - RACK (`stack::tcp::rack`) keeps a TSO segment as one record and
+//!   splits it where SACK blocks end, as Linux fragments a partly SACKed
+//!   `skb`; but it counts SACKed records, not packets, towards DupThresh,
+//!   so a hole below one large SACKed record waits for the reordering
+//!   window (a quarter of the minimum RTT) where Linux would mark it lost
+//!   at once.
 //! - With timestamps, frames of two TSO segments sent in different
 //!   microseconds differ in TSval and so are not merged, as on Linux.
 //!

@@ -315,3 +315,25 @@ fn offloads_on_a_machine_that_does_not_exist_are_refused() {
     let _ = Time::ZERO;
     let _ = Ipv4Addr::LOCALHOST;
 }
+
+#[test]
+fn tso_retransmits_only_the_lost_frames_of_a_segment() {
+    // RACK tracks a TSO segment as one record; a SACK of some of its
+    // frames splits it, so a loss costs one retransmission, as without
+    // offloads (the data frames lost are at most the frames lost).
+    let mut cfg = link("l", Some(10 * GBPS), 10_000);
+    cfg.loss = 0.01;
+    cfg.txqueuelen = 1000;
+    let mut sim = bulk(1, cfg, Some(Offloads::LINUX), 20_000_000);
+    let r = sim.run();
+    assert_success(&r);
+    assert_eq!(intact(&r), 20_000_000.0);
+    let s = &sender(&r).stats;
+    let lost = dropped(&r, "loss");
+    assert!(lost > 100, "{lost}");
+    assert!(
+        s.retransmitted_segments <= lost + lost / 10,
+        "{} retransmissions for {lost} frames lost",
+        s.retransmitted_segments
+    );
+}

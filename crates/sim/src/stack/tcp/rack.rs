@@ -357,6 +357,9 @@ impl Rack {
             let mut high = *s;
             s.end = seq;
             high.start = seq;
+            if high.has(SACKED) {
+                self.sacked_segs += 1;
+            }
             self.segs.insert(i + 1, high);
         }
     }
@@ -422,8 +425,13 @@ impl Rack {
         out
     }
 
-    /// Marks the records inside the SACK block `[bs, be)` SACKed.
+    /// Marks the records inside the SACK block `[bs, be)` SACKed, first
+    /// splitting those it covers in part (a TSO segment's record, of
+    /// which the receiver got some frames: Linux's `tcp_match_skb_to_sack`
+    /// fragments the `skb` the same way).
     fn mark_sacked(&mut self, bs: SeqNumber, be: SeqNumber, cx: &AckCtx) {
+        self.split_at(bs);
+        self.split_at(be);
         let i = self.segs.partition_point(|s| s.end <= bs);
         for k in i..self.segs.len() {
             let s = self.segs[k];
@@ -690,6 +698,27 @@ mod tests {
         assert_eq!(r.lost_bytes(), 4 * MSS);
         assert_eq!(r.next_lost(seq(0)), Some((seq(0), MSS)));
         assert_eq!(r.reo_at(), None);
+    }
+
+    /// A TSO segment is one record; the receiver SACKs the frames after a
+    /// lost one. The record is split at the block's edges (as Linux
+    /// fragments a partly SACKed `skb`), so only the lost frame is marked
+    /// lost, not the whole TSO segment.
+    #[test]
+    fn a_sack_block_over_part_of_a_tso_segment_leaves_only_the_hole_lost() {
+        let mut r = Rack::default();
+        r.on_send(seq(0), seq(7), t(0)); // one TSO segment of 7 frames
+        r.on_send(seq(7), seq(8), t(1));
+        // Frames 0 and 1 arrive, 2 is lost, 3..8 are SACKed: two records
+        // (fewer than DupThresh, so reo_wnd = min_rtt / 4 = 2.5 ms).
+        let o = r.on_ack(&cx(11, 2, 8), &[(seq(3), seq(8))], false);
+        assert_eq!(o.newly_lost, 0);
+        let mut out = AckOutcome::default();
+        r.detect_loss(&cx(13, 2, 8), &mut out);
+        assert_eq!(out.newly_lost, 1);
+        assert_eq!(r.lost_bytes(), MSS);
+        assert_eq!(r.next_lost(seq(2)), Some((seq(2), MSS)));
+        assert_eq!(r.next_lost(seq(3)), None);
     }
 
     /// RFC 8985 §6.2 step 4: with no reordering seen and DupThresh
