@@ -3,7 +3,6 @@
 //! A [`Host`] is a 4-byte handle (the machine id). Its methods are the
 //! "system calls" of a simulated machine; blocking ones are `async`.
 
-use crate::executor::TaskId;
 use crate::machine::MachineId;
 use crate::socket::{self, IcmpSocket, SocketError, UdpSocket};
 use crate::world::{try_with_world, Event};
@@ -137,7 +136,7 @@ impl Host {
     /// Returns the id of the task calling this (for a user protocol that
     /// wakes it with [`crate::stack::custom::ProtocolCtx::wake`]).
     pub fn task_id(&self) -> Option<u32> {
-        try_with_world(|w| w.current_task).ok().flatten()
+        try_with_world(|_| current_task()).ok().flatten()
     }
 
     /// Sends `msg` to `dst` as a raw IPv4 datagram with protocol number
@@ -178,7 +177,7 @@ impl Host {
     /// goodput) in the run report's `metrics`.
     pub fn publish(&self, name: &str, value: f64) {
         let _ = try_with_world(|w| {
-            let app = w.current_task.map(|t| w.tasks.meta[t as usize].app);
+            let app = current_task().map(|t| w.tasks.meta[t as usize].app);
             w.metrics.push(crate::world::Metric {
                 machine: self.machine,
                 app,
@@ -213,9 +212,7 @@ impl Host {
 }
 
 /// Returns the task being polled.
-pub(crate) fn current_task(w: &crate::world::World) -> Option<TaskId> {
-    w.current_task
-}
+pub(crate) use crate::executor::current_task;
 
 /// A future that completes at a virtual instant.
 #[derive(Debug)]
@@ -236,7 +233,7 @@ impl Future for Sleep {
                 return true;
             }
             if !armed {
-                if let Some(task) = current_task(w) {
+                if let Some(task) = current_task() {
                     w.queue.schedule(deadline, machine, Event::Wake(task));
                 }
             }
@@ -266,7 +263,7 @@ impl Future for YieldNow {
         }
         self.yielded = true;
         let _ = try_with_world(|w| {
-            if let Some(t) = current_task(w) {
+            if let Some(t) = current_task() {
                 w.wake(t);
             }
         });
@@ -285,7 +282,7 @@ impl Future for CounterReached {
     type Output = u64;
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<u64> {
         let r = try_with_world(|w| {
-            let task = current_task(w);
+            let task = current_task();
             let c = w.counters.entry(self.name.clone()).or_default();
             if c.value >= self.target {
                 return Some(c.value);

@@ -69,10 +69,9 @@ const EVENT_BATCH: u32 = 64;
 /// Takes the first runnable task off the ready queue and makes it the
 /// current one.
 fn next_ready(w: &mut World) -> Option<Step> {
-    let task = w.ready.pop_front()?;
+    let task = w.ready.pop()?;
     let meta = &mut w.tasks.meta[task as usize];
     meta.queued = false;
-    w.current_task = Some(task);
     w.current_machine = Some(meta.machine);
     Some(Step::Poll(task, meta.machine))
 }
@@ -977,6 +976,7 @@ impl Simulation {
             .map(|d| spawn_watchdog(d, beat.clone(), group_names));
         let start = Instant::now();
         let end = self.run_loop(limits, progress, &beat, start);
+        crate::executor::set_current_task(None);
         self.wall += start.elapsed();
         beat.done.store(true, Ordering::Relaxed);
         if let Some(h) = dog {
@@ -1090,6 +1090,7 @@ impl Simulation {
             return;
         };
         beat.in_poll.store(true, Ordering::Relaxed);
+        crate::executor::set_current_task(Some(task));
         let result = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
         // Only this thread writes the counter: a plain store, not an atomic
         // read-modify-write (a locked instruction per poll).
@@ -1106,7 +1107,7 @@ impl Simulation {
         // the world.
         self.futures[task as usize] = None;
         let _ = world::try_with_world(|w| {
-            w.current_task = None;
+            crate::executor::set_current_task(None);
             let meta = &mut w.tasks.meta[task as usize];
             meta.state = outcome.0;
             let machine = meta.machine;

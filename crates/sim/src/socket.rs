@@ -23,6 +23,7 @@
 use crate::api::{current_task, Host};
 use crate::executor::TaskId;
 use crate::machine::MachineId;
+use crate::stack::udp as udp_send;
 use crate::world::{try_with_world, with_world_or, Unavailable, World};
 use elvis_message::Message;
 use std::cell::{Cell, RefCell};
@@ -159,9 +160,17 @@ impl Drop for UdpEntry {
 /// never allocates a queue, and handing a datagram to a task parked in
 /// `recv_from` is one move into `head` and one out of it.
 pub(crate) struct UdpRx {
-    /// The oldest datagram waiting (always older than all of `rest`).
-    pub head: Option<Datagram>,
-    pub rest: VecDeque<Datagram>,
+    /// The oldest datagram waiting (always older than all of `rest`),
+    /// kept as the very pair `recv_from` returns, so that handing it out
+    /// is one copy into the caller's result.
+    pub head: Option<(Message, SocketAddrV4)>,
+    /// `head`'s payload length.
+    pub head_len: u32,
+    /// Allocated the first time a datagram arrives while one already
+    /// waits (and kept): a socket that never needs it costs one word and
+    /// nothing to drop.
+    #[allow(clippy::box_collection)] // one word, not four, in every socket
+    pub rest: Option<Box<VecDeque<Datagram>>>,
     /// Payload bytes queued.
     pub bytes: usize,
     /// Most payload bytes queued (`SO_RCVBUF`).
@@ -179,7 +188,8 @@ impl UdpRx {
     fn new() -> UdpRx {
         UdpRx {
             head: None,
-            rest: VecDeque::new(),
+            head_len: 0,
+            rest: None,
             bytes: 0,
             cap: usize::MAX,
             waiter: None,
@@ -202,20 +212,21 @@ impl UdpRx {
             return None;
         }
         self.bytes += len;
-        let empty = Datagram {
-            from,
-            len: len as u32,
-            payload: Message::new(),
-        };
-        // The entry is written in place and the message swapped into it:
-        // no temporary copy of the message on the way.
-        let d = if self.head.is_none() && self.rest.is_empty() {
-            self.head.insert(empty)
+        // The message is taken out of the caller's (a plain copy of its
+        // bytes and an empty one left behind) straight into its place in
+        // the queue; a `mem::swap` with an empty one in place would copy
+        // it through a word-by-word swap loop.
+        let len = len as u32;
+        if self.head.is_none() && self.rest.as_ref().is_none_or(|r| r.is_empty()) {
+            self.head = Some((std::mem::take(payload), from));
+            self.head_len = len;
         } else {
-            self.rest.push_back(empty);
-            self.rest.back_mut().expect("just pushed")
-        };
-        std::mem::swap(&mut d.payload, payload);
+            self.rest.get_or_insert_default().push_back(Datagram {
+                from,
+                len,
+                payload: std::mem::take(payload),
+            });
+        }
         Some(self.waiter.take())
     }
 
@@ -227,20 +238,20 @@ impl UdpRx {
 
     /// Takes the oldest datagram.
     #[inline]
-    fn pop(&mut self) -> Option<Datagram> {
-        let d = match self.head.take() {
-            Some(d) => d,
-            None => self.rest.pop_front()?,
-        };
+    fn pop(&mut self) -> Option<(Message, SocketAddrV4)> {
+        if self.head.is_some() {
+            self.bytes -= self.head_len as usize;
+            return self.head.take();
+        }
+        let d = self.rest.as_mut()?.pop_front()?;
         self.bytes -= d.len as usize;
-        Some(d)
+        Some((d.payload, d.from))
     }
 
     /// A `recv_from`: the pending error, `BadDescriptor` once the
     /// socket-table entry is gone, else the oldest datagram (built in place
     /// in the `Poll`), else registers the task being polled to be woken by
-    /// the next datagram (the only case that needs the world, for the
-    /// task's id).
+    /// the next datagram (`NotInSimulation` when no task is being polled).
     #[inline]
     fn poll_recv(&mut self) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
         if let Some(e) = self.error.take() {
@@ -250,13 +261,15 @@ impl UdpRx {
             return Poll::Ready(Err(SocketError::BadDescriptor));
         }
         match self.pop() {
-            Some(d) => Poll::Ready(Ok((d.payload, d.from))),
-            None => match try_with_world(|w| current_task(w)) {
-                Ok(task) => {
-                    self.waiter = task;
+            Some(d) => Poll::Ready(Ok(d)),
+            // The task's id is a thread-local integer: parking does not
+            // borrow the world either.
+            None => match current_task() {
+                Some(task) => {
+                    self.waiter = Some(task);
                     Poll::Pending
                 }
-                Err(u) => Poll::Ready(Err(u.into())),
+                None => Poll::Ready(Err(SocketError::NotInSimulation)),
             },
         }
     }
@@ -547,7 +560,7 @@ impl UdpSocket {
 
     /// Returns a queued datagram without waiting, if there is one.
     pub fn try_recv_from(&self) -> Result<Option<(Message, SocketAddrV4)>, SocketError> {
-        Ok(self.open_rx()?.pop().map(|d| (d.payload, d.from)))
+        Ok(self.open_rx()?.pop())
     }
 
     /// Closes the socket now (dropping it does the same).
@@ -575,25 +588,27 @@ pub struct SendTo<'a> {
 
 impl Future for SendTo<'_> {
     type Output = Result<(), SocketError>;
+    /// Reads the source port, TOS and connected peer from the shared
+    /// record (no socket-table lookup), then enters the world once to send.
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        let (m, slot) = (this.sock.host.machine, this.sock.slot);
+        let shared = &*this.sock.shared;
+        if let Err(e) = this.sock.check_open() {
+            return Poll::Ready(Err(e));
+        }
+        let Some(to) = this.to.or_else(|| shared.remote.get()) else {
+            return Poll::Ready(Err(SocketError::NotConnected));
+        };
+        let src = udp_send::Source {
+            machine: this.sock.host.machine,
+            port: shared.port,
+            tos: shared.tos.get(),
+        };
         with_world_or(
-            |w| {
-                let to = match this.to {
-                    Some(to) => to,
-                    None => match w.machines[m as usize].sockets.get(slot as usize) {
-                        Some(SocketSlot::Udp(s)) => {
-                            s.remote.get().ok_or(SocketError::NotConnected)?
-                        }
-                        _ => return Poll::Ready(Err(SocketError::BadDescriptor)),
-                    },
-                };
-                match crate::stack::udp::send(w, m, slot, to, &mut this.payload) {
-                    Ok(true) => Poll::Ready(Ok(())),
-                    Ok(false) => Poll::Pending,
-                    Err(e) => Poll::Ready(Err(e)),
-                }
+            |w| match crate::stack::udp::send(w, src, to, &mut this.payload) {
+                Ok(true) => Poll::Ready(Ok(())),
+                Ok(false) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
             },
             |u| Poll::Ready(Err(u.into())),
         )
@@ -707,7 +722,7 @@ impl Future for RecvEcho<'_> {
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         let (m, slot) = (self.sock.host.machine, self.sock.slot);
         let r = try_with_world(|w| {
-            let task = current_task(w);
+            let task = current_task();
             match w.machines[m as usize].sockets.get_mut(slot as usize) {
                 Some(SocketSlot::Icmp(s)) => match s.rx.pop_front() {
                     Some(r) => Some(Ok(r)),
@@ -752,7 +767,7 @@ mod tests {
             rx.push(from, 1, &mut m).is_some()
         };
         assert!(push(&mut rx, 1) && push(&mut rx, 2));
-        let first = |rx: &mut UdpRx| rx.pop().map(|mut d| d.payload.front(1).unwrap()[0]);
+        let first = |rx: &mut UdpRx| rx.pop().map(|(mut m, _)| m.front(1).unwrap()[0]);
         assert_eq!(first(&mut rx), Some(1));
         // The slot is free again, but a datagram arriving now is younger
         // than the one still queued behind it.

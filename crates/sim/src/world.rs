@@ -61,9 +61,7 @@ pub(crate) struct World {
     pub frames: slab::Slab<Message>,
     pub tasks: TaskTable,
     /// Tasks woken and not yet polled, in wake order.
-    pub ready: std::collections::VecDeque<TaskId>,
-    /// The task being polled (for blocking calls to register themselves).
-    pub current_task: Option<TaskId>,
+    pub ready: crate::executor::ReadyQueue,
     /// The machine whose code is running (for crash attribution).
     pub current_machine: Option<MachineId>,
     pub stats: Stats,
@@ -154,8 +152,7 @@ impl World {
             networks: Vec::new(),
             frames: slab::Slab::new(),
             tasks: TaskTable::default(),
-            ready: std::collections::VecDeque::new(),
-            current_task: None,
+            ready: Default::default(),
             current_machine: None,
             stats: Stats::default(),
             counters: BTreeMap::new(),
@@ -195,7 +192,7 @@ impl World {
     #[inline]
     pub fn wake(&mut self, task: TaskId) {
         if self.tasks.mark_queued(task) {
-            self.ready.push_back(task);
+            self.ready.push(task);
         }
     }
 

@@ -284,7 +284,7 @@ impl Future for Accept<'_> {
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         let (host, slot, linger) = (self.l.host, self.l.slot, self.l.linger);
         let r = try_with_world(|w| {
-            let task = current_task(w);
+            let task = current_task();
             let m = host.machine as usize;
             loop {
                 let next = match w.machines[m].sockets.get_mut(slot as usize) {
@@ -542,7 +542,7 @@ impl Future for Close {
         let first = this.deadline.is_none();
         let r = try_with_world(|w| {
             let now = w.now();
-            let task = current_task(w);
+            let task = current_task();
             let deadline = *this.deadline.get_or_insert(now + linger);
             if first {
                 tcp::drive(w, m, slot, |tcb, now, out| {
@@ -604,7 +604,7 @@ impl Future for Connect {
         let this = &mut *self;
         let host = this.host;
         let r = try_with_world(|w| {
-            let task = current_task(w);
+            let task = current_task();
             let slot = match this.slot {
                 Some(s) => s,
                 None => match tcp::connect(w, host.machine, this.to, &this.opts) {
@@ -681,7 +681,7 @@ impl Future for Send<'_> {
         let (host, slot) = (self.s.host, self.s.slot);
         let this = &mut *self;
         let r = try_with_world(|w| {
-            let task = current_task(w);
+            let task = current_task();
             let m = host.machine;
             let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize)
             else {
@@ -734,7 +734,7 @@ impl Future for Recv<'_> {
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         let (host, slot, max) = (self.s.host, self.s.slot, self.max);
         let r = try_with_world(|w| {
-            let task = current_task(w);
+            let task = current_task();
             let m = host.machine;
             let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize)
             else {

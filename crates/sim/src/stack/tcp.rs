@@ -40,7 +40,7 @@
 //! bound with it and not without, as on Linux.
 //!
 //! # Gaps
-//! RACK-TLP's gaps are listed in [`rack`] (no DSACKs sent; go-back-N after
+//! RACK-TLP's gaps are listed in [`rack`] (no undo on DSACK; go-back-N after
 //! an RTO). RFC 5961 §5 (ACKs far below
 //! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored. A
 //! retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux
@@ -101,6 +101,9 @@ pub struct TcpConfig {
     /// an established connection fails with `TimedOut`.
     pub max_retries: u32,
     pub sack: bool,
+    /// Report duplicate segments with DSACK blocks (RFC 2883) when SACK
+    /// is negotiated: Linux's `tcp_dsack`, on by default.
+    pub dsack: bool,
     pub timestamps: bool,
     pub congestion: Algorithm,
     pub initial_window_segments: u64,
@@ -124,6 +127,7 @@ impl Default for TcpConfig {
             syn_retries: 6,
             max_retries: 15,
             sack: true,
+            dsack: true,
             timestamps: true,
             congestion: Algorithm::Cubic,
             initial_window_segments: 10,

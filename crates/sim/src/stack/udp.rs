@@ -27,14 +27,22 @@ pub(crate) fn sum_message(sum: &mut Checksum, msg: &Message) {
     }
 }
 
-/// Sends the datagram in `payload` from socket `slot` to `to`.
+/// Where a datagram is sent from: the machine, the socket's port and the
+/// TOS byte it sets (read by the caller from the socket's shared record).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Source {
+    pub machine: MachineId,
+    pub port: u16,
+    pub tos: u8,
+}
+
+/// Sends the datagram in `payload` from `src` to `to`.
 ///
 /// Returns `Ok(false)` (and registers the calling task) when the NIC is
 /// full; the payload stays in `payload` for the next try.
 pub(crate) fn send(
     w: &mut World,
-    m: MachineId,
-    slot: u32,
+    src: Source,
     to: SocketAddrV4,
     payload: &mut Option<Message>,
 ) -> Result<bool, SocketError> {
@@ -44,10 +52,11 @@ pub(crate) fn send(
     if len > MAX_UDP_PAYLOAD {
         return Err(SocketError::MessageTooLong(len));
     }
-    let (src_port, tos) = match w.machines[m as usize].sockets.get(slot as usize) {
-        Some(SocketSlot::Udp(s)) => (s.port, s.tos.get()),
-        _ => return Err(SocketError::BadDescriptor),
-    };
+    let Source {
+        machine: m,
+        port: src_port,
+        tos,
+    } = src;
     let flow = super::route::FlowKey {
         src: 0,
         dst: u32::from(*to.ip()),
@@ -58,8 +67,8 @@ pub(crate) fn send(
     let route = ipv4::route_flow(w, m, *to.ip(), Some(&flow))?;
     if route.next != ipv4::NextHop::Local {
         let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
-        if let Some((net, port)) = nic_full(w, m, route.iface, need) {
-            let task = current_task(w);
+        if let Some((net, port)) = nic_full(w, m, &route, need) {
+            let task = current_task();
             crate::net::wait_for_room_task(w, net, port, task);
             return Ok(false);
         }
@@ -92,12 +101,15 @@ pub(crate) fn send(
 /// Returns the NIC (network, port) of interface `iface` of machine `m` when
 /// it has no room for `need` frames (or, for a datagram of more fragments
 /// than the queue holds, is not empty).
-fn nic_full(w: &World, m: MachineId, iface: u16, need: u32) -> Option<(u32, u32)> {
-    let ifc = w.machines[m as usize].ifaces.get(iface as usize)?;
-    let room = crate::net::nic_room(w, ifc.net, ifc.port);
+///
+/// The room is read through [`ipv4::room`], the same check the stack's
+/// other senders make.
+fn nic_full(w: &World, m: MachineId, route: &ipv4::Route, need: u32) -> Option<(u32, u32)> {
+    let room = ipv4::room(w, m, route);
     if room >= need {
         return None;
     }
+    let ifc = w.machines[m as usize].ifaces.get(route.iface as usize)?;
     let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
     (room < need.min(cap)).then_some((ifc.net, ifc.port))
 }

@@ -9,6 +9,7 @@ mod common;
 mod delivery;
 mod departure;
 mod determinism;
+mod dsack;
 mod ecn;
 mod fast_path;
 mod faults;

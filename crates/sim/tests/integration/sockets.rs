@@ -223,8 +223,12 @@ fn a_udp_socket_outliving_its_crashed_machine_reports_bad_descriptor() {
             .push(sock.connect(sa(nth_ip(1), 1)).unwrap_err());
         let err = sock.recv_from().await.unwrap_err();
         out.borrow_mut().push(err);
+        // A send reads the socket from its handle, not the table: it must
+        // see the close too.
+        let err = sock.send_to(vec![1u8; 8], sa(nth_ip(1), 1)).await;
+        out.borrow_mut().push(err.unwrap_err());
         Ok(())
     });
     sim.run();
-    assert_eq!(*outcome.borrow(), [const { SocketError::BadDescriptor }; 3]);
+    assert_eq!(*outcome.borrow(), [const { SocketError::BadDescriptor }; 4]);
 }

@@ -1,6 +1,11 @@
 //! TCP's byte buffers: the send rope, the receive queue with out-of-order
 //! reassembly, and the sender's SACK scoreboard.
 //!
+//! The receive queue also reports what a segment duplicated
+//! ([`RecvBuffer::insert_reporting`] fills a [`Duplicate`]), the range a
+//! DSACK block names (RFC 2883); the in-order path it keeps cheap can
+//! hold no duplicate, so it pays nothing for this.
+//!
 //! All three hold [`Message`]s and slice or append them, so payload bytes
 //! are never copied (and a virtual payload stays virtual end to end).
 //!
@@ -217,17 +222,32 @@ impl RecvBuffer {
     /// expected sequence number. Returns the new `rcv_nxt`.
     #[inline]
     pub fn insert(&mut self, rcv_nxt: SeqNumber, seq: SeqNumber, data: Message) -> SeqNumber {
+        self.insert_reporting(rcv_nxt, seq, data, &mut Duplicate::default())
+    }
+
+    /// [`RecvBuffer::insert`], noting in `dup` the bytes of the segment
+    /// that were already here (below `rcv_nxt` or held out of order),
+    /// lowest first ([`Duplicate::note`]).
+    #[inline]
+    pub fn insert_reporting(
+        &mut self,
+        rcv_nxt: SeqNumber,
+        seq: SeqNumber,
+        data: Message,
+        dup: &mut Duplicate,
+    ) -> SeqNumber {
         if data.is_empty() {
             return rcv_nxt;
         }
         let q = self.q.get_or_insert_with(Default::default);
         if seq == rcv_nxt && q.ooo.is_none() {
-            // The common case, here so that the payload moves once.
+            // The common case, here so that the payload moves once (and
+            // nothing here can be a duplicate).
             let next = rcv_nxt + data.len();
             q.push_ready(data);
             return next;
         }
-        let next = q.insert(rcv_nxt, seq, data);
+        let next = q.insert(rcv_nxt, seq, data, dup);
         self.tidy();
         next
     }
@@ -241,13 +261,20 @@ impl RecvBuffer {
         }
     }
 
-    /// Returns up to `n` out-of-order ranges for SACK blocks
+    /// Returns true while data is held out of order (there are SACK
+    /// blocks to send).
+    #[inline]
+    pub fn has_out_of_order(&self) -> bool {
+        self.q.as_ref().is_some_and(|q| q.ooo.is_some())
+    }
+
+    /// Returns up to `n` (at most 4) out-of-order ranges for SACK blocks
     /// ([`RecvQueue::sack_blocks`]).
     #[inline]
-    pub fn sack_blocks(&self, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+    pub fn sack_blocks(&self, n: usize) -> SackBlocks {
         match self.q.as_deref() {
             Some(q) => q.sack_blocks(n),
-            None => Vec::new(), // the common case: nothing to report
+            None => [None; 4], // the common case: nothing to report
         }
     }
 
@@ -260,6 +287,47 @@ impl RecvBuffer {
         {
             self.q = None;
         }
+    }
+}
+
+/// Up to four SACK blocks (as many as 40 bytes of TCP options hold, RFC
+/// 2018 §3), in the order sent, `None` after the last: a value, so that
+/// building an ACK allocates nothing.
+pub(crate) type SackBlocks = [Option<(SeqNumber, SeqNumber)>; 4];
+
+/// The duplicate range a DSACK block reports (RFC 2883 §4): the first
+/// (lowest) run of already-received bytes a segment carried, grown by
+/// later runs that overlap or touch it and not by others: "each duplicate
+/// contiguous sequence of data received is reported in at most one D-SACK
+/// block", and of several non-contiguous ones only the first is reported
+/// (§4.2.2, §4.2.3). This is Linux's `tcp_dsack_set` followed by
+/// `tcp_dsack_extend` / `tcp_sack_extend`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Duplicate(Option<(SeqNumber, SeqNumber)>);
+
+impl Duplicate {
+    /// Nothing duplicated.
+    pub const NONE: Duplicate = Duplicate(None);
+
+    /// Notes that `[start, end)` was already received (nothing if empty).
+    pub fn note(&mut self, start: SeqNumber, end: SeqNumber) {
+        if end <= start {
+            return;
+        }
+        match &mut self.0 {
+            None => self.0 = Some((start, end)),
+            // Linux's `tcp_sack_extend`: overlapping or adjacent.
+            Some((s, e)) if start <= *e && *s <= end => {
+                *s = (*s).min(start);
+                *e = (*e).max(end);
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Returns the range noted, if any.
+    pub fn range(self) -> Option<(SeqNumber, SeqNumber)> {
+        self.0
     }
 }
 
@@ -321,32 +389,40 @@ impl RecvQueue {
 
     /// Adds a segment's data starting at `seq`; `rcv_nxt` is the next
     /// expected sequence number. Returns the new `rcv_nxt`.
-    fn insert(&mut self, rcv_nxt: SeqNumber, seq: SeqNumber, mut data: Message) -> SeqNumber {
+    /// Notes in `dup` the bytes that were already here.
+    fn insert(
+        &mut self,
+        rcv_nxt: SeqNumber,
+        seq: SeqNumber,
+        mut data: Message,
+        dup: &mut Duplicate,
+    ) -> SeqNumber {
         // Trim what was already received.
         if seq < rcv_nxt {
-            let dup = (rcv_nxt - seq) as usize;
-            if dup >= data.len() {
+            let old = ((rcv_nxt - seq) as usize).min(data.len());
+            dup.note(seq, seq + old);
+            if old == data.len() {
                 return rcv_nxt;
             }
-            let _ = data.pop_front(dup);
-            return self.insert(rcv_nxt, rcv_nxt, data);
+            let _ = data.pop_front(old);
+            return self.insert(rcv_nxt, rcv_nxt, data, dup);
         }
         if seq == rcv_nxt {
             let mut next = rcv_nxt + data.len();
             self.push_ready(data);
             if self.ooo.is_some() {
-                next = self.pull_contiguous(next);
+                next = self.pull_contiguous(next, dup);
             }
             return next;
         }
-        self.insert_ooo(seq, data);
+        self.insert_ooo(seq, data, dup);
         rcv_nxt
     }
 
     /// Moves the out-of-order segments that `next` reaches to the ready
-    /// queue; frees the reassembly state once empty. Returns the new
-    /// `rcv_nxt`.
-    fn pull_contiguous(&mut self, mut next: SeqNumber) -> SeqNumber {
+    /// queue (noting in `dup` the part of them `next` already covered);
+    /// frees the reassembly state once empty. Returns the new `rcv_nxt`.
+    fn pull_contiguous(&mut self, mut next: SeqNumber, dup: &mut Duplicate) -> SeqNumber {
         let Some(ooo) = self.ooo.as_deref_mut() else {
             return next;
         };
@@ -356,9 +432,10 @@ impl RecvQueue {
             }
             let (s, mut d) = ooo.segs.remove(0);
             ooo.len -= d.len();
-            let dup = (next - s) as usize;
-            if dup < d.len() {
-                let _ = d.pop_front(dup);
+            let old = ((next - s) as usize).min(d.len());
+            dup.note(s, s + old);
+            if old < d.len() {
+                let _ = d.pop_front(old);
                 next += d.len();
                 self.ready_len += d.len();
                 self.ready.push_back(d);
@@ -378,8 +455,9 @@ impl RecvQueue {
         }
     }
 
-    /// Stores an out-of-order segment, keeping only bytes not held yet.
-    fn insert_ooo(&mut self, mut seq: SeqNumber, mut data: Message) {
+    /// Stores an out-of-order segment, keeping only bytes not held yet
+    /// (and noting those in `dup`).
+    fn insert_ooo(&mut self, mut seq: SeqNumber, mut data: Message, dup: &mut Duplicate) {
         let ooo = self.ooo.get_or_insert_with(Default::default);
         let mut i = 0;
         while i < ooo.segs.len() && !data.is_empty() {
@@ -404,6 +482,7 @@ impl RecvQueue {
             }
             // Drop the overlap with [s, e).
             let overlap = ((e - seq) as usize).min(data.len());
+            dup.note(seq, seq + overlap);
             let _ = data.pop_front(overlap);
             seq += overlap;
         }
@@ -431,27 +510,71 @@ impl RecvQueue {
     /// specify the contiguous block of data containing the segment which
     /// triggered this ACK"; the others SHOULD repeat "the most recently
     /// reported SACK blocks".
-    fn sack_blocks(&self, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+    fn sack_blocks(&self, n: usize) -> SackBlocks {
+        let mut out: SackBlocks = [None; 4];
         let Some(ooo) = self.ooo.as_deref() else {
-            return Vec::new();
+            return out;
         };
-        let mut ranges: Vec<(SeqNumber, SeqNumber)> = Vec::new();
-        for (s, d) in &ooo.segs {
-            let e = *s + d.len();
-            match ranges.last_mut() {
-                Some(last) if last.1 == *s => last.1 = e,
-                _ => ranges.push((*s, e)),
+        // One pass over the runs: the run holding each recent segment, and
+        // the first four runs holding none.
+        let mut holding: SackBlocks = [None; 4];
+        let mut rest: SackBlocks = [None; 4];
+        let mut n_rest = 0;
+        let mut unresolved = ooo.recent.iter().flatten().count();
+        for (s, e) in ooo.ranges() {
+            // `f` lies in [s, e) iff its distance from `s` is below the
+            // run's length (modulo 2^32, so across the wrap too).
+            let width = e.0.wrapping_sub(s.0);
+            let mut recent = false;
+            for (j, f) in ooo.recent.iter().enumerate() {
+                if let Some(f) = f {
+                    if f.0.wrapping_sub(s.0) < width {
+                        holding[j] = Some((s, e));
+                        recent = true;
+                        unresolved -= 1;
+                    }
+                }
+            }
+            if !recent && n_rest < rest.len() {
+                rest[n_rest] = Some((s, e));
+                n_rest += 1;
+            }
+            if n_rest == rest.len() && unresolved == 0 {
+                break;
             }
         }
-        let mut out = Vec::with_capacity(n.min(ranges.len()));
-        for f in ooo.recent.iter().flatten() {
-            if let Some(i) = ranges.iter().position(|(s, e)| *s <= *f && *f < *e) {
-                out.push(ranges.remove(i));
+        let n = n.min(out.len());
+        let mut k = 0;
+        for r in holding.into_iter().chain(rest).flatten() {
+            if k == n {
+                break;
+            }
+            if !out[..k].contains(&Some(r)) {
+                out[k] = Some(r);
+                k += 1;
             }
         }
-        out.extend(ranges);
-        out.truncate(n);
         out
+    }
+}
+
+impl Reassembly {
+    /// Returns the runs of contiguous segments (the SACK ranges), in
+    /// sequence order.
+    fn ranges(&self) -> impl Iterator<Item = (SeqNumber, SeqNumber)> + '_ {
+        let mut i = 0;
+        std::iter::from_fn(move || {
+            let start = self.segs.get(i)?.0;
+            let mut end = start;
+            while let Some((s, d)) = self.segs.get(i) {
+                if *s != end {
+                    break;
+                }
+                end = *s + d.len();
+                i += 1;
+            }
+            Some((start, end))
+        })
     }
 }
 
@@ -686,7 +809,10 @@ mod test {
         nxt = r.insert(nxt, base + 6, m(b"ghi"));
         nxt = r.insert(nxt, base + 3, m(b"def"));
         assert_eq!(nxt, base);
-        assert_eq!(r.sack_blocks(4), vec![(base + 3, base + 9)]);
+        assert_eq!(
+            r.sack_blocks(4),
+            [Some((base + 3, base + 9)), None, None, None]
+        );
         nxt = r.insert(nxt, base, m(b"abc"));
         assert_eq!(nxt, base + 9);
         assert_eq!(r.take(100).to_vec(), b"abcdefghi");
@@ -705,6 +831,102 @@ mod test {
         nxt = r.insert(nxt, base, m(b"abcd"));
         assert_eq!(nxt, base + 10);
         assert_eq!(r.take(100).to_vec(), b"abcdefghij");
+    }
+
+    #[test]
+    fn a_duplicate_range_grows_over_adjacent_runs_but_not_over_disjoint_ones() {
+        let s = |n: u32| SeqNumber(u32::MAX - 100) + n as usize;
+        let mut d = Duplicate::default();
+        d.note(s(50), s(50));
+        assert_eq!(d.range(), None, "an empty run is no duplicate");
+        d.note(s(100), s(200));
+        d.note(s(200), s(250)); // adjacent (across the wrap)
+        d.note(s(90), s(120)); // overlapping
+        d.note(s(300), s(400)); // disjoint: not reported (RFC 2883 §4.2.2)
+        assert_eq!(d.range(), Some((s(90), s(250))));
+    }
+
+    #[test]
+    fn the_receive_queue_reports_what_a_segment_duplicated() {
+        let base = SeqNumber(5000);
+        let mut r = RecvBuffer::default();
+        let mut nxt = r.insert(base, base, m(b"0123"));
+        // Out of order [8, 12) and [14, 16).
+        nxt = r.insert(nxt, base + 8, m(b"89ab"));
+        nxt = r.insert(nxt, base + 14, m(b"ef"));
+        let mut d = Duplicate::default();
+        // [2, 16): old [2, 4), new [4, 8), held [8, 12), new [12, 14),
+        // held [14, 16): the first run is the one reported.
+        nxt = r.insert_reporting(nxt, base + 2, m(b"23456789abcdef"), &mut d);
+        assert_eq!(nxt, base + 16);
+        assert_eq!(d.range(), Some((base + 2, base + 4)));
+        assert_eq!(r.take(100).to_vec(), b"0123456789abcdef");
+        // Entirely held out of order.
+        let mut d = Duplicate::default();
+        nxt = r.insert(nxt, base + 20, m(b"klmn"));
+        let _ = r.insert_reporting(nxt, base + 21, m(b"lm"), &mut d);
+        assert_eq!(d.range(), Some((base + 21, base + 23)));
+        // New data only: nothing.
+        let mut d = Duplicate::default();
+        let _ = r.insert_reporting(nxt, base + 16, m(b"ghij"), &mut d);
+        assert_eq!(d.range(), None);
+    }
+
+    /// The SACK blocks as first written (with vectors): merge the
+    /// segments into ranges, take the ones holding the recent segments,
+    /// then the rest in order.
+    fn reference_sack_blocks(q: &RecvQueue, n: usize) -> Vec<(SeqNumber, SeqNumber)> {
+        let Some(ooo) = q.ooo.as_deref() else {
+            return Vec::new();
+        };
+        let mut ranges: Vec<(SeqNumber, SeqNumber)> = Vec::new();
+        for (s, d) in &ooo.segs {
+            let e = *s + d.len();
+            match ranges.last_mut() {
+                Some(last) if last.1 == *s => last.1 = e,
+                _ => ranges.push((*s, e)),
+            }
+        }
+        let mut out = Vec::new();
+        for f in ooo.recent.iter().flatten() {
+            if let Some(i) = ranges.iter().position(|(s, e)| *s <= *f && *f < *e) {
+                out.push(ranges.remove(i));
+            }
+        }
+        out.extend(ranges);
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn sack_blocks_match_the_reference_under_random_arrivals() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..200 {
+            let base = SeqNumber(u32::MAX - 500); // across the wrap
+            let mut r = RecvBuffer::default();
+            let mut nxt = base;
+            for _ in 0..40 {
+                let seq = nxt + next(60) as usize * 10 + 10 * usize::from(next(4) == 0);
+                let len = 1 + next(30) as usize;
+                let in_order = seq <= nxt;
+                nxt = r.insert(nxt, seq, Message::zeros(len as u64));
+                if !in_order {
+                    r.note_out_of_order(seq);
+                }
+                let Some(q) = r.q.as_deref() else { continue };
+                for n in 1..=4 {
+                    let want = reference_sack_blocks(q, n);
+                    let got: Vec<_> = r.sack_blocks(n).into_iter().flatten().collect();
+                    assert_eq!(got, want, "n = {n}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -49,9 +49,12 @@
 //! holds it boxed, and only while data is in flight: an idle connection
 //! pays one pointer.
 //!
+//! DSACKs come from the peer's receiver (ours sends them, RFC 2883,
+//! `buffers.rs` and `Tcb::sack_option`; so does Linux's).
+//!
 //! # Gaps
-//! - Our receiver does not send DSACKs, so between two elvis stacks the
-//!   reordering window never grows (a foreign stack's DSACKs are parsed).
+//! - A DSACK does not undo the window reduction of a recovery whose
+//!   retransmissions were all spurious (Linux's `tcp_try_undo_dsack`).
 //! - RACK runs only with SACK; without it the connection uses RFC 6582
 //!   NewReno as before. After an RTO the resend is go-back-N as before
 //!   (Linux keeps running RACK in its Loss state).

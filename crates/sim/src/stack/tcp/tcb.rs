@@ -20,7 +20,7 @@
 //! `tcb/loss.rs`) instead of the duplicate-ACK threshold and FACK marking:
 //! per-segment transmit times, a reordering timer and a tail loss probe.
 
-use super::buffers::{RecvBuffer, Scoreboard, SendBuffer};
+use super::buffers::{Duplicate, RecvBuffer, Scoreboard, SendBuffer};
 use super::deadline::Deadline;
 use super::ecn::{EcnState, Reaction};
 use super::keepalive::{self, KeepaliveTimer};
@@ -87,6 +87,11 @@ pub struct TcpStats {
     /// Losses a tail loss probe repaired, each answered by one window
     /// reduction (RFC 8985 §7.4).
     pub tlp_recoveries: u64,
+    /// Segments sent carrying a DSACK block (RFC 2883): duplicate data
+    /// received and reported.
+    pub dsacks_sent: u64,
+    /// ACKs received whose first SACK block is a DSACK (RFC 2883 §4).
+    pub dsacks_received: u64,
 }
 
 /// The counters a connection keeps: [`TcpStats`] less the fields read from
@@ -132,6 +137,8 @@ pub(crate) struct LossCounters {
     pub paws_rejected: u64,
     pub tlp_probes: u64,
     pub tlp_recoveries: u64,
+    pub dsacks_sent: u64,
+    pub dsacks_received: u64,
     /// The high 32 bits of [`Counters`]' event counts, by [`Count`].
     high: [u32; 3],
 }
@@ -325,6 +332,10 @@ pub(crate) struct Cold {
     /// The options the peer offered in its SYN (a passive open), for our
     /// SYN-ACK; read only in SYN-RECEIVED.
     peer_syn_opts: Option<(Option<u16>, Option<u8>, bool, bool)>,
+    /// The DSACK block (RFC 2883) the next segment we send leads its SACK
+    /// blocks with; set by the input call that received the duplicate,
+    /// whose immediate ACK takes it (Linux's `duplicate_sack[0]`).
+    dsack: Option<(SeqNumber, SeqNumber)>,
 }
 
 impl Cold {
@@ -342,6 +353,7 @@ impl Cold {
         timewait_at: Deadline::NONE,
         rack: None,
         peer_syn_opts: None,
+        dsack: None,
     };
 
     /// Returns true when every field that is read outside recovery holds
@@ -356,6 +368,7 @@ impl Cold {
             && self.timewait_at.is_none()
             && self.rack.is_none()
             && self.peer_syn_opts.is_none()
+            && self.dsack.is_none()
     }
 }
 
@@ -804,16 +817,39 @@ impl Tcb {
             repr.ece = self.ecn.echo();
         }
         if self.sack_enabled && control != Control::Syn && control != Control::Rst {
-            let blocks = self.rcvbuf.sack_blocks(if self.ts_enabled { 3 } else { 4 });
-            for (i, (s, e)) in blocks.into_iter().enumerate() {
-                repr.sack_ranges[i] = Some((s.0, e.0));
-            }
+            self.sack_option(&mut repr);
         }
         Segment {
             repr,
             payload,
             ect: false,
             gso_size: 0,
+        }
+    }
+
+    /// Fills the SACK blocks of an outgoing segment: a pending DSACK first
+    /// (RFC 2883 §4: "the first block of the SACK option should be a
+    /// D-SACK block specifying the sequence numbers for the duplicate
+    /// segment that triggered the acknowledgement"; sent once, Linux
+    /// clears it as it writes the option), then the receive queue's
+    /// blocks (RFC 2018 §4), 4 of them, or 3 beside timestamps.
+    #[inline]
+    fn sack_option(&mut self, repr: &mut Repr) {
+        let mut i = 0;
+        if self.cold().dsack.is_some() {
+            if let Some((s, e)) = self.cold_mut().dsack.take() {
+                repr.sack_ranges[0] = Some((s.0, e.0));
+                self.stats.loss().dsacks_sent += 1;
+                i = 1;
+            }
+        }
+        if !self.rcvbuf.has_out_of_order() {
+            return; // the common case
+        }
+        let max = if self.ts_enabled { 3 } else { 4 };
+        for (s, e) in self.rcvbuf.sack_blocks(max - i).into_iter().flatten() {
+            repr.sack_ranges[i] = Some((s.0, e.0));
+            i += 1;
         }
     }
 
@@ -1399,6 +1435,9 @@ impl Tcb {
         if self.state != State::Closed {
             self.output(now, out);
         }
+        // A DSACK is reported by the ACK of the segment that set it, or
+        // not at all.
+        self.reset_cold(|c| c.dsack = None);
         self.tidy_cold();
         if pause {
             // A segment without data: the peer's data flow paused (or was
@@ -1638,6 +1677,7 @@ impl Tcb {
         if self.ts_enabled && recent.rejects(seg, now) {
             self.stats.loss().paws_rejected += 1;
             self.ack_now = true;
+            self.dsack_old(seg, seg_len);
             return;
         }
         self.remember_timestamp(seg, now);
@@ -1647,6 +1687,7 @@ impl Tcb {
             // acknowledgment ... and drop" (unless RST).
             if seg.control != Control::Rst {
                 self.ack_now = true;
+                self.dsack_old(seg, seg_len);
                 if self.state == State::TimeWait && seg.control == Control::Fin {
                     self.cold_mut().timewait_at = Deadline::at(now + self.cfg.msl * 2);
                 }
@@ -1728,7 +1769,13 @@ impl Tcb {
             let n = payload.len();
             let had_hole = self.rcvbuf.held() > self.rcvbuf.ready_len();
             let before = self.rcv_nxt;
-            self.rcv_nxt = self.rcvbuf.insert(self.rcv_nxt, seg.seq_number, payload);
+            let mut dup = Duplicate::NONE;
+            self.rcv_nxt =
+                self.rcvbuf
+                    .insert_reporting(self.rcv_nxt, seg.seq_number, payload, &mut dup);
+            if let Some((s, e)) = dup.range() {
+                self.dsack_set(s, e);
+            }
             let advanced = (self.rcv_nxt - before).max(0) as u64;
             self.stats.bytes_received += advanced;
             if advanced > 0 {
@@ -1767,6 +1814,32 @@ impl Tcb {
             } else if fin_seq > self.rcv_nxt {
                 self.ack_now = true; // FIN beyond a hole: remember nothing, ACK
             }
+        }
+    }
+
+    /// Notes a DSACK for the part of `seg` (`seg_len` sequence numbers)
+    /// below RCV.NXT, if any: a segment dropped as unacceptable (or by
+    /// PAWS) that repeats data already received (RFC 2883 §4, Example 1;
+    /// Linux's `tcp_send_dupack`). Not in TIME-WAIT, where Linux answers
+    /// from a minimal socket that keeps no SACK state.
+    fn dsack_old(&mut self, seg: &Repr, seg_len: usize) {
+        let s = seg.seq_number;
+        if seg_len > 0
+            && seg.control != Control::Syn
+            && s < self.rcv_nxt
+            && self.state != State::TimeWait
+        {
+            self.dsack_set(s, (s + seg_len).min(self.rcv_nxt));
+        }
+    }
+
+    /// Makes `[s, e)` the DSACK block of our next segment, and that segment
+    /// an immediate ACK, when DSACK is on (SACK negotiated and
+    /// [`TcpConfig::dsack`]; Linux's `tcp_dsack_set`).
+    fn dsack_set(&mut self, s: SeqNumber, e: SeqNumber) {
+        if self.sack_enabled && self.cfg.dsack {
+            self.cold_mut().dsack = Some((s, e));
+            self.ack_now = true;
         }
     }
 
@@ -1818,6 +1891,10 @@ impl Tcb {
         out: &mut Vec<Segment>,
         fx: &mut Effects,
     ) {
+        let dsack = self.sack_enabled && super::rack::is_dsack(&seg.sack_ranges, ack);
+        if dsack {
+            self.stats.loss().dsacks_received += 1;
+        }
         if self.sack_enabled {
             let (una, max) = (self.snd_una, self.snd_max);
             for (s, e) in seg.sack_ranges.iter().flatten() {
@@ -1910,11 +1987,14 @@ impl Tcb {
             && payload_len == 0
             && matches!(seg.control, Control::None | Control::Psh)
             && (window == self.snd_wnd || seg.sack_ranges[0].is_some())
+            && !(dsack && seg.sack_ranges[1].is_none())
             && self.snd_max > self.snd_una
         {
             // A duplicate ACK (RFC 5681 §2; with SACK, RFC 6675 §2 counts
             // any ACK carrying SACK information, since out-of-order data
-            // also shrinks the advertised window).
+            // also shrinks the advertised window). An ACK whose only SACK
+            // block is a DSACK reports a duplicate (RFC 2883), no new data
+            // above a hole: not counted.
             self.cold_mut().dupacks += 1;
             // Early retransmit (RFC 5827): with fewer than four segments
             // outstanding and nothing new to send, a lower threshold.
@@ -2098,6 +2178,8 @@ impl Tcb {
             paws_rejected: l.paws_rejected,
             tlp_probes: l.tlp_probes,
             tlp_recoveries: l.tlp_recoveries,
+            dsacks_sent: l.dsacks_sent,
+            dsacks_received: l.dsacks_received,
             rtt_samples: c.get(Count::RttSamples),
             srtt_ns: self.srtt().map_or(0, |d| d.as_nanos() as u64),
             min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),

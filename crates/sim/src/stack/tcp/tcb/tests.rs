@@ -2129,3 +2129,5 @@ fn a_merged_segment_counts_its_frames_and_is_acked_at_once() {
     assert_eq!(t.stats.get(Count::SegmentsReceived) - before, 4);
     assert_one_ack(&out, ISS + 1, rcv + 4 * smss);
 }
+
+mod dsack;
