@@ -30,6 +30,7 @@
 //! | `TCP_CONGESTION` | [`TcpSocket::set_congestion`], [`TcpStream::set_congestion`] | — (after `connect` the new algorithm takes over cwnd and ssthresh, as Linux) |
 //! | `net.ipv4.tcp_ecn` (a sysctl on Linux) | [`TcpSocket::set_ecn`], [`crate::TcpConfig::ecn`] for every socket | per socket here; Linux sets it per network namespace |
 //! | `net.ipv4.tcp_recovery` (a sysctl on Linux) | [`TcpSocket::set_loss_detection`], [`crate::TcpConfig::loss_detection`] for every socket | per socket here; `rack` (RACK-TLP, RFC 8985, the default as on Linux) or `rfc6675` (Linux's `tcp_recovery=0` also keeps TLP, ours has no probe) |
+//! | `net.ipv4.tcp_dsack` (a sysctl on Linux) | [`crate::TcpConfig::dsack`] for every socket | on by default, as on Linux (RFC 2883) |
 //! | `SO_KEEPALIVE` + `TCP_KEEPIDLE/INTVL/CNT` | [`TcpSocket::set_keepalive`], [`TcpStream::set_keepalive`] | — |
 //! | `SO_LINGER` | [`TcpSocket::set_linger`], [`TcpStream::set_linger`], [`TcpStream::close`] | on time-out `close` returns `TimedOut` (Linux returns 0); the close goes on in the background on both |
 //!
