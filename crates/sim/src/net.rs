@@ -766,7 +766,7 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
         Err(reason) => discard(w, id, reason),
         Ok(fate) => {
             let at = Time::from_nanos(done + n.cfg.latency_ns + fate.extra_ns);
-            if n.cfg.kind == NetworkKind::Link && !fate.duplicate {
+            if w.coalescing && n.cfg.kind == NetworkKind::Link && !fate.duplicate {
                 // A host whose NIC coalesces interrupts takes the frame
                 // into its ring now (no arrival event).
                 let other = if port == 0 { 1 } else { 0 };
@@ -1370,7 +1370,7 @@ pub(crate) fn deliver(w: &mut World, net: NetId, port: u32, id: FrameId, from: u
     if router && crate::stack::forward::forward_in_slab(w, machine, iface, id) {
         return;
     }
-    if crate::stack::offload::on_arrival(w, machine, iface, id) {
+    if w.coalescing && crate::stack::offload::on_arrival(w, machine, iface, id) {
         return;
     }
     let mut frame = w.frames.remove(id as usize);

@@ -113,6 +113,9 @@ pub(crate) struct World {
     /// Departure-time queues put frames for a coalescing host into its
     /// receive ring when they are queued (`stack::offload`).
     pub rx_ring_ahead: bool,
+    /// Some machine coalesces receive interrupts (`stack::offload`): until
+    /// one does, arrivals skip the offload checks.
+    pub coalescing: bool,
     /// Counts the changes of routes and interfaces made between runs: a
     /// TCP connection's cached route (`stack::tcp::dst`) is good
     /// while the epoch it was resolved in lasts.
@@ -175,6 +178,7 @@ impl World {
             fast_forward: true,
             fast_forwarded: 0,
             rx_ring_ahead: true,
+            coalescing: false,
             dst_epoch: 0,
             tcp_fast_path: true,
             tcp_fast_sent: 0,

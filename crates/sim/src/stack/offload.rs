@@ -223,6 +223,7 @@ pub(crate) fn of(w: &World, m: MachineId) -> Offloads {
 
 /// Sets the offloads of machine `m`.
 pub(crate) fn set(w: &mut World, m: MachineId, cfg: Offloads) {
+    w.coalescing |= cfg.coalesces();
     let ext = w.machines[m as usize].ext();
     ext.nic.get_or_insert_with(Box::default).cfg = cfg;
 }
