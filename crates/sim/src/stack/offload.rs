@@ -212,6 +212,23 @@ struct Held {
     payload: Message,
 }
 
+impl Held {
+    /// Returns true when a segment of `len` bytes at `seq` with TCP
+    /// header `th` may join the aggregate (`tcp_gro_receive`'s rules, the
+    /// 64 KiB limit aside): it continues it, the aggregate has no PSH
+    /// yet, it is no longer than the first segment, and TOS, TTL and the
+    /// header but for sequence number, flags and checksum are the same.
+    fn continued_by(&self, seq: u32, len: usize, tos: u8, ttl: u8, th: &[u8]) -> bool {
+        self.next == seq
+            && !self.psh
+            && len <= usize::from(self.mss)
+            && self.tos == tos
+            && self.ttl == ttl
+            && usize::from(self.hlen) == th.len()
+            && same_but_seq_and_flags(&self.header[..th.len()], th)
+    }
+}
+
 /// Returns the offloads of machine `m` (none unless set).
 pub(crate) fn of(w: &World, m: MachineId) -> Offloads {
     w.machines[m as usize]
@@ -499,13 +516,7 @@ fn receive_train(
         if let Some(at) = held_at {
             let nic = nic_mut(w, m).expect("held");
             let x = &mut nic.held[at];
-            let joins = x.next == seq
-                && !x.psh
-                && len <= usize::from(x.mss)
-                && x.tos == tos
-                && x.ttl == ttl
-                && usize::from(x.hlen) == hlen
-                && same_but_seq_and_flags(&x.header[..hlen], &header[..hlen]);
+            let joins = x.continued_by(seq, len, tos, ttl, &header[..hlen]);
             let room = GRO_MAX.saturating_sub(20 + hlen + x.payload.len());
             // Frames of this train that fit (all but the last are `gso`
             // long, and none is longer than the first of the aggregate).
@@ -597,17 +608,11 @@ fn receive(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) -> bool
     let Some(h) = frame.front(ETH_IP + tcp::HEADER_LEN) else {
         return false;
     };
-    let saved: [u8; ETH_IP] = h[..ETH_IP].try_into().expect("34 bytes");
-    let ip: &[u8; 20] = h[ETH..ETH_IP].try_into().expect("20 bytes");
-    let plain = h[..6] == own.0
-        && h[12..14] == [0x08, 0x00]
-        && ip[0] == 0x45
-        && ip[9] == 6
-        && u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff == 0
-        && ip[16..20] == ifc.ip.octets();
-    if !plain || checksum::header(ip) != 0xffff {
+    if !super::tcp::rx::plain_tcp(h, own, ifc.ip) {
         return false;
     }
+    let saved: [u8; ETH_IP] = h[..ETH_IP].try_into().expect("34 bytes");
+    let ip: &[u8; 20] = h[ETH..ETH_IP].try_into().expect("20 bytes");
     let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     let (tos, ttl) = (ip[1], ip[8]);
     let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
@@ -651,13 +656,7 @@ fn receive(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) -> bool
     if let Some(i) = held_at {
         let nic = nic_mut(w, m).expect("held");
         let x = &mut nic.held[i];
-        let joins = x.next == seq
-            && !x.psh
-            && len <= usize::from(x.mss)
-            && x.tos == tos
-            && x.ttl == ttl
-            && usize::from(x.hlen) == hlen
-            && same_but_seq_and_flags(&x.header[..hlen], &header[..hlen])
+        let joins = x.continued_by(seq, len, tos, ttl, &header[..hlen])
             && 20 + hlen + x.payload.len() + len <= GRO_MAX;
         if joins {
             x.payload.append(payload);

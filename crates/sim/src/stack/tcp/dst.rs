@@ -203,27 +203,19 @@ pub(crate) fn transmit_linked(
     let machine = &mut w.machines[m as usize];
     let ident = machine.ip_ident;
     machine.ip_ident = ident.wrapping_add(1);
-    let ip = elvis_wire::ipv4::Repr {
-        src_addr: *local.ip(),
-        dst_addr: *remote.ip(),
-        next_header: IpProtocol::Tcp,
-        payload_len: tcp_len + tcp_payload,
-        hop_limit: w.default_ttl,
+    let ttl = w.default_ttl;
+    let (src, dst) = (*local.ip(), *remote.ip());
+    let ip_payload = tcp_len + tcp_payload;
+    emit_eth_ip(
+        link,
+        src,
+        dst,
+        ip_payload,
+        ttl,
         ident,
-        dont_frag: false,
-        more_frags: false,
-        frag_offset: 0,
-        dscp_ecn: super::ecn::EcnState::codepoint(seg.ect) & 0b11,
-    };
-    ip.emit(&mut elvis_wire::ipv4::Packet::new_unchecked(
-        &mut header[ip_at..tcp_at],
-    ));
-    let eth = ethernet::Repr {
-        src_addr: link.src_mac,
-        dst_addr: link.dst_mac,
-        ethertype: EtherType::Ipv4,
-    };
-    eth.emit(&mut ethernet::Frame::new_unchecked(&mut header[..ip_at]));
+        seg.ect,
+        &mut header[..tcp_at],
+    );
     if msg.len() < ethernet::MIN_FRAME_LEN {
         msg.pad_to(ethernet::MIN_FRAME_LEN);
     }
@@ -271,27 +263,17 @@ pub(crate) fn transmit_tso(
         Checksum::new(),
     );
     tpl[TCP_AT + 16..TCP_AT + 18].fill(0);
-    let ip = elvis_wire::ipv4::Repr {
-        src_addr: src,
-        dst_addr: dst,
-        next_header: IpProtocol::Tcp,
-        payload_len: tcp_len + size,
-        hop_limit: w.default_ttl,
-        ident: 0,
-        dont_frag: false,
-        more_frags: false,
-        frag_offset: 0,
-        dscp_ecn: super::ecn::EcnState::codepoint(seg.ect) & 0b11,
-    };
-    ip.emit(&mut elvis_wire::ipv4::Packet::new_unchecked(
-        &mut tpl[ETH..TCP_AT],
-    ));
-    let eth = ethernet::Repr {
-        src_addr: link.src_mac,
-        dst_addr: link.dst_mac,
-        ethertype: EtherType::Ipv4,
-    };
-    eth.emit(&mut ethernet::Frame::new_unchecked(&mut tpl[..ETH]));
+    let ttl = w.default_ttl;
+    emit_eth_ip(
+        link,
+        src,
+        dst,
+        tcp_len + size,
+        ttl,
+        0,
+        seg.ect,
+        &mut tpl[..TCP_AT],
+    );
     let frames = total.div_ceil(size.max(1)) as u32;
     if train(w, m, link, seg, &mut tpl[..hdr_len], frames, room) {
         return;
@@ -438,6 +420,44 @@ fn tcp_sum_base(src: std::net::Ipv4Addr, dst: std::net::Ipv4Addr, th: &[u8]) -> 
     h[13] = 0;
     sum.add(&h[..th.len()]);
     sum
+}
+
+/// Writes the Ethernet header and the IPv4 header (no options, TCP,
+/// `ip_payload` bytes after it, ECT(0) if `ect`) of a frame on `link`
+/// into `out` (34 bytes), as `ipv4::send_ecn` and `ethernet::send` would.
+#[allow(clippy::too_many_arguments)]
+fn emit_eth_ip(
+    link: &Link,
+    src: std::net::Ipv4Addr,
+    dst: std::net::Ipv4Addr,
+    ip_payload: usize,
+    ttl: u8,
+    ident: u16,
+    ect: bool,
+    out: &mut [u8],
+) {
+    let ip_at = ethernet::HEADER_LEN;
+    let ip = elvis_wire::ipv4::Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: IpProtocol::Tcp,
+        payload_len: ip_payload,
+        hop_limit: ttl,
+        ident,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+        dscp_ecn: super::ecn::EcnState::codepoint(ect) & 0b11,
+    };
+    ip.emit(&mut elvis_wire::ipv4::Packet::new_unchecked(
+        &mut out[ip_at..ip_at + IP_HEADER_LEN],
+    ));
+    let eth = ethernet::Repr {
+        src_addr: link.src_mac,
+        dst_addr: link.dst_mac,
+        ethertype: EtherType::Ipv4,
+    };
+    eth.emit(&mut ethernet::Frame::new_unchecked(&mut out[..ip_at]));
 }
 
 /// Returns true when a datagram carrying `seg` leaves `link` unfragmented.
