@@ -272,6 +272,19 @@ impl CongestionControl for Compound {
         self.round = None;
         self.in_recovery = false;
     }
+
+    /// The draft says nothing of undo (and Linux has no Compound): the
+    /// loss-based `cwnd` grows back so that `cwnd + dwnd` is at least the
+    /// window before the reduction (`tcp_reno_undo_cwnd` applied to the
+    /// sum), `dwnd` stays as the reduction left it, and the threshold
+    /// goes back up.
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        let short = prior_cwnd.saturating_sub(self.window());
+        self.cwnd = self.cwnd.saturating_add(short);
+        self.ssthresh = self.ssthresh.max(prior_ssthresh);
+        self.in_recovery = false;
+        self.rto_backoff = false;
+    }
 }
 
 #[cfg(test)]

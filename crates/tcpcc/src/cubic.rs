@@ -65,8 +65,9 @@
 //!
 //! # Gaps
 //! - No HyStart++ (RFC 9406).
-//! - No undo of spurious congestion events (§4.9), no ECN (§4.6's 1 SMSS
-//!   floor for ECE).
+//! - Undo of a spurious congestion event restores the window and
+//!   threshold as Linux does (`tcp_reno_undo_cwnd`), not W_max, K and the
+//!   epoch as §4.9 describes; no ECN (§4.6's 1 SMSS floor for ECE).
 
 use crate::hystart::{Growth, HyStart, Phase, CSS_GROWTH_DIVISOR};
 use crate::{initial, slow_start_increase, AckEvent, CongestionControl};
@@ -439,6 +440,26 @@ impl CongestionControl for Cubic {
         self.after_rto = true;
         self.in_recovery = false;
         self.stop_hystart();
+    }
+
+    /// As Linux (6.6), whose CUBIC undoes with `tcp_reno_undo_cwnd`: the
+    /// window and threshold go back up to their values before the
+    /// reduction, and nothing else of the curve is restored. W_max stays
+    /// as the reduction set it (Linux's `last_max_cwnd`, set by
+    /// `cubictcp_recalc_ssthresh` and not put back), the epoch stays ended
+    /// (`epoch_start = 0`), so the next ACK in congestion avoidance starts
+    /// a new one from the restored window, with K = 0 when that is at or
+    /// above W_max. After a timeout W_max is forgotten as before
+    /// (`bictcp_reset` on entering Loss). HyStart++ stays off.
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        self.cwnd = self.cwnd.max(prior_cwnd);
+        self.ssthresh = self.ssthresh.max(prior_ssthresh);
+        if let Some(c) = self.curve.as_deref_mut() {
+            c.epoch_start_ns = NONE;
+            c.remainder = 0;
+        }
+        self.in_recovery = false;
+        self.rto_backoff = false;
     }
 }
 

@@ -50,6 +50,13 @@
 //!   engine must report the end of recovery. The engine does not inflate
 //!   the window with duplicate ACKs (RFC 5681 §3.2 step 4): it is expected
 //!   to run RFC 6675-style recovery, sending while `pipe < window()`.
+//! - **Undo.** When the engine learns that a reduction was spurious (DSACKs
+//!   for every retransmission of the episode, RFC 3708; an ACK echoing a
+//!   timestamp older than the first retransmission, RFC 3522), it calls
+//!   [`CongestionControl::undo`] with the window and [`undo_ssthresh`]
+//!   it noted before the reduction (Linux's `prior_cwnd` and
+//!   `prior_ssthresh`). This ends the episode like
+//!   [`CongestionControl::on_recovery_end`].
 //! - **Timeouts.** Call [`CongestionControl::on_rto`] at every RTO expiry;
 //!   it also ends any recovery episode. A second RTO before any new data is
 //!   acknowledged keeps `ssthresh` (RFC 5681 §3.1: "the value of ssthresh
@@ -76,7 +83,9 @@
 //! - ECN ([`CongestionControl::on_ecn`]) reduces as a loss does; RFC 9438
 //!   §4.6's 1-MSS floor for ECN-only reductions is not applied (the
 //!   loss floor of 2 MSS is).
-//! - No undo of spurious reductions (RFC 9438 §4.9, Eifel, F-RTO).
+//! - Undo restores the window and threshold as Linux does, not the whole
+//!   state RFC 9438 §4.9 lists for CUBIC (W_max, K, epoch); no F-RTO
+//!   (RFC 5682).
 //! - No congestion window validation after idle periods (RFC 7661 §4.3 is
 //!   approximated by not growing on app-limited ACKs).
 #![forbid(unsafe_code)]
@@ -149,6 +158,17 @@ pub trait CongestionControl: fmt::Debug {
     }
     /// Collapses the window on a retransmission timeout.
     fn on_rto(&mut self, now_ns: u64, in_flight_bytes: u64);
+    /// Undoes a window reduction the engine found spurious (the
+    /// retransmissions of the episode were all reported duplicates by
+    /// DSACK, or a timestamp echo showed that the original transmission
+    /// arrived; Linux's `tcp_undo_cwnd_reduction`, RFC 3522, RFC 3708).
+    /// `prior_cwnd` and `prior_ssthresh` are [`CongestionControl::window`]
+    /// and [`undo_ssthresh`] taken just before the reduction. As Linux's
+    /// `tcp_reno_undo_cwnd`, which CUBIC also uses, the window becomes
+    /// `max(window, prior_cwnd)` and the threshold `max(ssthresh,
+    /// prior_ssthresh)`; the episode is over (the window may grow again).
+    /// Each algorithm documents what else of its state it restores.
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64);
     /// Returns whether the sender is in slow start.
     fn in_slow_start(&self) -> bool {
         self.window() < self.ssthresh()
@@ -300,9 +320,22 @@ impl CongestionControl for Controller {
         dispatch!(self, c => c.on_rto(now_ns, in_flight_bytes))
     }
     #[inline]
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        dispatch!(self, c => c.undo(prior_cwnd, prior_ssthresh))
+    }
+    #[inline]
     fn in_slow_start(&self) -> bool {
         dispatch!(self, c => c.in_slow_start())
     }
+}
+
+/// Returns the threshold an undo restores (Linux's `tcp_current_ssthresh`
+/// outside a window reduction): `max(ssthresh, 3/4 · cwnd)`, so that an
+/// undo lets the window grow back quickly at least to where it was. With
+/// `ssthresh` still "arbitrarily high" (the initial slow start) it stays
+/// so, and an undo returns the sender to slow start, as in Linux.
+pub fn undo_ssthresh(cwnd: u64, ssthresh: u64) -> u64 {
+    ssthresh.max((cwnd >> 1) + (cwnd >> 2))
 }
 
 /// Returns a fresh instance of `alg` for a sender with maximum segment size
@@ -486,6 +519,61 @@ mod tests {
         }
     }
 
+    /// Linux's `tcp_undo_cwnd_reduction` with `tcp_reno_undo_cwnd`: after
+    /// a spurious fast retransmit every algorithm is back at the window it
+    /// had and at `max(ssthresh, 3/4 cwnd)` (`tcp_current_ssthresh`), and
+    /// grows again at once.
+    #[test]
+    fn an_undo_restores_the_window_and_threshold_before_the_reduction() {
+        for alg in Algorithm::ALL {
+            let mut cc = new(alg, MSS, 10);
+            cc.on_congestion(0, 10 * MSS); // leave slow start
+            cc.on_recovery_end(0);
+            let mut path = Path::new(10_000_000);
+            path.rounds(cc.as_dyn_mut(), 20);
+            let (cwnd, ssthresh) = (cc.window(), cc.ssthresh());
+            assert!(cwnd > ssthresh, "{alg} in congestion avoidance");
+            let prior = undo_ssthresh(cwnd, ssthresh);
+            assert_eq!(prior, ssthresh.max(cwnd * 3 / 4), "{alg}");
+            cc.on_congestion(path.now, cwnd);
+            assert!(cc.window() < cwnd, "{alg} reduced");
+            cc.undo(cwnd, prior);
+            assert_eq!((cc.window(), cc.ssthresh()), (cwnd, prior), "{alg}");
+            assert!(!cc.in_slow_start(), "{alg}");
+            path.rounds(cc.as_dyn_mut(), 3);
+            assert!(cc.window() > cwnd, "{alg} grows after the undo");
+        }
+    }
+
+    /// An undo after a timeout in the initial slow start puts ssthresh back
+    /// to "arbitrarily high": the sender is in slow start again, from the
+    /// window it had (Linux restores `prior_ssthresh` = `TCP_INFINITE_SSTHRESH`).
+    #[test]
+    fn an_undone_timeout_in_slow_start_returns_to_slow_start() {
+        for alg in Algorithm::ALL {
+            let mut cc = new(alg, MSS, 10);
+            let (cwnd, ssthresh) = (cc.window(), cc.ssthresh());
+            cc.on_rto(1_000, cwnd);
+            assert_eq!(cc.window(), MSS);
+            cc.undo(cwnd, undo_ssthresh(cwnd, ssthresh));
+            assert_eq!((cc.window(), cc.ssthresh()), (cwnd, u64::MAX), "{alg}");
+            let mut path = Path::new(10_000_000);
+            path.round(cc.as_dyn_mut());
+            assert_eq!(cc.window(), 2 * cwnd, "{alg} doubles per RTT again");
+        }
+    }
+
+    /// An undo never lowers what the sender has: a window that regrew past
+    /// the prior one while the evidence came back stays.
+    #[test]
+    fn an_undo_never_lowers_the_window_or_threshold() {
+        for alg in Algorithm::ALL {
+            let mut cc = new(alg, MSS, 40);
+            cc.undo(10 * MSS, 5 * MSS);
+            assert_eq!((cc.window(), cc.ssthresh()), (40 * MSS, u64::MAX), "{alg}");
+        }
+    }
+
     #[test]
     fn zero_mss_and_zero_initial_window_are_taken_as_one() {
         for alg in Algorithm::ALL {
@@ -507,6 +595,7 @@ mod tests {
         Congestion(u64, u64),
         RecoveryEnd(u64),
         Rto(u64, u64),
+        Undo(u64, u64),
     }
 
     fn any_u64() -> impl Strategy<Value = u64> {
@@ -534,6 +623,7 @@ mod tests {
             1 => (any_u64(), any_u64()).prop_map(|(dt, f)| Event::Congestion(dt, f)),
             1 => any_u64().prop_map(Event::RecoveryEnd),
             1 => (any_u64(), any_u64()).prop_map(|(dt, f)| Event::Rto(dt, f)),
+            1 => (any_u64(), any_u64()).prop_map(|(c, s)| Event::Undo(c, s)),
         ]
     }
 
@@ -581,6 +671,12 @@ mod tests {
                         cc.on_rto(now, f);
                         prop_assert_eq!(cc.window(), mss);
                         prop_assert!(cc.ssthresh() >= 2 * mss);
+                    }
+                    Event::Undo(c, s) => {
+                        let ssthresh = cc.ssthresh();
+                        cc.undo(c, s);
+                        prop_assert!(cc.window() >= before.max(c));
+                        prop_assert!(cc.ssthresh() >= ssthresh.max(s));
                     }
                 }
                 prop_assert!(cc.window() >= mss);

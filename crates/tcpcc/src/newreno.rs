@@ -34,6 +34,12 @@
 //! cwnd = LW = 1·SMSS
 //! ```
 //!
+//! Undo of a spurious reduction (Linux's `tcp_reno_undo_cwnd`):
+//!
+//! ```text
+//! cwnd = max(cwnd, prior_cwnd)      ssthresh = max(ssthresh, prior_ssthresh)
+//! ```
+//!
 //! # Gaps
 //! - Partial-ACK handling of RFC 6582 (retransmit the next hole, partial
 //!   deflation) belongs to the engine's recovery, not here.
@@ -149,6 +155,16 @@ impl CongestionControl for NewReno {
         self.cwnd = self.mss;
         self.bytes_acked = 0;
         self.in_recovery = false;
+    }
+
+    /// Linux's `tcp_reno_undo_cwnd` with `tcp_undo_cwnd_reduction`: the
+    /// window and threshold go back up to their values before the
+    /// reduction; the byte counter carries on.
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        self.cwnd = self.cwnd.max(prior_cwnd);
+        self.ssthresh = self.ssthresh.max(prior_ssthresh);
+        self.in_recovery = false;
+        self.rto_backoff = false;
     }
 }
 

@@ -144,12 +144,21 @@ struct Sent {
     end: SeqNumber,
     /// When it was (last) sent.
     xmit_ts: Time,
+    /// Payload bytes per frame when it was sent (the SMSS; a TSO segment
+    /// becomes `len / frame` frames, rounded up).
+    frame: u32,
     flags: u8,
 }
 
 impl Sent {
     fn len(&self) -> usize {
         (self.end - self.start).max(0) as usize
+    }
+
+    /// Returns the frames (network segments) the record stands for, at
+    /// least one: Linux's `tcp_skb_pcount`.
+    fn pcount(&self) -> u32 {
+        (self.len().div_ceil(self.frame.max(1) as usize) as u32).max(1)
     }
 
     fn has(&self, flag: u8) -> bool {
@@ -205,7 +214,8 @@ pub(crate) struct Rack {
     was_recovering: bool,
     /// Bytes marked lost and not retransmitted since.
     lost_bytes: usize,
-    /// Segments SACKed and not cumulatively acknowledged.
+    /// Frames SACKed and not cumulatively acknowledged ([`Sent::pcount`]
+    /// of each SACKed record: Linux's `sacked_out`).
     sacked_segs: u32,
     /// When the reordering timer should fire (§6.2 step 5's timeout).
     reo_at: Option<Time>,
@@ -303,10 +313,12 @@ impl Rack {
             .map(|s| (s.start, s.len()))
     }
 
-    /// Records that `[start, end)` was sent at `now`: new data is appended;
-    /// a retransmission restamps the records it covers (splitting them at
-    /// its edges) and clears their loss mark.
-    pub fn on_send(&mut self, start: SeqNumber, end: SeqNumber, now: Time) {
+    /// Records that `[start, end)` was sent at `now` in frames of `frame`
+    /// payload bytes (the SMSS): new data is appended; a retransmission
+    /// restamps the records it covers (splitting them at its edges) and
+    /// clears their loss mark.
+    pub fn on_send(&mut self, start: SeqNumber, end: SeqNumber, now: Time, frame: usize) {
+        let frame = u32::try_from(frame).unwrap_or(u32::MAX);
         if end <= start {
             return;
         }
@@ -316,6 +328,7 @@ impl Rack {
                 start,
                 end,
                 xmit_ts: now,
+                frame,
                 flags: 0,
             });
             self.tlp_anchor = now;
@@ -341,6 +354,7 @@ impl Rack {
                 start: top,
                 end,
                 xmit_ts: now,
+                frame,
                 flags: 0,
             });
             self.tlp_anchor = now;
@@ -354,11 +368,13 @@ impl Rack {
             return;
         };
         if s.start < seq && seq < s.end {
+            let before = s.pcount();
             let mut high = *s;
             s.end = seq;
             high.start = seq;
             if high.has(SACKED) {
-                self.sacked_segs += 1;
+                // (Linux's `tcp_fragment` recounts both halves likewise.)
+                self.sacked_segs = self.sacked_segs - before + s.pcount() + high.pcount();
             }
             self.segs.insert(i + 1, high);
         }
@@ -387,7 +403,11 @@ impl Rack {
                 if front.has(LOST) {
                     self.lost_bytes -= (cx.una - front.start).max(0) as usize;
                 }
+                let before = front.pcount();
                 front.start = cx.una;
+                if front.has(SACKED) {
+                    self.sacked_segs = self.sacked_segs - before + front.pcount();
+                }
                 break;
             }
             self.segs.pop_front();
@@ -396,7 +416,7 @@ impl Rack {
                 self.lost_bytes -= s.len();
             }
             if s.has(SACKED) {
-                self.sacked_segs -= 1;
+                self.sacked_segs -= s.pcount();
             } else {
                 self.delivered(&s, cx);
             }
@@ -445,7 +465,7 @@ impl Rack {
                 self.lost_bytes -= s.len();
             }
             self.segs[k].flags = (s.flags & !LOST) | SACKED;
-            self.sacked_segs += 1;
+            self.sacked_segs += s.pcount();
             self.delivered(&s, cx);
         }
     }
@@ -587,13 +607,27 @@ impl Rack {
     /// Forgets the loss marks and the TLP episode after an RTO (the resend
     /// that follows goes back to `SND.UNA`).
     pub fn on_rto(&mut self) {
+        self.unmark_lost();
+        self.reo_at = None;
+        self.armed = None;
+        self.tlp_end_seq = None;
+    }
+
+    /// Forgets every loss mark (an RTO, or an undo).
+    pub fn unmark_lost(&mut self) {
         for s in self.segs.iter_mut() {
             s.flags &= !LOST;
         }
         self.lost_bytes = 0;
-        self.reo_at = None;
-        self.armed = None;
-        self.tlp_end_seq = None;
+    }
+
+    /// Returns true if a retransmitted segment is neither SACKed,
+    /// cumulatively acknowledged nor marked lost again (Linux's
+    /// `retrans_out != 0`).
+    pub fn retrans_out(&self) -> bool {
+        self.segs
+            .iter()
+            .any(|s| s.has(RETRANS) && !s.has(SACKED) && !s.has(LOST))
     }
 
     /// Notes that the reordering timer fired: the caller runs
@@ -666,7 +700,7 @@ mod tests {
     /// Sends segments `from..to` at time `at` ms.
     fn send(r: &mut Rack, from: usize, to: usize, at: u64) {
         for i in from..to {
-            r.on_send(seq(i), seq(i + 1), t(at));
+            r.on_send(seq(i), seq(i + 1), t(at), MSS);
         }
     }
 
@@ -677,9 +711,9 @@ mod tests {
     fn a_hole_below_one_sacked_segment_is_lost_after_rtt_plus_reo_wnd() {
         let mut r = Rack::default();
         send(&mut r, 0, 4, 0); // four segments at t = 0
-        r.on_send(seq(4), seq(5), t(1)); // a fifth 1 ms later
-                                         // Segment 4 is SACKed at t = 11 (RACK.rtt = 10 ms), 0..4 missing:
-                                         // one SACKed segment (< DupThresh), so reo_wnd = min_rtt / 4.
+        r.on_send(seq(4), seq(5), t(1), MSS); // a fifth 1 ms later
+                                              // Segment 4 is SACKed at t = 11 (RACK.rtt = 10 ms), 0..4 missing:
+                                              // one SACKed segment (< DupThresh), so reo_wnd = min_rtt / 4.
         let o = r.on_ack(&cx(11, 0, 5), &[(seq(4), seq(5))], false);
         assert_eq!(o.newly_lost, 0, "not before RACK.rtt + reo_wnd");
         // Due at 0 + 10 + 2.5 = 12.5 ms.
@@ -703,22 +737,69 @@ mod tests {
     /// A TSO segment is one record; the receiver SACKs the frames after a
     /// lost one. The record is split at the block's edges (as Linux
     /// fragments a partly SACKed `skb`), so only the lost frame is marked
-    /// lost, not the whole TSO segment.
+    /// lost, not the whole TSO segment. The block holds five frames (in
+    /// two records), at least DupThresh, so `reo_wnd` is 0 and the frame
+    /// is lost as soon as RACK.rtt has passed since it was sent.
     #[test]
     fn a_sack_block_over_part_of_a_tso_segment_leaves_only_the_hole_lost() {
         let mut r = Rack::default();
-        r.on_send(seq(0), seq(7), t(0)); // one TSO segment of 7 frames
-        r.on_send(seq(7), seq(8), t(1));
-        // Frames 0 and 1 arrive, 2 is lost, 3..8 are SACKed: two records
-        // (fewer than DupThresh, so reo_wnd = min_rtt / 4 = 2.5 ms).
+        r.on_send(seq(0), seq(7), t(0), MSS); // one TSO segment of 7 frames
+        r.on_send(seq(7), seq(8), t(1), MSS);
+        // Frames 0 and 1 arrive, 2 is lost, 3..8 are SACKed.
         let o = r.on_ack(&cx(11, 2, 8), &[(seq(3), seq(8))], false);
-        assert_eq!(o.newly_lost, 0);
-        let mut out = AckOutcome::default();
-        r.detect_loss(&cx(13, 2, 8), &mut out);
-        assert_eq!(out.newly_lost, 1);
+        assert_eq!(r.sacked_segs, 5);
+        assert_eq!(o.newly_lost, 1);
         assert_eq!(r.lost_bytes(), MSS);
         assert_eq!(r.next_lost(seq(2)), Some((seq(2), MSS)));
         assert_eq!(r.next_lost(seq(3)), None);
+    }
+
+    /// Linux counts DupThresh in packets (`tp->sacked_out`, the sum of
+    /// `tcp_skb_pcount` over SACKed `skb`s; `tcp_rack_reo_wnd` returns 0
+    /// once `sacked_out >= tp->reordering`): one SACKed TSO record of four
+    /// frames is four segments, so the hole below it is lost at once, as
+    /// behind four separately sent segments — not after `min_rtt / 4` as
+    /// when each record counted once.
+    #[test]
+    fn a_hole_below_one_sacked_four_segment_tso_record_is_lost_at_once() {
+        for tso in [true, false] {
+            let mut r = Rack::default();
+            r.on_send(seq(0), seq(1), t(0), MSS);
+            if tso {
+                r.on_send(seq(1), seq(5), t(0), MSS); // one record, 4 frames
+            } else {
+                send(&mut r, 1, 5, 0);
+            }
+            let o = r.on_ack(&cx(10, 0, 5), &[(seq(1), seq(5))], false);
+            assert_eq!(r.sacked_segs, 4, "tso {tso}");
+            assert_eq!(o.newly_lost, 1, "tso {tso}: lost at RACK.rtt, reo_wnd 0");
+            assert_eq!(r.next_lost(seq(0)), Some((seq(0), MSS)));
+        }
+        // A short record (less than one frame) is still one segment.
+        let mut r = Rack::default();
+        r.on_send(seq(0), seq(1), t(0), MSS);
+        r.on_send(seq(1), SeqNumber(seq(1).0 + 100), t(0), MSS);
+        let o = r.on_ack(&cx(10, 0, 2), &[(seq(1), SeqNumber(seq(1).0 + 100))], false);
+        assert_eq!((r.sacked_segs, o.newly_lost), (1, 0));
+    }
+
+    /// The SACKed-frame count follows splits and cumulative ACKs: it is
+    /// the frames of the SACKed records, and zero once all are acknowledged.
+    #[test]
+    fn the_sacked_frame_count_follows_splits_and_cumulative_acks() {
+        let mut r = Rack::default();
+        r.on_send(seq(0), seq(8), t(0), MSS); // 8 frames
+        r.on_ack(&cx(10, 0, 8), &[(seq(2), seq(8))], false);
+        assert_eq!(r.sacked_segs, 6);
+        // A retransmission of frame 0 splits the unSACKed head.
+        r.on_send(seq(0), seq(1), t(10), MSS);
+        assert_eq!(r.sacked_segs, 6);
+        // A cumulative ACK into the SACKed record trims it.
+        r.on_ack(&cx(20, 4, 8), &[(seq(4), seq(8))], false);
+        assert_eq!(r.sacked_segs, 4);
+        r.on_ack(&cx(21, 8, 8), &[], false);
+        assert_eq!(r.sacked_segs, 0);
+        assert!(r.segs.is_empty());
     }
 
     /// RFC 8985 §6.2 step 4: with no reordering seen and DupThresh
@@ -762,7 +843,7 @@ mod tests {
     fn a_retransmission_acked_sooner_than_min_rtt_does_not_move_rack() {
         let mut r = Rack::default();
         send(&mut r, 0, 2, 0);
-        r.on_send(seq(0), seq(1), t(5)); // resent at 5 ms
+        r.on_send(seq(0), seq(1), t(5), MSS); // resent at 5 ms
         let o = r.on_ack(&cx(7, 1, 2), &[], false); // acked 2 ms later
         assert_eq!(o.newly_lost, 0);
         assert_eq!(r.xmit_ts, None, "the ambiguous sample is ignored");
@@ -776,7 +857,7 @@ mod tests {
         send(&mut r, 0, 4, 0);
         r.on_ack(&cx(10, 0, 4), &[(seq(1), seq(4))], false);
         assert_eq!(r.next_lost(seq(0)), Some((seq(0), MSS)));
-        r.on_send(seq(0), seq(1), t(10)); // resent
+        r.on_send(seq(0), seq(1), t(10), MSS); // resent
         assert_eq!(r.lost_bytes(), 0);
         send(&mut r, 4, 5, 11); // new data after it
         let mut c = cx(21, 0, 5);
@@ -790,8 +871,8 @@ mod tests {
     #[test]
     fn records_split_at_retransmission_edges_and_trim_on_partial_acks() {
         let mut r = Rack::default();
-        r.on_send(seq(0), seq(3), t(0));
-        r.on_send(seq(1), seq(2), t(5));
+        r.on_send(seq(0), seq(3), t(0), MSS);
+        r.on_send(seq(1), seq(2), t(5), MSS);
         assert_eq!(r.segs.len(), 3);
         assert_eq!(r.head_xmit_ts(), Some(t(0)));
         let c = AckCtx {
@@ -844,7 +925,7 @@ mod tests {
     fn tlp_episode_ends_with_a_reduction_only_when_the_probe_repaired_a_loss() {
         let mut r = Rack::default();
         send(&mut r, 0, 2, 0);
-        r.on_send(seq(1), seq(2), t(20)); // the probe
+        r.on_send(seq(1), seq(2), t(20), MSS); // the probe
         r.tlp_end_seq = Some(seq(2));
         r.tlp_is_retrans = true;
         let o = r.on_ack(&cx(30, 2, 2), &[], false);

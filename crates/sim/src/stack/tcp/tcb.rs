@@ -35,6 +35,7 @@ use serde::Serialize;
 use std::net::SocketAddrV4;
 use std::rc::Rc;
 use std::time::Duration;
+use undo::Evidence;
 
 /// Connection states (RFC 9293 §3.3.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -92,6 +93,12 @@ pub struct TcpStats {
     pub dsacks_sent: u64,
     /// ACKs received whose first SACK block is a DSACK (RFC 2883 §4).
     pub dsacks_received: u64,
+    /// Window reductions undone because the loss recovery (fast recovery
+    /// or after a timeout) was found spurious, by DSACKs of all its
+    /// retransmissions or by a timestamp echo older than the first one
+    /// (Linux's `TCPFullUndo` + `TCPPartialUndo` + `TCPDSACKUndo` +
+    /// `TCPLossUndo`; `tcb/undo.rs`).
+    pub undos: u64,
 }
 
 /// The counters a connection keeps: [`TcpStats`] less the fields read from
@@ -139,6 +146,7 @@ pub(crate) struct LossCounters {
     pub tlp_recoveries: u64,
     pub dsacks_sent: u64,
     pub dsacks_received: u64,
+    pub undos: u64,
     /// The high 32 bits of [`Counters`]' event counts, by [`Count`].
     high: [u32; 3],
 }
@@ -336,6 +344,11 @@ pub(crate) struct Cold {
     /// blocks with; set by the input call that received the duplicate,
     /// whose immediate ACK takes it (Linux's `duplicate_sack[0]`).
     dsack: Option<(SeqNumber, SeqNumber)>,
+    /// The undo bookkeeping of the last loss-recovery episode
+    /// (`tcb/undo.rs`), until it is undone, a new episode begins, or the
+    /// box is freed ([`Cold::is_idle`] does not read it: it alone does not
+    /// keep the box).
+    undo: Option<undo::Undo>,
 }
 
 impl Cold {
@@ -354,6 +367,7 @@ impl Cold {
         rack: None,
         peer_syn_opts: None,
         dsack: None,
+        undo: None,
     };
 
     /// Returns true when every field that is read outside recovery holds
@@ -927,6 +941,9 @@ impl Tcb {
         if is_retransmit {
             self.stats.loss().retransmitted_segments += 1;
             self.stats.loss().retransmitted_bytes += len as u64;
+            if len > 0 && self.cold().undo.is_some() {
+                self.undo_on_retransmit(now, frames);
+            }
         }
         if seg.repr.ack_number.is_some() {
             self.ack_pending = 0;
@@ -1310,6 +1327,14 @@ impl Tcb {
         if self.retries > self.cfg.max_retries {
             self.fail(SocketError::TimedOut, fx);
             return;
+        }
+        // Linux's `tcp_enter_loss`: a new undo episode unless this timeout
+        // continues one (fast recovery not over, or an earlier timeout of
+        // this flight without progress since).
+        let fresh =
+            self.cold().recovery.is_none() && (self.cold().rto_high.is_none() || self.retries == 1);
+        if fresh {
+            self.undo_begin(true);
         }
         self.cc.on_rto(now.as_nanos(), self.flight() as u64);
         self.ecn.take_reduction();
@@ -1894,6 +1919,13 @@ impl Tcb {
         let dsack = self.sack_enabled && super::rack::is_dsack(&seg.sack_ranges, ack);
         if dsack {
             self.stats.loss().dsacks_received += 1;
+            if let Some((s, e)) = seg.sack_ranges[0] {
+                self.undo_on_dsack(SeqNumber(s), SeqNumber(e));
+            }
+        }
+        let ece = seg.ece && self.ecn.is_on();
+        if ece {
+            self.undo_forbid();
         }
         if self.sack_enabled {
             let (una, max) = (self.snd_una, self.snd_max);
@@ -1915,6 +1947,7 @@ impl Tcb {
                 self.snd_nxt = self.snd_una;
             }
             self.reset_cold(|c| c.scoreboard.advance(ack));
+            let in_loss = self.cold().rto_high.is_some();
             if self.cold().rto_high.is_some_and(|h| ack >= h) {
                 self.reset_cold(|c| c.rto_high = None);
             }
@@ -1937,18 +1970,22 @@ impl Tcb {
             }
             match self.cold().recovery {
                 Some(point) if ack >= point => {
-                    // Full ACK: recovery is over (RFC 6582 §3.2 step 3).
+                    // Full ACK: recovery is over (RFC 6582 §3.2 step 3),
+                    // undone if it was spurious (`tcp_try_undo_recovery`).
                     self.reset_cold(|c| c.recovery = None);
                     self.reset_cold(|c| c.rexmit_bytes_in_recovery = 0);
-                    self.cc.on_recovery_end(now.as_nanos());
+                    if !self.try_undo(now, seg, Evidence::Either, false) {
+                        self.cc.on_recovery_end(now.as_nanos());
+                    }
                 }
                 Some(_) => {
-                    // Partial ACK: retransmit the next hole at once.
+                    // Partial ACK: retransmit the next hole at once, unless
+                    // it shows the recovery spurious (`tcp_try_undo_partial`).
                     let c = self.cold_mut();
                     c.rexmit_bytes_in_recovery = c
                         .rexmit_bytes_in_recovery
                         .saturating_sub(u32::try_from(acked).unwrap_or(u32::MAX));
-                    if !self.sack_enabled {
+                    if !self.try_undo_partial(now, seg) && !self.sack_enabled {
                         self.retransmit_first(now, out);
                     }
                 }
@@ -1963,6 +2000,10 @@ impl Tcb {
                     };
                     self.cc.on_ack(&ev);
                 }
+            }
+            if in_loss {
+                // New data acknowledged after a timeout (`tcp_try_undo_loss`).
+                self.try_undo(now, seg, Evidence::Either, true);
             }
             // Restart or stop the retransmission timer (RFC 6298 §5.2, 5.3).
             self.rto_at = if self.snd_una == self.snd_max {
@@ -2022,6 +2063,16 @@ impl Tcb {
             }
         }
         self.loss_on_ack(now, seg, payload_len, out);
+        if ece {
+            self.undo_forbid(); // (an episode this ACK began)
+        }
+        if dsack
+            && self.cold().rto_high.is_none()
+            && (self.cold().recovery.is_none() || self.nothing_marked_lost())
+        {
+            // Every retransmission DSACKed (`tcp_try_undo_dsack`).
+            self.try_undo(now, seg, Evidence::Dsack, false);
+        }
         self.ecn_on_ack(now, seg, ack);
         // Lost retransmission (as Linux detects it): data sent after the
         // retransmission of snd_una was SACKed, yet snd_una is still
@@ -2066,7 +2117,11 @@ impl Tcb {
         self.cold_mut().recovery = Some(self.snd_max);
         self.reset_cold(|c| c.rexmit_bytes_in_recovery = 0);
         self.cold_mut().rexmit_next = self.snd_una;
-        if !self.ecn.take_reduction() {
+        let ecn_reducing = self.ecn.take_reduction();
+        // Linux's `tcp_enter_recovery`: a new undo episode; the window
+        // is restorable unless an ECN reduction is under way.
+        self.undo_begin(!ecn_reducing);
+        if !ecn_reducing {
             // (An ECN reduction in progress counts for this loss too: one
             // reduction per window, as Linux.)
             self.cc.on_congestion(now.as_nanos(), self.flight() as u64);
@@ -2180,6 +2235,7 @@ impl Tcb {
             tlp_recoveries: l.tlp_recoveries,
             dsacks_sent: l.dsacks_sent,
             dsacks_received: l.dsacks_received,
+            undos: l.undos,
             rtt_samples: c.get(Count::RttSamples),
             srtt_ns: self.srtt().map_or(0, |d| d.as_nanos() as u64),
             min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),
@@ -2267,3 +2323,4 @@ pub(crate) mod fuzz;
 mod loss;
 #[cfg(test)]
 mod tests;
+mod undo;

@@ -38,10 +38,11 @@ impl Tcb {
         if len == 0 || end > self.snd_max || !self.rack_on() {
             return;
         }
+        let smss = self.smss();
         self.cold_mut()
             .rack
             .get_or_insert_with(Default::default)
-            .on_send(seq, end, now);
+            .on_send(seq, end, now, smss);
     }
 
     /// Returns the bytes in flight in recovery under RACK: outstanding,
@@ -343,6 +344,14 @@ impl Tcb {
                 r.armed = None;
             }
             None => r.armed = None,
+        }
+    }
+
+    /// Forgets RACK's loss marks after an undo (Linux's
+    /// `tcp_undo_cwnd_reduction(sk, true)` clears `TCPCB_LOST`).
+    pub(super) fn loss_unmark(&mut self) {
+        if let Some(r) = self.cold.as_deref_mut().and_then(|c| c.rack.as_deref_mut()) {
+            r.unmark_lost();
         }
     }
 
