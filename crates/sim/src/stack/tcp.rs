@@ -40,7 +40,7 @@
 //! bound with it and not without, as on Linux.
 //!
 //! # Gaps
-//! RACK-TLP's gaps are listed in [`rack`] (no undo on DSACK; go-back-N after
+//! RACK-TLP's gaps are listed in [`rack`] (go-back-N after
 //! an RTO). RFC 5961 §5 (ACKs far below
 //! `SND.UNA` get a challenge ACK) is not checked: such ACKs are ignored. A
 //! retransmitted SYN reaching SYN-RECEIVED is not answered at once (Linux
@@ -112,6 +112,11 @@ pub struct TcpConfig {
     /// Loss detection: RACK-TLP (RFC 8985, the default, as Linux's
     /// `tcp_recovery=1`) or the RFC 6675 duplicate-ACK threshold.
     pub loss_detection: LossDetection,
+    /// Undo a window reduction once the loss recovery is found spurious
+    /// (every retransmission DSACKed, or a timestamp echo older than the
+    /// first one; `tcb/undo.rs`). On by default: Linux always undoes and
+    /// has no switch; turning it off measures what undo buys.
+    pub undo: bool,
 }
 
 impl Default for TcpConfig {
@@ -133,6 +138,7 @@ impl Default for TcpConfig {
             initial_window_segments: 10,
             ecn: EcnMode::Accept,
             loss_detection: LossDetection::Rack,
+            undo: true,
         }
     }
 }

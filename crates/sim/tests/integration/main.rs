@@ -33,3 +33,4 @@ mod tcp_theory;
 mod timing;
 mod topology;
 mod tshark;
+mod undo;

@@ -96,6 +96,9 @@ impl Tcb {
     /// window), just before the window is reduced; `restorable` is false
     /// where the reduction must stand (an ECN reduction under way).
     pub(super) fn undo_begin(&mut self, restorable: bool) {
+        if !self.cfg.undo {
+            return;
+        }
         let (cwnd, ssthresh) = (self.cc.window(), self.cc.ssthresh());
         let prior = restorable.then(|| (cwnd, elvis_tcpcc::undo_ssthresh(cwnd, ssthresh)));
         self.cold_mut().undo = Some(Undo {
