@@ -52,9 +52,15 @@
 //! DSACKs come from the peer's receiver (ours sends them, RFC 2883,
 //! `buffers.rs` and `Tcb::sack_option`; so does Linux's).
 //!
+//! DupThresh counts SACKed *frames*, as Linux's `sacked_out` counts
+//! packets (`tcp_skb_pcount`): a record of a TSO segment
+//! (`Segment.gso_size`) stands for `ceil(len / SMSS)` segments, so a hole
+//! below one SACKed TSO segment of three or more frames is lost at once,
+//! as behind as many separately sent segments. A DSACK of every
+//! retransmission of a recovery undoes its window reduction (Linux's
+//! `tcp_try_undo_dsack`, `tcb/undo.rs`).
+//!
 //! # Gaps
-//! - A DSACK does not undo the window reduction of a recovery whose
-//!   retransmissions were all spurious (Linux's `tcp_try_undo_dsack`).
 //! - RACK runs only with SACK; without it the connection uses RFC 6582
 //!   NewReno as before. After an RTO the resend is go-back-N as before
 //!   (Linux keeps running RACK in its Loss state).

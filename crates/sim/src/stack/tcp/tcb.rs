@@ -19,6 +19,8 @@
 //! losses are detected by RACK-TLP (RFC 8985, `../rack.rs`, hooked in by
 //! `tcb/loss.rs`) instead of the duplicate-ACK threshold and FACK marking:
 //! per-segment transmit times, a reordering timer and a tail loss probe.
+//! A window reduction found spurious (DSACKs, RFC 3708; timestamps, RFC
+//! 3522) is undone as Linux does (`tcb/undo.rs`).
 
 use super::buffers::{Duplicate, RecvBuffer, Scoreboard, SendBuffer};
 use super::deadline::Deadline;

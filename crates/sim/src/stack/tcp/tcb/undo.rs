@@ -40,9 +40,13 @@
 //! counted in `TcpStats::undos`.
 //!
 //! # Where we differ from Linux
-//! - The bookkeeping is dropped when the connection has nothing in
-//!   flight; Linux keeps `undo_marker` until the next episode, so a DSACK
-//!   arriving after everything was acknowledged can still undo there.
+//! - The bookkeeping lives in the connection's boxed loss state
+//!   (`Cold`) and goes with it when nothing is in flight; Linux keeps
+//!   `undo_marker` until the next episode, so a DSACK arriving after
+//!   everything was acknowledged can still undo there.
+//! - Our TSval ticks every microsecond, Linux's every millisecond: our
+//!   timestamp detection also sees an original sent less than a
+//!   millisecond before the retransmission.
 //! - A DSACK undo in fast recovery waits until no segment is marked lost
 //!   (Linux undoes at once and, with segments still marked lost, enters
 //!   recovery again, reducing again).
