@@ -150,8 +150,9 @@ struct Sent {
     end: SeqNumber,
     /// When it was (last) sent.
     xmit_ts: Time,
-    /// Payload bytes per frame when it was sent (the SMSS; a TSO segment
-    /// becomes `len / frame` frames, rounded up).
+    /// Payload bytes per frame when it was sent (a TSO segment's
+    /// `gso_size`, the SMSS; a segment of one frame: its length), so the
+    /// record stands for `len / frame` frames, rounded up.
     frame: u32,
     flags: u8,
 }
@@ -320,7 +321,7 @@ impl Rack {
     }
 
     /// Records that `[start, end)` was sent at `now` in frames of `frame`
-    /// payload bytes (the SMSS): new data is appended; a retransmission
+    /// payload bytes (a TSO segment's `gso_size`): new data is appended; a retransmission
     /// restamps the records it covers (splitting them at its edges) and
     /// clears their loss mark.
     pub fn on_send(&mut self, start: SeqNumber, end: SeqNumber, now: Time, frame: usize) {

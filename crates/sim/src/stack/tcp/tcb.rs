@@ -939,7 +939,12 @@ impl Tcb {
             self.budget = self.budget.saturating_sub(frames);
         }
         self.stats.bytes_sent += len as u64;
-        self.loss_on_send(seg.repr.seq_number, len, now);
+        // Frames of `gso_size` bytes; one frame otherwise.
+        let frame = match seg.gso_size {
+            0 => len,
+            g => usize::from(g),
+        };
+        self.loss_on_send(seg.repr.seq_number, len, frame, now);
         if is_retransmit {
             self.stats.loss().retransmitted_segments += 1;
             self.stats.loss().retransmitted_bytes += len as u64;
@@ -1949,10 +1954,15 @@ impl Tcb {
                 self.snd_nxt = self.snd_una;
             }
             self.reset_cold(|c| c.scoreboard.advance(ack));
-            let in_loss = self.cold().rto_high.is_some();
-            if self.cold().rto_high.is_some_and(|h| ack >= h) {
-                self.reset_cold(|c| c.rto_high = None);
-            }
+            let in_loss = match self.cold().rto_high {
+                Some(h) => {
+                    if ack >= h {
+                        self.reset_cold(|c| c.rto_high = None);
+                    }
+                    true
+                }
+                None => false,
+            };
             self.reset_cold(|c| c.dupacks = 0);
             self.persist_backoff = 0;
             self.retries = 0;

@@ -31,18 +31,18 @@ impl Tcb {
         self.sack_enabled && self.cfg.loss_detection == LossDetection::Rack
     }
 
-    /// Records a data segment `[seq, seq + len)` sent at `now`.
-    pub(super) fn loss_on_send(&mut self, seq: SeqNumber, len: usize, now: Time) {
+    /// Records a data segment `[seq, seq + len)` sent at `now` in frames
+    /// of `frame` bytes (its `gso_size`; `len` when it is one frame).
+    pub(super) fn loss_on_send(&mut self, seq: SeqNumber, len: usize, frame: usize, now: Time) {
         let end = seq + len;
         // A zero-window probe's byte lies beyond SND.NXT: not in flight.
         if len == 0 || end > self.snd_max || !self.rack_on() {
             return;
         }
-        let smss = self.smss();
         self.cold_mut()
             .rack
             .get_or_insert_with(Default::default)
-            .on_send(seq, end, now, smss);
+            .on_send(seq, end, now, frame);
     }
 
     /// Returns the bytes in flight in recovery under RACK: outstanding,

@@ -99,6 +99,7 @@ impl Tcb {
     /// Starts an episode's bookkeeping (`tcp_init_undo` and the prior
     /// window), just before the window is reduced; `restorable` is false
     /// where the reduction must stand (an ECN reduction under way).
+    #[cold]
     pub(super) fn undo_begin(&mut self, restorable: bool) {
         if !self.cfg.undo {
             return;
@@ -117,6 +118,7 @@ impl Tcb {
 
     /// Counts a retransmission of `frames` frames sent at `now`
     /// (`tcp_retransmit_skb`).
+    #[cold]
     pub(super) fn undo_on_retransmit(&mut self, now: Time, frames: u32) {
         let ts = self.ts_enabled.then(|| super::ts_clock(now));
         if let Some(u) = self.cold.as_deref_mut().and_then(|c| c.undo.as_mut()) {
@@ -130,9 +132,12 @@ impl Tcb {
 
     /// Counts a DSACK block `[s, e)` against the episode's
     /// retransmissions (`tcp_check_dsack`, `tcp_dsack_seen`).
+    #[cold]
     pub(super) fn undo_on_dsack(&mut self, s: SeqNumber, e: SeqNumber) {
         let smss = self.smss().max(1);
-        let max_window = self.rcvbuf_cap().max(self.snd_wnd as usize);
+        // (Linux compares with the largest window the peer offered; no
+        // more than the send buffer was ever in flight.)
+        let max_window = self.sndbuf_cap().max(self.snd_wnd as usize);
         let Some(u) = self.cold.as_deref_mut().and_then(|c| c.undo.as_mut()) else {
             return;
         };
@@ -154,6 +159,7 @@ impl Tcb {
 
     /// An ACK with ECE: the episode's reduction stands (Linux zeroes
     /// `prior_ssthresh` on `FLAG_ECE`).
+    #[cold]
     pub(super) fn undo_forbid(&mut self) {
         if let Some(u) = self.cold.as_deref_mut().and_then(|c| c.undo.as_mut()) {
             u.prior = None;
@@ -185,6 +191,7 @@ impl Tcb {
     /// spurious (`tcp_undo_cwnd_reduction`): restores the window, ends
     /// fast recovery or the Loss state, and with `unmark_loss` forgets
     /// the loss marks and stops resending. Returns true if it did.
+    #[cold]
     pub(super) fn try_undo(
         &mut self,
         now: Time,
@@ -220,6 +227,7 @@ impl Tcb {
     /// `tcp_try_undo_partial`: a partial ACK in fast recovery echoing a
     /// timestamp older than the first retransmission undoes, unless a
     /// retransmission is still in flight. Returns true if it did.
+    #[cold]
     pub(super) fn try_undo_partial(&mut self, now: Time, seg: &Repr) -> bool {
         self.undo_due(seg, Evidence::Delayed)
             && !self.retrans_in_flight()
