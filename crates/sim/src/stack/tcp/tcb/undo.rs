@@ -37,7 +37,8 @@
 //! undos forgets the loss marks (`unmark_loss`), so the rest is not
 //! resent. An ACK with ECE forbids the undo of the window (Linux zeroes
 //! `prior_ssthresh`: the reduction answers ECN, not loss). Undos are
-//! counted in `TcpStats::undos`.
+//! counted in `TcpStats::undos`; `TcpConfig::undo` turns them off (Linux
+//! has no such switch).
 //!
 //! # Where we differ from Linux
 //! - The bookkeeping lives in the connection's boxed loss state
