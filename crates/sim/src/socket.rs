@@ -218,7 +218,10 @@ impl UdpRx {
         // it through a word-by-word swap loop.
         let len = len as u32;
         if self.head.is_none() && self.rest.as_ref().is_none_or(|r| r.is_empty()) {
-            self.head = Some((std::mem::take(payload), from));
+            // Swapped into place: one pass over the message's bytes (a
+            // `take` would copy it out, blank the caller's and copy it in).
+            let (msg, _) = self.head.insert((Message::new(), from));
+            std::mem::swap(msg, payload);
             self.head_len = len;
         } else {
             self.rest.get_or_insert_default().push_back(Datagram {
@@ -254,6 +257,20 @@ impl UdpRx {
     /// the next datagram (`NotInSimulation` when no task is being polled).
     #[inline]
     fn poll_recv(&mut self) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
+        // The common case first: a datagram waiting in `head` goes straight
+        // into the caller's result.
+        if self.error.is_none() && !self.closed {
+            if let Some(d) = self.head.take() {
+                self.bytes -= self.head_len as usize;
+                return Poll::Ready(Ok(d));
+            }
+        }
+        self.poll_recv_slow()
+    }
+
+    /// [`UdpRx::poll_recv`] without a datagram in `head`, or with an error
+    /// to report.
+    fn poll_recv_slow(&mut self) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
         if let Some(e) = self.error.take() {
             return Poll::Ready(Err(e));
         }

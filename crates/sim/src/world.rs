@@ -312,6 +312,12 @@ pub(crate) fn with_world_or<R>(
     })
 }
 
+/// Runs `f` with this thread's world cell itself (for the run loop, which
+/// borrows it once per turn and lets go of it while a task is polled).
+pub(crate) fn with_cell<R>(f: impl FnOnce(&RefCell<Option<Box<World>>>) -> R) -> R {
+    WORLD.with(f)
+}
+
 /// Puts `world` into this thread's slot for the duration of a run.
 ///
 /// Returns the world back if another simulation is already running here.
