@@ -193,7 +193,7 @@ impl World {
 
     /// Marks `task` runnable (once, however often it is woken). Woken tasks
     /// are polled right after the event that woke them.
-    #[inline]
+    #[inline(always)]
     pub fn wake(&mut self, task: TaskId) {
         if self.tasks.mark_queued(task) {
             self.ready.push(task);
