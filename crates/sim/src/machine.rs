@@ -88,7 +88,9 @@ pub(crate) struct Machine {
     pub keep_ttl: bool,
     pub ip_ident: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
-    pub sockets: Vec<SocketSlot>,
+    /// The socket table; the first entry lies inline (most machines open
+    /// one socket, and then allocate no table).
+    pub sockets: SmallVec<[SocketSlot; 1]>,
     pub ext: Option<Box<MachineExt>>,
 }
 
@@ -127,7 +129,7 @@ impl Machine {
             keep_ttl: false,
             ip_ident: 0,
             ifaces: SmallVec::new(),
-            sockets: Vec::new(),
+            sockets: SmallVec::new(),
             ext: None,
         }
     }
