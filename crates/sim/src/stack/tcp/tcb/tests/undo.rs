@@ -269,3 +269,39 @@ fn an_ece_during_the_episode_forbids_restoring_the_window() {
     assert_eq!(t.stats().undos, 1, "the episode is found spurious");
     assert_eq!(t.cc.window(), w, "but the window stays reduced");
 }
+
+/// Linux's `tcp_enter_loss` starts a new episode only outside fast
+/// recovery: a timeout during fast recovery continues its episode, so an
+/// undo then restores the window from before the fast recovery (20
+/// segments, ssthresh 16), not the one fast recovery left.
+#[test]
+fn a_timeout_during_fast_recovery_keeps_the_episode_and_its_prior_window() {
+    let mut t = timestamped();
+    let m = TS_MSS as u64;
+    t.cc = elvis_tcpcc::take_over(Algorithm::NewReno, m, 20 * m, 16 * m);
+    t.write(bytes(10 * TS_MSS));
+    let sent = output(&mut t, ms(1000));
+    let original_ts = sent[0].repr.timestamp.expect("TSval").0;
+    for k in 2..=4 {
+        input(
+            &mut t,
+            ms(1100 + k as u64),
+            ts_ack(0, original_ts, &[(1, k)]),
+            Message::new(),
+        );
+    }
+    assert_eq!(t.stats().fast_recoveries, 1);
+    let rto_at = t.deadline().expect("the RTO");
+    timer(&mut t, rto_at);
+    assert_eq!((t.stats().timeouts, t.cc.window()), (1, m));
+    // The original of segment 0 was only delayed.
+    input(
+        &mut t,
+        rto_at + Duration::from_millis(1),
+        ts_ack(10, original_ts, &[]),
+        Message::new(),
+    );
+    let st = t.stats();
+    assert_eq!(st.undos, 1);
+    assert_eq!((st.cwnd, st.ssthresh), (20 * m, 16 * m));
+}
