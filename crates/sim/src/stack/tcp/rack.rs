@@ -637,6 +637,20 @@ impl Rack {
             .any(|s| s.has(RETRANS) && !s.has(SACKED) && !s.has(LOST))
     }
 
+    /// Returns true if a record overlapping `[start, end)` was
+    /// retransmitted (Linux's `TCPCB_RETRANS`), or nothing of it is held.
+    pub fn retransmitted(&self, start: SeqNumber, end: SeqNumber) -> bool {
+        let i = self.segs.partition_point(|s| s.end <= start);
+        match self.segs.get(i) {
+            Some(s) if s.start < end => self
+                .segs
+                .range(i..)
+                .take_while(|s| s.start < end)
+                .any(|s| s.has(RETRANS)),
+            _ => true,
+        }
+    }
+
     /// Notes that the reordering timer fired: the caller runs
     /// [`Rack::detect_loss`] next.
     pub fn reo_fired(&mut self) {

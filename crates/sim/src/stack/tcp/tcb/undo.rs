@@ -55,7 +55,10 @@
 //!   `retrans_out`, counting a tail loss probe still in flight).
 //! - A DSACK is dubious (ignored) when the episode's DSACKed frames would
 //!   exceed the frames it retransmitted; Linux compares the connection's
-//!   totals (`tcp_dsack_seen`: `dsack_dups > total_retrans`).
+//!   totals (`tcp_dsack_seen`: `dsack_dups > total_retrans`). A DSACK
+//!   above `SND.UNA` counts only if RACK recorded the data as
+//!   retransmitted (as Linux's `TCPCB_RETRANS` check); without RACK it
+//!   always counts.
 //! - No F-RTO (RFC 5682), whose undo (`tcp_try_undo_loss(sk, true)`)
 //!   needs no DSACK or timestamp; and RACK's `reo_wnd_persist` is not
 //!   raised on a DSACK undo.
@@ -139,6 +142,18 @@ impl Tcb {
         // (Linux compares with the largest window the peer offered; no
         // more than the send buffer was ever in flight.)
         let max_window = self.sndbuf_cap().max(self.snd_wnd as usize);
+        if self.cold().undo.is_none() {
+            return;
+        }
+        // A duplicate of data still held names what it duplicated: it
+        // counts only if that was retransmitted (`tcp_sacktag_one` checks
+        // `TCPCB_RETRANS`; the network may duplicate an original too).
+        // Below `SND.UNA` Linux counts "dumbly", and so do we.
+        let snd_una = self.snd_una;
+        let rack = self.cold.as_deref().and_then(|c| c.rack.as_deref());
+        if s >= snd_una && rack.is_some_and(|r| !r.retransmitted(s, e)) {
+            return;
+        }
         let Some(u) = self.cold.as_deref_mut().and_then(|c| c.undo.as_mut()) else {
             return;
         };

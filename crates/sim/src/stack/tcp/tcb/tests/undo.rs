@@ -131,6 +131,28 @@ fn only_dsacks_of_data_above_the_undo_marker_count() {
     assert_eq!(t.cc.window(), 20 * MSS as u64);
 }
 
+/// A DSACK above the cumulative ACK names data the receiver holds; a
+/// duplicate of an original that was never retransmitted (the network
+/// duplicated it) says nothing about the episode (Linux counts only
+/// `TCPCB_RETRANS` data in `tcp_sacktag_one`).
+#[test]
+fn a_dsack_of_data_never_retransmitted_does_not_count() {
+    let mut t = avoiding(Algorithm::NewReno, 20);
+    lose(&mut t, 4..5);
+    // A network duplicate of segment 6 (SACKed in 5..8, never resent).
+    input(
+        &mut t,
+        ms(1101),
+        sack_ack(4, &[(6, 7), (5, 8)]),
+        Message::new(),
+    );
+    assert_eq!((t.stats().dsacks_received, t.stats().undos), (1, 0));
+    // The retransmitted segment 4, reported once the hole is filled.
+    input(&mut t, ms(1102), sack_ack(8, &[(4, 5)]), Message::new());
+    assert_eq!(t.stats().undos, 1);
+    assert_eq!(t.cc.window(), 20 * MSS as u64);
+}
+
 /// SACK, timestamps and RFC 6675 loss detection (no tail loss probe, so
 /// the RTO is the first timer); the initial window of 10 segments.
 fn timestamped() -> Tcb {
