@@ -87,6 +87,11 @@ pub(crate) struct Machine {
     /// (see [`crate::stack::forward`]); meaningless on a host.
     pub keep_ttl: bool,
     pub ip_ident: u16,
+    /// The machine's NIC offload settings: an index into the simulation's
+    /// table of distinct settings (`stack::offload::NicTable`; 0: none).
+    /// It fits in the record's padding, so offloads cost an idle machine
+    /// nothing.
+    pub offloads: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
     pub sockets: Vec<SocketSlot>,
     pub ext: Option<Box<MachineExt>>,
@@ -113,7 +118,8 @@ pub(crate) struct MachineExt {
     pub forwarding: Vec<crate::stack::forward::IfaceCounters>,
     /// ICMP error rate-limit buckets (machines that sent an error only).
     pub icmp_limit: Option<Box<crate::stack::icmp_limit::Limiter>>,
-    /// NIC offloads and their receive state (machines with offloads only).
+    /// NIC receive state (ring, GRO aggregates, interrupt flag) while
+    /// frames wait for an interrupt (see `stack::offload`).
     pub nic: Option<Box<crate::stack::offload::Nic>>,
 }
 
@@ -126,6 +132,7 @@ impl Machine {
             forward: false,
             keep_ttl: false,
             ip_ident: 0,
+            offloads: 0,
             ifaces: SmallVec::new(),
             sockets: Vec::new(),
             ext: None,

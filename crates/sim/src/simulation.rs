@@ -48,6 +48,12 @@ pub enum SimError {
     BadQdisc { place: String, message: String },
     #[error("machine '{0}' is not a router (make it forward first)")]
     NotARouter(String),
+    /// More distinct NIC offload settings than the simulation's table
+    /// holds (65,536).
+    #[error(
+        "machine '{0}': too many distinct NIC offload settings (at most 65,536 per simulation)"
+    )]
+    TooManyOffloads(String),
 }
 
 /// What one turn of the run loop did.
@@ -690,8 +696,10 @@ impl Simulation {
         if m as usize >= w.machines.len() {
             return Err(SimError::NoSuchMachine(m));
         }
+        if !crate::stack::offload::set(w, m, offloads) {
+            return Err(SimError::TooManyOffloads(w.machine_name(m)));
+        }
         w.dst_epoch = w.dst_epoch.wrapping_add(1);
-        crate::stack::offload::set(w, m, offloads);
         Ok(())
     }
 
@@ -702,6 +710,23 @@ impl Simulation {
     #[doc(hidden)]
     pub fn set_rx_ring_ahead(&mut self, on: bool) {
         self.w().rx_ring_ahead = on;
+    }
+
+    /// Returns how many NIC receive states (`stack::offload`) were taken
+    /// from the heap so far, and how many machines hold one now.
+    #[doc(hidden)]
+    pub fn nic_states(&self) -> (u64, usize) {
+        self.world.as_ref().map_or((0, 0), |w| {
+            (w.nics.allocated, crate::stack::offload::holding(w))
+        })
+    }
+
+    /// Keeps (`true`) a host's NIC receive state when its ring empties
+    /// instead of giving it back (`false`, the default). Results do not
+    /// depend on it: tests compare runs with and without it.
+    #[doc(hidden)]
+    pub fn set_nic_keep(&mut self, keep: bool) {
+        self.w().nics.keep = keep;
     }
 
     /// Returns how many frames GRO merged into an earlier frame's segment.

@@ -72,6 +72,19 @@
 //! the 64 KiB limit, and with loss), and catches planted bugs in the
 //! train split and the 64 KiB rule.
 //!
+//! # Memory: nothing for an idle host
+//! A group of a million hosts with `offload='linux'` must cost nothing
+//! while they are idle. A machine's settings are a 16-bit index into the
+//! simulation's table of distinct settings ([`NicTable`]), which lives in
+//! the padding of the machine record: 0 bytes per host. The receive state
+//! ([`Nic`]: the ring, GRO's held aggregates, the interrupt flag) is taken
+//! by the first frame that goes into a host's ring and given back when an
+//! interrupt leaves the ring empty; given-back states are reused (up to
+//! [`SPARE`] wait), so memory follows the hosts with frames waiting, and a
+//! busy host allocates nothing per interrupt. A host that sets its own
+//! offloads (`Simulation::set_offloads`) just points at another entry.
+//! `elvis-bench offload-memory` measures it.
+//!
 //! # Where we differ from Linux
 //! - Routers (forwarding machines) and foreign stacks ignore the
 //!   offloads: their frames are handled one by one, as before.
@@ -142,11 +155,94 @@ const ETH: usize = 14;
 /// Ethernet plus an IPv4 header without options.
 const ETH_IP: usize = ETH + 20;
 
-/// A machine's NIC state for the offloads (boxed in the machine's
-/// extension: only machines with offloads pay for it).
+/// The offload settings of a simulation's machines and the receive states
+/// they use (one per [`World`]).
+///
+/// Settings are kept once per distinct value: a machine holds a 16-bit
+/// index into [`NicTable::cfgs`] (in the padding of its record), so a
+/// group of a million hosts with `offload='linux'` shares one entry. The
+/// receive state ([`Nic`]: ring, GRO aggregates, interrupt flag) is taken
+/// when the first frame for a host's ring arrives and given back when its
+/// interrupt leaves the ring empty; up to [`SPARE`] given-back states wait
+/// in `spare` for the next host, with their ring's and GRO list's room, so
+/// a busy host costs no allocation per interrupt, and the memory held for
+/// receive states is that of the hosts with frames waiting at once (plus
+/// the spares).
+pub(crate) struct NicTable {
+    /// Distinct settings in use; entry 0 is "no offloads".
+    cfgs: Vec<Offloads>,
+    /// Index of each setting in `cfgs` (lookups only).
+    index: std::collections::BTreeMap<(bool, bool, u32), u16>,
+    /// Receive states given back, for reuse.
+    spare: Vec<Box<Nic>>,
+    /// Receive states taken from the heap so far.
+    pub allocated: u64,
+    /// Keep a host's receive state when its ring empties (a testing
+    /// switch: runs are the same either way).
+    pub keep: bool,
+}
+
+impl Default for NicTable {
+    fn default() -> Self {
+        NicTable {
+            cfgs: vec![Offloads::default()],
+            index: std::collections::BTreeMap::new(),
+            spare: Vec::new(),
+            allocated: 0,
+            keep: false,
+        }
+    }
+}
+
+impl NicTable {
+    /// Returns the index of `cfg` in the table, adding it if new; `None`
+    /// when the table is full (65,536 distinct settings).
+    fn intern(&mut self, cfg: Offloads) -> Option<u16> {
+        if cfg == Offloads::default() {
+            return Some(0);
+        }
+        let key = (cfg.tso, cfg.gro, cfg.rx_usecs);
+        if let Some(&i) = self.index.get(&key) {
+            return Some(i);
+        }
+        let i = u16::try_from(self.cfgs.len()).ok()?;
+        self.cfgs.push(cfg);
+        self.index.insert(key, i);
+        Some(i)
+    }
+
+    /// Returns the settings at index `i`.
+    #[inline]
+    fn cfg(&self, i: u16) -> Offloads {
+        self.cfgs[usize::from(i)]
+    }
+
+    /// Returns a receive state with nothing in it.
+    #[cold]
+    fn take(&mut self) -> Box<Nic> {
+        self.spare.pop().unwrap_or_else(|| {
+            self.allocated += 1;
+            Box::default()
+        })
+    }
+
+    /// Takes back an empty receive state: kept for reuse, or freed when
+    /// [`SPARE`] wait already.
+    fn give(&mut self, nic: Box<Nic>) {
+        debug_assert!(nic.is_empty());
+        if self.spare.len() < SPARE {
+            self.spare.push(nic);
+        }
+    }
+}
+
+/// Receive states kept for reuse at most; more are freed.
+const SPARE: usize = 64;
+
+/// A host's NIC receive state: only hosts with frames waiting for their
+/// interrupt hold one (see [`NicTable`]).
 #[derive(Default)]
 pub(crate) struct Nic {
-    pub cfg: Offloads,
     /// Frames that arrived, or will arrive, and wait for the interrupt,
     /// in order of arrival.
     ring: std::collections::VecDeque<Slot>,
@@ -154,6 +250,13 @@ pub(crate) struct Nic {
     irq: bool,
     /// GRO aggregates being built during a poll, oldest first.
     held: Vec<Held>,
+}
+
+impl Nic {
+    /// Returns true when nothing waits and no interrupt is due.
+    fn is_empty(&self) -> bool {
+        self.ring.is_empty() && self.held.is_empty() && !self.irq
+    }
 }
 
 /// A frame in the receive ring.
@@ -231,20 +334,21 @@ impl Held {
 
 /// Returns the offloads of machine `m` (none unless set).
 pub(crate) fn of(w: &World, m: MachineId) -> Offloads {
-    w.machines[m as usize]
-        .ext
-        .as_deref()
-        .and_then(|e| e.nic.as_deref())
-        .map_or(Offloads::default(), |n| n.cfg)
+    w.nics.cfg(w.machines[m as usize].offloads)
 }
 
-/// Sets the offloads of machine `m`.
-pub(crate) fn set(w: &mut World, m: MachineId, cfg: Offloads) {
+/// Sets the offloads of machine `m`; returns false, changing nothing,
+/// when the simulation already has 65,536 distinct settings.
+pub(crate) fn set(w: &mut World, m: MachineId, cfg: Offloads) -> bool {
+    let Some(i) = w.nics.intern(cfg) else {
+        return false;
+    };
     w.coalescing |= cfg.coalesces();
-    let ext = w.machines[m as usize].ext();
-    ext.nic.get_or_insert_with(Box::default).cfg = cfg;
+    w.machines[m as usize].offloads = i;
+    true
 }
 
+/// Returns the receive state of machine `m`, if it holds one.
 fn nic_mut(w: &mut World, m: MachineId) -> Option<&mut Nic> {
     w.machines[m as usize]
         .ext
@@ -252,19 +356,41 @@ fn nic_mut(w: &mut World, m: MachineId) -> Option<&mut Nic> {
         .and_then(|e| e.nic.as_deref_mut())
 }
 
-/// Returns the NIC of host `m` when it coalesces receive interrupts
-/// (routers and foreign machines never do).
+/// Returns the receive state of host `m` when it coalesces receive
+/// interrupts (routers and foreign machines never do), taking one if it
+/// holds none.
 #[inline]
 fn coalescing(w: &mut World, m: MachineId) -> Option<&mut Nic> {
+    let nics = &mut w.nics;
     let machine = &mut w.machines[m as usize];
-    if machine.forward || machine.foreign {
+    if machine.forward || machine.foreign || !nics.cfg(machine.offloads).coalesces() {
         return None;
     }
-    machine
-        .ext
-        .as_deref_mut()
-        .and_then(|e| e.nic.as_deref_mut())
-        .filter(|n| n.cfg.coalesces())
+    Some(machine.ext().nic.get_or_insert_with(|| nics.take()))
+}
+
+/// Gives back the receive state of host `m` when its ring is empty and
+/// no interrupt is due (see [`NicTable`]).
+fn release(w: &mut World, m: MachineId) {
+    if w.nics.keep {
+        return;
+    }
+    let Some(ext) = w.machines[m as usize].ext.as_deref_mut() else {
+        return;
+    };
+    if ext.nic.as_deref().is_some_and(Nic::is_empty) {
+        if let Some(nic) = ext.nic.take() {
+            w.nics.give(nic);
+        }
+    }
+}
+
+/// Returns the number of machines holding a receive state (tests).
+pub(crate) fn holding(w: &World) -> usize {
+    w.machines
+        .iter()
+        .filter(|m| m.ext.as_deref().is_some_and(|e| e.nic.is_some()))
+        .count()
 }
 
 /// Frame `id` arrived now on `iface` of host `m` through an arrival
@@ -339,17 +465,16 @@ pub(crate) fn takes_trains(w: &World, m: MachineId, iface: u16, dst: Ipv4Addr, f
     if !w.rx_ring_ahead || machine.crashed || machine.forward || machine.foreign {
         return false;
     }
-    let Some(nic) = machine.ext.as_deref().and_then(|e| e.nic.as_deref()) else {
-        return false;
-    };
-    nic.cfg.coalesces()
-        && nic.cfg.gro
+    let cfg = w.nics.cfg(machine.offloads);
+    let ring = machine.ext.as_deref().and_then(|e| e.nic.as_deref());
+    cfg.coalesces()
+        && cfg.gro
         && super::tcp::check_tcp_enabled(w, m).is_ok()
         && machine
             .ifaces
             .get(usize::from(iface))
             .is_some_and(|i| i.ip == dst)
-        && nic.ring.back().is_none_or(|s| s.last <= first)
+        && ring.is_none_or(|n| n.ring.back().is_none_or(|s| s.last <= first))
 }
 
 /// Puts the train `id` (a TSO segment's `segs` frames of `gso` payload
@@ -389,7 +514,8 @@ fn raise(w: &mut World, m: MachineId, first: u64) {
         return;
     }
     nic.irq = true;
-    let at = elvis_kernel::Time::from_nanos(first + u64::from(nic.cfg.rx_usecs) * 1_000);
+    let usecs = w.nics.cfg(w.machines[m as usize].offloads).rx_usecs;
+    let at = elvis_kernel::Time::from_nanos(first + u64::from(usecs) * 1_000);
     let timer = super::Timer::NapiPoll;
     w.queue.schedule(at, m, Event::Timer { machine: m, timer });
 }
@@ -401,7 +527,7 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
     let now = w.now().as_nanos();
     let Some(nic) = nic_mut(w, m) else { return };
     nic.irq = false;
-    let gro = nic.cfg.gro;
+    let gro = w.nics.cfg(w.machines[m as usize].offloads).gro;
     while let Some(slot) = nic_mut(w, m).and_then(|n| n.ring.front().copied()) {
         let due = slot.due(now);
         if due == 0 {
@@ -441,6 +567,7 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
     if let Some(first) = nic_mut(w, m).and_then(|n| n.ring.front().map(|s| s.at)) {
         raise(w, m, first);
     }
+    release(w, m);
 }
 
 /// Takes the first `due` frames of the train at the front of the ring
@@ -737,5 +864,44 @@ fn flush(w: &mut World, m: MachineId, i: usize) {
 fn flush_all(w: &mut World, m: MachineId) {
     while nic_mut(w, m).is_some_and(|n| !n.held.is_empty()) {
         flush(w, m, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_settings_share_one_table_entry_and_none_is_entry_zero() {
+        let mut t = NicTable::default();
+        assert_eq!(t.intern(Offloads::default()), Some(0));
+        let a = t.intern(Offloads::LINUX).unwrap();
+        let slow = Offloads {
+            rx_usecs: 50,
+            ..Offloads::LINUX
+        };
+        let b = t.intern(slow).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(t.intern(Offloads::LINUX), Some(a));
+        assert_eq!(
+            (t.cfg(0), t.cfg(a), t.cfg(b)),
+            (Offloads::default(), Offloads::LINUX, slow)
+        );
+        assert_eq!(t.cfgs.len(), 3);
+    }
+
+    #[test]
+    fn receive_states_are_reused_and_at_most_spare_of_them_kept() {
+        let mut t = NicTable::default();
+        let states: Vec<_> = (0..SPARE + 5).map(|_| t.take()).collect();
+        assert_eq!(t.allocated, (SPARE + 5) as u64);
+        for s in states {
+            t.give(s);
+        }
+        let _ = t.take();
+        assert_eq!(
+            (t.allocated, t.spare.len()),
+            ((SPARE + 5) as u64, SPARE - 1)
+        );
     }
 }
