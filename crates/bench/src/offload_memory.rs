@@ -6,7 +6,8 @@
 //! `offload='none'`; optionally a second group of K senders, sender `i`
 //! sending M UDP datagrams to host `i` (no socket listens: each also gets
 //! an ICMP port unreachable back, so traffic flows both ways). Reported:
-//! the process's peak RSS and the same divided by the machines.
+//! the process's peak RSS and the same divided by the machines, and the
+//! NIC receive states the run allocated.
 //!
 //! Without `--offload`, the harness runs itself twice, in child processes
 //! (`none`, then `linux`), and prints the difference per host: the memory
@@ -56,6 +57,8 @@ pub fn measure(n: u64, active: u64, messages: u64, offload: &str) -> Measurement
             "machines": machines,
             "bytes_per_machine": peak as f64 / machines as f64,
             "gro_merged": built.sim.gro_merged(),
+            "nic_states_allocated": built.sim.nic_states().0,
+            "nic_states_held_at_end": built.sim.nic_states().1,
         }),
         ..Default::default()
     }
@@ -67,8 +70,8 @@ pub fn measure(n: u64, active: u64, messages: u64, offload: &str) -> Measurement
 pub fn compare(n: u64, active: u64, messages: u64) -> bool {
     let exe = std::env::current_exe().expect("own path");
     let mut rss = Vec::new();
-    println!("| hosts | active | offload | peak RSS (MiB) | bytes/machine | ok |");
-    println!("|---:|---:|---|---:|---:|---|");
+    println!("| hosts | active | offload | peak RSS (MiB) | bytes/machine | NIC receive states allocated | ok |");
+    println!("|---:|---:|---|---:|---:|---:|---|");
     for offload in ["none", "linux"] {
         let output = Process::new(&exe)
             .args(["offload-memory", "--n", &n.to_string()])
@@ -86,9 +89,10 @@ pub fn compare(n: u64, active: u64, messages: u64) -> bool {
             return false;
         };
         println!(
-            "| {n} | {active} | {offload} | {:.1} | {:.1} | {} |",
+            "| {n} | {active} | {offload} | {:.1} | {:.1} | {} | {} |",
             m.peak_rss_bytes as f64 / 1048576.0,
             m.peak_rss_bytes as f64 / (n + active) as f64,
+            m.extra["nic_states_allocated"],
             if m.ok { "yes" } else { "NO" }
         );
         if !m.ok {
