@@ -19,7 +19,11 @@
 //! built-in UDP does (ports, length, checksum over pseudo-header and
 //! payload); what it skips is exactly the socket layer: the socket lookup,
 //! the receive queue, waking and polling a task, the send future. Tasks
-//! only start each exchange (`Host::send_ip`).
+//! only start each exchange (`Host::send_ip`). As in the paper's Fig. 2,
+//! every machine that runs an application has it installed: Basic's
+//! sender holds a (send-only) instance as its socket variant holds a
+//! socket, like the first player of Ping Pong and every client of Server
+//! Client.
 //!
 //! Fair in both directions: the paper does not list its programs, but
 //! Basic is its Fig. 2 and the other two are the UDP exchanges their
@@ -127,6 +131,8 @@ struct App {
 
 #[derive(Clone, Copy)]
 enum Rule {
+    /// Send only: answer nothing (Basic's send_message).
+    Send,
     /// Count arrivals (Basic's capture).
     Capture,
     /// Answer `count − 1` until 0 (Ping Pong; a client of Server Client).
@@ -148,6 +154,7 @@ impl Protocol for App {
         };
         let c = count_of(&mut msg);
         let mut out = match self.rule {
+            Rule::Send => return,
             Rule::Capture => {
                 self.done.set(self.done.get() + 1);
                 return;
@@ -258,6 +265,7 @@ fn basic(sockets: bool, iters: u64) -> Work {
                 Ok(())
             });
         } else {
+            add_app(&mut sim, sender, 0, 49_152, Rule::Send, &done);
             add_app(&mut sim, capture, 1, PORT, Rule::Capture, &done);
             sim.spawn(sender, "send_message", |h: Host| async move {
                 let mut m = payload(0);

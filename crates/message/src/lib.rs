@@ -338,6 +338,27 @@ impl Message {
         }
     }
 
+    /// Moves the contents of `src` into `self`, leaving `src` empty;
+    /// what `self` held is dropped.
+    ///
+    /// The same as `*self = std::mem::take(src)`, at a fraction of the
+    /// cost: a message is 152 bytes, and a `take` copies all of them out,
+    /// writes an empty message in their place and copies them in again.
+    /// Here only the live head bytes move (none for a message whose
+    /// headers were all popped, as a received payload's) and the rope is
+    /// swapped.
+    #[inline]
+    pub fn take_from(&mut self, src: &mut Message) {
+        let start = usize::from(src.start);
+        if start < HEAD_ROOM {
+            self.head[start..].copy_from_slice(&src.head[start..]);
+        }
+        self.start = src.start;
+        std::mem::swap(&mut self.rope, &mut src.rope);
+        src.rope.clear();
+        src.start = HEAD_ROOM as u8;
+    }
+
     fn from_chunk(c: Chunk) -> Message {
         let mut m = Message::new();
         if c.len() > 0 {
@@ -794,6 +815,7 @@ impl Message {
     /// Iterates over the pieces of the message in order: the head (if not
     /// empty), then each rope chunk. No piece is empty. Concatenated, with
     /// [`ChunkRef::Zeros`] read as zero bytes, they are the message.
+    #[inline]
     pub fn chunks(&self) -> impl Iterator<Item = ChunkRef<'_>> {
         let head = self.head();
         (!head.is_empty())

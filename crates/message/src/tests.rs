@@ -726,4 +726,31 @@ proptest! {
             None => prop_assert_eq!(r, Err(Truncated)),
         }
     }
+
+    #[test]
+    fn take_from_moves_the_content_and_leaves_the_source_empty(
+        old in prop::collection::vec(piece(), 0..4),
+        pieces in prop::collection::vec(piece(), 0..4),
+        header in prop::collection::vec(any::<u8>(), 0..40),
+        popped in 0usize..60,
+    ) {
+        // The model: `mem::take`. The source has a head of pushed bytes
+        // and maybe some popped, the destination some old content.
+        let (mut src, mut v) = build(&pieces);
+        src.push_front(header.len()).copy_from_slice(&header);
+        let mut expect = header.clone();
+        expect.append(&mut v);
+        let popped = popped.min(expect.len());
+        src.pop_front(popped).unwrap();
+        let expect = expect[popped..].to_vec();
+        let (mut dst, _) = build(&old);
+        dst.take_from(&mut src);
+        prop_assert_eq!(content(&dst), expect.clone());
+        prop_assert_eq!(dst.len(), expect.len());
+        prop_assert!(src.is_empty());
+        prop_assert_eq!(content(&src), Vec::<u8>::new());
+        // The emptied source works as a new message.
+        src.push_front(4).copy_from_slice(b"abcd");
+        prop_assert_eq!(content(&src), b"abcd".to_vec());
+    }
 }

@@ -93,7 +93,9 @@ pub(crate) struct Machine {
     /// nothing.
     pub offloads: u16,
     pub ifaces: SmallVec<[Iface; 1]>,
-    pub sockets: Vec<SocketSlot>,
+    /// The socket table; the first entry lies inline (most machines open
+    /// one socket, and then allocate no table).
+    pub sockets: SmallVec<[SocketSlot; 1]>,
     pub ext: Option<Box<MachineExt>>,
 }
 
@@ -134,7 +136,7 @@ impl Machine {
             ip_ident: 0,
             offloads: 0,
             ifaces: SmallVec::new(),
-            sockets: Vec::new(),
+            sockets: SmallVec::new(),
             ext: None,
         }
     }

@@ -13,7 +13,6 @@ use crate::stack::tcp::trace::{self, Sampling, Series};
 use crate::world::{self, World};
 use elvis_kernel::Time;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::Ipv4Addr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -80,6 +79,107 @@ fn next_ready(w: &mut World) -> Option<Step> {
     meta.queued = false;
     w.current_machine = Some(meta.machine);
     Some(Step::Poll(task, meta.machine))
+}
+
+/// One turn of the run loop inside the world: the next task woken, if
+/// any, else the next events (as many as run without waking a task, up to
+/// `EVENT_BATCH`).
+#[inline]
+fn run_events(w: &mut World, until: Time) -> Result<Step, End> {
+    if let Some(step) = next_ready(w) {
+        return Ok(step);
+    }
+    for _ in 0..EVENT_BATCH {
+        if w.queue.peek_time().is_none_or(|t| t > until) {
+            return Err(if w.queue.is_empty() {
+                End::Idle
+            } else {
+                End::TimeLimit
+            });
+        }
+        let Some((_, ev)) = w.queue.pop() else {
+            return Err(End::Idle);
+        };
+        w.current_machine = None;
+        if catch_unwind(AssertUnwindSafe(|| w.handle(ev))).is_err() {
+            let msg = take_panic_message();
+            if let Some(m) = w.current_machine {
+                w.crashed.push((m, msg));
+            }
+        }
+        if !w.crashed.is_empty() {
+            return Ok(Step::Crashed);
+        }
+        // A woken task runs right away (one borrow of the world per
+        // wake-up).
+        if let Some(step) = next_ready(w) {
+            return Ok(step);
+        }
+    }
+    Ok(Step::Event)
+}
+
+/// Sums the tasks' outcomes by machine group and application, in (group,
+/// application) order.
+///
+/// Tasks of one application in one group were usually spawned one after
+/// another, so the entry of the previous task is tried first; a run with
+/// many entries finds the others through an index built when it needs
+/// one. (A `BTreeMap` did the same at several times the cost for the few
+/// entries of most runs.)
+fn app_reports(w: &World) -> Vec<AppReport> {
+    /// Entries a plain scan searches before an index is built.
+    const SCAN: usize = 16;
+    let mut keys: Vec<(u32, u32)> = Vec::new();
+    let mut entries: Vec<AppReport> = Vec::new();
+    let mut index: rustc_hash::FxHashMap<(u32, u32), usize> = Default::default();
+    let mut last = usize::MAX;
+    for meta in &w.tasks.meta {
+        let key = (w.machines[meta.machine as usize].group, meta.app);
+        let found = if keys.get(last) == Some(&key) {
+            Some(last)
+        } else if keys.len() <= SCAN {
+            keys.iter().position(|k| *k == key)
+        } else {
+            if index.is_empty() {
+                index.extend(keys.iter().enumerate().map(|(i, k)| (*k, i)));
+            }
+            index.get(&key).copied()
+        };
+        let i = found.unwrap_or_else(|| {
+            keys.push(key);
+            if !index.is_empty() {
+                index.insert(key, keys.len() - 1);
+            }
+            entries.push(AppReport {
+                group: w.groups[key.0 as usize].name.clone(),
+                application: w.tasks.app_names[key.1 as usize].clone(),
+                instances: 0,
+                finished: 0,
+                failed: 0,
+                crashed: 0,
+                waiting: 0,
+                daemon: meta.daemon,
+            });
+            keys.len() - 1
+        });
+        last = i;
+        let e = &mut entries[i];
+        e.instances += 1;
+        match meta.state {
+            TaskState::Pending => e.waiting += 1,
+            TaskState::Finished => e.finished += 1,
+            TaskState::Failed => e.failed += 1,
+            TaskState::Crashed => e.crashed += 1,
+        }
+    }
+    if keys.is_sorted() {
+        return entries;
+    }
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_unstable_by_key(|&i| keys[i]);
+    let mut slots: Vec<Option<AppReport>> = entries.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 /// Limits of one call to [`Simulation::run_with`].
@@ -1035,44 +1135,20 @@ impl Simulation {
         let mut cx = Context::from_waker(waker);
         let mut last_progress = Instant::now();
         let mut since_check = 0u32;
-        loop {
+        // The world's cell is found once for the whole run: between two
+        // task polls the loop borrows it again (a flag check), without
+        // another thread-local lookup or a closure call per turn.
+        world::with_cell(|cell| loop {
             // Poll the tasks the last event woke, then process the next
             // events: as many as run without waking a task (up to
             // `EVENT_BATCH`), in one borrow of the world.
-            let next = world::try_with_world(|w| {
-                if let Some(step) = next_ready(w) {
-                    return Ok(step);
-                }
-                for _ in 0..EVENT_BATCH {
-                    if w.queue.peek_time().is_none_or(|t| t > until) {
-                        return Err(if w.queue.is_empty() {
-                            End::Idle
-                        } else {
-                            End::TimeLimit
-                        });
-                    }
-                    let Some((_, ev)) = w.queue.pop() else {
-                        return Err(End::Idle);
-                    };
-                    w.current_machine = None;
-                    if catch_unwind(AssertUnwindSafe(|| w.handle(ev))).is_err() {
-                        let msg = take_panic_message();
-                        if let Some(m) = w.current_machine {
-                            w.crashed.push((m, msg));
-                        }
-                    }
-                    if !w.crashed.is_empty() {
-                        return Ok(Step::Crashed);
-                    }
-                    // A woken task runs right away, in this same borrow
-                    // of the world (one thread-local access per wake-up).
-                    if let Some(step) = next_ready(w) {
-                        return Ok(step);
-                    }
-                }
-                Ok(Step::Event)
-            })
-            .unwrap_or(Err(End::Idle));
+            let next = match cell.try_borrow_mut() {
+                Ok(mut guard) => match guard.as_deref_mut() {
+                    Some(w) => run_events(w, until),
+                    None => Err(End::Idle),
+                },
+                Err(_) => Err(End::Idle),
+            };
             let task = match next {
                 Ok(Step::Poll(t, m)) => {
                     beat.machine.store(m, Ordering::Relaxed);
@@ -1105,9 +1181,11 @@ impl Simulation {
                     }
                 }
             }
-        }
+        })
     }
 
+    /// Polls `task` once; a task that ends is retired by
+    /// [`Simulation::task_ended`].
     fn poll_task(&mut self, task: TaskId, cx: &mut Context<'_>, beat: &Heartbeat) {
         // Polled in place: a task that stays pending costs no move of its
         // future out of the table and back.
@@ -1122,6 +1200,16 @@ impl Simulation {
         self.polls += 1;
         beat.polls.store(self.polls, Ordering::Relaxed);
         beat.in_poll.store(false, Ordering::Relaxed);
+        if let Ok(Poll::Pending) = result {
+            return;
+        }
+        self.task_ended(task, result);
+    }
+
+    /// Records how `task` ended (its poll returned `result`), drops its
+    /// future and reaps a machine it crashed.
+    #[inline(never)]
+    fn task_ended(&mut self, task: TaskId, result: std::thread::Result<Poll<AppResult>>) {
         let outcome = match result {
             Ok(Poll::Pending) => return,
             Ok(Poll::Ready(Ok(()))) => (TaskState::Finished, None),
@@ -1131,7 +1219,7 @@ impl Simulation {
         // Dropping the future runs its sockets' destructors, which reach
         // the world.
         self.futures[task as usize] = None;
-        let _ = world::try_with_world(|w| {
+        let crashed = world::try_with_world(|w| {
             crate::executor::set_current_task(None);
             let meta = &mut w.tasks.meta[task as usize];
             meta.state = outcome.0;
@@ -1142,8 +1230,11 @@ impl Simulation {
                     w.crashed.push((machine, msg));
                 }
             }
+            !w.crashed.is_empty()
         });
-        self.reap_crashed();
+        if crashed == Ok(true) {
+            self.reap_crashed();
+        }
     }
 
     /// Marks the machines that crashed since the last call, and their
@@ -1162,27 +1253,6 @@ impl Simulation {
     /// Returns the report of what has run so far.
     pub fn report(&self, end: End) -> Report {
         let w = self.world.as_ref().expect("world is present outside run");
-        let mut apps: BTreeMap<(u32, u32), AppReport> = BTreeMap::new();
-        for meta in &w.tasks.meta {
-            let group = w.machines[meta.machine as usize].group;
-            let e = apps.entry((group, meta.app)).or_insert_with(|| AppReport {
-                group: w.groups[group as usize].name.clone(),
-                application: w.tasks.app_names[meta.app as usize].clone(),
-                instances: 0,
-                finished: 0,
-                failed: 0,
-                crashed: 0,
-                waiting: 0,
-                daemon: meta.daemon,
-            });
-            e.instances += 1;
-            match meta.state {
-                TaskState::Pending => e.waiting += 1,
-                TaskState::Finished => e.finished += 1,
-                TaskState::Failed => e.failed += 1,
-                TaskState::Crashed => e.crashed += 1,
-            }
-        }
         let mut problems: Vec<Problem> = w
             .tasks
             .errors
@@ -1243,7 +1313,7 @@ impl Simulation {
                 tables: w.routing.tables.len() as u64,
                 routes: w.routing.tables.iter().map(|t| t.len() as u64).sum(),
             },
-            applications: apps.into_values().collect(),
+            applications: app_reports(w),
             problems,
             metrics: w
                 .metrics

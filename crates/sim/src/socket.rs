@@ -128,6 +128,9 @@ pub(crate) struct UdpShared {
     pub remote: Cell<Option<SocketAddrV4>>,
     /// TOS byte of the datagrams sent (`IP_TOS`).
     pub tos: Cell<u8>,
+    /// The socket-table entry is gone (the socket was closed or its
+    /// machine crashed): calls on the handle fail with `BadDescriptor`.
+    pub closed: Cell<bool>,
     pub rx: RefCell<UdpRx>,
 }
 
@@ -145,9 +148,7 @@ impl std::ops::Deref for UdpEntry {
 
 impl Drop for UdpEntry {
     fn drop(&mut self) {
-        if let Ok(mut rx) = self.0.rx.try_borrow_mut() {
-            rx.closed = true;
-        }
+        self.0.closed.set(true);
     }
 }
 
@@ -180,8 +181,6 @@ pub(crate) struct UdpRx {
     /// An error to report to the next call (`ECONNREFUSED` after an ICMP
     /// Port Unreachable).
     pub error: Option<SocketError>,
-    /// The socket-table entry is gone.
-    pub closed: bool,
 }
 
 impl UdpRx {
@@ -194,7 +193,6 @@ impl UdpRx {
             cap: usize::MAX,
             waiter: None,
             error: None,
-            closed: false,
         }
     }
 
@@ -218,7 +216,10 @@ impl UdpRx {
         // it through a word-by-word swap loop.
         let len = len as u32;
         if self.head.is_none() && self.rest.as_ref().is_none_or(|r| r.is_empty()) {
-            self.head = Some((std::mem::take(payload), from));
+            // Moved into place without a pass over its 152 bytes (a `take`
+            // would copy them out, blank the caller's and copy them in).
+            let (msg, _) = self.head.insert((Message::new(), from));
+            msg.take_from(payload);
             self.head_len = len;
         } else {
             self.rest.get_or_insert_default().push_back(Datagram {
@@ -253,11 +254,28 @@ impl UdpRx {
     /// in the `Poll`), else registers the task being polled to be woken by
     /// the next datagram (`NotInSimulation` when no task is being polled).
     #[inline]
-    fn poll_recv(&mut self) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
+    fn poll_recv(&mut self, closed: bool) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
+        // The common case first: a datagram waiting in `head` goes straight
+        // into the caller's result.
+        if self.error.is_none() && !closed {
+            if let Some(d) = self.head.take() {
+                self.bytes -= self.head_len as usize;
+                return Poll::Ready(Ok(d));
+            }
+        }
+        self.poll_recv_slow(closed)
+    }
+
+    /// [`UdpRx::poll_recv`] without a datagram in `head`, or with an error
+    /// to report.
+    fn poll_recv_slow(
+        &mut self,
+        closed: bool,
+    ) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
         if let Some(e) = self.error.take() {
             return Poll::Ready(Err(e));
         }
-        if self.closed {
+        if closed {
             return Poll::Ready(Err(SocketError::BadDescriptor));
         }
         match self.pop() {
@@ -465,6 +483,7 @@ impl UdpSocket {
                 port,
                 remote: Cell::new(None),
                 tos: Cell::new(0),
+                closed: Cell::new(false),
                 rx: RefCell::new(UdpRx::new()),
             });
             let slot = alloc_slot(w, m, SocketSlot::Udp(UdpEntry(shared.clone())));
@@ -515,19 +534,19 @@ impl UdpSocket {
             .rx
             .try_borrow_mut()
             .map_err(|_| SocketError::Reentrant)?;
-        if rx.closed {
+        if self.shared.closed.get() {
             return Err(SocketError::BadDescriptor);
         }
         Ok(rx)
     }
 
     /// Returns `BadDescriptor` once the socket-table entry is gone.
+    #[inline]
     fn check_open(&self) -> Result<(), SocketError> {
-        match self.shared.rx.try_borrow() {
-            Ok(rx) if rx.closed => Err(SocketError::BadDescriptor),
-            Ok(_) => Ok(()),
-            Err(_) => Err(SocketError::Reentrant),
+        if self.shared.closed.get() {
+            return Err(SocketError::BadDescriptor);
         }
+        Ok(())
     }
 
     /// Sends one datagram to `to`, waiting while the NIC queue is full.
@@ -627,7 +646,7 @@ impl Future for RecvFrom<'_> {
     #[inline]
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.sock.shared.rx.try_borrow_mut() {
-            Ok(mut q) => q.poll_recv(),
+            Ok(mut q) => q.poll_recv(self.sock.shared.closed.get()),
             Err(_) => Poll::Ready(Err(SocketError::Reentrant)),
         }
     }

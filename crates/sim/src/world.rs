@@ -196,7 +196,7 @@ impl World {
 
     /// Marks `task` runnable (once, however often it is woken). Woken tasks
     /// are polled right after the event that woke them.
-    #[inline]
+    #[inline(always)]
     pub fn wake(&mut self, task: TaskId) {
         if self.tasks.mark_queued(task) {
             self.ready.push(task);
@@ -313,6 +313,12 @@ pub(crate) fn with_world_or<R>(
         },
         Err(_) => unavailable(Unavailable::Busy),
     })
+}
+
+/// Runs `f` with this thread's world cell itself (for the run loop, which
+/// borrows it once per turn and lets go of it while a task is polled).
+pub(crate) fn with_cell<R>(f: impl FnOnce(&RefCell<Option<Box<World>>>) -> R) -> R {
+    WORLD.with(f)
 }
 
 /// Puts `world` into this thread's slot for the duration of a run.
