@@ -26,7 +26,7 @@
 //! - `tcp-idle`: N idle established TCP connections; bytes per connection
 //!   (`tcp_idle.rs`).
 //! - `offload-memory`: N idle hosts with and without `offload='linux'`
-//!   (K of them receiving datagrams): the memory the offloads add per
+//!   (K of them pinged): the memory the offloads add per
 //!   host (`offload_memory.rs`).
 //! - `socket-overhead`: the Elvis paper's Table I, each scenario with and
 //!   without the socket API (`socket_overhead.rs`).
@@ -154,10 +154,10 @@ enum Cmd {
     OffloadMemory {
         #[arg(long, default_value_t = 100_000)]
         n: u64,
-        /// Hosts 0 … K−1 each receive datagrams from a sender of their own.
+        /// Hosts 0 … K−1 are each pinged by a pinger of their own.
         #[arg(long, default_value_t = 0)]
         active: u64,
-        /// Datagrams per active host.
+        /// Echo requests per active host.
         #[arg(long, default_value_t = 1)]
         messages: u64,
         /// linux | none (the NDL `offload=` value); omitted: compare both.

@@ -3,9 +3,9 @@
 //! N hosts in one NDL group on a 10 Gbit/s switched LAN with 1 µs of
 //! latency (so frames reach them through arrival events and wait in the
 //! NIC's ring for the interrupt), the group with `offload='linux'` or
-//! `offload='none'`; optionally a second group of K senders, sender `i`
-//! sending M UDP datagrams to host `i` (no socket listens: each also gets
-//! an ICMP port unreachable back, so traffic flows both ways). Reported:
+//! `offload='none'`; optionally a second group of K pingers, pinger `i`
+//! pinging host `i` M times (one echo request at a time; all pingers
+//! start together). Reported:
 //! the process's peak RSS and the same divided by the machines, and the
 //! NIC receive states the run allocated.
 //!
@@ -24,7 +24,7 @@ fn ndl(n: u64, active: u64, messages: u64, offload: &str) -> String {
     );
     if active > 0 {
         s += &format!(
-            "    [Machine name='sender' count='{active}']\n        [Networks]\n            [Network id='lan']\n        [Protocols]\n            [Protocol name='IPv4']\n            [Protocol name='UDP']\n        [Applications]\n            [Application name='send_message' to='host-{{i}}' port='7' message='x' message_count='{messages}']\n"
+            "    [Machine name='sender' count='{active}']\n        [Networks]\n            [Network id='lan']\n        [Protocols]\n            [Protocol name='IPv4']\n            [Protocol name='UDP']\n        [Applications]\n            [Application name='ping' to='host-{{i}}' count='{messages}']\n"
         );
     }
     s
@@ -49,8 +49,8 @@ pub fn measure(n: u64, active: u64, messages: u64, offload: &str) -> Measurement
         run_s: report.performance.wall_time_s,
         events: report.events,
         events_per_s: report.performance.events_per_s,
-        delivered: report.packets.udp_sent,
-        ok: report.success() && report.packets.udp_sent == active * messages,
+        delivered: report.packets.icmp_echo_replied,
+        ok: report.success() && report.packets.icmp_echo_replied == active * messages,
         extra: serde_json::json!({
             "offload": offload,
             "active": active,

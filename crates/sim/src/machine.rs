@@ -92,6 +92,9 @@ pub(crate) struct Machine {
     /// It fits in the record's padding, so offloads cost an idle machine
     /// nothing.
     pub offloads: u16,
+    /// The number of the machine's NIC receive state in that table while
+    /// frames wait in its ring (0: none), also in the padding.
+    pub nic: u32,
     pub ifaces: SmallVec<[Iface; 1]>,
     /// The socket table; the first entry lies inline (most machines open
     /// one socket, and then allocate no table).
@@ -120,9 +123,6 @@ pub(crate) struct MachineExt {
     pub forwarding: Vec<crate::stack::forward::IfaceCounters>,
     /// ICMP error rate-limit buckets (machines that sent an error only).
     pub icmp_limit: Option<Box<crate::stack::icmp_limit::Limiter>>,
-    /// NIC receive state (ring, GRO aggregates, interrupt flag) while
-    /// frames wait for an interrupt (see `stack::offload`).
-    pub nic: Option<Box<crate::stack::offload::Nic>>,
 }
 
 impl Machine {
@@ -135,6 +135,7 @@ impl Machine {
             keep_ttl: false,
             ip_ident: 0,
             offloads: 0,
+            nic: 0,
             ifaces: SmallVec::new(),
             sockets: SmallVec::new(),
             ext: None,

@@ -812,12 +812,12 @@ impl Simulation {
         self.w().rx_ring_ahead = on;
     }
 
-    /// Returns how many NIC receive states (`stack::offload`) were taken
-    /// from the heap so far, and how many machines hold one now.
+    /// Returns how many NIC receive states (`stack::offload`) were created
+    /// so far, and how many machines hold one now.
     #[doc(hidden)]
     pub fn nic_states(&self) -> (u64, usize) {
         self.world.as_ref().map_or((0, 0), |w| {
-            (w.nics.allocated, crate::stack::offload::holding(w))
+            (w.nics.created(), crate::stack::offload::holding(w))
         })
     }
 

@@ -77,12 +77,14 @@
 //! while they are idle. A machine's settings are a 16-bit index into the
 //! simulation's table of distinct settings ([`NicTable`]), which lives in
 //! the padding of the machine record: 0 bytes per host. The receive state
-//! ([`Nic`]: the ring, GRO's held aggregates, the interrupt flag) is taken
-//! by the first frame that goes into a host's ring and given back when an
-//! interrupt leaves the ring empty; given-back states are reused (up to
-//! [`SPARE`] wait), so memory follows the hosts with frames waiting, and a
-//! busy host allocates nothing per interrupt. A host that sets its own
-//! offloads (`Simulation::set_offloads`) just points at another entry.
+//! ([`Nic`]: the ring, GRO's held aggregates, the interrupt flag) is an
+//! entry of one shared table, taken by the first frame that goes into a
+//! host's ring and given back when an interrupt leaves the ring empty (the
+//! host holds its entry's number, also in the padding); given-back entries
+//! are reused with their room, so memory follows the hosts with frames
+//! waiting, and a busy host allocates nothing per interrupt. A host that
+//! sets its own offloads (`Simulation::set_offloads`) just points at
+//! another settings entry.
 //! `elvis-bench offload-memory` measures it.
 //!
 //! # Where we differ from Linux
@@ -161,24 +163,24 @@ const ETH_IP: usize = ETH + 20;
 /// Settings are kept once per distinct value: a machine holds a 16-bit
 /// index into [`NicTable::cfgs`] (in the padding of its record), so a
 /// group of a million hosts with `offload='linux'` shares one entry. The
-/// receive state ([`Nic`]: ring, GRO aggregates, interrupt flag) is taken
-/// when the first frame for a host's ring arrives and given back when its
-/// interrupt leaves the ring empty; up to [`SPARE`] given-back states wait
-/// in `spare` for the next host, with their ring's and GRO list's room, so
-/// a busy host costs no allocation per interrupt, and the memory held for
-/// receive states is that of the hosts with frames waiting at once (plus
-/// the spares).
+/// receive states ([`Nic`]: ring, GRO aggregates, interrupt flag) live in
+/// one table, `states`; a machine holds the number of its entry (in the
+/// same padding; 0: none). A host takes an entry when the first frame for
+/// its ring arrives and gives it back when its interrupt leaves the ring
+/// empty; the next host takes it with the room its ring and GRO list
+/// grew, so a busy host costs no allocation per interrupt, and a host
+/// that was busy once and is idle again costs nothing. Beyond [`SPARE`]
+/// free entries, a given-back entry's room is freed: what stays is 64
+/// bytes per host that had frames waiting at the same moment.
 pub(crate) struct NicTable {
     /// Distinct settings in use; entry 0 is "no offloads".
     cfgs: Vec<Offloads>,
     /// Index of each setting in `cfgs` (lookups only).
     index: std::collections::BTreeMap<(bool, bool, u32), u16>,
-    /// Receive states given back, for reuse (boxed: they move between
-    /// machines without being allocated again).
-    #[allow(clippy::vec_box)]
-    spare: Vec<Box<Nic>>,
-    /// Receive states taken from the heap so far.
-    pub allocated: u64,
+    /// Receive states; machine field `nic` is an index here plus 1.
+    states: Vec<Nic>,
+    /// Entries of `states` that no machine holds, last given back last.
+    free: Vec<u32>,
     /// Keep a host's receive state when its ring empties (a testing
     /// switch: runs are the same either way).
     pub keep: bool,
@@ -189,8 +191,8 @@ impl Default for NicTable {
         NicTable {
             cfgs: vec![Offloads::default()],
             index: std::collections::BTreeMap::new(),
-            spare: Vec::new(),
-            allocated: 0,
+            states: Vec::new(),
+            free: Vec::new(),
             keep: false,
         }
     }
@@ -219,26 +221,36 @@ impl NicTable {
         self.cfgs[usize::from(i)]
     }
 
-    /// Returns a receive state with nothing in it.
+    /// Returns the number (index plus 1) of a receive state with nothing
+    /// in it, for a machine to hold.
     #[cold]
-    fn take(&mut self) -> Box<Nic> {
-        self.spare.pop().unwrap_or_else(|| {
-            self.allocated += 1;
-            Box::default()
-        })
+    fn take(&mut self) -> u32 {
+        if let Some(i) = self.free.pop() {
+            return i + 1;
+        }
+        self.states.push(Nic::default());
+        u32::try_from(self.states.len()).expect("fewer than 2^32 machines")
     }
 
-    /// Takes back an empty receive state: kept for reuse, or freed when
-    /// [`SPARE`] wait already.
-    fn give(&mut self, nic: Box<Nic>) {
+    /// Takes back the receive state numbered `n` (empty): kept with its
+    /// room for reuse, or with its room freed when [`SPARE`] wait already.
+    fn give(&mut self, n: u32) {
+        let i = n - 1;
+        let nic = &mut self.states[i as usize];
         debug_assert!(nic.is_empty());
-        if self.spare.len() < SPARE {
-            self.spare.push(nic);
+        if self.free.len() >= SPARE {
+            *nic = Nic::default();
         }
+        self.free.push(i);
+    }
+
+    /// Returns the receive states created so far.
+    pub fn created(&self) -> u64 {
+        self.states.len() as u64
     }
 }
 
-/// Receive states kept for reuse at most; more are freed.
+/// Free receive states that keep their room at most.
 const SPARE: usize = 64;
 
 /// A host's NIC receive state: only hosts with frames waiting for their
@@ -351,11 +363,13 @@ pub(crate) fn set(w: &mut World, m: MachineId, cfg: Offloads) -> bool {
 }
 
 /// Returns the receive state of machine `m`, if it holds one.
+#[inline]
 fn nic_mut(w: &mut World, m: MachineId) -> Option<&mut Nic> {
-    w.machines[m as usize]
-        .ext
-        .as_deref_mut()
-        .and_then(|e| e.nic.as_deref_mut())
+    let n = w.machines[m as usize].nic;
+    if n == 0 {
+        return None;
+    }
+    w.nics.states.get_mut(n as usize - 1)
 }
 
 /// Returns the receive state of host `m` when it coalesces receive
@@ -368,31 +382,25 @@ fn coalescing(w: &mut World, m: MachineId) -> Option<&mut Nic> {
     if machine.forward || machine.foreign || !nics.cfg(machine.offloads).coalesces() {
         return None;
     }
-    Some(machine.ext().nic.get_or_insert_with(|| nics.take()))
+    if machine.nic == 0 {
+        machine.nic = nics.take();
+    }
+    nics.states.get_mut(machine.nic as usize - 1)
 }
 
 /// Gives back the receive state of host `m` when its ring is empty and
 /// no interrupt is due (see [`NicTable`]).
 fn release(w: &mut World, m: MachineId) {
-    if w.nics.keep {
+    if w.nics.keep || !nic_mut(w, m).is_some_and(|n| n.is_empty()) {
         return;
     }
-    let Some(ext) = w.machines[m as usize].ext.as_deref_mut() else {
-        return;
-    };
-    if ext.nic.as_deref().is_some_and(Nic::is_empty) {
-        if let Some(nic) = ext.nic.take() {
-            w.nics.give(nic);
-        }
-    }
+    let n = std::mem::take(&mut w.machines[m as usize].nic);
+    w.nics.give(n);
 }
 
 /// Returns the number of machines holding a receive state (tests).
 pub(crate) fn holding(w: &World) -> usize {
-    w.machines
-        .iter()
-        .filter(|m| m.ext.as_deref().is_some_and(|e| e.nic.is_some()))
-        .count()
+    w.machines.iter().filter(|m| m.nic != 0).count()
 }
 
 /// Frame `id` arrived now on `iface` of host `m` through an arrival
@@ -468,7 +476,10 @@ pub(crate) fn takes_trains(w: &World, m: MachineId, iface: u16, dst: Ipv4Addr, f
         return false;
     }
     let cfg = w.nics.cfg(machine.offloads);
-    let ring = machine.ext.as_deref().and_then(|e| e.nic.as_deref());
+    let ring = match machine.nic {
+        0 => None,
+        n => w.nics.states.get(n as usize - 1),
+    };
     cfg.coalesces()
         && cfg.gro
         && super::tcp::check_tcp_enabled(w, m).is_ok()
@@ -893,7 +904,7 @@ mod tests {
     }
 
     #[test]
-    fn a_receive_state_is_one_64_byte_box_before_its_rooms_grow() {
+    fn a_receive_state_is_64_bytes_before_its_rooms_grow() {
         assert!(
             std::mem::size_of::<Nic>() <= 64,
             "{}",
@@ -902,17 +913,22 @@ mod tests {
     }
 
     #[test]
-    fn receive_states_are_reused_and_at_most_spare_of_them_kept() {
+    fn receive_states_are_reused_and_only_spare_of_them_keep_their_room() {
         let mut t = NicTable::default();
-        let states: Vec<_> = (0..SPARE + 5).map(|_| t.take()).collect();
-        assert_eq!(t.allocated, (SPARE + 5) as u64);
-        for s in states {
-            t.give(s);
+        let held: Vec<u32> = (0..SPARE as u32 + 5).map(|_| t.take()).collect();
+        assert_eq!(held, (1..=SPARE as u32 + 5).collect::<Vec<_>>());
+        for &n in &held {
+            t.states[n as usize - 1].ring.reserve(100);
         }
-        let _ = t.take();
-        assert_eq!(
-            (t.allocated, t.spare.len()),
-            ((SPARE + 5) as u64, SPARE - 1)
-        );
+        for &n in &held {
+            t.give(n);
+        }
+        // The first SPARE given back keep their room; the others not.
+        let room = |t: &NicTable, n: u32| t.states[n as usize - 1].ring.capacity();
+        assert!(room(&t, 1) >= 100 && room(&t, SPARE as u32) >= 100);
+        assert_eq!(room(&t, SPARE as u32 + 1), 0);
+        // Taken again last given back first; nothing new is created.
+        assert_eq!(t.take(), SPARE as u32 + 5);
+        assert_eq!(t.created(), (SPARE + 5) as u64);
     }
 }
