@@ -786,7 +786,13 @@ impl Simulation {
 
     /// Sets the NIC offloads of machine `m` (TSO, GRO, interrupt
     /// coalescing; see [`crate::Offloads`]). Routers and foreign machines
-    /// ignore them.
+    /// ignore them. Machines with equal settings share one entry of a
+    /// table, so settings cost a machine no memory, and its receive state
+    /// exists only while frames wait for its interrupt.
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchMachine`]; [`SimError::TooManyOffloads`] when the
+    /// simulation already has 65,536 distinct settings.
     pub fn set_offloads(
         &mut self,
         m: MachineId,

@@ -75,9 +75,9 @@
 //! # Memory: nothing for an idle host
 //! A group of a million hosts with `offload='linux'` must cost nothing
 //! while they are idle. A machine's settings are a 16-bit index into the
-//! simulation's table of distinct settings ([`NicTable`]), which lives in
+//! simulation's table of distinct settings (`NicTable`), which lives in
 //! the padding of the machine record: 0 bytes per host. The receive state
-//! ([`Nic`]: the ring, GRO's held aggregates, the interrupt flag) is an
+//! (`Nic`: the ring, GRO's held aggregates, the interrupt flag) is an
 //! entry of one shared table, taken by the first frame that goes into a
 //! host's ring and given back when an interrupt leaves the ring empty (the
 //! host holds its entry's number, also in the padding); given-back entries
