@@ -223,13 +223,21 @@ impl NicTable {
 
     /// Returns the number (index plus 1) of a receive state with nothing
     /// in it, for a machine to hold.
+    ///
+    /// A ring without room gets room for one frame, not the four a first
+    /// push would allocate: most hosts have one frame waiting at a time,
+    /// and a ring that grows keeps its room for the next host.
     #[cold]
     fn take(&mut self) -> u32 {
-        if let Some(i) = self.free.pop() {
-            return i + 1;
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.states.push(Nic::default());
+            (self.states.len() - 1) as u32
+        });
+        let ring = &mut self.states[i as usize].ring;
+        if ring.capacity() == 0 {
+            ring.reserve_exact(1);
         }
-        self.states.push(Nic::default());
-        u32::try_from(self.states.len()).expect("fewer than 2^32 machines")
+        i.checked_add(1).expect("fewer than 2^32 machines")
     }
 
     /// Takes back the receive state numbered `n` (empty): kept with its
