@@ -25,6 +25,9 @@
 //!   forms (`chain_sweep.rs`).
 //! - `tcp-idle`: N idle established TCP connections; bytes per connection
 //!   (`tcp_idle.rs`).
+//! - `offload-memory`: N idle hosts with and without `offload='linux'`
+//!   (K of them pinged): the memory the offloads add per
+//!   host (`offload_memory.rs`).
 //! - `socket-overhead`: the Elvis paper's Table I, each scenario with and
 //!   without the socket API (`socket_overhead.rs`).
 //! - `fattree`: the Days paper's FatTree baseline from a flow file written
@@ -36,6 +39,7 @@
 
 mod chain_sweep;
 mod fattree;
+mod offload_memory;
 mod socket_overhead;
 mod tcp_idle;
 mod topology;
@@ -143,6 +147,22 @@ enum Cmd {
     TcpIdle {
         #[arg(long, default_value_t = 100_000)]
         n: u64,
+    },
+    /// Peak RSS of N hosts in a group with `offload='linux'` (or
+    /// `none`); without `--offload`, runs both in child processes and
+    /// prints the bytes the offloads add per host.
+    OffloadMemory {
+        #[arg(long, default_value_t = 100_000)]
+        n: u64,
+        /// Hosts 0 … K−1 are each pinged by a pinger of their own.
+        #[arg(long, default_value_t = 0)]
+        active: u64,
+        /// Echo requests per active host.
+        #[arg(long, default_value_t = 1)]
+        messages: u64,
+        /// linux | none (the NDL `offload=` value); omitted: compare both.
+        #[arg(long)]
+        offload: Option<String>,
     },
     /// The paper's Table I: Basic, Ping Pong, Server Client, each with and
     /// without sockets; prints a table and one JSON line.
@@ -267,6 +287,21 @@ fn main() {
             &loss_detection,
         ),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
+        Cmd::OffloadMemory {
+            n,
+            active,
+            messages,
+            offload: Some(o),
+        } => offload_memory::measure(n, active, messages, &o),
+        Cmd::OffloadMemory {
+            n,
+            active,
+            messages,
+            offload: None,
+        } => {
+            let ok = offload_memory::compare(n, active, messages);
+            std::process::exit(if ok { 0 } else { 1 });
+        }
         Cmd::Fattree { k, flows } => fattree::run(k, &flows),
         Cmd::FattreeCubic {
             k,

@@ -87,6 +87,14 @@ pub(crate) struct Machine {
     /// (see [`crate::stack::forward`]); meaningless on a host.
     pub keep_ttl: bool,
     pub ip_ident: u16,
+    /// The machine's NIC offload settings: an index into the simulation's
+    /// table of distinct settings (`stack::offload::NicTable`; 0: none).
+    /// It fits in the record's padding, so offloads cost an idle machine
+    /// nothing.
+    pub offloads: u16,
+    /// The number of the machine's NIC receive state in that table while
+    /// frames wait in its ring (0: none), also in the padding.
+    pub nic: u32,
     pub ifaces: SmallVec<[Iface; 1]>,
     /// The socket table; the first entry lies inline (most machines open
     /// one socket, and then allocate no table).
@@ -115,8 +123,6 @@ pub(crate) struct MachineExt {
     pub forwarding: Vec<crate::stack::forward::IfaceCounters>,
     /// ICMP error rate-limit buckets (machines that sent an error only).
     pub icmp_limit: Option<Box<crate::stack::icmp_limit::Limiter>>,
-    /// NIC offloads and their receive state (machines with offloads only).
-    pub nic: Option<Box<crate::stack::offload::Nic>>,
 }
 
 impl Machine {
@@ -128,6 +134,8 @@ impl Machine {
             forward: false,
             keep_ttl: false,
             ip_ident: 0,
+            offloads: 0,
+            nic: 0,
             ifaces: SmallVec::new(),
             sockets: SmallVec::new(),
             ext: None,

@@ -47,6 +47,12 @@ pub enum SimError {
     BadQdisc { place: String, message: String },
     #[error("machine '{0}' is not a router (make it forward first)")]
     NotARouter(String),
+    /// More distinct NIC offload settings than the simulation's table
+    /// holds (65,536).
+    #[error(
+        "machine '{0}': too many distinct NIC offload settings (at most 65,536 per simulation)"
+    )]
+    TooManyOffloads(String),
 }
 
 /// What one turn of the run loop did.
@@ -780,7 +786,13 @@ impl Simulation {
 
     /// Sets the NIC offloads of machine `m` (TSO, GRO, interrupt
     /// coalescing; see [`crate::Offloads`]). Routers and foreign machines
-    /// ignore them.
+    /// ignore them. Machines with equal settings share one entry of a
+    /// table, so settings cost a machine no memory, and its receive state
+    /// exists only while frames wait for its interrupt.
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchMachine`]; [`SimError::TooManyOffloads`] when the
+    /// simulation already has 65,536 distinct settings.
     pub fn set_offloads(
         &mut self,
         m: MachineId,
@@ -790,8 +802,10 @@ impl Simulation {
         if m as usize >= w.machines.len() {
             return Err(SimError::NoSuchMachine(m));
         }
+        if !crate::stack::offload::set(w, m, offloads) {
+            return Err(SimError::TooManyOffloads(w.machine_name(m)));
+        }
         w.dst_epoch = w.dst_epoch.wrapping_add(1);
-        crate::stack::offload::set(w, m, offloads);
         Ok(())
     }
 
@@ -802,6 +816,23 @@ impl Simulation {
     #[doc(hidden)]
     pub fn set_rx_ring_ahead(&mut self, on: bool) {
         self.w().rx_ring_ahead = on;
+    }
+
+    /// Returns how many NIC receive states (`stack::offload`) were created
+    /// so far, and how many machines hold one now.
+    #[doc(hidden)]
+    pub fn nic_states(&self) -> (u64, usize) {
+        self.world.as_ref().map_or((0, 0), |w| {
+            (w.nics.created(), crate::stack::offload::holding(w))
+        })
+    }
+
+    /// Keeps (`true`) a host's NIC receive state when its ring empties
+    /// instead of giving it back (`false`, the default). Results do not
+    /// depend on it: tests compare runs with and without it.
+    #[doc(hidden)]
+    pub fn set_nic_keep(&mut self, keep: bool) {
+        self.w().nics.keep = keep;
     }
 
     /// Returns how many frames GRO merged into an earlier frame's segment.

@@ -116,6 +116,8 @@ pub(crate) struct World {
     /// Some machine coalesces receive interrupts (`stack::offload`): until
     /// one does, arrivals skip the offload checks.
     pub coalescing: bool,
+    /// NIC offload settings and receive states (`stack::offload`).
+    pub nics: crate::stack::offload::NicTable,
     /// Counts the changes of routes and interfaces made between runs: a
     /// TCP connection's cached route (`stack::tcp::dst`) is good
     /// while the epoch it was resolved in lasts.
@@ -179,6 +181,7 @@ impl World {
             fast_forwarded: 0,
             rx_ring_ahead: true,
             coalescing: false,
+            nics: Default::default(),
             dst_epoch: 0,
             tcp_fast_path: true,
             tcp_fast_sent: 0,

@@ -230,3 +230,36 @@ fn offload_none_is_the_same_run_as_no_offload_key() {
     assert_eq!(merged, 0);
     assert_eq!(none.deterministic_json(), absent.deterministic_json());
 }
+
+#[test]
+fn a_group_of_a_thousand_offload_hosts_holds_nic_state_only_while_frames_wait() {
+    // A pinger without offloads pings one of 1000 hosts with
+    // `offload='linux'`: only that host ever takes a receive state, for
+    // each request while it waits in the ring.
+    let src = "\
+[Networks]
+	[Network id='lan' bandwidth='1Gbps' latency='10us']
+[Machines]
+	[Machine name='h' count='1000' offload='linux']
+		[Networks]
+			[Network id='lan']
+	[Machine name='p']
+		[Networks]
+			[Network id='lan']
+		[Applications]
+			[Application name='ping' to='h-999' count='3']
+";
+    let scenario = elvis_ndl::parse(src, "t.ndl").unwrap_or_else(|e| panic!("{e}"));
+    let mut built = elvis_build::build(&scenario, None).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(built.sim.nic_states(), (0, 0));
+    let r = built.sim.run();
+    assert!(r.success(), "{:?}", r.problems);
+    // Each of the 3 requests waits 8 µs in h-999's ring (closed form as
+    // in the test above: 784 ns twice plus 10 µs, each way).
+    let base = 2.0 * (2.0 * 784.0 + 10_000.0);
+    for name in ["rtt_min_ns", "rtt_max_ns"] {
+        assert_eq!(metric(&r, "p", name), base + 8_000.0, "{name}");
+    }
+    // One state, given back after each request and reused for the next.
+    assert_eq!(built.sim.nic_states(), (1, 0));
+}

@@ -72,6 +72,21 @@
 //! the 64 KiB limit, and with loss), and catches planted bugs in the
 //! train split and the 64 KiB rule.
 //!
+//! # Memory: nothing for an idle host
+//! A group of a million hosts with `offload='linux'` must cost nothing
+//! while they are idle. A machine's settings are a 16-bit index into the
+//! simulation's table of distinct settings (`NicTable`), which lives in
+//! the padding of the machine record: 0 bytes per host. The receive state
+//! (`Nic`: the ring, GRO's held aggregates, the interrupt flag) is an
+//! entry of one shared table, taken by the first frame that goes into a
+//! host's ring and given back when an interrupt leaves the ring empty (the
+//! host holds its entry's number, also in the padding); given-back entries
+//! are reused with their room, so memory follows the hosts with frames
+//! waiting, and a busy host allocates nothing per interrupt. A host that
+//! sets its own offloads (`Simulation::set_offloads`) just points at
+//! another settings entry.
+//! `elvis-bench offload-memory` measures it.
+//!
 //! # Where we differ from Linux
 //! - Routers (forwarding machines) and foreign stacks ignore the
 //!   offloads: their frames are handled one by one, as before.
@@ -142,11 +157,114 @@ const ETH: usize = 14;
 /// Ethernet plus an IPv4 header without options.
 const ETH_IP: usize = ETH + 20;
 
-/// A machine's NIC state for the offloads (boxed in the machine's
-/// extension: only machines with offloads pay for it).
+/// The offload settings of a simulation's machines and the receive states
+/// they use (one per [`World`]).
+///
+/// Settings are kept once per distinct value: a machine holds a 16-bit
+/// index into [`NicTable::cfgs`] (in the padding of its record), so a
+/// group of a million hosts with `offload='linux'` shares one entry. The
+/// receive states ([`Nic`]: ring, GRO aggregates, interrupt flag) live in
+/// one table, `states`; a machine holds the number of its entry (in the
+/// same padding; 0: none). A host takes an entry when the first frame for
+/// its ring arrives and gives it back when its interrupt leaves the ring
+/// empty; the next host takes it with the room its ring and GRO list
+/// grew, so a busy host costs no allocation per interrupt, and a host
+/// that was busy once and is idle again costs nothing. Beyond [`SPARE`]
+/// free entries, a given-back entry's room is freed: what stays is 64
+/// bytes per host that had frames waiting at the same moment.
+pub(crate) struct NicTable {
+    /// Distinct settings in use; entry 0 is "no offloads".
+    cfgs: Vec<Offloads>,
+    /// Index of each setting in `cfgs` (lookups only).
+    index: std::collections::BTreeMap<(bool, bool, u32), u16>,
+    /// Receive states; machine field `nic` is an index here plus 1.
+    states: Vec<Nic>,
+    /// Entries of `states` that no machine holds, last given back last.
+    free: Vec<u32>,
+    /// Keep a host's receive state when its ring empties (a testing
+    /// switch: runs are the same either way).
+    pub keep: bool,
+}
+
+impl Default for NicTable {
+    fn default() -> Self {
+        NicTable {
+            cfgs: vec![Offloads::default()],
+            index: std::collections::BTreeMap::new(),
+            states: Vec::new(),
+            free: Vec::new(),
+            keep: false,
+        }
+    }
+}
+
+impl NicTable {
+    /// Returns the index of `cfg` in the table, adding it if new; `None`
+    /// when the table is full (65,536 distinct settings).
+    fn intern(&mut self, cfg: Offloads) -> Option<u16> {
+        if cfg == Offloads::default() {
+            return Some(0);
+        }
+        let key = (cfg.tso, cfg.gro, cfg.rx_usecs);
+        if let Some(&i) = self.index.get(&key) {
+            return Some(i);
+        }
+        let i = u16::try_from(self.cfgs.len()).ok()?;
+        self.cfgs.push(cfg);
+        self.index.insert(key, i);
+        Some(i)
+    }
+
+    /// Returns the settings at index `i`.
+    #[inline]
+    fn cfg(&self, i: u16) -> Offloads {
+        self.cfgs[usize::from(i)]
+    }
+
+    /// Returns the number (index plus 1) of a receive state with nothing
+    /// in it, for a machine to hold.
+    ///
+    /// A ring without room gets room for one frame, not the four a first
+    /// push would allocate: most hosts have one frame waiting at a time,
+    /// and a ring that grows keeps its room for the next host.
+    #[cold]
+    fn take(&mut self) -> u32 {
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.states.push(Nic::default());
+            (self.states.len() - 1) as u32
+        });
+        let ring = &mut self.states[i as usize].ring;
+        if ring.capacity() == 0 {
+            ring.reserve_exact(1);
+        }
+        i.checked_add(1).expect("fewer than 2^32 machines")
+    }
+
+    /// Takes back the receive state numbered `n` (empty): kept with its
+    /// room for reuse, or with its room freed when [`SPARE`] wait already.
+    fn give(&mut self, n: u32) {
+        let i = n - 1;
+        let nic = &mut self.states[i as usize];
+        debug_assert!(nic.is_empty());
+        if self.free.len() >= SPARE {
+            *nic = Nic::default();
+        }
+        self.free.push(i);
+    }
+
+    /// Returns the receive states created so far.
+    pub fn created(&self) -> u64 {
+        self.states.len() as u64
+    }
+}
+
+/// Free receive states that keep their room at most.
+const SPARE: usize = 64;
+
+/// A host's NIC receive state: only hosts with frames waiting for their
+/// interrupt hold one (see [`NicTable`]).
 #[derive(Default)]
 pub(crate) struct Nic {
-    pub cfg: Offloads,
     /// Frames that arrived, or will arrive, and wait for the interrupt,
     /// in order of arrival.
     ring: std::collections::VecDeque<Slot>,
@@ -154,6 +272,13 @@ pub(crate) struct Nic {
     irq: bool,
     /// GRO aggregates being built during a poll, oldest first.
     held: Vec<Held>,
+}
+
+impl Nic {
+    /// Returns true when nothing waits and no interrupt is due.
+    fn is_empty(&self) -> bool {
+        self.ring.is_empty() && self.held.is_empty() && !self.irq
+    }
 }
 
 /// A frame in the receive ring.
@@ -231,40 +356,59 @@ impl Held {
 
 /// Returns the offloads of machine `m` (none unless set).
 pub(crate) fn of(w: &World, m: MachineId) -> Offloads {
-    w.machines[m as usize]
-        .ext
-        .as_deref()
-        .and_then(|e| e.nic.as_deref())
-        .map_or(Offloads::default(), |n| n.cfg)
+    w.nics.cfg(w.machines[m as usize].offloads)
 }
 
-/// Sets the offloads of machine `m`.
-pub(crate) fn set(w: &mut World, m: MachineId, cfg: Offloads) {
+/// Sets the offloads of machine `m`; returns false, changing nothing,
+/// when the simulation already has 65,536 distinct settings.
+pub(crate) fn set(w: &mut World, m: MachineId, cfg: Offloads) -> bool {
+    let Some(i) = w.nics.intern(cfg) else {
+        return false;
+    };
     w.coalescing |= cfg.coalesces();
-    let ext = w.machines[m as usize].ext();
-    ext.nic.get_or_insert_with(Box::default).cfg = cfg;
+    w.machines[m as usize].offloads = i;
+    true
 }
 
-fn nic_mut(w: &mut World, m: MachineId) -> Option<&mut Nic> {
-    w.machines[m as usize]
-        .ext
-        .as_deref_mut()
-        .and_then(|e| e.nic.as_deref_mut())
-}
-
-/// Returns the NIC of host `m` when it coalesces receive interrupts
-/// (routers and foreign machines never do).
+/// Returns the receive state of machine `m`, if it holds one.
 #[inline]
-fn coalescing(w: &mut World, m: MachineId) -> Option<&mut Nic> {
-    let machine = &mut w.machines[m as usize];
-    if machine.forward || machine.foreign {
+fn nic_mut(w: &mut World, m: MachineId) -> Option<&mut Nic> {
+    let n = w.machines[m as usize].nic;
+    if n == 0 {
         return None;
     }
-    machine
-        .ext
-        .as_deref_mut()
-        .and_then(|e| e.nic.as_deref_mut())
-        .filter(|n| n.cfg.coalesces())
+    w.nics.states.get_mut(n as usize - 1)
+}
+
+/// Returns the receive state of host `m` when it coalesces receive
+/// interrupts (routers and foreign machines never do), taking one if it
+/// holds none.
+#[inline]
+fn coalescing(w: &mut World, m: MachineId) -> Option<&mut Nic> {
+    let nics = &mut w.nics;
+    let machine = &mut w.machines[m as usize];
+    if machine.forward || machine.foreign || !nics.cfg(machine.offloads).coalesces() {
+        return None;
+    }
+    if machine.nic == 0 {
+        machine.nic = nics.take();
+    }
+    nics.states.get_mut(machine.nic as usize - 1)
+}
+
+/// Gives back the receive state of host `m` when its ring is empty and
+/// no interrupt is due (see [`NicTable`]).
+fn release(w: &mut World, m: MachineId) {
+    if w.nics.keep || !nic_mut(w, m).is_some_and(|n| n.is_empty()) {
+        return;
+    }
+    let n = std::mem::take(&mut w.machines[m as usize].nic);
+    w.nics.give(n);
+}
+
+/// Returns the number of machines holding a receive state (tests).
+pub(crate) fn holding(w: &World) -> usize {
+    w.machines.iter().filter(|m| m.nic != 0).count()
 }
 
 /// Frame `id` arrived now on `iface` of host `m` through an arrival
@@ -339,17 +483,19 @@ pub(crate) fn takes_trains(w: &World, m: MachineId, iface: u16, dst: Ipv4Addr, f
     if !w.rx_ring_ahead || machine.crashed || machine.forward || machine.foreign {
         return false;
     }
-    let Some(nic) = machine.ext.as_deref().and_then(|e| e.nic.as_deref()) else {
-        return false;
+    let cfg = w.nics.cfg(machine.offloads);
+    let ring = match machine.nic {
+        0 => None,
+        n => w.nics.states.get(n as usize - 1),
     };
-    nic.cfg.coalesces()
-        && nic.cfg.gro
+    cfg.coalesces()
+        && cfg.gro
         && super::tcp::check_tcp_enabled(w, m).is_ok()
         && machine
             .ifaces
             .get(usize::from(iface))
             .is_some_and(|i| i.ip == dst)
-        && nic.ring.back().is_none_or(|s| s.last <= first)
+        && ring.is_none_or(|n| n.ring.back().is_none_or(|s| s.last <= first))
 }
 
 /// Puts the train `id` (a TSO segment's `segs` frames of `gso` payload
@@ -389,7 +535,8 @@ fn raise(w: &mut World, m: MachineId, first: u64) {
         return;
     }
     nic.irq = true;
-    let at = elvis_kernel::Time::from_nanos(first + u64::from(nic.cfg.rx_usecs) * 1_000);
+    let usecs = w.nics.cfg(w.machines[m as usize].offloads).rx_usecs;
+    let at = elvis_kernel::Time::from_nanos(first + u64::from(usecs) * 1_000);
     let timer = super::Timer::NapiPoll;
     w.queue.schedule(at, m, Event::Timer { machine: m, timer });
 }
@@ -401,7 +548,7 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
     let now = w.now().as_nanos();
     let Some(nic) = nic_mut(w, m) else { return };
     nic.irq = false;
-    let gro = nic.cfg.gro;
+    let gro = w.nics.cfg(w.machines[m as usize].offloads).gro;
     while let Some(slot) = nic_mut(w, m).and_then(|n| n.ring.front().copied()) {
         let due = slot.due(now);
         if due == 0 {
@@ -441,6 +588,7 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
     if let Some(first) = nic_mut(w, m).and_then(|n| n.ring.front().map(|s| s.at)) {
         raise(w, m, first);
     }
+    release(w, m);
 }
 
 /// Takes the first `due` frames of the train at the front of the ring
@@ -737,5 +885,83 @@ fn flush(w: &mut World, m: MachineId, i: usize) {
 fn flush_all(w: &mut World, m: MachineId) {
     while nic_mut(w, m).is_some_and(|n| !n.held.is_empty()) {
         flush(w, m, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_settings_share_one_table_entry_and_none_is_entry_zero() {
+        let mut t = NicTable::default();
+        assert_eq!(t.intern(Offloads::default()), Some(0));
+        let a = t.intern(Offloads::LINUX).unwrap();
+        let slow = Offloads {
+            rx_usecs: 50,
+            ..Offloads::LINUX
+        };
+        let b = t.intern(slow).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(t.intern(Offloads::LINUX), Some(a));
+        assert_eq!(
+            (t.cfg(0), t.cfg(a), t.cfg(b)),
+            (Offloads::default(), Offloads::LINUX, slow)
+        );
+        assert_eq!(t.cfgs.len(), 3);
+    }
+
+    #[test]
+    fn a_frame_gives_a_host_a_receive_state_and_an_empty_ring_takes_it_back() {
+        let mut w = World::new(1);
+        w.machines.push(crate::machine::Machine::new(0));
+        assert!(set(&mut w, 0, Offloads::LINUX));
+        assert_eq!((w.machines[0].nic, holding(&w)), (0, 0));
+        let id = w.frames.insert(Message::zeros(60)) as FrameId;
+        assert!(on_arrival(&mut w, 0, 0, id));
+        // The state is an entry of the shared table: the host's rarely
+        // used extension is not allocated for it.
+        assert_eq!((w.machines[0].nic, holding(&w)), (1, 1));
+        assert!(w.machines[0].ext.is_none());
+        // The interrupt is due; the state stays until the ring is empty.
+        release(&mut w, 0);
+        assert_eq!(w.machines[0].nic, 1);
+        let nic = nic_mut(&mut w, 0).expect("held");
+        nic.ring.clear();
+        nic.irq = false;
+        release(&mut w, 0);
+        assert_eq!(
+            (w.machines[0].nic, holding(&w), w.nics.free.len()),
+            (0, 0, 1)
+        );
+    }
+
+    #[test]
+    fn a_receive_state_is_64_bytes_before_its_rooms_grow() {
+        assert!(
+            std::mem::size_of::<Nic>() <= 64,
+            "{}",
+            std::mem::size_of::<Nic>()
+        );
+    }
+
+    #[test]
+    fn receive_states_are_reused_and_only_spare_of_them_keep_their_room() {
+        let mut t = NicTable::default();
+        let held: Vec<u32> = (0..SPARE as u32 + 5).map(|_| t.take()).collect();
+        assert_eq!(held, (1..=SPARE as u32 + 5).collect::<Vec<_>>());
+        for &n in &held {
+            t.states[n as usize - 1].ring.reserve(100);
+        }
+        for &n in &held {
+            t.give(n);
+        }
+        // The first SPARE given back keep their room; the others not.
+        let room = |t: &NicTable, n: u32| t.states[n as usize - 1].ring.capacity();
+        assert!(room(&t, 1) >= 100 && room(&t, SPARE as u32) >= 100);
+        assert_eq!(room(&t, SPARE as u32 + 1), 0);
+        // Taken again last given back first; nothing new is created.
+        assert_eq!(t.take(), SPARE as u32 + 5);
+        assert_eq!(t.created(), (SPARE + 5) as u64);
     }
 }

@@ -337,3 +337,138 @@ fn tso_retransmits_only_the_lost_frames_of_a_segment() {
         s.retransmitted_segments
     );
 }
+
+/// A group of `n` hosts on a 1 Gbit/s switched LAN with 3 µs of latency,
+/// each with `offloads[i]` when given (as the NDL builder sets a group's
+/// `offload=`), else `group` for all; one more host without offloads
+/// sends a 100-byte datagram to each of the first `targets` hosts in
+/// turn, 1 ms apart. Returns the simulation and the one-way delay each
+/// target saw, ns.
+fn group_udp(
+    n: u32,
+    group: Option<Offloads>,
+    each: &[(u32, Offloads)],
+    targets: u32,
+) -> (Simulation, std::rc::Rc<std::cell::RefCell<Vec<u64>>>) {
+    let mut sim = Simulation::new(5);
+    let lan = sim.add_network(switch("lan", Some(GBPS), 3_000));
+    let first = sim.add_group("h", Some(n), Protocols::UDP).unwrap();
+    let src = sim.add_group("src", None, Protocols::UDP).unwrap();
+    for i in 0..n {
+        sim.attach(first + i, lan, nth_ip(i)).unwrap();
+        if let Some(o) = group {
+            sim.set_offloads(first + i, o).unwrap();
+        }
+    }
+    for &(i, o) in each {
+        sim.set_offloads(first + i, o).unwrap();
+    }
+    sim.attach(src, lan, nth_ip(n)).unwrap();
+    let delays = std::rc::Rc::new(std::cell::RefCell::new(vec![0; targets as usize]));
+    for t in 0..targets {
+        let out = delays.clone();
+        sim.spawn(first + t, "sink", move |h: Host| async move {
+            let s = h.udp_bind(7)?;
+            let _ = s.recv_from().await?;
+            let sent = Time::from_millis(1 + u64::from(t));
+            out.borrow_mut()[t as usize] = (h.now() - sent).as_nanos() as u64;
+            Ok(())
+        });
+    }
+    sim.spawn(src, "source", move |h: Host| async move {
+        let s = h.udp_bind(9)?;
+        for t in 0..targets {
+            h.sleep_until(Time::from_millis(1 + u64::from(t))).await;
+            s.send_to(vec![7u8; 100], sa(nth_ip(t), 7)).await?;
+        }
+        Ok(())
+    });
+    (sim, delays)
+}
+
+#[test]
+fn a_group_with_offloads_allocates_no_nic_state_until_a_frame_arrives() {
+    let (mut plain, base) = group_udp(1000, None, &[], 3);
+    assert_success(&plain.run());
+    // Two serializations of a 142-byte frame (host to switch, switch to
+    // host) and the LAN's latency.
+    let one_way = 2 * ser_ns(142, GBPS) + 3_000;
+    assert_eq!(*base.borrow(), vec![one_way; 3]);
+    let (mut sim, delays) = group_udp(1000, Some(Offloads::LINUX), &[], 3);
+    // A thousand hosts with offloads, none holding receive state.
+    assert_eq!(sim.nic_states(), (0, 0));
+    assert_success(&sim.run());
+    // Each target's NIC held the datagram for exactly 8 µs.
+    assert_eq!(*delays.borrow(), vec![one_way + 8_000; 3]);
+    // One receive state, taken by the first target and handed on to the
+    // next when its ring emptied; nobody holds one after the run.
+    assert_eq!(sim.nic_states(), (1, 0));
+}
+
+#[test]
+fn a_machine_set_on_its_own_keeps_its_settings_inside_a_group_with_others() {
+    let slow = Offloads {
+        rx_usecs: 50,
+        ..Offloads::LINUX
+    };
+    let each = [(1, slow), (2, Offloads::default())];
+    let (mut sim, delays) = group_udp(4, Some(Offloads::LINUX), &each, 4);
+    assert_success(&sim.run());
+    let one_way = 2 * ser_ns(142, GBPS) + 3_000;
+    let want = [8_000, 50_000, 0, 8_000].map(|d| one_way + d);
+    assert_eq!(*delays.borrow(), want);
+    // Only hosts set on their own, without a group setting, also work.
+    let (mut sim, delays) = group_udp(4, None, &each, 4);
+    assert_success(&sim.run());
+    assert_eq!(*delays.borrow(), [0, 50_000, 0, 0].map(|d| one_way + d));
+}
+
+#[test]
+fn giving_nic_receive_states_back_when_rings_empty_changes_nothing_in_a_run() {
+    let run = |keep: bool| {
+        let mut cfg = link("l", Some(10 * GBPS), 20_000);
+        cfg.loss = 0.005;
+        cfg.txqueuelen = 1000;
+        let mut sim = bulk(4, cfg, Some(Offloads::LINUX), 2_000_000);
+        sim.set_nic_keep(keep);
+        let r = sim.run();
+        assert_success(&r);
+        assert_eq!(intact(&r), 2_000_000.0);
+        (r.deterministic_json(), sim.gro_merged(), sim.nic_states())
+    };
+    let kept = run(true);
+    let given = run(false);
+    assert_eq!((&kept.0, kept.1), (&given.0, given.1));
+    assert!(kept.1 > 100, "{}", kept.1);
+    // Kept: both hosts still hold theirs. Given back: nobody does, and
+    // the two states of the run were reused, not allocated again.
+    assert_eq!(kept.2, (2, 2));
+    assert_eq!(given.2 .1, 0);
+    assert!(given.2 .0 <= 2, "{:?}", given.2);
+    // And the same again: deterministic.
+    assert_eq!(run(false), given);
+}
+
+#[test]
+fn more_distinct_offload_settings_than_the_table_holds_are_refused_with_the_machines_name() {
+    let mut sim = Simulation::new(1);
+    let first = sim.add_group("h", Some(65_537), Protocols::UDP).unwrap();
+    // Entry 0 is "none"; 65,535 more fit.
+    for i in 0..65_535u32 {
+        let o = Offloads {
+            rx_usecs: i + 1,
+            ..Offloads::LINUX
+        };
+        sim.set_offloads(first + i, o).unwrap();
+    }
+    let new = Offloads {
+        rx_usecs: 1_000_000,
+        ..Offloads::LINUX
+    };
+    let err = sim.set_offloads(first + 65_535, new).unwrap_err();
+    assert!(err.to_string().contains("'h-65535'"), "{err}");
+    // Settings already in the table, and none, still go.
+    sim.set_offloads(first + 65_535, Offloads::LINUX).unwrap();
+    sim.set_offloads(first + 65_536, Offloads::default())
+        .unwrap();
+}
