@@ -128,6 +128,8 @@ impl ReadyQueue {
     pub fn pop(&mut self) -> Option<TaskId> {
         match self.first.take() {
             Some(t) => Some(t),
+            // Checked here so that the common empty case makes no call.
+            None if self.rest.is_empty() => None,
             None => self.rest.pop_front(),
         }
     }

@@ -71,13 +71,13 @@ enum Step {
 /// task or crashes a machine.
 const EVENT_BATCH: u32 = 64;
 
-/// Takes the first runnable task off the ready queue and makes it the
-/// current one.
+/// Takes the first runnable task off the ready queue. (A panic in a
+/// poll is the task's machine's, found from the task: `current_machine`
+/// is for events.)
 fn next_ready(w: &mut World) -> Option<Step> {
     let task = w.ready.pop()?;
     let meta = &mut w.tasks.meta[task as usize];
     meta.queued = false;
-    w.current_machine = Some(meta.machine);
     Some(Step::Poll(task, meta.machine))
 }
 
@@ -209,8 +209,9 @@ pub struct Simulation {
 
 /// Shared between the run loop and the watchdog thread.
 struct Heartbeat {
-    polls: AtomicU64,
-    in_poll: AtomicBool,
+    /// Twice the polls finished, plus one while a poll runs: one store
+    /// before and one after each poll.
+    ticks: AtomicU64,
     machine: AtomicU32,
     done: AtomicBool,
 }
@@ -1096,8 +1097,7 @@ impl Simulation {
         }
         IN_SIM.with(|c| *c.borrow_mut() = Some(String::new()));
         let beat = Arc::new(Heartbeat {
-            polls: AtomicU64::new(self.polls),
-            in_poll: AtomicBool::new(false),
+            ticks: AtomicU64::new(2 * self.polls),
             machine: AtomicU32::new(0),
             done: AtomicBool::new(false),
         });
@@ -1198,18 +1198,20 @@ impl Simulation {
         let Some(fut) = self.futures[task as usize].as_mut() else {
             return;
         };
-        beat.in_poll.store(true, Ordering::Relaxed);
+        // Only this thread writes the ticks: plain stores, not atomic
+        // read-modify-writes (a locked instruction per poll).
+        beat.ticks.store(2 * self.polls + 1, Ordering::Relaxed);
         crate::executor::set_current_task(Some(task));
         let result = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
-        // Only this thread writes the counter: a plain store, not an atomic
-        // read-modify-write (a locked instruction per poll).
         self.polls += 1;
-        beat.polls.store(self.polls, Ordering::Relaxed);
-        beat.in_poll.store(false, Ordering::Relaxed);
-        if let Ok(Poll::Pending) = result {
-            return;
+        beat.ticks.store(2 * self.polls, Ordering::Relaxed);
+        if matches!(result, Ok(Poll::Pending)) {
+            // Nothing to drop; forgetting it spares a call of the drop
+            // glue, which the compiler otherwise makes for every poll.
+            std::mem::forget(result);
+        } else {
+            self.task_ended(task, result);
         }
-        self.task_ended(task, result);
     }
 
     /// Records how `task` ended (its poll returned `result`), drops its
@@ -1494,13 +1496,14 @@ fn spawn_watchdog(
     let limit = d.limit;
     let on_stuck = d.on_stuck.clone();
     std::thread::spawn(move || {
-        let mut last = beat.polls.load(Ordering::Relaxed);
+        let mut last = beat.ticks.load(Ordering::Relaxed);
         let mut stuck_for = Duration::ZERO;
         let tick = Duration::from_millis(50).min(limit);
         while !beat.done.load(Ordering::Relaxed) {
             std::thread::sleep(tick);
-            let now = beat.polls.load(Ordering::Relaxed);
-            if now == last && beat.in_poll.load(Ordering::Relaxed) {
+            let now = beat.ticks.load(Ordering::Relaxed);
+            // The same poll (odd: one is running) since the last look.
+            if now == last && now % 2 == 1 {
                 stuck_for += tick;
                 if stuck_for >= limit {
                     let m = beat.machine.load(Ordering::Relaxed);

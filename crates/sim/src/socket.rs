@@ -624,11 +624,7 @@ impl Future for SendTo<'_> {
             tos: shared.tos.get(),
         };
         with_world_or(
-            |w| match crate::stack::udp::send(w, src, to, &mut this.payload) {
-                Ok(true) => Poll::Ready(Ok(())),
-                Ok(false) => Poll::Pending,
-                Err(e) => Poll::Ready(Err(e)),
-            },
+            |w| crate::stack::udp::send(w, src, to, &mut this.payload),
             |u| Poll::Ready(Err(u.into())),
         )
     }

@@ -15,6 +15,7 @@ use elvis_message::{ChunkRef, Message};
 use elvis_wire::checksum::{self, Checksum};
 use elvis_wire::{udp, IpProtocol};
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::task::Poll;
 
 /// Adds every byte of `msg` to a running checksum.
 #[inline]
@@ -38,19 +39,20 @@ pub(crate) struct Source {
 
 /// Sends the datagram in `payload` from `src` to `to`.
 ///
-/// Returns `Ok(false)` (and registers the calling task) when the NIC is
-/// full; the payload stays in `payload` for the next try.
+/// Returns `Pending` (and registers the calling task) when the NIC is
+/// full; the payload stays in `payload` for the next try. (The result is
+/// the `send_to` future's own, built here in place.)
 pub(crate) fn send(
     w: &mut World,
     src: Source,
     to: SocketAddrV4,
     payload: &mut Option<Message>,
-) -> Result<bool, SocketError> {
+) -> Poll<Result<(), SocketError>> {
     let Some(len) = payload.as_ref().map(Message::len) else {
-        return Ok(true);
+        return Poll::Ready(Ok(()));
     };
     if len > MAX_UDP_PAYLOAD {
-        return Err(SocketError::MessageTooLong(len));
+        return Poll::Ready(Err(SocketError::MessageTooLong(len)));
     }
     let Source {
         machine: m,
@@ -64,18 +66,21 @@ pub(crate) fn send(
         sport: src_port,
         dport: to.port(),
     };
-    let route = ipv4::route_flow(w, m, *to.ip(), Some(&flow))?;
+    let route = match ipv4::route_flow(w, m, *to.ip(), Some(&flow)) {
+        Ok(route) => route,
+        Err(e) => return Poll::Ready(Err(e)),
+    };
     if route.next != ipv4::NextHop::Local {
         let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
         if let Some((net, port)) = nic_full(w, m, &route, need) {
             let task = current_task();
             crate::net::wait_for_room_task(w, net, port, task);
-            return Ok(false);
+            return Poll::Pending;
         }
     }
     // Sent from where it lies (no move of the message out of the future).
     let Some(msg) = payload.as_mut() else {
-        return Ok(true);
+        return Poll::Ready(Ok(()));
     };
     let repr = udp::Repr {
         src_port,
@@ -95,7 +100,7 @@ pub(crate) fn send(
     let (dst, ttl) = (*to.ip(), w.default_ttl);
     ipv4::send_tos(w, m, route, dst, IpProtocol::Udp, ttl, false, tos, msg);
     *payload = None;
-    Ok(true)
+    Poll::Ready(Ok(()))
 }
 
 /// Returns the NIC (network, port) of interface `iface` of machine `m` when
