@@ -262,6 +262,13 @@ impl UdpRx {
                 self.bytes -= self.head_len as usize;
                 return Poll::Ready(Ok(d));
             }
+            // Nothing queued (no overflow queue was ever needed): park.
+            if self.rest.is_none() {
+                if let Some(task) = current_task() {
+                    self.waiter = Some(task);
+                    return Poll::Pending;
+                }
+            }
         }
         self.poll_recv_slow(closed)
     }
