@@ -15,74 +15,19 @@
 //! (almost) stop once the first DSACKs are back, and without them they go
 //! on for the whole transfer.
 
-use crate::common::{nth_ip, sa};
-use elvis_sim::{Host, Message, NetworkConfig, NetworkKind, Simulation, TcpConfig, TcpStats};
+use crate::common::{nth_ip, reordering_transfer, sa, Transfer};
+use elvis_sim::{Host, Simulation, TcpConfig};
 
 const BYTES: u64 = 60_000_000;
 
-/// What one transfer measured.
-struct Outcome {
-    /// The sender's and the receiver's statistics.
-    tx: TcpStats,
-    rx: TcpStats,
-    /// Frames the path held back (both directions).
-    reordered: u64,
-    /// From the connection's opening to the last ACK the sender got, ns.
-    elapsed_ns: u64,
-}
-
 /// Sends `BYTES` over the reordering path with `dsack` on or off at both
 /// ends.
-fn transfer(dsack: bool, seed: u64) -> Outcome {
-    let mut sim = Simulation::new(seed);
-    let mut cfg = NetworkConfig::ideal("path").with_rate(1_000_000_000, 5_000_000);
-    cfg.kind = NetworkKind::Link;
-    cfg.reorder = 0.01;
-    cfg.reorder_delay_ns = 3_000_000;
-    let net = sim.add_network(cfg);
-    sim.set_tcp_config(TcpConfig {
+fn transfer(dsack: bool, seed: u64) -> Transfer {
+    let tcp = TcpConfig {
         dsack,
         ..TcpConfig::default()
-    });
-    let a = sim
-        .add_group("tx", None, elvis_sim::Protocols::UDP_TCP)
-        .unwrap();
-    let b = sim
-        .add_group("rx", None, elvis_sim::Protocols::UDP_TCP)
-        .unwrap();
-    sim.attach(a, net, nth_ip(0)).unwrap();
-    sim.attach(b, net, nth_ip(1)).unwrap();
-    sim.spawn(b, "sink", |h: Host| async move {
-        let l = h.tcp_listen(5001, 1)?;
-        let (s, _) = l.accept().await?;
-        let mut got = 0;
-        while got < BYTES {
-            got += s.recv(1 << 20).await?.len() as u64;
-        }
-        Ok(())
-    });
-    sim.spawn(a, "bulk", move |h: Host| async move {
-        let s = h.tcp_connect(sa(nth_ip(1), 5001)).await?;
-        s.write_all(Message::zeros(BYTES)).await?;
-        s.close().await?;
-        Ok(())
-    });
-    let r = sim.run();
-    assert!(r.success(), "dsack {dsack} seed {seed}: {:?}", r.problems);
-    let conn = |m: &str| {
-        r.tcp_connections
-            .iter()
-            .find(|c| c.machine == m)
-            .expect("a connection")
     };
-    let (tx, rx) = (conn("tx"), conn("rx"));
-    assert_eq!(tx.stats.bytes_acked, BYTES);
-    Outcome {
-        tx: tx.stats.clone(),
-        rx: rx.stats.clone(),
-        reordered: r.networks[0].stats.reordered,
-        elapsed_ns: tx.last_ack_ns - tx.opened_ns,
-    }
+    reordering_transfer(seed, tcp, BYTES)
 }
 
 #[test]

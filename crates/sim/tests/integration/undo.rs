@@ -11,36 +11,22 @@
 //! Without undo CUBIC climbs back along its curve over many round trips
 //! (at a 10 ms RTT, about one segment per round trip: seconds).
 
-use crate::common::{nth_ip, sa};
-use elvis_sim::{Host, Message, NetworkConfig, NetworkKind, Simulation, TcpConfig, TcpStats};
+use crate::common::{reordering_transfer, Transfer};
+use elvis_sim::TcpConfig;
 
 const BYTES: u64 = 60_000_000;
 
-/// What one transfer measured.
-struct Outcome {
-    tx: TcpStats,
-    rx: TcpStats,
-    /// From the connection's opening to the last ACK the sender got, ns.
-    elapsed_ns: u64,
-}
-
 /// Sends `BYTES` over the reordering path with undo on or off, DSACK
 /// only (no timestamps).
-fn transfer(undo: bool, seed: u64) -> Outcome {
+fn transfer(undo: bool, seed: u64) -> Transfer {
     transfer_with(undo, seed, false)
 }
 
 /// Sends `BYTES` over the reordering path with undo on or off; with
 /// `eifel`, timestamps on and DSACK off, so only the timestamp echo can
 /// show a recovery spurious.
-fn transfer_with(undo: bool, seed: u64, eifel: bool) -> Outcome {
-    let mut sim = Simulation::new(seed);
-    let mut cfg = NetworkConfig::ideal("path").with_rate(1_000_000_000, 5_000_000);
-    cfg.kind = NetworkKind::Link;
-    cfg.reorder = 0.01;
-    cfg.reorder_delay_ns = 3_000_000;
-    let net = sim.add_network(cfg);
-    sim.set_tcp_config(TcpConfig {
+fn transfer_with(undo: bool, seed: u64, eifel: bool) -> Transfer {
+    let tcp = TcpConfig {
         undo,
         // Without timestamps: with them our 1 µs TSval clock lets PAWS
         // drop a held-back original whose TSval is older than that of a
@@ -50,53 +36,8 @@ fn transfer_with(undo: bool, seed: u64, eifel: bool) -> Outcome {
         timestamps: eifel,
         dsack: !eifel,
         ..TcpConfig::default()
-    });
-    let a = sim
-        .add_group("tx", None, elvis_sim::Protocols::UDP_TCP)
-        .unwrap();
-    let b = sim
-        .add_group("rx", None, elvis_sim::Protocols::UDP_TCP)
-        .unwrap();
-    sim.attach(a, net, nth_ip(0)).unwrap();
-    sim.attach(b, net, nth_ip(1)).unwrap();
-    sim.spawn(b, "sink", |h: Host| async move {
-        let l = h.tcp_listen(5001, 1)?;
-        let (s, _) = l.accept().await?;
-        let mut got = 0;
-        while got < BYTES {
-            got += s.recv(1 << 20).await?.len() as u64;
-        }
-        assert_eq!(got, BYTES);
-        Ok(())
-    });
-    sim.spawn(a, "bulk", move |h: Host| async move {
-        let s = h.tcp_connect(sa(nth_ip(1), 5001)).await?;
-        s.write_all(Message::zeros(BYTES)).await?;
-        s.close().await?;
-        Ok(())
-    });
-    let r = sim.run();
-    assert!(r.success(), "undo {undo} seed {seed}: {:?}", r.problems);
-    let tx = r
-        .tcp_connections
-        .iter()
-        .find(|c| c.machine == "tx")
-        .expect("the sender's connection");
-    let rx = r
-        .tcp_connections
-        .iter()
-        .find(|c| c.machine == "rx")
-        .expect("the receiver's connection");
-    assert_eq!(tx.stats.bytes_acked, BYTES, "every byte acknowledged");
-    assert_eq!(
-        rx.stats.bytes_received, BYTES,
-        "every byte delivered in order"
-    );
-    Outcome {
-        tx: tx.stats.clone(),
-        rx: rx.stats.clone(),
-        elapsed_ns: tx.last_ack_ns - tx.opened_ns,
-    }
+    };
+    reordering_transfer(seed, tcp, BYTES)
 }
 
 /// Over six seeds, undo finishes every transfer sooner, by 29 % in all
