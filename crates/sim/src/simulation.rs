@@ -176,10 +176,9 @@ fn app_reports(w: &World) -> Vec<AppReport> {
     if keys.is_sorted() {
         return entries;
     }
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    order.sort_unstable_by_key(|&i| keys[i]);
-    let mut slots: Vec<Option<AppReport>> = entries.into_iter().map(Some).collect();
-    order.into_iter().filter_map(|i| slots[i].take()).collect()
+    let mut both: Vec<_> = keys.into_iter().zip(entries).collect();
+    both.sort_unstable_by_key(|(key, _)| *key);
+    both.into_iter().map(|(_, e)| e).collect()
 }
 
 /// Limits of one call to [`Simulation::run_with`].

@@ -217,3 +217,52 @@ fn a_time_limit_stops_the_run_at_exactly_that_instant() {
     assert_eq!(r.end, End::Idle);
     assert_eq!(r.sim_time_ns, 10_000_000_000);
 }
+
+/// The report sums tasks by (group, application) in creation order of
+/// the groups and first-spawn order of the names, however the tasks were
+/// spawned; checked against a `BTreeMap` model, with enough entries that
+/// the report's lookup index is built.
+#[test]
+fn the_report_sums_applications_by_group_and_name_in_creation_order() {
+    use std::collections::BTreeMap;
+    let mut sim = Simulation::new(1);
+    let groups: Vec<_> = (0..20)
+        .map(|g| {
+            sim.add_group(&format!("g{g}"), Some(3), Protocols::UDP)
+                .unwrap()
+        })
+        .collect();
+    let names = ["x", "y", "z"];
+    let mut model: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+    // Spawned from the last group back, names rotating: neither order is
+    // the report's.
+    for (g, &first) in groups.iter().enumerate().rev() {
+        for i in 0..3u32 {
+            let n = (g + i as usize) % names.len();
+            sim.spawn(first + i, names[n], |_h: Host| async move { Ok(()) });
+            *model.entry((19 - g, n)).or_default() += 1;
+        }
+    }
+    let r = sim.run();
+    // Group g was created g-th; name n was first spawned by group 19.
+    let name_rank = |n: usize| (n + 3 - 19 % 3) % 3;
+    let expect: Vec<(String, String, u64)> = model
+        .iter()
+        .map(|(&(rg, n), &c)| (19 - rg, n, c))
+        .map(|(g, n, c)| {
+            (
+                (g, name_rank(n)),
+                (format!("g{g}"), names[n].to_string(), c),
+            )
+        })
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    let got: Vec<(String, String, u64)> = r
+        .applications
+        .iter()
+        .map(|a| (a.group.clone(), a.application.clone(), a.finished))
+        .collect();
+    assert_eq!(got, expect);
+    assert!(r.applications.iter().all(|a| a.instances == a.finished));
+}
