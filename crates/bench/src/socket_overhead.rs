@@ -44,9 +44,9 @@
 //!   only inside [`measured`] (so process start-up is left out); reported
 //!   per unit (simulation, hop, round trip). Skipped, with `n/a`, where
 //!   valgrind is not installed.
-//! - **wall time**: the median of 5 runs of each variant, interleaved
-//!   (no-sockets, sockets, no-sockets, …), so that a burst of load on a
-//!   shared machine moves one sample of each, not the verdict.
+//! - **wall time**: [`ROUNDS`] paired rounds (see [`wall_times`]); the
+//!   overhead is the median of the rounds' ratios, so that the speed
+//!   drifts of a shared machine, far larger than 5 %, cancel.
 
 use crate::Measurement;
 use elvis_message::{ChunkRef, Message};
@@ -487,21 +487,24 @@ pub fn profile(scale: f64, name: &str, sockets: bool) -> bool {
     Scenario::parse(name).is_some_and(|s| measured(s, sockets, scale))
 }
 
-/// Rounds of the wall-time comparison.
-const ROUNDS: usize = 5;
+/// Default rounds of the wall-time comparison.
+pub const ROUNDS: usize = 21;
 /// The largest scale the instruction counts run at (callgrind runs some
 /// 50 times slower; instruction counts are deterministic and per unit).
 const MAX_INSTRUCTION_SCALE: f64 = 0.02;
 
+/// Returns the `q`-quantile of `v` (0 ≤ q ≤ 1; sorts `v` in place),
+/// interpolating linearly between the two nearest samples.
+fn quantile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let x = q * (v.len() - 1) as f64;
+    let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (x - lo as f64)
+}
+
 /// Returns the median of `v` (sorted in place).
 fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    quantile(v, 0.5)
 }
 
 /// One row of the table.
@@ -510,36 +513,60 @@ struct Row {
     /// Instructions per unit, without and with sockets (`None` without
     /// valgrind).
     instructions: Option<[f64; 2]>,
-    /// Median wall time, without and with sockets, s.
-    wall: [f64; 2],
+    wall: Wall,
     /// Both variants did the same work, as expected, in every run.
     ok: bool,
     work: [Work; 2],
 }
 
-/// Times both variants `ROUNDS` times, interleaved; checks that every run
-/// of a variant did the same work and the variants did the same work.
-fn wall_times(scenario: Scenario, scale: f64) -> ([f64; 2], [Work; 2], bool) {
+/// The wall-time comparison of one scenario.
+struct Wall {
+    /// Median wall time, without and with sockets, s.
+    median: [f64; 2],
+    /// The socket overhead: the median over rounds of each round's ratio
+    /// (sockets / no sockets − 1), %; and that ratio's quartiles.
+    overhead_pct: f64,
+    quartiles_pct: [f64; 2],
+}
+
+/// Times both variants `rounds` times after one untimed warm-up round.
+/// The rounds are paired: each times both variants back to back, in the
+/// order no-sockets/sockets, then sockets/no-sockets (ABBA), and the
+/// overhead is the median of the per-round ratios. On a shared or
+/// frequency-scaling machine the speed drifts by far more than 5 % within
+/// seconds; a pair run within ~0.1 s sees the same speed, and the
+/// alternating order cancels any advantage of running first or second.
+/// Checks that every run of a variant did the same work and the variants
+/// did the same work.
+fn wall_times(scenario: Scenario, scale: f64, rounds: usize) -> (Wall, [Work; 2], bool) {
     let mut times: [Vec<f64>; 2] = Default::default();
     let mut works = [Work::default(); 2];
     let mut ok = true;
-    for round in 0..ROUNDS {
-        for (i, sockets) in [false, true].into_iter().enumerate() {
+    for round in 0..=rounds.max(1) {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
             let t = Instant::now();
-            let (w, expected) = scenario.run(sockets, scale);
-            times[i].push(t.elapsed().as_secs_f64());
+            let (w, expected) = scenario.run(i == 1, scale);
+            let dt = t.elapsed().as_secs_f64();
             ok &= expected && (round == 0 || w == works[i]);
             works[i] = w;
+            if round > 0 {
+                times[i].push(dt);
+            }
         }
     }
+    let mut ratios: Vec<f64> = (times[0].iter().zip(&times[1]))
+        .map(|(a, b)| (b / a - 1.0) * 100.0)
+        .collect();
+    let wall = Wall {
+        overhead_pct: median(&mut ratios),
+        quartiles_pct: [quantile(&mut ratios, 0.25), quantile(&mut ratios, 0.75)],
+        median: [median(&mut times[0]), median(&mut times[1])],
+    };
     let same = works[0].frames_sent == works[1].frames_sent
         && works[0].frames_delivered == works[1].frames_delivered
         && works[0].sim_ns == works[1].sim_ns;
-    (
-        [median(&mut times[0]), median(&mut times[1])],
-        works,
-        ok && same,
-    )
+    (wall, works, ok && same)
 }
 
 /// Counts the instructions of one variant at `scale` in a child process
@@ -585,12 +612,12 @@ fn collected(stderr: &str) -> Option<u64> {
 /// Runs the three scenarios; prints a table, returns the measurement.
 /// With `count_instructions`, each variant also runs once under callgrind
 /// (at a scale of at most `MAX_INSTRUCTION_SCALE`).
-pub fn run(scale: f64, count_instructions: bool) -> Measurement {
+pub fn run(scale: f64, rounds: usize, count_instructions: bool) -> Measurement {
     let iscale = scale.min(MAX_INSTRUCTION_SCALE);
     let rows: Vec<Row> = Scenario::ALL
         .into_iter()
         .map(|scenario| {
-            let (wall, work, ok) = wall_times(scenario, scale);
+            let (wall, work, ok) = wall_times(scenario, scale, rounds);
             let instructions = count_instructions
                 .then(|| {
                     let units = scenario.units(iscale) as f64;
@@ -608,7 +635,7 @@ pub fn run(scale: f64, count_instructions: bool) -> Measurement {
             }
         })
         .collect();
-    print_table(&rows, scale, count_instructions.then_some(iscale));
+    print_table(&rows, scale, rounds, count_instructions.then_some(iscale));
     let mut extra = serde_json::Map::new();
     for r in &rows {
         let pct = |[a, b]: [f64; 2]| (b / a - 1.0) * 100.0;
@@ -616,9 +643,10 @@ pub fn run(scale: f64, count_instructions: bool) -> Measurement {
             r.scenario.title().to_string(),
             serde_json::json!({
                 "work": r.scenario.describe(scale),
-                "no_sockets_s": r.wall[0],
-                "sockets_s": r.wall[1],
-                "overhead_pct": pct(r.wall),
+                "no_sockets_s": r.wall.median[0],
+                "sockets_s": r.wall.median[1],
+                "overhead_pct": r.wall.overhead_pct,
+                "overhead_quartiles_pct": r.wall.quartiles_pct,
                 "no_sockets_instructions_per_unit": r.instructions.map(|i| i[0]),
                 "sockets_instructions_per_unit": r.instructions.map(|i| i[1]),
                 "instruction_overhead_pct": r.instructions.map(pct),
@@ -635,11 +663,14 @@ pub fn run(scale: f64, count_instructions: bool) -> Measurement {
     }
 }
 
-fn print_table(rows: &[Row], scale: f64, iscale: Option<f64>) {
+fn print_table(rows: &[Row], scale: f64, rounds: usize, iscale: Option<f64>) {
     if let Some(iscale) = iscale {
         println!("instructions: callgrind, per unit, at scale {iscale}");
     }
-    println!("wall: median of {ROUNDS} interleaved runs at scale {scale}");
+    println!(
+        "wall: {rounds} paired rounds at scale {scale} (ABBA order); times are medians, \
+         the overhead is the median of the rounds' ratios [quartiles]"
+    );
     println!("| scenario | work | instr/unit no sockets | instr/unit sockets | overhead (instr) | wall no sockets (s) | wall sockets (s) | overhead (wall) | paper (Elvis, wall) |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
@@ -647,12 +678,13 @@ fn print_table(rows: &[Row], scale: f64, iscale: Option<f64>) {
             Some([a, b]) => format!("{a:.0} | {b:.0} | {:+.1} %", (b / a - 1.0) * 100.0),
             None => "n/a | n/a | n/a".to_string(),
         };
-        let [a, b] = r.wall;
+        let [a, b] = r.wall.median;
+        let [q1, q3] = r.wall.quartiles_pct;
         println!(
-            "| {} | {} | {instr} | {a:.3} | {b:.3} | {:+.1} % | {} |",
+            "| {} | {} | {instr} | {a:.3} | {b:.3} | {:+.1} % [{q1:+.1}, {q3:+.1}] | {} |",
             r.scenario.title(),
             r.scenario.describe(scale),
-            (b / a - 1.0) * 100.0,
+            r.wall.overhead_pct,
             r.scenario.paper()
         );
         if !r.ok {
@@ -699,5 +731,14 @@ mod tests {
     fn median_of_an_even_count_averages_the_middle_two() {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn quartiles_interpolate_between_samples() {
+        let mut v = [5.0, 1.0, 4.0, 2.0, 3.0];
+        assert_eq!(quantile(&mut v, 0.25), 2.0);
+        assert_eq!(quantile(&mut v, 0.75), 4.0);
+        assert_eq!(quantile(&mut [1.0, 2.0], 0.25), 1.25);
+        assert_eq!(quantile(&mut [7.0], 0.75), 7.0);
     }
 }
