@@ -107,12 +107,14 @@ pub(crate) fn push(
     dst: Ipv4Addr,
     mut msg: Message,
 ) -> Result<(), SocketError> {
-    let route = super::ipv4::route(w, m, dst)?;
-    if super::ipv4::room(w, m, &route) < super::ipv4::frames_needed(&route, msg.len()) {
+    // Used where it lies (see `ipv4::route_flow`).
+    let found = super::ipv4::route(w, m, dst);
+    let route = found.as_ref().map_err(Clone::clone)?;
+    if super::ipv4::room(w, m, route) < super::ipv4::frames_needed(route, msg.len()) {
         w.drop_packet(crate::report::DropReason::NicQueueFull);
         return Ok(());
     }
-    super::ipv4::send(w, m, route, dst, IpProtocol::from(proto), &mut msg);
+    super::ipv4::send(w, m, *route, dst, IpProtocol::from(proto), &mut msg);
     Ok(())
 }
 

@@ -379,8 +379,10 @@ fn forward_parsed(
         return super::icmp::send_error(w, m, super::icmp::TIME_EXCEEDED, 0, [0; 4], msg);
     }
     let pinned = flow.as_ref().and_then(|f| ipv4::flow_route(w, m, f));
-    let route = match pinned.map_or_else(|| ipv4::route_flow(w, m, dst, flow.as_ref()), Ok) {
-        Ok(r) if r.next != NextHop::Local => r,
+    // Used where it lies (see `ipv4::route_flow`).
+    let found = pinned.map_or_else(|| ipv4::route_flow(w, m, dst, flow.as_ref()), Ok);
+    let route = match &found {
+        Ok(r) if r.next != NextHop::Local => *r,
         _ => {
             counters(w, m, iface).no_route += 1;
             w.drop_packet(DropReason::NoRoute);

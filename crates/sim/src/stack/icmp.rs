@@ -56,12 +56,14 @@ fn send_own(
     to: Ipv4Addr,
     mut msg: Message,
 ) -> Result<(), SocketError> {
-    let route = ipv4::route(w, m, to)?;
-    if ipv4::room(w, m, &route) < ipv4::frames_needed(&route, msg.len()) {
+    // Used where it lies (see `ipv4::route_flow`).
+    let found = ipv4::route(w, m, to);
+    let route = found.as_ref().map_err(Clone::clone)?;
+    if ipv4::room(w, m, route) < ipv4::frames_needed(route, msg.len()) {
         w.drop_packet(DropReason::NicQueueFull);
         return Ok(());
     }
-    ipv4::send(w, m, route, to, IpProtocol::Icmp, &mut msg);
+    ipv4::send(w, m, *route, to, IpProtocol::Icmp, &mut msg);
     Ok(())
 }
 
@@ -78,12 +80,14 @@ pub(crate) fn send_echo_request(
     let i = ident.to_be_bytes();
     let s = seq.to_be_bytes();
     push_header(&mut data, ECHO_REQUEST, 0, [i[0], i[1], s[0], s[1]]);
-    let route = ipv4::route(w, m, to)?;
+    // Used where it lies (see `ipv4::route_flow`).
+    let found = ipv4::route(w, m, to);
+    let route = found.as_ref().map_err(Clone::clone)?;
     let mtu = route.mtu as usize;
     if opts.dont_fragment && data.len() + 20 > mtu {
         return Err(SocketError::MessageTooLong(data.len()));
     }
-    if ipv4::room(w, m, &route) < ipv4::frames_needed(&route, data.len()) {
+    if ipv4::room(w, m, route) < ipv4::frames_needed(route, data.len()) {
         w.drop_packet(DropReason::NicQueueFull);
         return Ok(());
     }
@@ -91,7 +95,7 @@ pub(crate) fn send_echo_request(
     ipv4::send_opts(
         w,
         m,
-        route,
+        *route,
         to,
         IpProtocol::Icmp,
         ttl,

@@ -41,18 +41,21 @@ pub(crate) struct Source {
 ///
 /// Returns `Pending` (and registers the calling task) when the NIC is
 /// full; the payload stays in `payload` for the next try. (The result is
-/// the `send_to` future's own, built here in place.)
+/// the `send_to` future's, with the rare error boxed so that the whole
+/// result is one word, returned in a register: a larger one comes back
+/// through memory, written as one word and copied out in wider loads,
+/// which stall until that store reaches the cache.)
 pub(crate) fn send(
     w: &mut World,
     src: Source,
     to: SocketAddrV4,
     payload: &mut Option<Message>,
-) -> Poll<Result<(), SocketError>> {
+) -> Poll<Result<(), Box<SocketError>>> {
     let Some(len) = payload.as_ref().map(Message::len) else {
         return Poll::Ready(Ok(()));
     };
     if len > MAX_UDP_PAYLOAD {
-        return Poll::Ready(Err(SocketError::MessageTooLong(len)));
+        return Poll::Ready(Err(Box::new(SocketError::MessageTooLong(len))));
     }
     let Source {
         machine: m,
@@ -66,13 +69,15 @@ pub(crate) fn send(
         sport: src_port,
         dport: to.port(),
     };
-    let route = match ipv4::route_flow(w, m, *to.ip(), Some(&flow)) {
+    // Used where it lies (see `ipv4::route_flow`).
+    let found = ipv4::route_flow(w, m, *to.ip(), Some(&flow));
+    let route = match &found {
         Ok(route) => route,
-        Err(e) => return Poll::Ready(Err(e)),
+        Err(e) => return Poll::Ready(Err(Box::new(e.clone()))),
     };
     if route.next != ipv4::NextHop::Local {
-        let need = ipv4::frames_needed(&route, len + udp::HEADER_LEN);
-        if let Some((net, port)) = nic_full(w, m, &route, need) {
+        let need = ipv4::frames_needed(route, len + udp::HEADER_LEN);
+        if let Some((net, port)) = nic_full(w, m, route, need) {
             let task = current_task();
             crate::net::wait_for_room_task(w, net, port, task);
             return Poll::Pending;
@@ -98,7 +103,7 @@ pub(crate) fn send(
     );
     w.stats.udp_sent += 1;
     let (dst, ttl) = (*to.ip(), w.default_ttl);
-    ipv4::send_tos(w, m, route, dst, IpProtocol::Udp, ttl, false, tos, msg);
+    ipv4::send_tos(w, m, *route, dst, IpProtocol::Udp, ttl, false, tos, msg);
     *payload = None;
     Poll::Ready(Ok(()))
 }
