@@ -488,7 +488,7 @@ pub fn profile(scale: f64, name: &str, sockets: bool) -> bool {
 }
 
 /// Default rounds of the wall-time comparison.
-pub const ROUNDS: usize = 21;
+pub const ROUNDS: usize = 31;
 /// The largest scale the instruction counts run at (callgrind runs some
 /// 50 times slower; instruction counts are deterministic and per unit).
 const MAX_INSTRUCTION_SCALE: f64 = 0.02;
@@ -529,44 +529,66 @@ struct Wall {
     quartiles_pct: [f64; 2],
 }
 
-/// Times both variants `rounds` times after one untimed warm-up round.
-/// The rounds are paired: each times both variants back to back, in the
-/// order no-sockets/sockets, then sockets/no-sockets (ABBA), and the
-/// overhead is the median of the per-round ratios. On a shared or
-/// frequency-scaling machine the speed drifts by far more than 5 % within
-/// seconds; a pair run within ~0.1 s sees the same speed, and the
-/// alternating order cancels any advantage of running first or second.
-/// Checks that every run of a variant did the same work and the variants
-/// did the same work.
-fn wall_times(scenario: Scenario, scale: f64, rounds: usize) -> (Wall, [Work; 2], bool) {
-    let mut times: [Vec<f64>; 2] = Default::default();
-    let mut works = [Work::default(); 2];
-    let mut ok = true;
+/// What the timed runs of one scenario gave.
+#[derive(Default)]
+struct Timings {
+    /// Wall times without and with sockets, s, one per round.
+    times: [Vec<f64>; 2],
+    /// The work each variant did (checked to be the same in every run).
+    works: [Work; 2],
+    ok: bool,
+}
+
+/// Times both variants of every scenario `rounds` times, after one untimed
+/// warm-up round. Each round times each scenario's two variants back to
+/// back, in the order no-sockets/sockets, then sockets/no-sockets (ABBA),
+/// and the scenarios take turns round by round, so that each scenario's
+/// rounds spread over the whole measurement. The overhead is the median of
+/// the rounds' ratios: on a shared or frequency-scaling machine the speed
+/// drifts by far more than 5 % within seconds, while a pair run within
+/// ~0.2 s sees the same speed, and the alternating order cancels any
+/// advantage of running first or second. Checks that every run of a
+/// variant did the same work and the variants did the same work.
+fn wall_times(scale: f64, rounds: usize) -> Vec<(Wall, [Work; 2], bool)> {
+    let mut all: Vec<Timings> = Scenario::ALL
+        .iter()
+        .map(|_| Timings {
+            ok: true,
+            ..Timings::default()
+        })
+        .collect();
     for round in 0..=rounds.max(1) {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
-            let t = Instant::now();
-            let (w, expected) = scenario.run(i == 1, scale);
-            let dt = t.elapsed().as_secs_f64();
-            ok &= expected && (round == 0 || w == works[i]);
-            works[i] = w;
-            if round > 0 {
-                times[i].push(dt);
+        for (scenario, t) in Scenario::ALL.into_iter().zip(&mut all) {
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for i in order {
+                let start = Instant::now();
+                let (w, expected) = scenario.run(i == 1, scale);
+                let dt = start.elapsed().as_secs_f64();
+                t.ok &= expected && (round == 0 || w == t.works[i]);
+                t.works[i] = w;
+                if round > 0 {
+                    t.times[i].push(dt);
+                }
             }
         }
     }
-    let mut ratios: Vec<f64> = (times[0].iter().zip(&times[1]))
-        .map(|(a, b)| (b / a - 1.0) * 100.0)
-        .collect();
-    let wall = Wall {
-        overhead_pct: median(&mut ratios),
-        quartiles_pct: [quantile(&mut ratios, 0.25), quantile(&mut ratios, 0.75)],
-        median: [median(&mut times[0]), median(&mut times[1])],
-    };
-    let same = works[0].frames_sent == works[1].frames_sent
-        && works[0].frames_delivered == works[1].frames_delivered
-        && works[0].sim_ns == works[1].sim_ns;
-    (wall, works, ok && same)
+    all.into_iter()
+        .map(|mut t| {
+            let mut ratios: Vec<f64> = (t.times[0].iter().zip(&t.times[1]))
+                .map(|(a, b)| (b / a - 1.0) * 100.0)
+                .collect();
+            let wall = Wall {
+                overhead_pct: median(&mut ratios),
+                quartiles_pct: [quantile(&mut ratios, 0.25), quantile(&mut ratios, 0.75)],
+                median: [median(&mut t.times[0]), median(&mut t.times[1])],
+            };
+            let [a, b] = t.works;
+            let same = a.frames_sent == b.frames_sent
+                && a.frames_delivered == b.frames_delivered
+                && a.sim_ns == b.sim_ns;
+            (wall, t.works, t.ok && same)
+        })
+        .collect()
 }
 
 /// Counts the instructions of one variant at `scale` in a child process
@@ -616,8 +638,8 @@ pub fn run(scale: f64, rounds: usize, count_instructions: bool) -> Measurement {
     let iscale = scale.min(MAX_INSTRUCTION_SCALE);
     let rows: Vec<Row> = Scenario::ALL
         .into_iter()
-        .map(|scenario| {
-            let (wall, work, ok) = wall_times(scenario, scale, rounds);
+        .zip(wall_times(scale, rounds))
+        .map(|(scenario, (wall, work, ok))| {
             let instructions = count_instructions
                 .then(|| {
                     let units = scenario.units(iscale) as f64;

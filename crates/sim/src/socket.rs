@@ -642,8 +642,6 @@ impl Future for SendTo<'_> {
     type Output = Result<(), SocketError>;
     /// Reads the source port, TOS and connected peer from the shared
     /// record (no socket-table lookup), then enters the world once to send.
-    /// Inlined into the task, so that its result stays in registers.
-    #[inline]
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         let shared = &*this.sock.shared;
