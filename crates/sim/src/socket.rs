@@ -642,6 +642,12 @@ impl Future for SendTo<'_> {
     type Output = Result<(), SocketError>;
     /// Reads the source port, TOS and connected peer from the shared
     /// record (no socket-table lookup), then enters the world once to send.
+    /// Inlined into the task: its result (24 bytes, an `Ok` written as one
+    /// word) would otherwise come back through memory and be copied out in
+    /// 16-byte loads, which wait for that store to reach the cache (in
+    /// paired wall runs this costs Ping Pong some 3–7 %, for 14 fewer
+    /// instructions per hop).
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         let shared = &*this.sock.shared;
