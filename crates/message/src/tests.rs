@@ -32,8 +32,10 @@ fn mixed() -> Message {
 fn message_fits_in_its_size_budget() {
     let size = size_of::<Message>();
     println!("size_of::<Message>() = {size}");
-    assert!(size <= 160, "Message is {size} bytes");
-    assert_eq!(size, 152);
+    // 88 head + 1 index (padded to 8) + 48 rope. Every byte adds to every
+    // move of a message, and the compiler copies up to 128 bytes inline but
+    // calls `memcpy` beyond (see `HEAD_ROOM`).
+    assert_eq!(size, 144, "Message is {size} bytes");
 }
 
 #[test]
@@ -116,19 +118,20 @@ fn push_front_returns_zeroed_bytes() {
 #[test]
 fn push_that_does_not_fit_spills_the_head_into_a_chunk() {
     let mut m = Message::from_static(b"payload");
+    let second = HEAD_ROOM - 66;
     m.push_front_slice(&[1; 60]);
-    m.push_front_slice(&[2; 30]);
+    m.push_front_slice(&vec![2; second]);
     assert_eq!(m.headroom(), 6);
     m.push_front_slice(&[3; 20]);
     assert_eq!(m.headroom(), HEAD_ROOM - 20);
     assert_eq!(m.chunk_count(), 3);
     let mut expect = vec![3; 20];
-    expect.extend([2; 30]);
+    expect.extend(vec![2; second]);
     expect.extend([1; 60]);
     expect.extend(b"payload");
     assert_eq!(content(&m), expect);
     assert_eq!(m.front(50).unwrap(), &expect[..50]);
-    m.pop_front(110).unwrap();
+    m.pop_front(20 + second + 60).unwrap();
     assert_eq!(m, &b"payload"[..]);
 }
 

@@ -216,7 +216,7 @@ impl UdpRx {
         // it through a word-by-word swap loop.
         let len = len as u32;
         if self.head.is_none() && self.rest.as_ref().is_none_or(|r| r.is_empty()) {
-            // Moved into place without a pass over its 152 bytes (a `take`
+            // Moved into place without a pass over its 144 bytes (a `take`
             // would copy them out, blank the caller's and copy them in).
             let (msg, _) = self.head.insert((Message::new(), from));
             msg.take_from(payload);
