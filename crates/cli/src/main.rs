@@ -55,7 +55,7 @@ enum Command {
 struct RunArgs {
     /// The NDL file.
     file: Option<PathBuf>,
-    /// Seed of every random stream (overrides the file's [Simulation] seed).
+    /// Seed of every random stream (overrides the file's `[Simulation]` seed).
     #[arg(long)]
     seed: Option<u64>,
     /// Stop at this virtual time, e.g. `10s`, `250ms` (overrides the file).

@@ -92,7 +92,7 @@ const NONE: u64 = u64::MAX;
 ///
 /// What every sender needs (window, threshold, RTT, flags) is inline; the
 /// curve's history (W_max, cwnd_prior) and the current epoch are boxed in
-/// a [`Curve`] made at the first congestion event or congestion avoidance
+/// a `Curve` made at the first congestion event or congestion avoidance
 /// epoch, so a sender still in its initial slow start (an idle connection
 /// that never sent much) holds 64 bytes.
 #[derive(Debug, Clone, PartialEq)]

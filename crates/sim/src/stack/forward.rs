@@ -1,7 +1,7 @@
 //! IPv4 forwarding on routers (RFC 1812 §5.2–5.3).
 //!
 //! A machine with forwarding on hands every datagram that is not for it
-//! (and not broadcast or multicast) to [`forward`], which, in order:
+//! (and not broadcast or multicast) to `forward`, which, in order:
 //!
 //! 1. drops it with ICMP Time Exceeded (type 11, code 0) when its TTL is 1
 //!    or 0 (RFC 1812 §5.3.1: a router never forwards a TTL that would
@@ -33,14 +33,14 @@
 //! per packet is a header rewrite and a table lookup, no allocation (a
 //! datagram to fragment shares its payload chunks).
 //!
-//! Most transit frames never reach [`forward`]: a router's Ethernet layer
-//! first offers each frame to [`forward_frame`], the fast path, which does
+//! Most transit frames never reach `forward`: a router's Ethernet layer
+//! first offers each frame to `forward_frame`, the fast path, which does
 //! the same checks and rewrites on the frame in place (MAC addresses, TTL,
 //! checksum) and hands it straight to the egress NIC; anything unusual
 //! (options, TTL running out, no route, fragmentation, ARP, a full NIC, a
 //! bad checksum) takes the full path described above, which then decides
 //! exactly as it always did. A frame that arrives by a delivery event is
-//! offered to [`forward_in_slab`] first, the same fast path run on the
+//! offered to `forward_in_slab` first, the same fast path run on the
 //! frame where it waits in the world's frames slab: a forwarded frame
 //! keeps its slot (and its `FrameId`) from the moment it is queued at the
 //! first NIC until it reaches its destination, instead of being moved out

@@ -7,7 +7,7 @@
 //! connected routes). Otherwise the machine's routing table
 //! ([`super::route`], longest prefix match, ECMP by flow hash) names the
 //! gateway. A router's per-flow explicit routes come before both
-//! ([`route::FlowRoutes`]). Broadcast (255.255.255.255) and multicast leave through the
+//! (`route::FlowRoutes`). Broadcast (255.255.255.255) and multicast leave through the
 //! first interface. An own address is looped back without touching a
 //! network.
 //!

@@ -20,7 +20,7 @@
 //!   multiples, as long as the congestion and peer windows, the data, the
 //!   NIC room and Linux's `tcp_tso_autosize` (about a millisecond of data
 //!   at the pacing rate, at most 64 KiB) allow. The NIC cuts it into
-//!   frames ([`split`]): every frame carries the segment's header with its
+//!   frames (`split`): every frame carries the segment's header with its
 //!   own sequence number, IPv4 identification, lengths and checksums; PSH
 //!   only on the last, as Linux's `tcp_gso_segment`. On the wire the
 //!   frames are exactly frames; the sender's TCP counts one segment,
@@ -55,14 +55,14 @@
 //! interrupts is observed only when that host's interrupt takes it, and
 //! its arrival time is known when it is queued. So such frames go into
 //! the far host's ring when they are queued, without an arrival event
-//! each ([`arrives_later`]); and the frames of one TSO segment go as one
-//! **train** ([`arrives_later_train`]): one message holding the first
+//! each (`arrives_later`); and the frames of one TSO segment go as one
+//! **train** (`arrives_later_train`): one message holding the first
 //! frame's headers and the whole payload, with the arrival of the first
 //! frame and the spacing of the others. The NIC still queues, times and
 //! counts every frame (`net::enqueue_train`). The interrupt takes the
 //! frames of a train that have arrived by then (splitting it if some are
 //! still on the way), and GRO merges them run by run exactly as it would
-//! merge the frames one by one ([`receive_train`]); their checksums are
+//! merge the frames one by one (`receive_train`); their checksums are
 //! right by construction, so they are not summed. Any impairment,
 //! capture, queue trace, other queue discipline, ECN-marked segment, or a
 //! host that does not take trains sends the frames one by one.

@@ -1,10 +1,10 @@
 //! Routing tables: longest-prefix match (RFC 1812 §5.2.4.3) with
 //! equal-cost multipath.
 //!
-//! A [`Table`] is immutable once built and shared: machines with the same
+//! A `Table` is immutable once built and shared: machines with the same
 //! routes (every host of a LAN behind the same gateway, say) point at one
 //! table by index, so a million hosts cost 4 bytes each for routing. Tables
-//! are built by [`Routing::finish`] from the static routes given through
+//! are built by `Routing::finish` from the static routes given through
 //! the API or NDL and, when enabled, the routes computed from the topology
 //! (`crate::routing`).
 //!
@@ -21,7 +21,7 @@
 //! same flow always takes the same path, different flows spread uniformly.
 //!
 //! # Per-flow explicit routes
-//! A router may also hold *flow routes* ([`FlowRoutes`]): "datagrams from
+//! A router may also hold *flow routes* (`FlowRoutes`): "datagrams from
 //! SRC to DST (optionally: to destination port P) leave toward neighbour
 //! VIA", like Linux policy routing (`ip rule add from SRC to DST [dport P]
 //! table T` with a table holding one route). They are consulted before

@@ -1,6 +1,6 @@
 //! TCP (RFC 9293) on a simulated machine.
 //!
-//! The connection state machine is the sans-IO [`tcb::Tcb`]; this module
+//! The connection state machine is the sans-IO `tcb::Tcb`; this module
 //! is its glue to the world: it demuxes arriving segments to connections
 //! and listeners (RFC 9293 §3.10.7.1–2), answers segments for no connection
 //! with RST, pushes the segments a TCB produces down to IPv4 (checksummed

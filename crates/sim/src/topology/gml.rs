@@ -31,7 +31,7 @@
 //! Node i (in file order) becomes `router-i` with `host-i` hanging off it
 //! on its own link (`host-i`, configured as [`GraphParams::access`]).
 //! Links are numbered as consecutive /30 blocks from `10.0.0.0` (see
-//! [`super::chain`]): first the host links (host at `+1`, so `host-i` is
+//! [`super::chain`](mod@super::chain)): first the host links (host at `+1`, so `host-i` is
 //! `10.0.0.0 + 4i + 1`), then the edges in file order, named `edge-j`.
 //! Routes are automatic with the metric of [`GraphParams::metric`].
 //!

@@ -13,11 +13,11 @@
 //! | generator | module | routes |
 //! |---|---|---|
 //! | FatTree(k) (Al-Fares et al., SIGCOMM 2008) | [`fattree`] | static, aggregated, ECMP upward |
-//! | dumbbell | [`dumbbell`] | static (default routes) |
-//! | chain / line | [`chain`] | automatic |
-//! | star | [`star`] | none needed / static |
-//! | tree (depth, fanout) | [`tree`] | static, aggregated |
-//! | 2-D and 3-D torus | [`torus`] | automatic (shortest paths, ECMP) |
+//! | dumbbell | [`dumbbell`](mod@dumbbell) | static (default routes) |
+//! | chain / line | [`chain`](mod@chain) | automatic |
+//! | star | [`star`](mod@star) | none needed / static |
+//! | tree (depth, fanout) | [`tree`](mod@tree) | static, aggregated |
+//! | 2-D and 3-D torus | [`torus`](mod@torus) | automatic (shortest paths, ECMP) |
 //! | GML graph (Topology Zoo, Shadow) | [`gml`] | automatic |
 //!
 //! # Names

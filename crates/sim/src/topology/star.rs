@@ -11,7 +11,7 @@
 //!
 //! Hosts are `host-0` … `host-(n-1)` with addresses `10.1.0.0 + i + 1`
 //! (`10.1.0.1`, `10.1.0.2`, …). With a switch, the one network is `star`
-//! (a [`NetworkKind::Switch`](crate::NetworkKind::Switch) with the link
+//! (a [`NetworkKind::Switch`] with the link
 //! configuration's bandwidth, latency and queue). With a router,
 //! `router-0` has address `10.0.0.1` on every link (`link-i` joins host
 //! i), every host's default route points at it, and it needs no routes

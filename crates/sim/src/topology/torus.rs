@@ -13,7 +13,7 @@
 //! neighbours along an axis would be the same router). Router
 //! `router-r` sits at `r = x + X·(y + Y·z)`; `host-r` hangs off it. Links
 //! are numbered as consecutive /30 blocks from `10.0.0.0` (see
-//! [`super::chain`]): first the host links (`host-r`, host at `+1`, so
+//! [`super::chain`](mod@super::chain)): first the host links (`host-r`, host at `+1`, so
 //! `host-r` is `10.0.0.0 + 4r + 1`), then for each router and axis the
 //! link to its `+1` neighbour along that axis (`r{r}-x`, `r{r}-y`,
 //! `r{r}-z`). Routes are automatic (shortest paths by hop count with

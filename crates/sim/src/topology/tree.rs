@@ -12,7 +12,7 @@
 //! `(fᵈ − 1)/(f − 1)` routers numbered breadth-first (`router-0` is the
 //! root; the children of router r are `f·r + 1` … `f·r + f`) and `fᵈ`
 //! hosts numbered left to right. Links are numbered as consecutive /30
-//! blocks from `10.0.0.0` (see [`super::chain`]), created breadth-first:
+//! blocks from `10.0.0.0` (see [`super::chain`](mod@super::chain)), created breadth-first:
 //! the link from parent to child c is `link-c` (children counted over
 //! routers then hosts, so `link-(r−1)` reaches router r and the host links
 //! follow); the parent is at `+1`, the child at `+2`. Routes are automatic

@@ -6,7 +6,7 @@
 //! "If there is a Timestamps option in the arriving segment, SEG.TSval <
 //! TS.Recent, TS.Recent is valid (see later discussion), and the RST bit
 //! is not set, then treat the arriving segment as not acceptable: Send an
-//! acknowledgment in reply as specified in [RFC0793], page 69 and drop the
+//! acknowledgment in reply as specified in RFC 793, page 69 and drop the
 //! segment." The check runs before the sequence-number check (R2) and
 //! before TS.Recent is updated (R3).
 //!

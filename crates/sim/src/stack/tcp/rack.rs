@@ -41,7 +41,7 @@
 //! probe was superfluous, the probe repaired a loss, and the congestion
 //! window is reduced once (§7.4, Linux's `tcp_process_tlp_ack`).
 //!
-//! This module is the sans-IO bookkeeping: a [`Rack`] holds the
+//! This module is the sans-IO bookkeeping: a `Rack` holds the
 //! transmission records (one per segment sent and not cumulatively
 //! acknowledged, in sequence order, in a `VecDeque` that is reused, so no
 //! allocation per packet) and the RACK and TLP variables; the TCB's hooks

@@ -1,7 +1,7 @@
 //! The transmission control block: one connection's state machine, with no
 //! I/O of its own (sans-IO, as in quinn-proto).
 //!
-//! The caller hands each arriving segment to [`Tcb::input`] with the current
+//! The caller hands each arriving segment to [`Tcb::input_ecn`] with the current
 //! time, and asks [`Tcb::output`] for the segments to send; timers are a
 //! single deadline ([`Tcb::deadline`]) that the caller schedules and reports
 //! back with [`Tcb::on_timer`]. What the application should learn (data,
