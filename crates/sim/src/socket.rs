@@ -632,9 +632,8 @@ impl PackedAddr {
 
     #[inline]
     fn get(self) -> Option<SocketAddrV4> {
-        (self.0 & Self::SOME != 0).then(|| {
-            SocketAddrV4::new(Ipv4Addr::from_bits((self.0 >> 16) as u32), self.0 as u16)
-        })
+        (self.0 & Self::SOME != 0)
+            .then(|| SocketAddrV4::new(Ipv4Addr::from_bits((self.0 >> 16) as u32), self.0 as u16))
     }
 }
 
