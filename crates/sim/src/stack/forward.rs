@@ -382,7 +382,7 @@ fn forward_parsed(
     // Used where it lies (see `ipv4::route_flow`).
     let found = pinned.map_or_else(|| ipv4::route_flow(w, m, dst, flow.as_ref()), Ok);
     let route = match &found {
-        Ok(r) if r.next != NextHop::Local => *r,
+        Ok(r) if r.next != NextHop::Local => r,
         _ => {
             counters(w, m, iface).no_route += 1;
             w.drop_packet(DropReason::NoRoute);
@@ -399,11 +399,11 @@ fn forward_parsed(
         let rest = [0, 0, mtu[0], mtu[1]];
         return super::icmp::send_error(w, m, super::icmp::DST_UNREACHABLE, code, rest, msg);
     }
-    let frames = ipv4::frames_needed(&route, msg.len() - ihl);
+    let frames = ipv4::frames_needed(route, msg.len() - ihl);
     // An interface with a configured queue discipline models the router's
     // output queue: the discipline decides what to drop (and why), not
     // the default NIC bound.
-    if !ipv4::qdisc_decides(w, m, &route) && ipv4::room(w, m, &route) < frames {
+    if !ipv4::qdisc_decides(w, m, route) && ipv4::room(w, m, route) < frames {
         counters(w, m, route.iface).nic_full += 1;
         return w.drop_packet(DropReason::NicQueueFull);
     }
@@ -411,12 +411,12 @@ fn forward_parsed(
     out.forwarded += 1;
     if too_big {
         out.fragmented += 1;
-        return refragment(w, m, &route, ihl, msg, keep_ttl);
+        return refragment(w, m, route, ihl, msg, keep_ttl);
     }
     if !keep_ttl {
         decrement_ttl(msg);
     }
-    ipv4::transmit(w, m, &route, msg);
+    ipv4::transmit(w, m, route, msg);
 }
 
 /// Decrements the TTL of the datagram at the front of `msg` and patches

@@ -238,12 +238,11 @@ fn an_rto_answered_by_an_ack_echoing_the_retransmission_stands() {
     assert!(st.cwnd <= 3 * MSS as u64, "slow start from one segment");
 }
 
-/// Fast recovery with timestamps: a partial ACK echoing a TSval older
-/// than the first retransmission while no retransmission is in flight
-/// (`tcp_try_undo_partial`) — here the full ACK of the recovery point
-/// (`tcp_try_undo_recovery`) — undoes the reduction.
-#[test]
-fn a_full_ack_echoing_the_original_transmission_undoes_fast_recovery() {
+/// A timestamped NewReno connection at 20 segments (ssthresh 16) that
+/// sent 10 segments at 1 s and entered fast recovery on three SACKs of
+/// segments 1..4 (RFC 6675: DupThresh segments SACKed), each echoing the
+/// originals' TSval; returns it with that TSval.
+fn in_fast_recovery_with_timestamps() -> (Tcb, u32) {
     let mut t = timestamped();
     let m = TS_MSS as u64;
     t.cc = elvis_tcpcc::take_over(Algorithm::NewReno, m, 20 * m, 16 * m);
@@ -251,7 +250,6 @@ fn a_full_ack_echoing_the_original_transmission_undoes_fast_recovery() {
     let sent = output(&mut t, ms(1000));
     assert_eq!(sent.len(), 10);
     let original_ts = sent[0].repr.timestamp.expect("TSval").0;
-    // Three SACKs of 1..4 (RFC 6675: DupThresh segments SACKed).
     for k in 2..=4 {
         input(
             &mut t,
@@ -261,6 +259,17 @@ fn a_full_ack_echoing_the_original_transmission_undoes_fast_recovery() {
         );
     }
     assert_eq!(t.stats().fast_recoveries, 1);
+    (t, original_ts)
+}
+
+/// Fast recovery with timestamps: a partial ACK echoing a TSval older
+/// than the first retransmission while no retransmission is in flight
+/// (`tcp_try_undo_partial`) — here the full ACK of the recovery point
+/// (`tcp_try_undo_recovery`) — undoes the reduction.
+#[test]
+fn a_full_ack_echoing_the_original_transmission_undoes_fast_recovery() {
+    let (mut t, original_ts) = in_fast_recovery_with_timestamps();
+    let m = TS_MSS as u64;
     assert!(t.cc.window() < 20 * m);
     // Segment 0's original arrives: everything is acknowledged, echoing
     // the original's TSval (older than the retransmission's).
@@ -298,21 +307,8 @@ fn an_ece_during_the_episode_forbids_restoring_the_window() {
 /// segments, ssthresh 16), not the one fast recovery left.
 #[test]
 fn a_timeout_during_fast_recovery_keeps_the_episode_and_its_prior_window() {
-    let mut t = timestamped();
+    let (mut t, original_ts) = in_fast_recovery_with_timestamps();
     let m = TS_MSS as u64;
-    t.cc = elvis_tcpcc::take_over(Algorithm::NewReno, m, 20 * m, 16 * m);
-    t.write(bytes(10 * TS_MSS));
-    let sent = output(&mut t, ms(1000));
-    let original_ts = sent[0].repr.timestamp.expect("TSval").0;
-    for k in 2..=4 {
-        input(
-            &mut t,
-            ms(1100 + k as u64),
-            ts_ack(0, original_ts, &[(1, k)]),
-            Message::new(),
-        );
-    }
-    assert_eq!(t.stats().fast_recoveries, 1);
     let rto_at = t.deadline().expect("the RTO");
     timer(&mut t, rto_at);
     assert_eq!((t.stats().timeouts, t.cc.window()), (1, m));
