@@ -67,13 +67,12 @@ const PORT: u16 = 0xbeef;
 /// Message size (bytes of application payload).
 const PAYLOAD: usize = 32;
 
+#[inline]
 fn sum_message(sum: &mut Checksum, msg: &Message) {
-    for chunk in msg.chunks() {
-        match chunk {
-            ChunkRef::Bytes(b) => sum.add(b),
-            ChunkRef::Zeros(n) => sum.add_zeros(n),
-        }
-    }
+    msg.for_each_chunk(|chunk| match chunk {
+        ChunkRef::Bytes(b) => sum.add(b),
+        ChunkRef::Zeros(n) => sum.add_zeros(n),
+    });
 }
 
 /// Returns a message carrying `count`, padded to `PAYLOAD` bytes.

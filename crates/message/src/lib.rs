@@ -839,6 +839,21 @@ impl Message {
             .chain(self.rope.iter().map(Chunk::as_ref))
     }
 
+    /// Calls `f` on each piece of the message in order, as
+    /// [`Message::chunks`] yields them. The same pieces, in a plain loop:
+    /// checksums over whole messages run this on every datagram, and the
+    /// compiler makes tighter code of it than of the chained iterator.
+    #[inline]
+    pub fn for_each_chunk<'a>(&'a self, mut f: impl FnMut(ChunkRef<'a>)) {
+        let head = self.head();
+        if !head.is_empty() {
+            f(ChunkRef::Bytes(head));
+        }
+        for c in &self.rope {
+            f(c.as_ref());
+        }
+    }
+
     /// Appends the message's bytes to `out`, writing virtual zeros out.
     pub fn copy_to_vec(&self, out: &mut Vec<u8>) {
         out.reserve(self.len());

@@ -660,6 +660,9 @@ fn check_agrees(m: &Message, v: &[u8]) {
     assert_eq!(m.is_empty(), v.is_empty());
     assert_eq!(m.to_vec(), v);
     assert_eq!(chunks_concat(m), v);
+    let mut pieces = Vec::new();
+    m.for_each_chunk(|c| pieces.push(c));
+    assert_eq!(pieces, m.chunks().collect::<Vec<_>>());
     assert_eq!(m.to_bytes(), v);
     assert!(*m == *v);
     assert_eq!(*m, Message::from_vec(v.to_vec()));

@@ -20,12 +20,10 @@ use std::task::Poll;
 /// Adds every byte of `msg` to a running checksum.
 #[inline]
 pub(crate) fn sum_message(sum: &mut Checksum, msg: &Message) {
-    for chunk in msg.chunks() {
-        match chunk {
-            ChunkRef::Bytes(b) => sum.add(b),
-            ChunkRef::Zeros(n) => sum.add_zeros(n),
-        }
-    }
+    msg.for_each_chunk(|chunk| match chunk {
+        ChunkRef::Bytes(b) => sum.add(b),
+        ChunkRef::Zeros(n) => sum.add_zeros(n),
+    });
 }
 
 /// Where a datagram is sent from: the machine, the socket's port and the
