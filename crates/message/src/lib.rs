@@ -362,7 +362,7 @@ impl Message {
     /// Here only the live head bytes move (none for a message whose
     /// headers were all popped, as a received payload's) and the rope is
     /// swapped.
-    #[inline]
+    #[inline(always)]
     pub fn take_from(&mut self, src: &mut Message) {
         let start = usize::from(src.start);
         if start < HEAD_ROOM {
@@ -409,6 +409,7 @@ impl Message {
         HEAD_ROOM - self.start as usize
     }
 
+    #[inline]
     fn head(&self) -> &[u8] {
         &self.head[self.start as usize..]
     }
@@ -843,7 +844,7 @@ impl Message {
     /// [`Message::chunks`] yields them. The same pieces, in a plain loop:
     /// checksums over whole messages run this on every datagram, and the
     /// compiler makes tighter code of it than of the chained iterator.
-    #[inline]
+    #[inline(always)]
     pub fn for_each_chunk<'a>(&'a self, mut f: impl FnMut(ChunkRef<'a>)) {
         let head = self.head();
         if !head.is_empty() {

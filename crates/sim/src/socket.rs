@@ -199,7 +199,7 @@ impl UdpRx {
     /// Queues a datagram of `len` payload bytes from `from`, taking it out
     /// of `payload`; returns the task to wake, or `None` with `payload`
     /// untouched when the queue has no room for it.
-    #[inline]
+    #[inline(always)]
     pub fn push(
         &mut self,
         from: SocketAddrV4,

@@ -14,6 +14,7 @@ use elvis_kernel::{EventQueue, Time};
 use elvis_message::Message;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::mem::ManuallyDrop;
 
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
@@ -273,7 +274,15 @@ impl World {
 }
 
 thread_local! {
-    static WORLD: RefCell<Option<Box<World>>> = const { RefCell::new(None) };
+    /// The running world. `ManuallyDrop`, so that the slot has no
+    /// destructor: a thread-local with one is registered on first use and
+    /// every access checks that state first (a call per socket operation,
+    /// 13 instructions), while one without is a plain load. The slot is
+    /// empty outside [`install`] … [`uninstall`]; a thread that ends in
+    /// between (a panic escaping a run) leaks its world instead of
+    /// dropping it.
+    static WORLD: ManuallyDrop<RefCell<Option<Box<World>>>> =
+        const { ManuallyDrop::new(RefCell::new(None)) };
 }
 
 /// Why the world could not be reached from application code.
@@ -318,7 +327,7 @@ pub(crate) fn with_world_or<R>(
 /// Runs `f` with this thread's world cell itself (for the run loop, which
 /// borrows it once per turn and lets go of it while a task is polled).
 pub(crate) fn with_cell<R>(f: impl FnOnce(&RefCell<Option<Box<World>>>) -> R) -> R {
-    WORLD.with(f)
+    WORLD.with(|cell| f(cell))
 }
 
 /// Puts `world` into this thread's slot for the duration of a run.

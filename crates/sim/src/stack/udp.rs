@@ -18,7 +18,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::task::Poll;
 
 /// Adds every byte of `msg` to a running checksum.
-#[inline]
+#[inline(always)]
 pub(crate) fn sum_message(sum: &mut Checksum, msg: &Message) {
     msg.for_each_chunk(|chunk| match chunk {
         ChunkRef::Bytes(b) => sum.add(b),
