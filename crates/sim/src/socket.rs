@@ -661,12 +661,25 @@ impl Future for SendTo<'_> {
             port: shared.port,
             tos: shared.tos.get(),
         };
-        with_world_or(
-            |w| crate::stack::udp::send(w, src, to, &mut this.payload),
-            |u| Poll::Ready(Err(Box::new(u.into()))),
-        )
-        .map_err(|e| *e)
+        send_in_world(src, to, &mut this.payload).map_err(|e| *e)
     }
+}
+
+/// [`SendTo`]'s trip into the world, out of line: here the thread-local
+/// access and the UDP send compile to direct code, where inside the task's
+/// large body they became calls through the thread-local's accessor and the
+/// generic `LocalKey::with`. Its result is one word and a tag, returned in
+/// registers.
+#[inline(never)]
+fn send_in_world(
+    src: udp_send::Source,
+    to: SocketAddrV4,
+    payload: &mut Option<Message>,
+) -> Poll<Result<(), Box<SocketError>>> {
+    with_world_or(
+        |w| crate::stack::udp::send(w, src, to, payload),
+        |u| Poll::Ready(Err(Box::new(u.into()))),
+    )
 }
 
 /// The future of [`UdpSocket::recv_from`].
