@@ -1191,6 +1191,7 @@ impl Simulation {
 
     /// Polls `task` once; a task that ends is retired by
     /// [`Simulation::task_ended`].
+    #[inline(always)]
     fn poll_task(&mut self, task: TaskId, cx: &mut Context<'_>, beat: &Heartbeat) {
         // Polled in place: a task that stays pending costs no move of its
         // future out of the table and back.
