@@ -188,6 +188,7 @@ def compare(scenario, ns3_path, elvis_path, report_path, label):
         print(f"  elvis drops by reason: {e['drops_by']}")
     wr = a["process_wall_s"] / max(b["process_wall_s"], 1e-9)
     mr = a["process_peak_rss_bytes"] / max(b["process_peak_rss_bytes"], 1)
+    cr = a["process_cpu_s"] / max(b["process_cpu_s"], 1e-9)
     problems = []
     if a["exit_status"] != 0:
         problems.append(f"ns-3 exited {a['exit_status']}")
@@ -204,7 +205,7 @@ def compare(scenario, ns3_path, elvis_path, report_path, label):
     else:
         res = f"delivered={a.get('delivered')}/{e.get('delivered')}"
     print(f"{label}: {res} (ns-3/elvis) | wall ns3={a['process_wall_s']:.3f}s elvis={b['process_wall_s']:.3f}s "
-          f"ratio={wr:.1f}x | rss ns3={a['process_peak_rss_bytes'] / 2**20:.1f}MiB "
+          f"ratio={wr:.1f}x | cpu ratio={cr:.1f}x | rss ns3={a['process_peak_rss_bytes'] / 2**20:.1f}MiB "
           f"elvis={b['process_peak_rss_bytes'] / 2**20:.1f}MiB ratio={mr:.1f}x"
           + (" | " + "; ".join(problems) if problems else ""))
     return 1 if problems else 0

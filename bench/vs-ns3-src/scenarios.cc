@@ -18,12 +18,49 @@
 //   --minrto-ms=200     TcpSocketBase::MinRto
 //   --devq=100          device queue of every router port (packets)
 
-#include "ns3/applications-module.h"
-#include "ns3/core-module.h"
-#include "ns3/internet-module.h"
-#include "ns3/network-module.h"
-#include "ns3/point-to-point-module.h"
-#include "ns3/traffic-control-module.h"
+// Individual headers rather than the *-module.h ones: the module headers
+// take many minutes to compile on a small machine.
+#include "ns3/abort.h"
+#include "ns3/application-container.h"
+#include "ns3/boolean.h"
+#include "ns3/bulk-send-application.h"
+#include "ns3/bulk-send-helper.h"
+#include "ns3/command-line.h"
+#include "ns3/config.h"
+#include "ns3/inet-socket-address.h"
+#include "ns3/internet-stack-helper.h"
+#include "ns3/ipv4-address-helper.h"
+#include "ns3/ipv4-global-routing-helper.h"
+#include "ns3/ipv4-interface-container.h"
+#include "ns3/ipv4-static-routing-helper.h"
+#include "ns3/ipv4-static-routing.h"
+#include "ns3/ipv4.h"
+#include "ns3/net-device-container.h"
+#include "ns3/node-container.h"
+#include "ns3/node.h"
+#include "ns3/nstime.h"
+#include "ns3/packet-sink-helper.h"
+#include "ns3/packet-sink.h"
+#include "ns3/packet.h"
+#include "ns3/point-to-point-helper.h"
+#include "ns3/point-to-point-net-device.h"
+#include "ns3/queue-disc.h"
+#include "ns3/queue-size.h"
+#include "ns3/queue.h"
+#include "ns3/simulator.h"
+#include "ns3/socket.h"
+#include "ns3/string.h"
+#include "ns3/tcp-congestion-ops.h"
+#include "ns3/tcp-cubic.h"
+#include "ns3/tcp-header.h"
+#include "ns3/tcp-linux-reno.h"
+#include "ns3/tcp-prr-recovery.h"
+#include "ns3/tcp-recovery-ops.h"
+#include "ns3/tcp-socket-base.h"
+#include "ns3/traffic-control-helper.h"
+#include "ns3/traffic-control-layer.h"
+#include "ns3/udp-socket-factory.h"
+#include "ns3/uinteger.h"
 
 #include <cinttypes>
 #include <cstdio>
@@ -38,6 +75,9 @@ namespace {
 
 // Every counter the scenarios report.
 uint64_t g_queueDrops = 0;     // device queue drops (DropTailQueue "Drop")
+uint64_t g_tcDrops = 0;        // dropped by the traffic-control layer because
+                               // the device queue was stopped (full) and no
+                               // queue disc holds the packet
 uint64_t g_qdiscDrops = 0;     // queue disc drops (only with --tc=default)
 uint64_t g_retransmits = 0;    // data segments sent below the highest sent
 uint64_t g_fastRecoveries = 0; // CongState -> CA_RECOVERY
@@ -49,6 +89,27 @@ void
 QueueDrop(Ptr<const Packet>)
 {
     g_queueDrops++;
+}
+
+void
+TcDrop(Ptr<const Packet>)
+{
+    g_tcDrops++;
+}
+
+// Without a queue disc, a packet for a device whose queue is full (flow
+// control has stopped it) is dropped by the traffic-control layer, not by
+// the device queue: count both.
+void
+HookNodes(NodeContainer nodes)
+{
+    for (uint32_t i = 0; i < nodes.GetN(); i++)
+    {
+        bool ok = nodes.Get(i)->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext(
+            "TcDrop",
+            MakeCallback(&TcDrop));
+        NS_ABORT_MSG_IF(!ok, "no TrafficControlLayer TcDrop trace");
+    }
 }
 
 void
@@ -213,7 +274,8 @@ HookQueues(NetDeviceContainer devs)
     for (uint32_t i = 0; i < devs.GetN(); i++)
     {
         Ptr<PointToPointNetDevice> d = DynamicCast<PointToPointNetDevice>(devs.Get(i));
-        d->GetQueue()->TraceConnectWithoutContext("Drop", MakeCallback(&QueueDrop));
+        bool ok = d->GetQueue()->TraceConnectWithoutContext("Drop", MakeCallback(&QueueDrop));
+        NS_ABORT_MSG_IF(!ok, "no queue Drop trace");
     }
 }
 
@@ -253,8 +315,9 @@ PrintTcpCommon(std::ostringstream& j, const Options& o)
 {
     j << "\"cc\":\"" << o.cc << "\",\"recovery\":\"" << o.recovery << "\",\"tc\":\"" << o.tc
       << "\",\"delack\":" << o.delack << ",\"min_rto_ms\":" << o.minRtoMs
-      << ",\"queue_drops\":" << g_queueDrops << ",\"qdisc_drops\":" << g_qdiscDrops
-      << ",\"drops\":" << g_queueDrops + g_qdiscDrops << ",\"retransmitted_segments\":"
+      << ",\"queue_drops\":" << g_queueDrops << ",\"tc_drops\":" << g_tcDrops
+      << ",\"qdisc_drops\":" << g_qdiscDrops
+      << ",\"drops\":" << g_queueDrops + g_tcDrops + g_qdiscDrops << ",\"retransmitted_segments\":"
       << g_retransmits << ",\"fast_recoveries\":" << g_fastRecoveries
       << ",\"timeouts\":" << g_timeouts;
 }
@@ -269,6 +332,7 @@ Chain(const Options& o, uint32_t hops, uint64_t bytes)
     NodeContainer nodes(hops + 2); // client, r1..rH, server
     InternetStackHelper stack;
     stack.Install(nodes);
+    HookNodes(nodes);
     Ipv4AddressHelper addr;
     Ipv4Address server;
     NetDeviceContainer all;
@@ -336,6 +400,9 @@ Dumbbell(const Options& o, uint32_t flows, double seconds, uint32_t queue)
     stack.Install(left);
     stack.Install(right);
     stack.Install(routers);
+    HookNodes(left);
+    HookNodes(right);
+    HookNodes(routers);
     Ipv4AddressHelper addr;
     std::vector<Ipv4Address> rightAddr;
     NetDeviceContainer bottleneck =
@@ -424,6 +491,8 @@ Star(const Options& o, uint32_t n, const std::string& routing)
     }
     stack.Install(hosts);
     stack.Install(hub);
+    HookNodes(hosts);
+    HookNodes(hub);
     Ipv4AddressHelper addr;
     // The sink link: the router's port holds every datagram (elvis:
     // qdisc='droptail' limit='inf'), so all N arrive.
@@ -493,7 +562,7 @@ Star(const Options& o, uint32_t n, const std::string& routing)
                 routing.c_str(),
                 n,
                 g_udpReceived,
-                g_queueDrops + g_qdiscDrops,
+                g_queueDrops + g_tcDrops + g_qdiscDrops,
                 now);
     return g_udpReceived == n ? 0 : 1;
 }
