@@ -232,9 +232,10 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             }
         }
     }
-    for p in &mut pools {
-        p.skip = claimed.keys().copied().collect();
-    }
+    // One set for every network: claimed addresses are skipped wherever
+    // they would be handed out (a copy per network would cost networks ×
+    // pins).
+    let skip: rustc_hash::FxHashSet<u32> = claimed.keys().copied().collect();
     let generated = topology::build_all(&mut sim, scenario)?;
     let mut groups = Vec::new();
     // Blocks that add applications to generated machines run as groups
@@ -260,6 +261,13 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             .map_err(|e| err(g.loc, e.to_string()))?;
         groups.push((g.name.clone(), first, g.instances()));
         let own_ips = claimed_ips(g)?;
+        // The pinned address of each interface, by interface index.
+        let mut pinned_at: Vec<Option<&Param>> = vec![None; g.networks.len()];
+        for (k, p) in &g.pinned {
+            if let Some(slot) = pinned_at.get_mut(*k as usize) {
+                slot.get_or_insert(p);
+            }
+        }
         for i in 0..g.instances() {
             let own = match own_ips.first() {
                 Some((None, (ip, _))) => Some(*ip),
@@ -271,25 +279,25 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
                 let Some(&net) = net_ids.get(r.name.as_str()) else {
                     return Err(err(r.loc, format!("unknown network '{}'", r.name)));
                 };
-                let pinned = match g.pinned.iter().find(|(n, _)| *n as usize == k) {
-                    Some((_, p)) => Some(parse_ip(&interpolate(&p.value, i, &name), p.loc)?),
+                let pinned = match pinned_at[k] {
+                    Some(p) => Some(parse_ip(&interpolate(&p.value, i, &name), p.loc)?),
                     None => None,
                 };
                 let pool = &mut pools[net as usize];
                 let ip = match (pinned, own) {
                     (Some(ip), _) => ip,
                     (None, Some(ip)) if pool.lists(ip) || g.networks.len() == 1 || k == 0 => ip,
-                    _ => pool.next(),
+                    _ => pool.next(&skip),
                 };
                 sim.attach(first + i, net, ip)
                     .map_err(|e| err(r.loc, format!("machine '{}': {e}", g.name)))?;
             }
         }
     }
-    for (spec, p) in scenario.networks.iter().zip(&pools) {
-        let _ = p;
+    let ends = interfaces_per_network(scenario);
+    for spec in &scenario.networks {
         if spec.kind == NetworkKind::Link {
-            let ports = groups_on(scenario, &spec.id);
+            let ports = ends.get(spec.id.as_str()).copied().unwrap_or(0);
             if ports != 2 {
                 return Err(err(
                     spec.loc,
@@ -442,14 +450,16 @@ impl BuildError {
     }
 }
 
-fn groups_on(scenario: &Scenario, net: &str) -> u64 {
-    scenario
-        .machines
-        .iter()
-        .map(|g| {
-            u64::from(g.instances()) * g.networks.iter().filter(|r| r.name == net).count() as u64
-        })
-        .sum()
+/// Returns how many machine interfaces each network has (declared
+/// machines only), in one pass over the machines.
+fn interfaces_per_network(scenario: &Scenario) -> rustc_hash::FxHashMap<&str, u64> {
+    let mut ends: rustc_hash::FxHashMap<&str, u64> = Default::default();
+    for g in &scenario.machines {
+        for r in &g.networks {
+            *ends.entry(r.name.as_str()).or_default() += u64::from(g.instances());
+        }
+    }
+    ends
 }
 
 /// Returns the protocols a group asks for.
@@ -536,7 +546,6 @@ struct Pool {
     listed: Vec<(u32, u32)>,
     range: usize,
     cursor: u64,
-    skip: rustc_hash::FxHashSet<u32>,
     auto: u32,
 }
 
@@ -556,7 +565,6 @@ impl Pool {
             listed,
             range: 0,
             cursor: 0,
-            skip: Default::default(),
             auto,
         }
     }
@@ -566,8 +574,9 @@ impl Pool {
         self.listed.iter().any(|&(a, b)| a <= ip && ip <= b)
     }
 
-    /// Returns the next free address (listed first, then automatic).
-    fn next(&mut self) -> Ipv4Addr {
+    /// Returns the next free address (listed first, then automatic),
+    /// passing over the addresses in `skip` (claimed by `ip=` options).
+    fn next(&mut self, skip: &rustc_hash::FxHashSet<u32>) -> Ipv4Addr {
         while self.range < self.listed.len() {
             let (a, b) = self.listed[self.range];
             let ip = u64::from(a) + self.cursor;
@@ -578,7 +587,7 @@ impl Pool {
             }
             self.cursor += 1;
             let ip = ip as u32;
-            if !self.skip.contains(&ip) {
+            if !skip.contains(&ip) {
                 return Ipv4Addr::from(ip);
             }
         }
@@ -587,7 +596,7 @@ impl Pool {
             let last = self.auto & 0xff;
             if last == 0
                 || last == 255
-                || self.skip.contains(&self.auto)
+                || skip.contains(&self.auto)
                 || self.lists(Ipv4Addr::from(self.auto))
             {
                 continue;

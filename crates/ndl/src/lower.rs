@@ -52,6 +52,7 @@ pub fn lower(roots: &[Block], map: &SourceMap<'_>) -> Result<Scenario, Vec<NdlEr
         listed: BTreeMap::new(),
         claimed: BTreeMap::new(),
         sim: None,
+        attached: HashMap::new(),
     };
     for b in roots {
         l.section(b);
@@ -82,6 +83,10 @@ struct Lower<'a> {
     claimed: BTreeMap<u32, (u32, Loc)>,
     /// Where the `[Simulation]` block was, once seen.
     sim: Option<Loc>,
+    /// The networks of the machine block being lowered: id → index into
+    /// its `networks` (a router may have a million interfaces, so the
+    /// duplicate check must not scan them).
+    attached: HashMap<String, usize>,
 }
 
 /// Returns the earlier entry of `set` overlapping `first..=last`, or

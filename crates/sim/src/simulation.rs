@@ -2,6 +2,7 @@
 
 use crate::api::Host;
 use crate::executor::{AppResult, TaskFuture, TaskId, TaskMeta, TaskState};
+use crate::machine::IfaceId;
 use crate::machine::{Group, Iface, Machine, MachineId, Protocols};
 use crate::net::{NetId, Network, NetworkConfig, NetworkKind};
 use crate::pcap::PcapSet;
@@ -389,6 +390,19 @@ impl Simulation {
         })
     }
 
+    /// Returns the number of networks.
+    pub fn network_count(&self) -> usize {
+        self.world.as_ref().map_or(0, |w| w.networks.len())
+    }
+
+    /// Returns the configuration network `net` runs with (on a link with
+    /// a `queue`, its NICs' `txqueuelen` follows from it: see
+    /// [`NetworkConfig::queue`]).
+    pub fn network_config(&self, net: NetId) -> Option<&NetworkConfig> {
+        let w = self.world.as_ref()?;
+        w.networks.get(net as usize).map(|n| &n.cfg)
+    }
+
     /// Returns the number of machines.
     pub fn machine_count(&self) -> usize {
         self.world.as_ref().map_or(0, |w| w.machines.len())
@@ -424,7 +438,7 @@ impl Simulation {
                     message: e.to_string(),
                 })?;
         }
-        let iface = w.machines[m as usize].ifaces.len() as u16;
+        let iface = w.machines[m as usize].ifaces.len() as IfaceId;
         let n = &mut w.networks[net as usize];
         let port = n.add_port(m, iface);
         n.ip_to_port.insert(u32::from(ip), port);
@@ -766,7 +780,7 @@ impl Simulation {
             let port = w.networks[ifc.net as usize]
                 .ip_to_port
                 .get(&u32::from(via))?;
-            Some((i as u16, *port))
+            Some((i as IfaceId, *port))
         });
         let Some((iface, port)) = found else {
             return Err(bad(format!(
@@ -906,7 +920,7 @@ impl Simulation {
                 return Err(bad(format!("{prefix}/{len} is not a network prefix")));
             }
             for &(iface, via) in hops {
-                let ok = machine.ifaces.get(usize::from(iface)).is_some_and(|i| {
+                let ok = machine.ifaces.get(iface as usize).is_some_and(|i| {
                     w.networks[i.net as usize]
                         .ip_to_port
                         .contains_key(&u32::from(via))

@@ -20,6 +20,7 @@ mod fuzz;
 mod offload;
 mod qdisc;
 mod runs;
+mod scale;
 mod tcp_report;
 mod topology;
 mod tshark;

@@ -152,6 +152,7 @@ impl Lower<'_> {
                 });
             }
         }
+        self.attached.clear();
         for c in &b.children {
             if c.is("Routes") {
                 self.keys(c, &[]);
@@ -284,7 +285,15 @@ impl Lower<'_> {
         let Some(id) = self.required(n, "id") else {
             return;
         };
-        if let Some(first) = g.networks.iter().find(|r| r.name == id.value.node) {
+        let index = g.networks.len();
+        let seen = match self.attached.entry(id.value.node.clone()) {
+            std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(index);
+                None
+            }
+        };
+        if let Some(first) = seen.and_then(|k| g.networks.get(k)) {
             let msg = format!(
                 "machine '{}' is attached to network '{}' twice",
                 g.name, id.value.node

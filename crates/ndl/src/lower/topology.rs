@@ -70,12 +70,12 @@ impl Lower<'_> {
             "fattree" => self
                 .number(b, "k", 2, "k='8'")
                 .map(|k| TopologyKind::FatTree { k }),
-            "dumbbell" => self
-                .number(b, "n", 1, "n='4'")
-                .map(|hosts| TopologyKind::Dumbbell {
-                    hosts,
-                    bottleneck: self.link_spec(b, "bottleneck_"),
-                }),
+            "dumbbell" => self.number(b, "n", 1, "n='4'").map(|hosts| {
+                let mut bottleneck = self.link_spec(b, "bottleneck_");
+                // One MTU for the whole topology.
+                bottleneck.mtu = link.mtu;
+                TopologyKind::Dumbbell { hosts, bottleneck }
+            }),
             "chain" => self
                 .number(b, "n", 0, "n='3'")
                 .map(|routers| TopologyKind::Chain { routers }),
