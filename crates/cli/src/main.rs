@@ -1,9 +1,10 @@
 //! `elvis`: run and check Network Description Language scenarios.
 //!
 //! ```text
-//! elvis run [FILE] [--seed N] [--until 10s] [--report out.json] [--pcap DIR]
-//!           [--tcp-trace DIR [--tcp-trace-every 10ms|change]] [--queue-trace DIR]
-//! elvis check FILE
+//! elvis run [FILE] [--seed N] [--until 10s] [--wall-limit 5m] [--report out.json|-]
+//!           [--pcap DIR] [--tcp-trace DIR [--tcp-trace-every 10ms|change]]
+//!           [--queue-trace DIR] [--max-memory 8GiB]
+//! elvis check FILE [--max-memory 8GiB]
 //! ```
 //! Without a FILE, `run` runs the embedded default scenario
 //! (`examples/ndl/default.ndl`).
@@ -12,9 +13,17 @@
 //! failed or its machine crashed; 2 bad input (nothing is written); 3 an
 //! application was still waiting when the run ended (time ran out or
 //! nothing was left to happen); 4 an application never yielded (watchdog);
-//! 5 an output file could not be written.
+//! 5 an output file could not be written (every output path is checked
+//! before the run starts).
+//!
+//! The first SIGINT or SIGTERM ends a run at the current event, like
+//! `--wall-limit`: the summary and a complete report (`"end":
+//! "interrupted"`) are written, captures end at a frame boundary; a second
+//! signal exits at once.
 #![forbid(unsafe_code)]
 
+mod interrupt;
+mod output;
 mod render;
 mod summary;
 
@@ -61,7 +70,8 @@ struct RunArgs {
     /// Stop at this virtual time, e.g. `10s`, `250ms` (overrides the file).
     #[arg(long)]
     until: Option<String>,
-    /// Write the run report as JSON to this file.
+    /// Write the run report as JSON to this file (`-`: standard output,
+    /// and the summary goes to standard error).
     #[arg(long)]
     report: Option<PathBuf>,
     /// Write one pcap per network into this directory.
@@ -88,6 +98,10 @@ struct RunArgs {
     /// (`inf`: no limit).
     #[arg(long, default_value_t = 10.0)]
     watchdog: f64,
+    /// End the run, like an interrupt, after this much wall-clock time,
+    /// e.g. `30s`, `5m` (the report's `end` is `wall_limit`).
+    #[arg(long, value_name = "DURATION")]
+    wall_limit: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -198,9 +212,33 @@ fn run(args: RunArgs) -> ExitCode {
             }
         },
     };
+    let wall_limit = match args.wall_limit.as_deref().map(elvis_ndl::parse_duration_ns) {
+        None => None,
+        Some(Ok(ns)) if ns > 0 => Some(Duration::from_nanos(ns)),
+        Some(Ok(_)) => {
+            eprintln!("error: --wall-limit: the limit must be positive (hint: write e.g. --wall-limit 30s)");
+            return ExitCode::from(status::BAD_INPUT);
+        }
+        Some(Err(e)) => {
+            eprintln!("error: --wall-limit: {e} (hint: write e.g. --wall-limit 30s or --wall-limit 5m)");
+            return ExitCode::from(status::BAD_INPUT);
+        }
+    };
     let (name, source, scenario) = match load(args.file.as_deref()) {
         Ok(x) => x,
         Err(c) => return c,
+    };
+    // Every output is checked before the (possibly long) build and run.
+    let outputs = match Outputs::plan(&args) {
+        Ok(o) => o,
+        Err(c) => return c,
+    };
+    let stop = match interrupt::install() {
+        Ok(flag) => flag,
+        Err(e) => {
+            eprintln!("error: cannot install the SIGINT/SIGTERM handlers: {e}");
+            return ExitCode::from(status::OUTPUT);
+        }
     };
     let build_start = std::time::Instant::now();
     let mut built = match build(&name, &source, &scenario, args.seed) {
@@ -208,10 +246,14 @@ fn run(args: RunArgs) -> ExitCode {
         Err(c) => return c,
     };
     let build_time = build_start.elapsed();
+    let mut written: Vec<PathBuf> = Vec::new();
     if let Some(dir) = &args.pcap {
-        if let Err(e) = built.sim.capture_pcap(dir) {
-            eprintln!("error: cannot write pcaps into {}: {e}", dir.display());
-            return ExitCode::from(status::OUTPUT);
+        match built.sim.capture_pcap(dir) {
+            Ok(files) => written.extend(files),
+            Err(e) => {
+                eprintln!("error: cannot write pcaps into {}: {e}", dir.display());
+                return ExitCode::from(status::OUTPUT);
+            }
         }
     }
     if args.tcp_trace.is_some() {
@@ -219,6 +261,10 @@ fn run(args: RunArgs) -> ExitCode {
     }
     if args.queue_trace.is_some() {
         built.sim.trace_queues();
+    }
+    built.sim.set_interrupt_flag(stop);
+    if let Some(limit) = wall_limit {
+        built.sim.set_wall_limit(limit);
     }
     built.sim.set_watchdog(watchdog, |machine| {
         eprintln!(
@@ -254,9 +300,6 @@ fn run(args: RunArgs) -> ExitCode {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if !quiet {
-        print!("{}", summary::render(&name, &report, build_time));
-    }
     let mut code = if report.failures() > 0 {
         status::FAILED
     } else if report.waiting() > 0 {
@@ -269,27 +312,46 @@ fn run(args: RunArgs) -> ExitCode {
         code = status::OUTPUT;
     }
     if let Some(dir) = &args.tcp_trace {
-        if let Err(e) = built.sim.write_tcp_series(dir) {
-            eprintln!(
-                "error: cannot write TCP time series into {}: {e}",
-                dir.display()
-            );
-            code = status::OUTPUT;
+        match built.sim.write_tcp_series(dir) {
+            Ok(files) => written.extend(files),
+            Err(e) => {
+                eprintln!(
+                    "error: cannot write TCP time series into {}: {e}",
+                    dir.display()
+                );
+                code = status::OUTPUT;
+            }
         }
     }
     if let Some(dir) = &args.queue_trace {
-        if let Err(e) = built.sim.write_queue_series(dir) {
-            eprintln!(
-                "error: cannot write queue time series into {}: {e}",
-                dir.display()
-            );
-            code = status::OUTPUT;
+        match built.sim.write_queue_series(dir) {
+            Ok(files) => written.extend(files),
+            Err(e) => {
+                eprintln!(
+                    "error: cannot write queue time series into {}: {e}",
+                    dir.display()
+                );
+                code = status::OUTPUT;
+            }
         }
     }
-    if let Some(path) = &args.report {
-        if let Err(e) = write_atomically(path, report.to_json().as_bytes()) {
-            eprintln!("error: cannot write report {}: {e}", path.display());
-            code = status::OUTPUT;
+    if let Some(target) = &outputs.report {
+        match output::write(target, report.to_json().as_bytes()) {
+            Ok(()) => written.extend(target.path().map(Path::to_path_buf)),
+            Err(e) => {
+                let shown = args.report.as_deref().unwrap_or(Path::new("-"));
+                eprintln!("error: cannot write report {}: {e}", shown.display());
+                code = status::OUTPUT;
+            }
+        }
+    }
+    if !quiet {
+        let text = summary::render(&name, &report, build_time) + &summary::files(&written);
+        // With `--report -` standard output carries the JSON alone.
+        if outputs.report == Some(output::Target::Stdout) {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
         }
     }
     match code {
@@ -301,24 +363,40 @@ fn run(args: RunArgs) -> ExitCode {
             "error: {} application(s) still waiting when the run ended at {} ({})",
             report.waiting(),
             Time::from_nanos(report.sim_time_ns),
-            match report.end {
-                elvis_sim::report::End::TimeLimit => "time limit reached",
-                elvis_sim::report::End::Idle => "nothing left to happen",
-            }
+            report.end
         ),
         _ => {}
     }
     ExitCode::from(code)
 }
 
-/// Writes `bytes` to `path` via a temporary file, so a reader never sees
-/// half a report.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".elvis-partial");
-    let tmp = path.with_file_name(name);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+/// The output paths of a run, checked before it starts.
+struct Outputs {
+    report: Option<output::Target>,
+}
+
+impl Outputs {
+    /// Checks every output path of `args`; prints the first problem and
+    /// returns `Err(code)`.
+    fn plan(args: &RunArgs) -> Result<Outputs, ExitCode> {
+        let fail = |what: &str, path: &Path, e: String| {
+            eprintln!("error: {what} {}: {e}", path.display());
+            ExitCode::from(status::OUTPUT)
+        };
+        let report = match &args.report {
+            None => None,
+            Some(p) => Some(output::plan_file(p).map_err(|e| fail("cannot write report", p, e))?),
+        };
+        let dirs = [
+            ("cannot write pcaps into", &args.pcap),
+            ("cannot write TCP time series into", &args.tcp_trace),
+            ("cannot write queue time series into", &args.queue_trace),
+        ];
+        for (what, dir) in dirs {
+            if let Some(d) = dir {
+                output::plan_dir(d).map_err(|e| fail(what, d, e))?;
+            }
+        }
+        Ok(Outputs { report })
+    }
 }

@@ -60,6 +60,7 @@ pub mod qdisc;
 pub mod report;
 mod routing;
 mod simulation;
+mod stop;
 pub mod socket;
 pub mod stack;
 pub mod topology;

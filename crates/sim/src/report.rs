@@ -125,6 +125,25 @@ pub enum End {
     Idle,
     /// The time limit (`until`) was reached with events still pending.
     TimeLimit,
+    /// Stopped at the current event by an interrupt (SIGINT, SIGTERM: see
+    /// [`crate::Simulation::set_interrupt_flag`]); `sim_time_ns` is the
+    /// virtual time reached.
+    Interrupted,
+    /// Stopped like an interrupt when the wall-clock limit ran out
+    /// ([`crate::Simulation::set_wall_limit`]).
+    WallLimit,
+}
+
+impl fmt::Display for End {
+    /// Formats as a phrase for messages: `time limit reached`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            End::Idle => "nothing left to happen",
+            End::TimeLimit => "time limit reached",
+            End::Interrupted => "interrupted",
+            End::WallLimit => "wall-clock limit reached",
+        })
+    }
 }
 
 /// The report of a run.

@@ -17,7 +17,9 @@ macro_rules! args {
 mod bad_input;
 mod determinism;
 mod fuzz;
+mod interrupt;
 mod offload;
+mod outputs;
 mod qdisc;
 mod runs;
 mod tcp_report;
