@@ -191,7 +191,12 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                 local_port: o.port("local_port")?,
                 remote: SocketAddrV4::new(o.host("to")?, o.port("remote_port")?),
                 count: u8::try_from(o.u64_or("count", 255)?)
-                    .map_err(|_| ParamError::new(o.loc("count"), "count must be at most 255"))?,
+                    .map_err(|_| {
+                        ParamError::new(
+                            o.loc("count"),
+                            "count must be 0 to 255: ping_pong carries its counter in one byte, as in Elvis",
+                        )
+                    })?,
             });
             let passive = !cfg.starter;
             let mut f = factory(canon, false, move |sim, m| {
@@ -205,7 +210,12 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             let cfg = Rc::new(ping::Config {
                 to: o.host("to")?,
                 count: u16::try_from(o.u64_or("count", 4)?)
-                    .map_err(|_| ParamError::new(o.loc("count"), "count must be at most 65535"))?,
+                    .map_err(|_| {
+                        ParamError::new(
+                            o.loc("count"),
+                            "count must be 0 to 65535: an ICMP echo sequence number is 16 bits",
+                        )
+                    })?,
                 interval: o.duration_or("interval", Duration::from_secs(1))?,
                 timeout: o.duration_or("timeout", Duration::from_secs(1))?,
                 size: o.size_or("size", 56)? as usize,
@@ -216,12 +226,16 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             })
         }
         "traceroute" => {
+            let why = |key: &str| match key {
+                "max_hops" => "a TTL is one byte and 0 reaches no router",
+                _ => "each hop is probed at least once and at most 10 times",
+            };
             let small = |key: &str, default: u64, max: u64| -> Result<u8, ParamError> {
                 let v = o.u64_or(key, default)?;
                 if v == 0 || v > max {
                     return Err(ParamError::new(
                         o.loc(key),
-                        format!("{key} must be between 1 and {max}"),
+                        format!("{key} must be between 1 and {max}: {}", why(key)),
                     ));
                 }
                 Ok(v as u8)

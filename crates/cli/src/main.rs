@@ -129,13 +129,24 @@ mod status {
 fn load(file: Option<&Path>) -> Result<(String, String, elvis_scenario::Scenario), ExitCode> {
     let (name, source) = match file {
         None => ("default.ndl".to_string(), DEFAULT_SCENARIO.to_string()),
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(s) => (path.display().to_string(), s),
-            Err(e) => {
-                eprintln!("error: cannot read {}: {e}", path.display());
-                return Err(ExitCode::from(status::BAD_INPUT));
+        Some(path) => {
+            let max = elvis_scenario::files::MAX_NDL_FILE;
+            let bytes = match elvis_scenario::files::read_limited(path, max, false) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("error: cannot read {}: {e}", path.display());
+                    return Err(ExitCode::from(status::BAD_INPUT));
+                }
+            };
+            let name = path.display().to_string();
+            match elvis_ndl::decode(&bytes, &name) {
+                Ok(s) => (name, s.to_string()),
+                Err(e) => {
+                    eprint!("{}", render::ndl_error(&e, &String::from_utf8_lossy(&bytes)));
+                    return Err(ExitCode::from(status::BAD_INPUT));
+                }
             }
-        },
+        }
     };
     match elvis_ndl::parse(&source, &name) {
         Ok(s) => Ok((name, source, s)),

@@ -91,7 +91,7 @@ fn parse_limit(s: &str) -> Result<QueueLimit, String> {
         let n = parse_u64(t)?;
         return u32::try_from(n)
             .map(QueueLimit::Packets)
-            .map_err(|_| format!("{n} packets is too many"));
+            .map_err(|_| format!("{n} packets is too many: a queue holds 1 to {} packets (a 32-bit count), or `inf`", u32::MAX));
     }
     parse_size_bytes(t).map(QueueLimit::Bytes)
 }
@@ -135,7 +135,7 @@ fn parse_classify(s: &str) -> Result<ClassifySpec, String> {
             u8::try_from(n)
                 .ok()
                 .filter(|&d| d <= 63)
-                .ok_or_else(|| format!("DSCP {n} is outside 0 to 63"))
+                .ok_or_else(|| format!("DSCP {n} is outside 0 to 63 (a 6-bit field of the IPv4 header)"))
         })
         .collect::<Result<Vec<u8>, String>>()
         .map(ClassifySpec::Dscp)
