@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 mod interrupt;
+mod memory;
 mod output;
 mod render;
 mod summary;
@@ -55,6 +56,10 @@ enum Command {
     Check {
         /// The NDL file.
         file: PathBuf,
+        /// Refuse scenarios estimated above this much memory, e.g. `8GiB`
+        /// (default: the memory available).
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
     },
     /// Prints the embedded default scenario.
     Example,
@@ -102,13 +107,17 @@ struct RunArgs {
     /// e.g. `30s`, `5m` (the report's `end` is `wall_limit`).
     #[arg(long, value_name = "DURATION")]
     wall_limit: Option<String>,
+    /// Refuse scenarios estimated above this much memory, e.g. `8GiB`
+    /// (default: the memory available).
+    #[arg(long, value_name = "SIZE")]
+    max_memory: Option<String>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run(args),
-        Command::Check { file } => check(&file),
+        Command::Check { file, max_memory } => check(&file, max_memory.as_deref()),
         Command::Example => {
             print!("{DEFAULT_SCENARIO}");
             ExitCode::SUCCESS
@@ -157,6 +166,35 @@ fn load(file: Option<&Path>) -> Result<(String, String, elvis_scenario::Scenario
     }
 }
 
+/// Parses `--max-memory`; prints the error and returns `Err(code)`.
+fn max_memory(arg: Option<&str>) -> Result<Option<u64>, ExitCode> {
+    arg.map(elvis_ndl::parse_size_bytes).transpose().map_err(|e| {
+        eprintln!("error: --max-memory: {e} (hint: write e.g. --max-memory 8GiB)");
+        ExitCode::from(status::BAD_INPUT)
+    })
+}
+
+/// Estimates the scenario's memory and refuses it (a located error) when
+/// the estimate is above `limit` or, without one, the memory available.
+fn estimate(
+    name: &str,
+    source: &str,
+    scenario: &elvis_scenario::Scenario,
+    limit: Option<u64>,
+) -> Result<elvis_sim::report::MemoryEstimate, ExitCode> {
+    let (est, loc) = elvis_build::estimate::estimate(scenario);
+    let Some(cap) = limit.or_else(memory::available) else {
+        return Ok(est);
+    };
+    match memory::refuse(&est, cap, limit.is_some()) {
+        None => Ok(est),
+        Some((message, hint)) => {
+            eprint!("{}", render::located(name, source, loc, &message, Some(&hint)));
+            Err(ExitCode::from(status::BAD_INPUT))
+        }
+    }
+}
+
 fn build(
     name: &str,
     source: &str,
@@ -172,9 +210,17 @@ fn build(
     })
 }
 
-fn check(file: &Path) -> ExitCode {
+fn check(file: &Path, max_mem: Option<&str>) -> ExitCode {
+    let limit = match max_memory(max_mem) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
     let (name, source, scenario) = match load(Some(file)) {
         Ok(x) => x,
+        Err(c) => return c,
+    };
+    let est = match estimate(&name, &source, &scenario, limit) {
+        Ok(e) => e,
         Err(c) => return c,
     };
     match build(&name, &source, &scenario, None) {
@@ -183,6 +229,11 @@ fn check(file: &Path) -> ExitCode {
                 "{name}: ok ({} networks, {} machines)",
                 scenario.networks.len(),
                 b.sim.machine_count()
+            );
+            println!(
+                "  estimated memory {} ({})",
+                memory::human(est.bytes),
+                memory::counts(&est)
             );
             ExitCode::SUCCESS
         }
@@ -235,8 +286,16 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(status::BAD_INPUT);
         }
     };
+    let limit = match max_memory(args.max_memory.as_deref()) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
     let (name, source, scenario) = match load(args.file.as_deref()) {
         Ok(x) => x,
+        Err(c) => return c,
+    };
+    let est = match estimate(&name, &source, &scenario, limit) {
+        Ok(e) => e,
         Err(c) => return c,
     };
     // Every output is checked before the (possibly long) build and run.
@@ -307,7 +366,8 @@ fn run(args: RunArgs) -> ExitCode {
         ));
         b.tick();
     };
-    let report = built.sim.run_with(limits, &mut on_progress);
+    let mut report = built.sim.run_with(limits, &mut on_progress);
+    report.memory_estimate = Some(est);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

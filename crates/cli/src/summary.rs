@@ -110,11 +110,15 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
         r.events,
         si(p.events_per_s)
     );
-    let _ = writeln!(
+    let _ = write!(
         s,
         "  peak memory      {:.1} MiB",
         p.peak_rss_bytes as f64 / 1048576.0
     );
+    if let Some(e) = &r.memory_estimate {
+        let _ = write!(s, " (estimated {:.1} MiB)", e.bytes as f64 / 1048576.0);
+    }
+    s.push('\n');
     let _ = writeln!(s, "  machines         {}", r.machines);
     let k = &r.packets;
     let _ = writeln!(

@@ -190,6 +190,26 @@ pub struct Report {
     pub tcp_shares: Vec<CongestionShare>,
     /// Wall-clock measurements (not deterministic).
     pub performance: Performance,
+    /// The memory estimated from the scenario's counts before it was built
+    /// (set by the builder's caller; absent when nobody estimated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_estimate: Option<MemoryEstimate>,
+}
+
+/// The memory a scenario was estimated to take, from its counts, before
+/// it was built (`elvis_build::estimate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MemoryEstimate {
+    /// The estimate, bytes.
+    pub bytes: u64,
+    pub machines: u64,
+    pub networks: u64,
+    /// Machine interfaces (network attachments).
+    pub interfaces: u64,
+    /// Application instances.
+    pub applications: u64,
+    /// Routes: static ones, generators' and automatic ones.
+    pub routes: u64,
 }
 
 /// One published value.

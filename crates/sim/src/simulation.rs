@@ -1377,6 +1377,7 @@ impl Simulation {
                 },
                 peak_rss_bytes: report::peak_rss_bytes(),
             },
+            memory_estimate: None,
         }
     }
 

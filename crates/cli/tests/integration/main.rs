@@ -18,6 +18,7 @@ mod bad_input;
 mod determinism;
 mod fuzz;
 mod interrupt;
+mod limits;
 mod offload;
 mod outputs;
 mod qdisc;
