@@ -21,6 +21,7 @@ mod interrupt;
 mod limits;
 mod offload;
 mod outputs;
+mod protocol_edges;
 mod qdisc;
 mod runs;
 mod tcp_report;
