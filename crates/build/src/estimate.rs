@@ -30,7 +30,11 @@ pub struct Costs {
     pub network: u64,
     pub interface: u64,
     pub application: u64,
+    /// A route written by the file or a generator.
     pub route: u64,
+    /// One (router, network) pair of the automatic route computation: the
+    /// route and the computation's own tables.
+    pub auto_route: u64,
 }
 
 impl Costs {
@@ -42,6 +46,7 @@ impl Costs {
         interface: 120,
         application: 160,
         route: 48,
+        auto_route: 400,
     };
 }
 
@@ -154,20 +159,30 @@ fn auto_routes(sc: &Scenario) -> bool {
             }))
 }
 
-/// Estimates the memory `sc` takes once built, with [`Costs::MEASURED`];
-/// returns it and the place of the block that contributes most.
-pub fn estimate(sc: &Scenario) -> (MemoryEstimate, Loc) {
+/// An estimate, where it mostly comes from, and why.
+#[derive(Clone, Debug)]
+pub struct Estimated {
+    pub memory: MemoryEstimate,
+    /// The block that contributes most (for automatic routes: the first
+    /// forwarding machine, which turns them on).
+    pub loc: Loc,
+    /// Says so when the automatic routes are most of the estimate.
+    pub note: Option<String>,
+}
+
+/// Estimates the memory `sc` takes once built, with [`Costs::MEASURED`].
+pub fn estimate(sc: &Scenario) -> Estimated {
     estimate_with(sc, &Costs::MEASURED)
 }
 
 /// Like [`estimate`], with the given costs.
-pub fn estimate_with(sc: &Scenario, c: &Costs) -> (MemoryEstimate, Loc) {
+pub fn estimate_with(sc: &Scenario, c: &Costs) -> Estimated {
     let mut total = Counts::default();
     let mut biggest = (0u64, Loc::default());
     let mut note = |counts: Counts, loc: Loc, total: &mut Counts| {
         let b = counts.bytes(c);
         if b > biggest.0 || !biggest.1.is_known() {
-            biggest = (b.max(biggest.0), loc);
+            biggest = (b, loc);
         }
         total.add(counts);
     };
@@ -203,16 +218,27 @@ pub fn estimate_with(sc: &Scenario, c: &Costs) -> (MemoryEstimate, Loc) {
         0
     };
     let routes = total.routes.saturating_add(auto);
-    let all = Counts { routes, ..total };
-    let est = MemoryEstimate {
-        bytes: c.base.saturating_add(all.bytes(c)),
-        machines: all.machines,
-        networks: all.networks,
-        interfaces: all.interfaces,
-        applications: all.applications,
+    let auto_bytes = auto.saturating_mul(c.auto_route);
+    let memory = MemoryEstimate {
+        bytes: c.base.saturating_add(total.bytes(c)).saturating_add(auto_bytes),
+        machines: total.machines,
+        networks: total.networks,
+        interfaces: total.interfaces,
+        applications: total.applications,
         routes,
     };
-    (est, biggest.1)
+    let (mut loc, mut note) = (biggest.1, None);
+    if auto_bytes > biggest.0 {
+        if let Some(g) = sc.machines.iter().find(|g| g.forward) {
+            loc = g.loc;
+        }
+        note = Some(format!(
+            "most of it is automatic routes: {} routers × {} networks, a route to every network \
+             on every router; routing='static' with [Route] blocks avoids them",
+            total.routers, total.networks
+        ));
+    }
+    Estimated { memory, loc, note }
 }
 
 #[cfg(test)]
@@ -227,8 +253,9 @@ mod tests {
 
     #[test]
     fn the_estimate_grows_with_the_machine_count_and_points_at_the_group() {
-        let small = estimate(&scenario(&GROUP.replace('N', "10"))).0;
-        let (big, loc) = estimate(&scenario(&GROUP.replace('N', "300000000")));
+        let small = estimate(&scenario(&GROUP.replace('N', "10"))).memory;
+        let e = estimate(&scenario(&GROUP.replace('N', "300000000")));
+        let (big, loc) = (e.memory, e.loc);
         assert_eq!(big.machines, 300_000_000);
         assert_eq!(big.interfaces, 300_000_000);
         assert!(big.bytes > 50 << 30, "{big:?}");
@@ -239,21 +266,25 @@ mod tests {
     #[test]
     fn a_fat_tree_counts_its_hosts_switches_and_links() {
         let sc = scenario("[Topology type='fattree' k='4']\n");
-        let (e, loc) = estimate(&sc);
+        let Estimated { memory: e, loc, .. } = estimate(&sc);
         assert_eq!(e.machines, 16 + 20);
         assert_eq!(e.networks, 48);
         assert_eq!(loc.line, 1);
-        let huge = estimate(&scenario("[Topology type='fattree' k='254']\n")).0;
+        let huge = estimate(&scenario("[Topology type='fattree' k='254']\n")).memory;
         assert!(huge.bytes > 4 << 30, "{huge:?}");
     }
 
     #[test]
     fn an_extra_router_beside_a_fat_tree_costs_a_route_per_router_and_network() {
-        let alone = estimate(&scenario("[Topology type='fattree' k='32']\n")).0;
+        let alone = estimate(&scenario("[Topology type='fattree' k='32']\n"));
+        assert!(alone.note.is_none());
+        let alone = alone.memory;
         let mixed = estimate(&scenario(
             "[Topology type='fattree' k='32']\n[Networks]\n\t[Network id='x']\n[Machines]\n\t[Machine name='r' forward='yes']\n\t\t[Networks]\n\t\t\t[Network id='x']\n",
-        ))
-        .0;
+        ));
+        assert_eq!(mixed.loc.line, 5, "the forwarding machine");
+        assert!(mixed.note.as_deref().unwrap().contains("1281 routers"), "{mixed:?}");
+        let mixed = mixed.memory;
         assert!(mixed.routes > 1280 * 24576, "{mixed:?}");
         assert!(mixed.bytes > 4 * alone.bytes, "{alone:?} {mixed:?}");
     }

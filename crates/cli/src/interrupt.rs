@@ -20,11 +20,13 @@ use std::sync::Arc;
 pub fn install() -> std::io::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     #[cfg(unix)]
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Handlers run in the order registered: the exit only fires when
-        // an earlier signal already set the flag.
-        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, flag.clone())?;
-        signal_hook::flag::register(sig, flag.clone())?;
+    {
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // Handlers run in the order registered: the exit only fires
+            // when an earlier signal already set the flag.
+            signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, flag.clone())?;
+            signal_hook::flag::register(sig, flag.clone())?;
+        }
     }
     Ok(flag)
 }

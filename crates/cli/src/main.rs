@@ -1,7 +1,7 @@
 //! `elvis`: run and check Network Description Language scenarios.
 //!
 //! ```text
-//! elvis run [FILE] [--seed N] [--until 10s] [--wall-limit 5m] [--report out.json|-]
+//! elvis run [FILE] [--seed N] [--until 10s] [--wall-limit 300s] [--report out.json|-]
 //!           [--pcap DIR] [--tcp-trace DIR [--tcp-trace-every 10ms|change]]
 //!           [--queue-trace DIR] [--max-memory 8GiB]
 //! elvis check FILE [--max-memory 8GiB]
@@ -104,7 +104,7 @@ struct RunArgs {
     #[arg(long, default_value_t = 10.0)]
     watchdog: f64,
     /// End the run, like an interrupt, after this much wall-clock time,
-    /// e.g. `30s`, `5m` (the report's `end` is `wall_limit`).
+    /// e.g. `30s`, `300s` (the report's `end` is `wall_limit`).
     #[arg(long, value_name = "DURATION")]
     wall_limit: Option<String>,
     /// Refuse scenarios estimated above this much memory, e.g. `8GiB`
@@ -182,14 +182,17 @@ fn estimate(
     scenario: &elvis_scenario::Scenario,
     limit: Option<u64>,
 ) -> Result<elvis_sim::report::MemoryEstimate, ExitCode> {
-    let (est, loc) = elvis_build::estimate::estimate(scenario);
+    let e = elvis_build::estimate::estimate(scenario);
     let Some(cap) = limit.or_else(memory::available) else {
-        return Ok(est);
+        return Ok(e.memory);
     };
-    match memory::refuse(&est, cap, limit.is_some()) {
-        None => Ok(est),
-        Some((message, hint)) => {
-            eprint!("{}", render::located(name, source, loc, &message, Some(&hint)));
+    match memory::refuse(&e.memory, cap, limit.is_some()) {
+        None => Ok(e.memory),
+        Some((mut message, hint)) => {
+            if let Some(note) = &e.note {
+                message = format!("{message}; {note}");
+            }
+            eprint!("{}", render::located(name, source, e.loc, &message, Some(&hint)));
             Err(ExitCode::from(status::BAD_INPUT))
         }
     }
@@ -282,7 +285,7 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(status::BAD_INPUT);
         }
         Some(Err(e)) => {
-            eprintln!("error: --wall-limit: {e} (hint: write e.g. --wall-limit 30s or --wall-limit 5m)");
+            eprintln!("error: --wall-limit: {e} (hint: write e.g. --wall-limit 30s or --wall-limit 300s)");
             return ExitCode::from(status::BAD_INPUT);
         }
     };

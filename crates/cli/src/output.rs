@@ -121,7 +121,7 @@ pub fn plan_file(path: &Path) -> Result<Target, String> {
                 .map_err(|e| e.to_string())?;
             Ok(Target::Direct(target))
         }
-        Ok(_) | Err(_) => {
+        _ => {
             let dir = parent_dir(&target);
             match std::fs::metadata(dir) {
                 Ok(m) if m.is_dir() => {}

@@ -73,6 +73,12 @@ pub fn shorten_message(message: &str) -> Cow<'_, str> {
         };
         out.push_str(&rest[..=open]);
         let value = &inner[..close];
+        // Prose between two apostrophes (`machine's … don't`) is not a
+        // value: go on from the character after this quote.
+        if value.chars().any(char::is_whitespace) {
+            rest = inner;
+            continue;
+        }
         let short = cut(value, MAX_QUOTED - 16);
         changed |= matches!(short, Cow::Owned(_));
         out.push_str(&short);
@@ -132,6 +138,10 @@ mod tests {
         assert!(short.contains("… (100000 bytes)'"), "{short}");
         let ok = "unknown network 'lan' (hint: declare it in [Networks] first, then use it)";
         assert_eq!(shorten_message(ok), ok);
+        let prose = format!("the machine's address isn't in '{long}'");
+        let short = shorten_message(&prose);
+        assert!(short.starts_with("the machine's address isn't in 'xxx"), "{short}");
+        assert!(short.len() < 200, "{short}");
     }
 
     #[test]
