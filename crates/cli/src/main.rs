@@ -244,53 +244,83 @@ fn check(file: &Path, max_mem: Option<&str>) -> ExitCode {
     }
 }
 
-fn run(args: RunArgs) -> ExitCode {
-    let until = match args
-        .until
-        .as_deref()
-        .map(elvis_ndl::parse_duration_ns)
-        .transpose()
-    {
-        Ok(u) => u.map(Time::from_nanos),
-        Err(e) => {
-            eprintln!("error: --until: {e} (hint: write e.g. --until 10s or --until 250ms)");
-            return ExitCode::from(status::BAD_INPUT);
-        }
-    };
-    // `inf` (or any limit too large for a Duration) means no limit.
-    if args.watchdog.is_nan() {
-        eprintln!("error: --watchdog: not a number (hint: write e.g. --watchdog 10, in seconds)");
-        return ExitCode::from(status::BAD_INPUT);
-    }
-    let watchdog = Duration::try_from_secs_f64(args.watchdog.max(0.05)).unwrap_or(Duration::MAX);
-    let sampling = match args.tcp_trace_every.as_str() {
-        "change" => elvis_sim::Sampling::OnChange,
-        every => match elvis_ndl::parse_duration_ns(every) {
-            Ok(ns) if ns > 0 => elvis_sim::Sampling::Every(Duration::from_nanos(ns)),
-            Ok(_) => {
-                eprintln!("error: --tcp-trace-every: the interval must be positive (hint: write e.g. 10ms, or change)");
-                return ExitCode::from(status::BAD_INPUT);
-            }
+/// The command-line values of `elvis run`, parsed.
+struct Flags {
+    until: Option<Time>,
+    watchdog: Duration,
+    sampling: elvis_sim::Sampling,
+    wall_limit: Option<Duration>,
+    max_memory: Option<u64>,
+}
+
+impl Flags {
+    /// Parses the values of `args`; prints the first bad one and returns
+    /// `Err(code)`.
+    fn parse(args: &RunArgs) -> Result<Flags, ExitCode> {
+        let until = match args
+            .until
+            .as_deref()
+            .map(elvis_ndl::parse_duration_ns)
+            .transpose()
+        {
+            Ok(u) => u.map(Time::from_nanos),
             Err(e) => {
-                eprintln!("error: --tcp-trace-every: {e} (hint: write e.g. 10ms, or change)");
-                return ExitCode::from(status::BAD_INPUT);
+                eprintln!("error: --until: {e} (hint: write e.g. --until 10s or --until 250ms)");
+                return Err(ExitCode::from(status::BAD_INPUT));
             }
-        },
-    };
-    let wall_limit = match args.wall_limit.as_deref().map(elvis_ndl::parse_duration_ns) {
-        None => None,
-        Some(Ok(ns)) if ns > 0 => Some(Duration::from_nanos(ns)),
-        Some(Ok(_)) => {
-            eprintln!("error: --wall-limit: the limit must be positive (hint: write e.g. --wall-limit 30s)");
-            return ExitCode::from(status::BAD_INPUT);
+        };
+        // `inf` (or any limit too large for a Duration) means no limit.
+        if args.watchdog.is_nan() {
+            eprintln!("error: --watchdog: not a number (hint: write e.g. --watchdog 10, in seconds)");
+            return Err(ExitCode::from(status::BAD_INPUT));
         }
-        Some(Err(e)) => {
-            eprintln!("error: --wall-limit: {e} (hint: write e.g. --wall-limit 30s or --wall-limit 300s)");
-            return ExitCode::from(status::BAD_INPUT);
-        }
-    };
-    let limit = match max_memory(args.max_memory.as_deref()) {
-        Ok(l) => l,
+        let watchdog = Duration::try_from_secs_f64(args.watchdog.max(0.05)).unwrap_or(Duration::MAX);
+        let sampling = match args.tcp_trace_every.as_str() {
+            "change" => elvis_sim::Sampling::OnChange,
+            every => match elvis_ndl::parse_duration_ns(every) {
+                Ok(ns) if ns > 0 => elvis_sim::Sampling::Every(Duration::from_nanos(ns)),
+                Ok(_) => {
+                    eprintln!("error: --tcp-trace-every: the interval must be positive (hint: write e.g. 10ms, or change)");
+                    return Err(ExitCode::from(status::BAD_INPUT));
+                }
+                Err(e) => {
+                    eprintln!("error: --tcp-trace-every: {e} (hint: write e.g. 10ms, or change)");
+                    return Err(ExitCode::from(status::BAD_INPUT));
+                }
+            },
+        };
+        let wall_limit = match args.wall_limit.as_deref().map(elvis_ndl::parse_duration_ns) {
+            None => None,
+            Some(Ok(ns)) if ns > 0 => Some(Duration::from_nanos(ns)),
+            Some(Ok(_)) => {
+                eprintln!("error: --wall-limit: the limit must be positive (hint: write e.g. --wall-limit 30s)");
+                return Err(ExitCode::from(status::BAD_INPUT));
+            }
+            Some(Err(e)) => {
+                eprintln!("error: --wall-limit: {e} (hint: write e.g. --wall-limit 30s or --wall-limit 300s)");
+                return Err(ExitCode::from(status::BAD_INPUT));
+            }
+        };
+        let max_memory = max_memory(args.max_memory.as_deref())?;
+        Ok(Flags {
+            until,
+            watchdog,
+            sampling,
+            wall_limit,
+            max_memory,
+        })
+    }
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    let Flags {
+        until,
+        watchdog,
+        sampling,
+        wall_limit,
+        max_memory: limit,
+    } = match Flags::parse(&args) {
+        Ok(f) => f,
         Err(c) => return c,
     };
     let (name, source, scenario) = match load(args.file.as_deref()) {
@@ -381,43 +411,8 @@ fn run(args: RunArgs) -> ExitCode {
     } else {
         0
     };
-    if let Some(e) = built.sim.pcap_error() {
-        eprintln!("error: writing pcaps: {e}");
+    if !write_outputs(&built.sim, &args, &outputs, &report, &mut written) {
         code = status::OUTPUT;
-    }
-    if let Some(dir) = &args.tcp_trace {
-        match built.sim.write_tcp_series(dir) {
-            Ok(files) => written.extend(files),
-            Err(e) => {
-                eprintln!(
-                    "error: cannot write TCP time series into {}: {e}",
-                    dir.display()
-                );
-                code = status::OUTPUT;
-            }
-        }
-    }
-    if let Some(dir) = &args.queue_trace {
-        match built.sim.write_queue_series(dir) {
-            Ok(files) => written.extend(files),
-            Err(e) => {
-                eprintln!(
-                    "error: cannot write queue time series into {}: {e}",
-                    dir.display()
-                );
-                code = status::OUTPUT;
-            }
-        }
-    }
-    if let Some(target) = &outputs.report {
-        match output::write(target, report.to_json().as_bytes()) {
-            Ok(()) => written.extend(target.path().map(Path::to_path_buf)),
-            Err(e) => {
-                let shown = args.report.as_deref().unwrap_or(Path::new("-"));
-                eprintln!("error: cannot write report {}: {e}", shown.display());
-                code = status::OUTPUT;
-            }
-        }
     }
     if !quiet {
         let text = summary::render(&name, &report, build_time) + &summary::files(&written);
@@ -442,6 +437,58 @@ fn run(args: RunArgs) -> ExitCode {
         _ => {}
     }
     ExitCode::from(code)
+}
+
+/// Writes the outputs that come after the run (traces, the report) and
+/// adds them to `written`; returns false when one could not be written
+/// (the error is printed).
+fn write_outputs(
+    sim: &elvis_sim::Simulation,
+    args: &RunArgs,
+    outputs: &Outputs,
+    report: &elvis_sim::Report,
+    written: &mut Vec<PathBuf>,
+) -> bool {
+    let mut ok = true;
+    if let Some(e) = sim.pcap_error() {
+        eprintln!("error: writing pcaps: {e}");
+        ok = false;
+    }
+    if let Some(dir) = &args.tcp_trace {
+        match sim.write_tcp_series(dir) {
+            Ok(files) => written.extend(files),
+            Err(e) => {
+                eprintln!(
+                    "error: cannot write TCP time series into {}: {e}",
+                    dir.display()
+                );
+                ok = false;
+            }
+        }
+    }
+    if let Some(dir) = &args.queue_trace {
+        match sim.write_queue_series(dir) {
+            Ok(files) => written.extend(files),
+            Err(e) => {
+                eprintln!(
+                    "error: cannot write queue time series into {}: {e}",
+                    dir.display()
+                );
+                ok = false;
+            }
+        }
+    }
+    if let Some(target) = &outputs.report {
+        match output::write(target, report.to_json().as_bytes()) {
+            Ok(()) => written.extend(target.path().map(Path::to_path_buf)),
+            Err(e) => {
+                let shown = args.report.as_deref().unwrap_or(Path::new("-"));
+                eprintln!("error: cannot write report {}: {e}", shown.display());
+                ok = false;
+            }
+        }
+    }
+    ok
 }
 
 /// The output paths of a run, checked before it starts.

@@ -36,7 +36,7 @@ fn tshark_reads_to_the_end(pcap: &Path) {
     assert!(out.status.success() && !stderr.contains("cut short"), "{stderr}");
 }
 
-/// Runs the endless transfer, sends `signal` once it is running, and
+/// Runs the endless flood, sends `signal` once it is running, and
 /// returns what the binary said and the report it wrote.
 #[cfg(unix)]
 fn interrupt_with(signal: &str) -> (Outcome, serde_json::Value, std::path::PathBuf) {
@@ -46,7 +46,7 @@ fn interrupt_with(signal: &str) -> (Outcome, serde_json::Value, std::path::PathB
     let child = elvis_command()
         .args(args![
             "run",
-            &fixture("endless-bulk.ndl"),
+            &fixture("endless-flood.ndl"),
             "--report",
             &report,
             "--pcap",
@@ -78,7 +78,7 @@ fn interrupt_with(signal: &str) -> (Outcome, serde_json::Value, std::path::PathB
 #[test]
 fn sigint_stops_the_run_with_a_summary_a_complete_report_and_whole_frames() {
     let (out, r, pcaps) = interrupt_with("INT");
-    // The transfer was still running: exit 3, as for any run that ends
+    // The flood was still running: exit 3, as for any run that ends
     // with an application waiting.
     out.expect_code(3);
     assert!(out.stdout.contains("stopped          interrupted"), "{}", out.stdout);
@@ -87,8 +87,8 @@ fn sigint_stops_the_run_with_a_summary_a_complete_report_and_whole_frames() {
     assert_eq!(r["end"], "interrupted");
     let reached = r["sim_time_ns"].as_u64().unwrap();
     assert!(reached > 0, "the run had started");
-    assert!(packets(&r, "tcp_sent") > 0);
-    assert_eq!(application(&r, "sender", "bulk_send")["waiting"], 1);
+    assert!(packets(&r, "udp_sent") > 0);
+    assert_eq!(application(&r, "sender", "send_message")["waiting"], 1);
     // Every record in the capture is whole (the reader asserts it) and
     // none is later than the time reached.
     let frames = read_pcap(&pcaps.join("net-a%2Fb.pcap"));
@@ -113,7 +113,7 @@ fn a_wall_limit_ends_the_run_like_an_interrupt_and_names_the_busiest_network() {
     let start = Instant::now();
     let out = elvis(args![
         "run",
-        &fixture("endless-bulk.ndl"),
+        &fixture("endless-flood.ndl"),
         "--wall-limit",
         "300ms",
         "--report",

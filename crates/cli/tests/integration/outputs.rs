@@ -97,7 +97,7 @@ fn networks_whose_names_differ_only_in_punctuation_get_separate_listed_captures(
     let pcaps = dir.path().join("pcaps");
     let out = elvis(args![
         "run",
-        &fixture("endless-bulk.ndl"),
+        &fixture("endless-flood.ndl"),
         "--until",
         "20ms",
         "--pcap",
