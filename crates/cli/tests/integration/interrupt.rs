@@ -39,10 +39,10 @@ fn tshark_reads_to_the_end(pcap: &Path) {
 /// Runs the endless flood, sends `signal` once it is running, and
 /// returns what the binary said and the report it wrote.
 #[cfg(unix)]
-fn interrupt_with(signal: &str) -> (Outcome, serde_json::Value, std::path::PathBuf) {
-    let dir = temp_dir().keep();
-    let report = dir.join("r.json");
-    let pcaps = dir.join("pcaps");
+fn interrupt_with(signal: &str) -> (Outcome, serde_json::Value, tempfile::TempDir) {
+    let dir = temp_dir();
+    let report = dir.path().join("r.json");
+    let pcaps = dir.path().join("pcaps");
     let child = elvis_command()
         .args(args![
             "run",
@@ -71,13 +71,14 @@ fn interrupt_with(signal: &str) -> (Outcome, serde_json::Value, std::path::PathB
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     };
     let r = read_report(&report);
-    (outcome, r, pcaps)
+    (outcome, r, dir)
 }
 
 #[cfg(unix)]
 #[test]
 fn sigint_stops_the_run_with_a_summary_a_complete_report_and_whole_frames() {
-    let (out, r, pcaps) = interrupt_with("INT");
+    let (out, r, dir) = interrupt_with("INT");
+    let pcaps = dir.path().join("pcaps");
     // The flood was still running: exit 3, as for any run that ends
     // with an application waiting.
     out.expect_code(3);
@@ -94,16 +95,14 @@ fn sigint_stops_the_run_with_a_summary_a_complete_report_and_whole_frames() {
     let frames = read_pcap(&pcaps.join("net-a%2Fb.pcap"));
     assert!(!frames.is_empty());
     tshark_reads_to_the_end(&pcaps.join("net-a%2Fb.pcap"));
-    let _ = std::fs::remove_dir_all(pcaps.parent().unwrap());
 }
 
 #[cfg(unix)]
 #[test]
 fn sigterm_stops_the_run_like_sigint() {
-    let (out, r, pcaps) = interrupt_with("TERM");
+    let (out, r, _dir) = interrupt_with("TERM");
     out.expect_code(3);
     assert_eq!(r["end"], "interrupted");
-    let _ = std::fs::remove_dir_all(pcaps.parent().unwrap());
 }
 
 #[test]
