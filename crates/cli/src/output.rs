@@ -135,17 +135,31 @@ pub fn plan_file(path: &Path) -> Result<Target, String> {
     }
 }
 
-/// Creates the output directory `dir` if missing and checks that files can
-/// be created in it.
+/// Checks that the output directory `dir` can be made (if missing) and
+/// filled, leaving nothing behind: an existing `dir` must be a directory
+/// where files can be created; a missing one needs its nearest existing
+/// ancestor to be such a directory.
 ///
 /// # Errors
 /// A message naming what is wrong.
 pub fn plan_dir(dir: &Path) -> Result<(), String> {
-    if dir.exists() && !dir.is_dir() {
-        return Err("it exists and is not a directory".into());
+    let mut at = dir;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) if at == dir => return Err("it exists and is not a directory".into()),
+            Ok(_) => return Err(format!("{} is not a directory", at.display())),
+            Err(_) => match at.parent() {
+                Some(p) if !p.as_os_str().is_empty() => at = p,
+                _ => {
+                    at = Path::new(".");
+                    break;
+                }
+            },
+        }
     }
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    probe_writable(&dir.join(".elvis-probe")).map_err(|e| format!("cannot create files in it: {e}"))
+    probe_writable(&at.join(".elvis-probe"))
+        .map_err(|e| format!("cannot create files in {}: {e}", at.display()))
 }
 
 /// Writes `bytes` to `target` as [`Target`] describes.
@@ -257,7 +271,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, b"").unwrap();
-        assert!(plan_dir(&file).is_err());
+        assert!(plan_dir(&file).unwrap_err().contains("not a directory"));
+        assert!(plan_dir(&file.join("sub")).unwrap_err().contains("not a directory"));
         assert!(plan_dir(&dir.path().join("new/sub")).is_ok());
+        assert!(!dir.path().join("new").exists(), "nothing made before the run");
     }
 }
