@@ -151,9 +151,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                 }
             }
             let message = match (params.get("size"), params.get("message")) {
-                (Some(_), _) if udp => {
-                    Message::zeros(o.datagram_size_or("size", 0, "UDP")?)
-                }
+                (Some(_), _) if udp => Message::zeros(o.datagram_size_or("size", 0, "UDP")?),
                 (Some(size), _) => Message::zeros(o.size(size)?),
                 (None, Some(m)) => {
                     Message::from_bytes(bytes::Bytes::from(m.value.clone().into_bytes()))
@@ -226,13 +224,12 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "ping" => {
             let cfg = Rc::new(ping::Config {
                 to: o.host("to")?,
-                count: u16::try_from(o.u64_or("count", 4)?)
-                    .map_err(|_| {
-                        ParamError::new(
-                            o.loc("count"),
-                            "count must be 0 to 65535: an ICMP echo sequence number is 16 bits",
-                        )
-                    })?,
+                count: u16::try_from(o.u64_or("count", 4)?).map_err(|_| {
+                    ParamError::new(
+                        o.loc("count"),
+                        "count must be 0 to 65535: an ICMP echo sequence number is 16 bits",
+                    )
+                })?,
                 interval: o.duration_or("interval", Duration::from_secs(1))?,
                 timeout: o.duration_or("timeout", Duration::from_secs(1))?,
                 size: o.datagram_size_or("size", 56, "ICMP")? as usize,

@@ -81,7 +81,9 @@ impl Counts {
             (self.routes, c.route),
         ]
         .iter()
-        .fold(0u64, |acc, &(n, per)| acc.saturating_add(n.saturating_mul(per)))
+        .fold(0u64, |acc, &(n, per)| {
+            acc.saturating_add(n.saturating_mul(per))
+        })
     }
 }
 
@@ -220,7 +222,10 @@ pub fn estimate_with(sc: &Scenario, c: &Costs) -> Estimated {
     let routes = total.routes.saturating_add(auto);
     let auto_bytes = auto.saturating_mul(c.auto_route);
     let memory = MemoryEstimate {
-        bytes: c.base.saturating_add(total.bytes(c)).saturating_add(auto_bytes),
+        bytes: c
+            .base
+            .saturating_add(total.bytes(c))
+            .saturating_add(auto_bytes),
         machines: total.machines,
         networks: total.networks,
         interfaces: total.interfaces,
@@ -283,7 +288,10 @@ mod tests {
             "[Topology type='fattree' k='32']\n[Networks]\n\t[Network id='x']\n[Machines]\n\t[Machine name='r' forward='yes']\n\t\t[Networks]\n\t\t\t[Network id='x']\n",
         ));
         assert_eq!(mixed.loc.line, 5, "the forwarding machine");
-        assert!(mixed.note.as_deref().unwrap().contains("1281 routers"), "{mixed:?}");
+        assert!(
+            mixed.note.as_deref().unwrap().contains("1281 routers"),
+            "{mixed:?}"
+        );
         let mixed = mixed.memory;
         assert!(mixed.routes > 1280 * 24576, "{mixed:?}");
         assert!(mixed.bytes > 4 * alone.bytes, "{alone:?} {mixed:?}");

@@ -151,7 +151,10 @@ fn load(file: Option<&Path>) -> Result<(String, String, elvis_scenario::Scenario
             match elvis_ndl::decode(&bytes, &name) {
                 Ok(s) => (name, s.to_string()),
                 Err(e) => {
-                    eprint!("{}", render::ndl_error(&e, &String::from_utf8_lossy(&bytes)));
+                    eprint!(
+                        "{}",
+                        render::ndl_error(&e, &String::from_utf8_lossy(&bytes))
+                    );
                     return Err(ExitCode::from(status::BAD_INPUT));
                 }
             }
@@ -168,10 +171,12 @@ fn load(file: Option<&Path>) -> Result<(String, String, elvis_scenario::Scenario
 
 /// Parses `--max-memory`; prints the error and returns `Err(code)`.
 fn max_memory(arg: Option<&str>) -> Result<Option<u64>, ExitCode> {
-    arg.map(elvis_ndl::parse_size_bytes).transpose().map_err(|e| {
-        eprintln!("error: --max-memory: {e} (hint: write e.g. --max-memory 8GiB)");
-        ExitCode::from(status::BAD_INPUT)
-    })
+    arg.map(elvis_ndl::parse_size_bytes)
+        .transpose()
+        .map_err(|e| {
+            eprintln!("error: --max-memory: {e} (hint: write e.g. --max-memory 8GiB)");
+            ExitCode::from(status::BAD_INPUT)
+        })
 }
 
 /// Estimates the scenario's memory and refuses it (a located error) when
@@ -192,7 +197,10 @@ fn estimate(
             if let Some(note) = &e.note {
                 message = format!("{message}; {note}");
             }
-            eprint!("{}", render::located(name, source, e.loc, &message, Some(&hint)));
+            eprint!(
+                "{}",
+                render::located(name, source, e.loc, &message, Some(&hint))
+            );
             Err(ExitCode::from(status::BAD_INPUT))
         }
     }
@@ -271,10 +279,13 @@ impl Flags {
         };
         // `inf` (or any limit too large for a Duration) means no limit.
         if args.watchdog.is_nan() {
-            eprintln!("error: --watchdog: not a number (hint: write e.g. --watchdog 10, in seconds)");
+            eprintln!(
+                "error: --watchdog: not a number (hint: write e.g. --watchdog 10, in seconds)"
+            );
             return Err(ExitCode::from(status::BAD_INPUT));
         }
-        let watchdog = Duration::try_from_secs_f64(args.watchdog.max(0.05)).unwrap_or(Duration::MAX);
+        let watchdog =
+            Duration::try_from_secs_f64(args.watchdog.max(0.05)).unwrap_or(Duration::MAX);
         let sampling = match args.tcp_trace_every.as_str() {
             "change" => elvis_sim::Sampling::OnChange,
             every => match elvis_ndl::parse_duration_ns(every) {

@@ -81,7 +81,10 @@ mod tests {
             ..MemoryEstimate::default()
         };
         let (m, h) = refuse(&e, 8 << 30, false).unwrap();
-        assert!(m.contains("40.0 GiB") && m.contains("100000000 machines"), "{m}");
+        assert!(
+            m.contains("40.0 GiB") && m.contains("100000000 machines"),
+            "{m}"
+        );
         assert!(m.contains("8.0 GiB of memory available"), "{m}");
         assert!(h.contains("--max-memory"));
         assert!(refuse(&e, 64 << 30, true).is_none());

@@ -272,8 +272,13 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"").unwrap();
         assert!(plan_dir(&file).unwrap_err().contains("not a directory"));
-        assert!(plan_dir(&file.join("sub")).unwrap_err().contains("not a directory"));
+        assert!(plan_dir(&file.join("sub"))
+            .unwrap_err()
+            .contains("not a directory"));
         assert!(plan_dir(&dir.path().join("new/sub")).is_ok());
-        assert!(!dir.path().join("new").exists(), "nothing made before the run");
+        assert!(
+            !dir.path().join("new").exists(),
+            "nothing made before the run"
+        );
     }
 }

@@ -30,10 +30,7 @@ pub fn decode<'a>(bytes: &'a [u8], file_name: &str) -> Result<&'a str, NdlError>
     let mut err = NdlError::new(
         ErrorKind::Encoding,
         loc,
-        format!(
-            "byte 0x{:02x} at offset {at} is not UTF-8 text",
-            bytes[at]
-        ),
+        format!("byte 0x{:02x} at offset {at} is not UTF-8 text", bytes[at]),
     )
     .hint("NDL files are UTF-8; save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)");
     err.file = file_name.to_string();
@@ -118,7 +115,10 @@ mod tests {
         let e = decode(b"[Networks]\n\t[Network id='\xb5' x='\xff']\n", "f.ndl").unwrap_err();
         assert_eq!((e.loc.line, e.loc.col, e.loc.offset), (2, 15, 25));
         assert_eq!(e.kind, ErrorKind::Encoding);
-        assert!(e.to_string().starts_with("f.ndl:2:15: error: byte 0xb5"), "{e}");
+        assert!(
+            e.to_string().starts_with("f.ndl:2:15: error: byte 0xb5"),
+            "{e}"
+        );
         assert!(e.hint.unwrap().contains("UTF-8"));
         // Columns count characters: `µ` is one.
         let mut bytes = "µé".as_bytes().to_vec();
@@ -140,7 +140,10 @@ mod tests {
         assert_eq!(shorten_message(ok), ok);
         let prose = format!("the machine's address isn't in '{long}'");
         let short = shorten_message(&prose);
-        assert!(short.starts_with("the machine's address isn't in 'xxx"), "{short}");
+        assert!(
+            short.starts_with("the machine's address isn't in 'xxx"),
+            "{short}"
+        );
         assert!(short.len() < 200, "{short}");
     }
 

@@ -29,7 +29,12 @@ fn scaled(num: &str, mult: u64, base: &str) -> Result<u64, String> {
         return Err("too many decimal places (at most 30)".into());
     }
     let unit = base.split(" (").next().unwrap_or(base);
-    let too_large = || format!("number is too large: at most {} {unit} (a 64-bit count)", u64::MAX);
+    let too_large = || {
+        format!(
+            "number is too large: at most {} {unit} (a 64-bit count)",
+            u64::MAX
+        )
+    };
     let digits = |s: &str| -> Result<u128, String> {
         s.bytes().try_fold(0u128, |acc, d| {
             acc.checked_mul(10)
@@ -167,8 +172,12 @@ pub fn parse_u64(s: &str) -> Result<u64, String> {
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return Err(format!("`{t}` is not a whole number"));
     }
-    u64::from_str_radix(digits, radix)
-        .map_err(|_| format!("`{t}` is too large: whole numbers are 0 to {} (64 bits)", u64::MAX))
+    u64::from_str_radix(digits, radix).map_err(|_| {
+        format!(
+            "`{t}` is too large: whole numbers are 0 to {} (64 bits)",
+            u64::MAX
+        )
+    })
 }
 
 /// Parses a size in bytes: `1500`, `1500B`, `64kB`/`64KB` (×1000),

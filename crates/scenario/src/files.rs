@@ -21,7 +21,10 @@ pub const MAX_NDL_FILE: u64 = 256 << 20;
 pub fn read_limited(path: &Path, max: u64, regular_only: bool) -> io::Result<Vec<u8>> {
     let meta = std::fs::metadata(path)?;
     if meta.is_dir() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "it is a directory"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is a directory",
+        ));
     }
     if regular_only && !meta.is_file() {
         return Err(io::Error::new(
@@ -58,7 +61,10 @@ mod tests {
         let e = read_limited(Path::new("/dev/zero"), 1024, true).unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
         let e = read_limited(Path::new("/dev/zero"), 1024, false).unwrap_err();
-        assert!(e.to_string().contains("above the limit of 1024 bytes"), "{e}");
+        assert!(
+            e.to_string().contains("above the limit of 1024 bytes"),
+            "{e}"
+        );
         let e = read_limited(Path::new("/"), 1024, false).unwrap_err();
         assert!(e.to_string().contains("directory"), "{e}");
     }

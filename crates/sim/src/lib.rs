@@ -60,9 +60,9 @@ pub mod qdisc;
 pub mod report;
 mod routing;
 mod simulation;
-mod stop;
 pub mod socket;
 pub mod stack;
+mod stop;
 pub mod topology;
 mod world;
 

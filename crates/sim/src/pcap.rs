@@ -138,7 +138,11 @@ mod tests {
     #[test]
     fn file_names_give_the_network_name_back() {
         for name in ["1", "a/b", "a_b", "a%2Fb", "..", "x y\tz", "réseau", ""] {
-            assert_eq!(network_name(&file_name(name)).as_deref(), Some(name), "{name}");
+            assert_eq!(
+                network_name(&file_name(name)).as_deref(),
+                Some(name),
+                "{name}"
+            );
         }
         assert_eq!(network_name("net-%G1.pcap"), None);
         assert_eq!(network_name("other.pcap"), None);

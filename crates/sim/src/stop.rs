@@ -23,7 +23,11 @@ pub(crate) struct Stop {
 impl Stop {
     /// Returns how the run must end now, if it must.
     pub fn reached(&self, start: Instant) -> Option<End> {
-        if self.flag.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
+        if self
+            .flag
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+        {
             return Some(End::Interrupted);
         }
         match self.wall {

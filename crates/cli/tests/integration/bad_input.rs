@@ -281,7 +281,11 @@ fn check_of_a_good_file_prints_the_machine_count() {
     out.expect_code(0);
     // Three clients, a server and a monitor on two networks.
     assert!(
-        out.stdout.lines().next().unwrap_or_default().ends_with(": ok (2 networks, 5 machines)"),
+        out.stdout
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .ends_with(": ok (2 networks, 5 machines)"),
         "{}",
         out.stdout
     );
@@ -294,7 +298,8 @@ fn check_of_a_good_file_prints_the_machine_count() {
         Some("elvis-basic-10000.ndl: ok (1 networks, 10001 machines)")
     );
     assert!(
-        out.stdout.contains("estimated memory") && out.stdout.contains("10001 machines, 1 networks"),
+        out.stdout.contains("estimated memory")
+            && out.stdout.contains("10001 machines, 1 networks"),
         "{}",
         out.stdout
     );

@@ -229,7 +229,9 @@ fn run_mutants() -> usize {
 /// messages and its output files.
 fn judge_run(out: &Outcome, dir: &std::path::Path, source: &str) {
     let context = || format!("{out:?}\n--- source\n{source}");
-    let code = out.code.unwrap_or_else(|| panic!("killed by a signal: {}", context()));
+    let code = out
+        .code
+        .unwrap_or_else(|| panic!("killed by a signal: {}", context()));
     assert!((0..=5).contains(&code), "exit status {code}: {}", context());
     assert!(
         !out.stderr.contains("panicked") && !out.stderr.contains("RUST_BACKTRACE"),
@@ -247,12 +249,20 @@ fn judge_run(out: &Outcome, dir: &std::path::Path, source: &str) {
     // No output half-written: no temporary file left, a report that is
     // whole JSON, captures whose every record is whole.
     for name in file_names(dir) {
-        assert!(!name.contains("elvis-partial"), "{name} left: {}", context());
+        assert!(
+            !name.contains("elvis-partial"),
+            "{name} left: {}",
+            context()
+        );
     }
     let report = dir.join("r.json");
     if report.exists() {
         let text = std::fs::read_to_string(&report).unwrap();
-        assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok(), "{}", context());
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+            "{}",
+            context()
+        );
     }
     let pcaps = dir.join("pcaps");
     if pcaps.is_dir() {
@@ -282,9 +292,21 @@ fn mutants_of_every_example_run_to_a_known_status_with_whole_outputs() {
         let out = elvis_in(
             dir.path(),
             args![
-                "run", "m.ndl", "-q", "--until", "2s", "--wall-limit", "1s",
-                "--watchdog", "5", "--max-memory", "1GiB", "--report", "r.json",
-                "--pcap", "pcaps"
+                "run",
+                "m.ndl",
+                "-q",
+                "--until",
+                "2s",
+                "--wall-limit",
+                "1s",
+                "--watchdog",
+                "5",
+                "--max-memory",
+                "1GiB",
+                "--report",
+                "r.json",
+                "--pcap",
+                "pcaps"
             ],
         );
         judge_run(&out, dir.path(), &String::from_utf8_lossy(&bytes));

@@ -33,7 +33,10 @@ fn tshark_reads_to_the_end(pcap: &Path) {
         return;
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && !stderr.contains("cut short"), "{stderr}");
+    assert!(
+        out.status.success() && !stderr.contains("cut short"),
+        "{stderr}"
+    );
 }
 
 /// Runs the endless flood, sends `signal` once it is running, and
@@ -82,8 +85,16 @@ fn sigint_stops_the_run_with_a_summary_a_complete_report_and_whole_frames() {
     // The flood was still running: exit 3, as for any run that ends
     // with an application waiting.
     out.expect_code(3);
-    assert!(out.stdout.contains("stopped          interrupted"), "{}", out.stdout);
-    assert!(out.stdout.contains("busiest network 'a/b'"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("stopped          interrupted"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("busiest network 'a/b'"),
+        "{}",
+        out.stdout
+    );
     assert!(out.stderr.contains("(interrupted)"), "{}", out.stderr);
     assert_eq!(r["end"], "interrupted");
     let reached = r["sim_time_ns"].as_u64().unwrap();
@@ -121,7 +132,8 @@ fn a_wall_limit_ends_the_run_like_an_interrupt_and_names_the_busiest_network() {
     out.expect_code(3);
     assert!(start.elapsed() < Duration::from_secs(60));
     assert!(
-        out.stdout.contains("stopped          wall-clock limit reached")
+        out.stdout
+            .contains("stopped          wall-clock limit reached")
             && out.stdout.contains("busiest network 'a/b'"),
         "{}",
         out.stdout

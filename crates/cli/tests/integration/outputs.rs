@@ -16,7 +16,11 @@ fn a_report_through_a_symbolic_link_keeps_the_link_and_fills_its_target() {
     let kind = std::fs::symlink_metadata(&link).unwrap().file_type();
     assert!(kind.is_symlink(), "the link was replaced by a file");
     assert_eq!(read_report(&real)["end"], "idle");
-    assert_eq!(file_names(dir.path()), ["link.json", "real.json"], "no leftovers");
+    assert_eq!(
+        file_names(dir.path()),
+        ["link.json", "real.json"],
+        "no leftovers"
+    );
 }
 
 #[cfg(unix)]
@@ -68,13 +72,17 @@ fn a_report_in_a_missing_directory_is_refused_before_the_run() {
     ]);
     out.expect_code(5);
     assert!(
-        out.first_stderr_line().starts_with("error: cannot write report")
+        out.first_stderr_line()
+            .starts_with("error: cannot write report")
             && out.stderr.contains("no-such-dir"),
         "{}",
         out.stderr
     );
     assert!(out.stdout.is_empty(), "the run started: {}", out.stdout);
-    assert!(!pcaps.exists() || file_names(&pcaps).is_empty(), "nothing captured");
+    assert!(
+        !pcaps.exists() || file_names(&pcaps).is_empty(),
+        "nothing captured"
+    );
 }
 
 #[test]
@@ -85,7 +93,11 @@ fn a_trace_directory_that_is_a_file_is_refused_before_the_run() {
     for flag in ["--tcp-trace", "--queue-trace", "--pcap"] {
         let out = elvis(args!["run", &example("fig2.ndl"), flag, &file]);
         out.expect_code(5);
-        assert!(out.stderr.contains("not a directory"), "{flag}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("not a directory"),
+            "{flag}: {}",
+            out.stderr
+        );
         assert!(out.stdout.is_empty(), "{flag}: the run started");
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");

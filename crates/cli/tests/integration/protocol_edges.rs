@@ -30,11 +30,19 @@ fn a_ping_of_sixty_thousand_bytes_is_fragmented_and_answered() {
         &app_line("[Application name='ping' to='b' count='3' size='60000' interval='100ms']"),
     );
     std::fs::write(dir.path().join("big-ping.ndl"), src).unwrap();
-    let out = elvis_in(dir.path(), args!["run", "big-ping.ndl", "--report", "r.json"]);
+    let out = elvis_in(
+        dir.path(),
+        args!["run", "big-ping.ndl", "--report", "r.json"],
+    );
     out.expect_code(0);
     let r = read_report(&dir.path().join("r.json"));
     assert_eq!(ping_metric(&r, "received"), [3.0], "{}", r["metrics"]);
-    assert_eq!(r["packets"]["dropped"].get("nic_queue_full"), None, "{}", r["packets"]);
+    assert_eq!(
+        r["packets"]["dropped"].get("nic_queue_full"),
+        None,
+        "{}",
+        r["packets"]
+    );
     assert_eq!(packets(&r, "icmp_echo_replied"), 3);
 }
 
@@ -42,15 +50,25 @@ fn a_ping_of_sixty_thousand_bytes_is_fragmented_and_answered() {
 fn a_datagram_above_65507_bytes_is_refused_at_check_time() {
     let dir = temp_dir();
     let cases = [
-        ("[Application name='ping' to='b' size='65508']", "size must be 0 to 65507 bytes"),
-        ("[Application name='traceroute' to='b' size='70000']", "size must be 0 to 65507 bytes"),
+        (
+            "[Application name='ping' to='b' size='65508']",
+            "size must be 0 to 65507 bytes",
+        ),
+        (
+            "[Application name='traceroute' to='b' size='70000']",
+            "size must be 0 to 65507 bytes",
+        ),
         (
             "[Application name='send_message' to='b' port='9' size='65508']",
             "size must be 0 to 65507 bytes",
         ),
     ];
     for (app, want) in cases {
-        std::fs::write(dir.path().join("d.ndl"), PAIR.replace("APPS", &app_line(app))).unwrap();
+        std::fs::write(
+            dir.path().join("d.ndl"),
+            PAIR.replace("APPS", &app_line(app)),
+        )
+        .unwrap();
         let out = elvis_in(dir.path(), args!["check", "d.ndl"]);
         out.expect_code(2);
         assert!(
