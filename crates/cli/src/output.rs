@@ -78,14 +78,16 @@ fn parent_dir(file: &Path) -> &Path {
     }
 }
 
-/// Checks that a file can be created in `dir` by creating and removing
-/// `probe` there.
-fn probe_writable(probe: &Path) -> io::Result<()> {
+/// Checks that a file can be created in `dir` by creating and removing a
+/// probe file there (named after this process, so that nothing else is
+/// in its way).
+fn probe_writable(dir: &Path) -> io::Result<()> {
+    let probe = dir.join(format!(".elvis-probe-{}", std::process::id()));
     OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(probe)?;
-    std::fs::remove_file(probe)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
 }
 
 /// Decides how the report at `path` is written and checks, before the run,
@@ -128,7 +130,7 @@ pub fn plan_file(path: &Path) -> Result<Target, String> {
                 Ok(_) => return Err(format!("{} is not a directory", dir.display())),
                 Err(e) => return Err(format!("directory {}: {e}", dir.display())),
             }
-            probe_writable(&partial_path(&target))
+            probe_writable(dir)
                 .map_err(|e| format!("cannot create files in {}: {e}", dir.display()))?;
             Ok(Target::Atomic(target))
         }
@@ -158,8 +160,7 @@ pub fn plan_dir(dir: &Path) -> Result<(), String> {
             },
         }
     }
-    probe_writable(&at.join(".elvis-probe"))
-        .map_err(|e| format!("cannot create files in {}: {e}", at.display()))
+    probe_writable(at).map_err(|e| format!("cannot create files in {}: {e}", at.display()))
 }
 
 /// Writes `bytes` to `target` as [`Target`] describes.
