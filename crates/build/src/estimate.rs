@@ -254,12 +254,12 @@ mod tests {
         elvis_ndl::parse(src, "t.ndl").expect("the test scenario parses")
     }
 
-    const GROUP: &str = "[Networks]\n\t[Network id='1']\n[Machines]\n\t[Machine name='a' count='N']\n\t\t[Networks]\n\t\t\t[Network id='1']\n";
+    const GROUP: &str = "[Networks]\n\t[Network id='1']\n[Machines]\n\t[Machine name='a' count='COUNT']\n\t\t[Networks]\n\t\t\t[Network id='1']\n";
 
     #[test]
     fn the_estimate_grows_with_the_machine_count_and_points_at_the_group() {
-        let small = estimate(&scenario(&GROUP.replace('N', "10"))).memory;
-        let e = estimate(&scenario(&GROUP.replace('N', "300000000")));
+        let small = estimate(&scenario(&GROUP.replace("COUNT", "10"))).memory;
+        let e = estimate(&scenario(&GROUP.replace("COUNT", "300000000")));
         let (big, loc) = (e.memory, e.loc);
         assert_eq!(big.machines, 300_000_000);
         assert_eq!(big.interfaces, 300_000_000);

@@ -5,12 +5,16 @@
 use crate::*;
 use std::time::{Duration, Instant};
 
-const GROUP: &str = "[Networks]\n\t[Network id='1']\n[Machines]\n\t[Machine name='a' count='N']\n\t\t[Networks]\n\t\t\t[Network id='1']\n";
+const GROUP: &str = "[Networks]\n\t[Network id='1']\n[Machines]\n\t[Machine name='a' count='COUNT']\n\t\t[Networks]\n\t\t\t[Network id='1']\n";
 
 #[test]
 fn three_hundred_million_machines_are_refused_at_once_with_the_estimate() {
     let dir = temp_dir();
-    std::fs::write(dir.path().join("big.ndl"), GROUP.replace('N', "300000000")).unwrap();
+    std::fs::write(
+        dir.path().join("big.ndl"),
+        GROUP.replace("COUNT", "300000000"),
+    )
+    .unwrap();
     let start = Instant::now();
     for cmd in ["check", "run"] {
         let out = elvis_in(dir.path(), args![cmd, "big.ndl", "--max-memory", "8GiB"]);
