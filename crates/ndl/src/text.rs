@@ -42,9 +42,12 @@ pub const MAX_QUOTED: usize = 64;
 /// Longest message kept whole, in characters.
 pub const MAX_MESSAGE: usize = 1024;
 
-/// Returns `s` cut to its first `keep` characters plus `…` and how much was
-/// left out, or `s` itself when it is short enough.
-fn cut(s: &str, keep: usize) -> Cow<'_, str> {
+/// Returns `s` cut to its first `keep` characters plus `…` and its whole
+/// length, or `s` itself when it has at most `max` characters.
+fn cut(s: &str, max: usize, keep: usize) -> Cow<'_, str> {
+    if s.chars().nth(max).is_none() {
+        return Cow::Borrowed(s);
+    }
     match s.char_indices().nth(keep) {
         None => Cow::Borrowed(s),
         Some((at, _)) => Cow::Owned(format!("{}… ({} bytes)", &s[..at], s.len())),
@@ -76,7 +79,7 @@ pub fn shorten_message(message: &str) -> Cow<'_, str> {
             rest = inner;
             continue;
         }
-        let short = cut(value, MAX_QUOTED - 16);
+        let short = cut(value, MAX_QUOTED, MAX_QUOTED - 16);
         changed |= matches!(short, Cow::Owned(_));
         out.push_str(&short);
         out.push_str(quote);
@@ -84,7 +87,7 @@ pub fn shorten_message(message: &str) -> Cow<'_, str> {
     }
     out.push_str(rest);
     if out.chars().count() > MAX_MESSAGE {
-        return Cow::Owned(cut(&out, MAX_MESSAGE - 32).into_owned());
+        return Cow::Owned(cut(&out, MAX_MESSAGE, MAX_MESSAGE - 32).into_owned());
     }
     if changed {
         Cow::Owned(out)
@@ -138,6 +141,8 @@ mod tests {
         assert!(short.contains("… (100000 bytes)'"), "{short}");
         let ok = "unknown network 'lan' (hint: declare it in [Networks] first, then use it)";
         assert_eq!(shorten_message(ok), ok);
+        let just = format!("unknown network '{}'", "y".repeat(MAX_QUOTED));
+        assert_eq!(shorten_message(&just), just, "at most MAX_QUOTED is kept");
         let prose = format!("the machine's address isn't in '{long}'");
         let short = shorten_message(&prose);
         assert!(
