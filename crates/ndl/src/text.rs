@@ -98,14 +98,10 @@ pub fn shorten_message(message: &str) -> Cow<'_, str> {
 
 /// Shortens the message and hint of `e` ([`shorten_message`]).
 pub(crate) fn shorten_error(mut e: NdlError) -> NdlError {
-    if let Cow::Owned(m) = shorten_message(&e.message) {
-        e.message = m;
-    }
-    if let Some(h) = &e.hint {
-        if let Cow::Owned(h) = shorten_message(h) {
-            e.hint = Some(h);
-        }
-    }
+    let message = shorten_message(&e.message).into_owned();
+    e.message = message;
+    let hint = e.hint.as_deref().map(|h| shorten_message(h).into_owned());
+    e.hint = hint;
     e
 }
 
