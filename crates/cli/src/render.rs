@@ -9,7 +9,8 @@ const MAX_SHOWN: usize = 120;
 /// values in the message are shortened, and a long source line is shown
 /// as a window around the column.
 pub fn located(file: &str, source: &str, loc: Loc, message: &str, hint: Option<&str>) -> String {
-    let message = &*elvis_ndl::shorten_message(message);
+    let message = elvis_ndl::shorten_message(message);
+    let message: &str = &message;
     let hint = hint.map(elvis_ndl::shorten_message);
     let hint = hint.as_deref();
     let mut out = String::new();
