@@ -273,9 +273,11 @@ fn ticker(sim: &mut Simulation) {
     let m = sim.add_machine("ticker");
     sim.attach(m, lan, nth_ip(0)).unwrap();
     sim.spawn(m, "tick", |host: Host| async move {
-        loop {
+        // Ends only when virtual time does.
+        while host.now() < Time::MAX {
             host.sleep(Duration::from_micros(1)).await;
         }
+        Ok(())
     });
 }
 
