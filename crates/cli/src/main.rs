@@ -199,7 +199,7 @@ fn estimate(
             }
             eprint!(
                 "{}",
-                render::located(name, source, e.loc, &message, Some(&hint))
+                render::located(name, source, e.loc, &message, Some(hint.as_str()))
             );
             Err(ExitCode::from(status::BAD_INPUT))
         }
