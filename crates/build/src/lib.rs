@@ -42,6 +42,7 @@ use elvis_sim::{NetworkConfig, Protocols, Simulation};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
+pub mod estimate;
 mod topology;
 
 /// Why a scenario could not be built; `loc` points into the NDL source

@@ -152,12 +152,7 @@ fn one(sim: &mut Simulation, sc: &Scenario, spec: &TopologySpec) -> Result<(), B
                 Some(dir) if Path::new(file).is_relative() => Path::new(dir).join(file),
                 _ => Path::new(file).to_path_buf(),
             };
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                err(
-                    *file_loc,
-                    format!("cannot read the graph file {}: {e}", path.display()),
-                )
-            })?;
+            let text = read_graph_file(&path).map_err(|e| err(*file_loc, e))?;
             let graph = topology::Graph::parse(&text)
                 .map_err(|e| err(*file_loc, format!("{}:{e}", path.display())))?;
             let mut p = topology::GraphParams::new(graph);
@@ -171,6 +166,21 @@ fn one(sim: &mut Simulation, sc: &Scenario, spec: &TopologySpec) -> Result<(), B
         }
     };
     r.map(|_| ()).map_err(|e| topology_error(spec, e))
+}
+
+/// Reads a graph file: a regular file of at most
+/// [`elvis_scenario::files::MAX_GRAPH_FILE`] bytes of UTF-8 text.
+fn read_graph_file(path: &Path) -> Result<String, String> {
+    let max = elvis_scenario::files::MAX_GRAPH_FILE;
+    let bytes = elvis_scenario::files::read_limited(path, max, true)
+        .map_err(|e| format!("cannot read the graph file {}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "the graph file {} is not UTF-8 text (byte offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 fn topology_error(spec: &TopologySpec, e: TopologyError) -> BuildError {

@@ -15,6 +15,8 @@
 //! default).
 #![forbid(unsafe_code)]
 
+pub mod files;
+
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 

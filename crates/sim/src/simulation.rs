@@ -205,6 +205,8 @@ pub struct Simulation {
     wall: Duration,
     /// Task polls so far (counted as events in the report).
     polls: u64,
+    /// What ends a run early: an interrupt flag, a wall-clock limit.
+    stop: crate::stop::Stop,
 }
 
 /// Shared between the run loop and the watchdog thread.
@@ -276,6 +278,7 @@ impl Simulation {
             watchdog: None,
             wall: Duration::ZERO,
             polls: 0,
+            stop: crate::stop::Stop::default(),
         }
     }
 
@@ -1075,6 +1078,20 @@ impl Simulation {
         });
     }
 
+    /// Ends the next runs at the current event, with [`End::Interrupted`],
+    /// once `flag` is set (by a signal handler, another thread…). The flag
+    /// is read between events, so every frame already started is whole in
+    /// the captures.
+    pub fn set_interrupt_flag(&mut self, flag: Arc<AtomicBool>) {
+        self.stop.flag = Some(flag);
+    }
+
+    /// Ends each run, like an interrupt but with [`End::WallLimit`], once
+    /// it has taken `limit` of wall-clock time.
+    pub fn set_wall_limit(&mut self, limit: Duration) {
+        self.stop.wall = Some(limit);
+    }
+
     /// Runs until nothing is left to happen.
     pub fn run(&mut self) -> Report {
         self.run_with(RunLimits::default(), &mut |_| {})
@@ -1171,12 +1188,14 @@ impl Simulation {
             let task = match next {
                 Ok(Step::Poll(t, m)) => {
                     beat.machine.store(m, Ordering::Relaxed);
-                    t
+                    Some(t)
                 }
-                Ok(Step::Event) => continue,
+                // Batches of events without a wake-up count as turns too,
+                // so that a storm of frames still sees the stop checks.
+                Ok(Step::Event) => None,
                 Ok(Step::Crashed) => {
                     self.reap_crashed();
-                    continue;
+                    None
                 }
                 Err(end) => {
                     if end == End::TimeLimit && until != Time::MAX {
@@ -1185,10 +1204,15 @@ impl Simulation {
                     return end;
                 }
             };
-            self.poll_task(task, &mut cx, beat);
+            if let Some(task) = task {
+                self.poll_task(task, &mut cx, beat);
+            }
             since_check += 1;
             if since_check >= 1024 {
                 since_check = 0;
+                if let Some(end) = self.stop.reached(start) {
+                    return end;
+                }
                 if last_progress.elapsed() >= Duration::from_millis(100) {
                     last_progress = Instant::now();
                     if let Ok(p) = world::try_with_world(|w| Progress {
@@ -1367,6 +1391,7 @@ impl Simulation {
                 },
                 peak_rss_bytes: report::peak_rss_bytes(),
             },
+            memory_estimate: None,
         }
     }
 

@@ -447,9 +447,12 @@ fn is_named(b: &Block) -> bool {
 fn parse_count(s: &str) -> Result<u32, String> {
     match parse_u64(s)? {
         0 => Err("a machine group has at least 1 machine".into()),
-        n => {
-            u32::try_from(n).map_err(|_| format!("{n} machines is too many (at most {})", u32::MAX))
-        }
+        n => u32::try_from(n).map_err(|_| {
+            format!(
+                "{n} machines is too many: a group has 1 to {} machines (machine ids are 32-bit)",
+                u32::MAX
+            )
+        }),
     }
 }
 

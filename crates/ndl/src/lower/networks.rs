@@ -173,9 +173,11 @@ impl Lower<'_> {
                 net.reorder_delay_ns = self.value(p, parse_duration_ns, "reorder_delay='1ms'")
             }
             "mtu" => {
-                let mtu = |s: &str| match parse_size_bytes(s)? {
+                let mtu = |s: &str| {
+                    match parse_size_bytes(s)? {
                     n @ 68..=65535 => Ok(n as u32),
-                    n => Err(format!("{n} is outside 68 to 65535")),
+                    n => Err(format!("{n} is outside 68 to 65535: IPv4 needs an MTU of at least 68 bytes (RFC 791) and a datagram is at most 65535 bytes")),
+                }
                 };
                 net.mtu = self.value(p, mtu, "mtu='1500'").unwrap_or(1500);
             }
@@ -345,8 +347,11 @@ pub(super) fn parse_queue(s: &str) -> Result<Option<u32>, String> {
     }
     match parse_u64(t)? {
         0 => Err("a queue holds at least 1 packet".into()),
-        n => u32::try_from(n)
-            .map(Some)
-            .map_err(|_| format!("{n} packets is too many")),
+        n => u32::try_from(n).map(Some).map_err(|_| {
+            format!(
+                "{n} packets is too many: a queue holds 1 to {} packets (a 32-bit count), or `inf`",
+                u32::MAX
+            )
+        }),
     }
 }

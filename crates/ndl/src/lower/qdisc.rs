@@ -89,9 +89,12 @@ fn parse_limit(s: &str) -> Result<QueueLimit, String> {
     }
     if t.bytes().all(|c| c.is_ascii_digit()) {
         let n = parse_u64(t)?;
-        return u32::try_from(n)
-            .map(QueueLimit::Packets)
-            .map_err(|_| format!("{n} packets is too many"));
+        return u32::try_from(n).map(QueueLimit::Packets).map_err(|_| {
+            format!(
+                "{n} packets is too many: a queue holds 1 to {} packets (a 32-bit count), or `inf`",
+                u32::MAX
+            )
+        });
     }
     parse_size_bytes(t).map(QueueLimit::Bytes)
 }
@@ -132,10 +135,9 @@ fn parse_classify(s: &str) -> Result<ClassifySpec, String> {
     list.split(',')
         .map(|v| {
             let n = parse_u64(v)?;
-            u8::try_from(n)
-                .ok()
-                .filter(|&d| d <= 63)
-                .ok_or_else(|| format!("DSCP {n} is outside 0 to 63"))
+            u8::try_from(n).ok().filter(|&d| d <= 63).ok_or_else(|| {
+                format!("DSCP {n} is outside 0 to 63 (a 6-bit field of the IPv4 header)")
+            })
         })
         .collect::<Result<Vec<u8>, String>>()
         .map(ClassifySpec::Dscp)

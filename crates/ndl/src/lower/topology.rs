@@ -140,9 +140,16 @@ impl Lower<'_> {
         let fat_k = key == "k";
         let check = |s: &str| -> Result<u32, String> {
             let n = parse_u64(s)?;
-            let n = u32::try_from(n).map_err(|_| format!("{n} is too large"))?;
+            let n = u32::try_from(n).map_err(|_| {
+                format!(
+                    "{n} is too large: {key} is a 32-bit count, at most {}",
+                    u32::MAX
+                )
+            })?;
             if n < min {
-                return Err(format!("{key} must be at least {min}"));
+                return Err(format!(
+                    "{key} must be at least {min} (a smaller {key} builds no network)"
+                ));
             }
             if fat_k && !n.is_multiple_of(2) {
                 return Err("a fat tree needs an even k (k/2 ports up, k/2 down)".into());
@@ -181,9 +188,11 @@ impl Lower<'_> {
                 .flatten();
         }
         if let Some(p) = b.param("mtu").filter(|_| pre.is_empty()) {
-            let mtu = |s: &str| match parse_size_bytes(s)? {
+            let mtu = |s: &str| {
+                match parse_size_bytes(s)? {
                 n @ 68..=65535 => Ok(n as u32),
-                n => Err(format!("{n} is outside 68 to 65535")),
+                n => Err(format!("{n} is outside 68 to 65535: IPv4 needs an MTU of at least 68 bytes (RFC 791) and a datagram is at most 65535 bytes")),
+            }
             };
             l.mtu = self.value(p, mtu, "mtu='1500'").unwrap_or(1500);
         }
