@@ -22,15 +22,19 @@ pub(crate) struct Generated {
     pub router: bool,
 }
 
-fn config(l: &LinkSpec) -> NetworkConfig {
-    NetworkConfig {
+fn config(l: &LinkSpec) -> Result<NetworkConfig, BuildError> {
+    Ok(NetworkConfig {
         bandwidth_bps: l.bandwidth_bps,
         latency_ns: l.latency_ns,
         loss: l.loss,
         mtu: l.mtu,
         queue: l.queue,
+        qdisc: match &l.qdisc {
+            Some(q) => Some(crate::qdisc_config(q, l.bandwidth_bps)?),
+            None => None,
+        },
         ..NetworkConfig::ideal("")
-    }
+    })
 }
 
 /// Builds every `[Topology]`; returns the groups they made.
@@ -93,7 +97,7 @@ fn count(kind: &TopologyKind, role: &str, total: u32) -> u32 {
 }
 
 fn one(sim: &mut Simulation, sc: &Scenario, spec: &TopologySpec) -> Result<(), BuildError> {
-    let link = config(&spec.link);
+    let link = config(&spec.link)?;
     let prefix = spec.prefix.clone();
     let r = match &spec.kind {
         TopologyKind::FatTree { k } => {
@@ -108,7 +112,7 @@ fn one(sim: &mut Simulation, sc: &Scenario, spec: &TopologySpec) -> Result<(), B
             let p = topology::DumbbellParams {
                 hosts: *hosts,
                 access: link,
-                bottleneck: config(bottleneck),
+                bottleneck: config(bottleneck)?,
                 prefix,
             };
             topology::dumbbell(sim, &p)

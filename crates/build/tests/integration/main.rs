@@ -2,6 +2,7 @@
 //! the networks it builds.
 #![forbid(unsafe_code)]
 
+use elvis_sim::qdisc::{Limit, QdiscConfig};
 use elvis_sim::{NetworkConfig, NetworkKind, Simulation};
 
 /// Each generator with its required keys (and the networks that carry
@@ -60,6 +61,17 @@ const COMMON: &[(&str, &str, Check)] = &[
         // plus the one on the wire.
         c.queue == Some(77) && (c.kind == NetworkKind::Switch || c.txqueuelen == 78)
     }),
+    // A discipline with a parameter (written as `qdisc='droptail'
+    // limit='42'`; for the bottleneck both keys get the prefix).
+    ("qdisc", "droptail' limit='42", |c| {
+        c.qdisc
+            == Some(QdiscConfig::DropTail {
+                limit: Limit::Packets(42),
+            })
+    }),
+    ("qdisc", "red' red_min='5' red_max='15", |c| {
+        matches!(c.qdisc, Some(QdiscConfig::Red(_)))
+    }),
 ];
 
 #[test]
@@ -101,6 +113,7 @@ fn every_bottleneck_key_reaches_the_dumbbells_bottleneck_only() {
         } else {
             " bottleneck_bandwidth='10Mbps'"
         };
+        let value = value.replace("' ", "' bottleneck_");
         let line = format!(
             "[Topology type='dumbbell' n='2' bandwidth='1Gbps'{rate} bottleneck_{key}='{value}']"
         );
@@ -122,4 +135,13 @@ fn a_link_without_a_queue_keeps_the_default_nic_queue() {
         assert_eq!(c.queue, None);
         assert_eq!(c.txqueuelen, NetworkConfig::DEFAULT_TXQUEUELEN);
     }
+}
+
+#[test]
+fn a_discipline_key_without_qdisc_is_refused_at_its_place() {
+    let ndl = "[Topology type='dumbbell' n='2' bottleneck_limit='9']\n";
+    let e = elvis_ndl::parse(ndl, "t.ndl").expect_err("limit without a qdisc");
+    let text = e.to_string();
+    assert!(text.contains("bottleneck_limit"), "{text}");
+    assert!(text.contains("t.ndl:1:"), "{text}");
 }

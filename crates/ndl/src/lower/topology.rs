@@ -17,7 +17,8 @@ pub(super) const TYPES: &[&str] = &[
     "fattree", "dumbbell", "chain", "star", "tree", "torus2d", "torus3d", "graph",
 ];
 
-/// Keys every type accepts.
+/// Keys every type accepts (and the discipline keys, `qdisc`, `limit`,
+/// …, of `super::qdisc::QDISC_KEYS`).
 const COMMON: &[&str] = &[
     "type",
     "prefix",
@@ -26,6 +27,24 @@ const COMMON: &[&str] = &[
     "loss",
     "mtu",
     "queue",
+];
+
+/// The discipline keys of a dumbbell's bottleneck: `QDISC_KEYS` with the
+/// `bottleneck_` prefix.
+const BOTTLENECK_QDISC_KEYS: &[&str] = &[
+    "bottleneck_qdisc",
+    "bottleneck_limit",
+    "bottleneck_red_min",
+    "bottleneck_red_max",
+    "bottleneck_red_max_p",
+    "bottleneck_red_wq",
+    "bottleneck_red_gentle",
+    "bottleneck_red_avpkt",
+    "bottleneck_ecn",
+    "bottleneck_rate",
+    "bottleneck_burst",
+    "bottleneck_weights",
+    "bottleneck_classify",
 ];
 
 fn own_keys(kind: &str) -> &'static [&'static str] {
@@ -63,7 +82,17 @@ impl Lower<'_> {
             let msg = format!("unknown topology type '{}'", t.value.node);
             return self.error(ErrorKind::BadValue, t.value.span, msg, Some(hint));
         }
-        let allowed: Vec<&str> = COMMON.iter().chain(own_keys(&kind)).copied().collect();
+        let bottleneck_qdisc: &[&str] = if kind == "dumbbell" {
+            BOTTLENECK_QDISC_KEYS
+        } else {
+            &[]
+        };
+        let allowed: Vec<&str> = (COMMON.iter())
+            .chain(super::qdisc::QDISC_KEYS)
+            .chain(own_keys(&kind))
+            .chain(bottleneck_qdisc)
+            .copied()
+            .collect();
         self.keys(b, &allowed);
         let link = self.link_spec(b, "");
         let kind = match kind.as_str() {
@@ -162,8 +191,9 @@ impl Lower<'_> {
         self.value(p, check, example)
     }
 
-    /// Reads `{pre}bandwidth`, `{pre}latency`, `{pre}loss`, `{pre}queue`
-    /// (and `mtu` for the common set).
+    /// Reads `{pre}bandwidth`, `{pre}latency`, `{pre}loss`, `{pre}queue`,
+    /// the discipline keys `{pre}qdisc`, `{pre}limit`, … (and `mtu` for
+    /// the common set).
     fn link_spec(&mut self, b: &Block, pre: &str) -> LinkSpec {
         let mut l = LinkSpec::default();
         let get = |k: &str| b.param(&format!("{pre}{k}"));
@@ -196,6 +226,7 @@ impl Lower<'_> {
             };
             l.mtu = self.value(p, mtu, "mtu='1500'").unwrap_or(1500);
         }
+        l.qdisc = self.qdisc_spec(b, pre, l.queue.is_some());
         l
     }
 }
