@@ -32,8 +32,13 @@ pub fn located(file: &str, source: &str, loc: Loc, message: &str, hint: Option<&
     out.push('\n');
     if let Some(line) = source.lines().nth(loc.line as usize - 1) {
         let gutter = loc.line.to_string().len();
-        // A window of the line that holds the column.
-        let skip = (loc.col.saturating_sub(1) as usize).saturating_sub(MAX_SHOWN / 2);
+        // A line that fits is shown whole; a longer one as a window
+        // around the column.
+        let skip = if line.chars().nth(MAX_SHOWN).is_none() {
+            0
+        } else {
+            (loc.col.saturating_sub(1) as usize).saturating_sub(MAX_SHOWN / 2)
+        };
         let shown: String = line.chars().skip(skip).take(MAX_SHOWN).collect();
         let text = shown.replace('\t', "    ");
         let col = line
