@@ -241,8 +241,11 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
     let mut groups = Vec::new();
     // Blocks that add applications to generated machines run as groups
     // of those machines (counted when they name a whole generated group).
+    // A block naming one generated machine replaces, on that machine, the
+    // applications of a block naming its whole group.
     let mut machines = scenario.machines.clone();
-    for g in machines.iter_mut() {
+    let mut apps_from = AppsFrom::default();
+    for (k, g) in machines.iter_mut().enumerate() {
         if let topology::Role::Attach {
             first,
             len,
@@ -252,6 +255,9 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             protocols(g)?;
             if counted {
                 g.count = Some(len);
+                apps_from.whole_groups.insert(k);
+            } else {
+                apps_from.own_block.insert(first);
             }
             groups.push((g.name.clone(), first, len));
             continue;
@@ -325,7 +331,7 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
         .iter()
         .map(|x| (x.name.clone(), x.first, x.len))
         .collect();
-    spawn_apps(&mut sim, &view, &groups, &extra)?;
+    spawn_apps(&mut sim, &view, &groups, &extra, &apps_from)?;
     groups.extend(extra);
     Ok(Built {
         sim,
@@ -608,11 +614,22 @@ impl Pool {
 }
 
 /// Checks every application and spawns it on its machines.
+/// Which declared blocks add applications to generated machines.
+#[derive(Default)]
+struct AppsFrom {
+    /// Indexes (into the scenario's machines) of blocks naming a whole
+    /// generated group.
+    whole_groups: rustc_hash::FxHashSet<usize>,
+    /// Generated machines named by a block of their own.
+    own_block: rustc_hash::FxHashSet<u32>,
+}
+
 fn spawn_apps(
     sim: &mut Simulation,
     scenario: &Scenario,
     groups: &[(String, u32, u32)],
     generated: &[(String, u32, u32)],
+    apps_from: &AppsFrom,
 ) -> Result<(), BuildError> {
     // Name → address, for `to=` options (resolved once, at build time);
     // generated groups are counted.
@@ -646,7 +663,13 @@ fn spawn_apps(
     };
     // Receivers start before senders at the same instant (see crate docs).
     let mut spawns: Vec<(elvis_apps::AppFactory, u32, u32)> = Vec::new();
-    for (g, (_, first, len)) in scenario.machines.iter().zip(groups) {
+    for (k, (g, (_, first, len))) in scenario.machines.iter().zip(groups).enumerate() {
+        // The machines of this group that take its applications.
+        let runs = if apps_from.whole_groups.contains(&k) {
+            runs(*first, *len, |m| apps_from.own_block.contains(&m))
+        } else {
+            vec![(*first, *len)]
+        };
         for app in &g.applications {
             let per_instance = app.params.iter().any(|p| p.value.contains('{'));
             let ctx = BuildCtx {
@@ -654,12 +677,15 @@ fn spawn_apps(
                 loc: app.loc,
             };
             if per_instance {
-                for i in 0..*len {
+                for i in runs.iter().flat_map(|&(a, n)| a - first..a - first + n) {
                     let params = instance_params(app, i, &instance_name(g, i));
                     spawns.push((registry::build(&app.name, &params, &ctx)?, first + i, 1));
                 }
             } else {
-                spawns.push((registry::build(&app.name, &app.params, &ctx)?, *first, *len));
+                let factory = registry::build(&app.name, &app.params, &ctx)?;
+                for &(a, n) in &runs {
+                    spawns.push((factory.clone(), a, n));
+                }
             }
         }
     }
@@ -671,6 +697,22 @@ fn spawn_apps(
         }
     }
     Ok(())
+}
+
+/// Splits machines `first..first + len` into runs `(start, len)` of the
+/// machines `skip` leaves.
+fn runs(first: u32, len: u32, skip: impl Fn(u32) -> bool) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for m in first..first + len {
+        if skip(m) {
+            continue;
+        }
+        match out.last_mut() {
+            Some((a, n)) if *a + *n == m => *n += 1,
+            _ => out.push((m, 1)),
+        }
+    }
+    out
 }
 
 fn instance_params(app: &AppSpec, i: u32, name: &str) -> Params {

@@ -38,7 +38,7 @@ mod text;
 mod units;
 
 pub use error::{ErrorKind, NdlError};
-pub use parser::{Block, Param, Span, Spanned, MAX_DEPTH};
+pub use parser::{Block, Param, Span, Spanned, Text, MAX_DEPTH};
 pub use text::{decode, shorten_message};
 pub use units::{
     parse_bandwidth, parse_duration_ns, parse_port, parse_probability, parse_size_bytes, parse_u64,
@@ -82,7 +82,7 @@ pub fn parse_all(source: &str, file_name: &str) -> Result<Scenario, Vec<NdlError
 ///
 /// # Errors
 /// Syntax and indentation errors.
-pub fn parse_blocks(source: &str, file_name: &str) -> Result<Vec<Block>, NdlError> {
+pub fn parse_blocks<'a>(source: &'a str, file_name: &str) -> Result<Vec<Block<'a>>, NdlError> {
     parser::parse_blocks(source, &SourceMap::new(source)).map_err(|mut e| {
         e.file = file_name.to_string();
         text::shorten_error(e)

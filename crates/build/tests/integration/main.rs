@@ -145,3 +145,24 @@ fn a_discipline_key_without_qdisc_is_refused_at_its_place() {
     assert!(text.contains("bottleneck_limit"), "{text}");
     assert!(text.contains("t.ndl:1:"), "{text}");
 }
+
+#[test]
+fn a_block_naming_one_generated_machine_replaces_its_groups_applications_there() {
+    // Senders on every host but host-0, which is the sink: the group's
+    // block does not also put a sender on host-0.
+    let ndl = "[Topology type='star' n='4' hub='router']\n[Machines]\n\
+        \t[Machine name='host']\n\t\t[Applications]\n\
+        \t\t\t[Application name='send_message' message='hi from {name}' to='host-0' port='0xbeef']\n\
+        \t[Machine name='host-0']\n\t\t[Applications]\n\
+        \t\t\t[Application name='capture' port='0xbeef' message_count='3']\n";
+    let sc = elvis_ndl::parse(ndl, "t.ndl").unwrap_or_else(|e| panic!("{e}"));
+    let mut built = elvis_build::build(&sc, None).unwrap_or_else(|e| panic!("{e}"));
+    let report = built.sim.run();
+    let apps: Vec<(&str, u64, u64)> = report
+        .applications
+        .iter()
+        .map(|a| (a.application.as_str(), a.instances, a.finished))
+        .collect();
+    assert_eq!(apps, [("capture", 1, 1), ("send_message", 3, 3)], "{apps:?}");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}

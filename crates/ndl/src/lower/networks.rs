@@ -9,7 +9,7 @@ use crate::units::{
     parse_bandwidth, parse_duration_ns, parse_probability, parse_size_bytes, parse_u64,
 };
 use elvis_scenario::{AddressEntry, Loc, NetworkKind, NetworkSpec};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::net::Ipv4Addr;
 
 /// Parses `a.b.c.d-e` (last octet) or `a.b.c.d-w.x.y.z`.
@@ -85,7 +85,7 @@ impl Lower<'_> {
         let Some(id) = self.required(b, "id") else {
             return;
         };
-        let mut net = NetworkSpec::ideal(id.value.node.clone());
+        let mut net = NetworkSpec::ideal(id.value.node.to_string());
         net.loc = self.loc(b.head());
         if net.id.trim().is_empty() {
             self.error(
@@ -304,7 +304,7 @@ impl Lower<'_> {
 
     /// Checks that each `type='link'` network joins exactly two interfaces.
     pub(super) fn check_links(&mut self) {
-        let mut ends: HashMap<&str, u64> = HashMap::new();
+        let mut ends: HashMap<&str, u64> = HashMap::default();
         for m in &self.sc.machines {
             for r in &m.networks {
                 *ends.entry(r.name.as_str()).or_default() += u64::from(m.instances());

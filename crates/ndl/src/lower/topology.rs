@@ -145,13 +145,13 @@ impl Lower<'_> {
                     .map(|dims| TopologyKind::Torus { dims })
             }
             _ => self.required(b, "file").map(|f| TopologyKind::Graph {
-                file: f.value.node.clone(),
+                file: f.value.node.to_string(),
                 file_loc: self.loc(f.value.span),
             }),
         };
         let prefix = b
             .param("prefix")
-            .map_or(String::new(), |p| p.value.node.clone());
+            .map_or(String::new(), |p| p.value.node.to_string());
         if let Some(kind) = kind {
             self.sc.topologies.push(TopologySpec {
                 kind,
