@@ -11,8 +11,8 @@
 
 use crate::error::{ErrorKind, NdlError};
 use crate::parser::{Block, Param, Span, Spanned, Text};
-use std::borrow::Cow;
 use crate::SourceMap;
+use std::borrow::Cow;
 
 /// Splits `src` into blocks in source order, without nesting them.
 ///

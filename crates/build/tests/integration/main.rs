@@ -163,6 +163,10 @@ fn a_block_naming_one_generated_machine_replaces_its_groups_applications_there()
         .iter()
         .map(|a| (a.application.as_str(), a.instances, a.finished))
         .collect();
-    assert_eq!(apps, [("capture", 1, 1), ("send_message", 3, 3)], "{apps:?}");
+    assert_eq!(
+        apps,
+        [("capture", 1, 1), ("send_message", 3, 3)],
+        "{apps:?}"
+    );
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }

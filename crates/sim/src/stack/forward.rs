@@ -231,7 +231,11 @@ fn fast_hop(
     }
     let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
     let keep_ttl = machine.keep_ttl;
-    if (ip[8] <= 1 && !keep_ttl) || dst.is_broadcast() || dst.is_multicast() || super::ipv4::owns(w, m, dst) {
+    if (ip[8] <= 1 && !keep_ttl)
+        || dst.is_broadcast()
+        || dst.is_multicast()
+        || super::ipv4::owns(w, m, dst)
+    {
         return None;
     }
     let flow = flow_of_header(ip, [b[ETH + 20], b[ETH + 21], b[ETH + 22], b[ETH + 23]]);
