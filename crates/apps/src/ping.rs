@@ -63,7 +63,8 @@ impl RttStats {
 /// Pings and publishes the statistics.
 pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     let ident = (host.id() & 0xffff) as u16;
-    let sock = host.icmp_socket(ident)?;
+    // Another ping on this machine takes the next identifier.
+    let sock = host.icmp_socket_from(ident)?;
     let payload = Message::zeros(cfg.size as u64);
     let mut samples = Vec::with_capacity(cfg.count as usize);
     for seq in 0..cfg.count {

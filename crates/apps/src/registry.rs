@@ -136,7 +136,22 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
     let o = Opts { params, ctx };
     let f = match *canon {
         "send_message" => {
+            let udp = o.transport()? == send_message::Transport::Udp;
+            if let (true, Some(m)) = (udp, params.get("message")) {
+                if m.value.len() as u64 > MAX_DATAGRAM_PAYLOAD {
+                    return Err(ParamError::new(
+                        m.loc,
+                        format!(
+                            "the message is {} bytes; a UDP datagram carries 0 to {MAX_DATAGRAM_PAYLOAD} \
+                             (65535 less 20 of IPv4 and 8 of UDP header)",
+                            m.value.len()
+                        ),
+                    )
+                    .hint("use transport='tcp' for longer messages"));
+                }
+            }
             let message = match (params.get("size"), params.get("message")) {
+                (Some(_), _) if udp => Message::zeros(o.datagram_size_or("size", 0, "UDP")?),
                 (Some(size), _) => Message::zeros(o.size(size)?),
                 (None, Some(m)) => {
                     Message::from_bytes(bytes::Bytes::from(m.value.clone().into_bytes()))
@@ -191,7 +206,12 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                 local_port: o.port("local_port")?,
                 remote: SocketAddrV4::new(o.host("to")?, o.port("remote_port")?),
                 count: u8::try_from(o.u64_or("count", 255)?)
-                    .map_err(|_| ParamError::new(o.loc("count"), "count must be at most 255"))?,
+                    .map_err(|_| {
+                        ParamError::new(
+                            o.loc("count"),
+                            "count must be 0 to 255: ping_pong carries its counter in one byte, as in Elvis",
+                        )
+                    })?,
             });
             let passive = !cfg.starter;
             let mut f = factory(canon, false, move |sim, m| {
@@ -204,11 +224,15 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "ping" => {
             let cfg = Rc::new(ping::Config {
                 to: o.host("to")?,
-                count: u16::try_from(o.u64_or("count", 4)?)
-                    .map_err(|_| ParamError::new(o.loc("count"), "count must be at most 65535"))?,
+                count: u16::try_from(o.u64_or("count", 4)?).map_err(|_| {
+                    ParamError::new(
+                        o.loc("count"),
+                        "count must be 0 to 65535: an ICMP echo sequence number is 16 bits",
+                    )
+                })?,
                 interval: o.duration_or("interval", Duration::from_secs(1))?,
                 timeout: o.duration_or("timeout", Duration::from_secs(1))?,
-                size: o.size_or("size", 56)? as usize,
+                size: o.datagram_size_or("size", 56, "ICMP")? as usize,
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
@@ -216,12 +240,16 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             })
         }
         "traceroute" => {
+            let why = |key: &str| match key {
+                "max_hops" => "a TTL is one byte and 0 reaches no router",
+                _ => "each hop is probed at least once and at most 10 times",
+            };
             let small = |key: &str, default: u64, max: u64| -> Result<u8, ParamError> {
                 let v = o.u64_or(key, default)?;
                 if v == 0 || v > max {
                     return Err(ParamError::new(
                         o.loc(key),
-                        format!("{key} must be between 1 and {max}"),
+                        format!("{key} must be between 1 and {max}: {}", why(key)),
                     ));
                 }
                 Ok(v as u8)
@@ -231,7 +259,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
                 max_hops: small("max_hops", 30, 255)?,
                 queries: small("queries", 1, 10)?,
                 timeout: o.duration_or("timeout", Duration::from_secs(1))?,
-                size: o.size_or("size", 32)? as usize,
+                size: o.datagram_size_or("size", 32, "ICMP")? as usize,
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
@@ -446,4 +474,24 @@ impl Opts<'_> {
             Some(p) => self.size(p),
         }
     }
+
+    /// The payload size `key` of an ICMP or UDP datagram: at most
+    /// [`MAX_DATAGRAM_PAYLOAD`] bytes.
+    fn datagram_size_or(&self, key: &str, default: u64, what: &str) -> Result<u64, ParamError> {
+        let n = self.size_or(key, default)?;
+        if n > MAX_DATAGRAM_PAYLOAD {
+            return Err(ParamError::new(
+                self.loc(key),
+                format!(
+                    "{key} must be 0 to {MAX_DATAGRAM_PAYLOAD} bytes: an IPv4 datagram is at most \
+                     65535 bytes, less 20 of IPv4 and 8 of {what} header (Linux: EMSGSIZE)"
+                ),
+            ));
+        }
+        Ok(n)
+    }
 }
+
+/// The largest ICMP echo or UDP payload: 65,535 − 20 (IPv4) − 8 (ICMP or
+/// UDP header).
+pub const MAX_DATAGRAM_PAYLOAD: u64 = 65_507;

@@ -43,7 +43,7 @@ pub struct Hop {
 /// Traces the path and publishes every hop.
 pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     let ident = 0x8000 | (host.id() & 0x7fff) as u16;
-    let sock = host.icmp_socket(ident)?;
+    let sock = host.icmp_socket_from(ident)?;
     let payload = Message::zeros(cfg.size as u64);
     let mut seq: u16 = 0;
     for ttl in 1..=cfg.max_hops {

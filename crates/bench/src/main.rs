@@ -35,12 +35,17 @@
 //!   runs it side by side with ns.py.
 //! - `topology`: builds a generated topology (FatTree(k)) with its routes,
 //!   pings a few host pairs across it (`topology.rs`).
+//! - `star`: N hosts each on its own link to one router, written out as
+//!   NDL, each sending one datagram to a sink behind the router
+//!   (`star.rs`); `sweep star N…` fits the growth exponent of wall time
+//!   and peak RSS.
 #![forbid(unsafe_code)]
 
 mod chain_sweep;
 mod fattree;
 mod offload_memory;
 mod socket_overhead;
+mod star;
 mod tcp_idle;
 mod topology;
 
@@ -222,9 +227,23 @@ enum Cmd {
         #[arg(long, default_value_t = 0)]
         pings: u32,
     },
-    /// Runs a scenario for each N in its own process and prints a table.
+    /// N hosts, each on its own /30 link to one router, one datagram each
+    /// to a sink behind it; the NDL written out in full.
+    Star {
+        #[arg(long)]
+        n: u64,
+        /// `auto` (routes from the topology) or `static` (the file's
+        /// gateways only).
+        #[arg(long, default_value = "auto")]
+        routing: String,
+        /// Pin every application's address with `ip=`.
+        #[arg(long)]
+        pinned: bool,
+    },
+    /// Runs a scenario for each N in its own process and prints a table
+    /// (and, for three or more N, the fitted growth exponents).
     Sweep {
-        /// low-bandwidth | high-bandwidth | instantiation
+        /// low-bandwidth | high-bandwidth | instantiation | star
         scenario: String,
         /// The machine counts.
         ns: Vec<u64>,
@@ -269,6 +288,15 @@ fn main() {
             std::process::exit(if ok { 0 } else { 1 });
         }
         Cmd::Routes { n } => routes(n),
+        Cmd::Star { n, routing, pinned } => {
+            if !matches!(routing.as_str(), "auto" | "static" | "shortest" | "latency") {
+                eprintln!(
+                    "error: unknown routing '{routing}' (known: auto, static, shortest, latency)"
+                );
+                std::process::exit(2);
+            }
+            star::run(n, &routing, pinned)
+        }
         Cmd::TcpBulk {
             bytes,
             bandwidth,
@@ -743,6 +771,7 @@ fn sweep(scenario: &str, ns: &[u64], messages: u64, out: Option<&std::path::Path
     let exe = std::env::current_exe().expect("own path");
     println!("| scenario | N | messages | wall (s) | build (s) | run (s) | peak RSS (MiB) | bytes/machine | events/s | ok |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let mut points: Vec<(f64, f64, f64)> = Vec::new();
     for &n in ns {
         let mut cmd = Process::new(&exe);
         cmd.arg(scenario).arg("--n").arg(n.to_string());
@@ -783,5 +812,39 @@ fn sweep(scenario: &str, ns: &[u64], messages: u64, out: Option<&std::path::Path
             }
         }
         let _ = Duration::ZERO;
+        points.push((n as f64, m.wall_s, m.peak_rss_bytes as f64));
+    }
+    if points.len() >= 3 {
+        let wall: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.1)).collect();
+        let rss: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.2)).collect();
+        println!(
+            "\ngrowth exponent (least squares on log-log): wall time N^{:.2}, peak RSS N^{:.2}",
+            exponent(&wall),
+            exponent(&rss)
+        );
+    }
+}
+
+/// Returns the slope of log(y) over log(x): the exponent b of y = a·x^b.
+fn exponent(points: &[(f64, f64)]) -> f64 {
+    let logs: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x.ln(), y.ln())).collect();
+    let n = logs.len() as f64;
+    let mx = logs.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = logs.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxy: f64 = logs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = logs.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+    sxy / sxx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exponent;
+
+    #[test]
+    fn exponent_recovers_the_power_of_a_power_law() {
+        let points: Vec<(f64, f64)> = [1e4, 1e5, 1e6].iter().map(|&x| (x, 3.0 * x * x)).collect();
+        assert!((exponent(&points) - 2.0).abs() < 1e-9);
+        let linear: Vec<(f64, f64)> = [10.0, 20.0, 40.0].iter().map(|&x| (x, 0.5 * x)).collect();
+        assert!((exponent(&linear) - 1.0).abs() < 1e-9);
     }
 }

@@ -42,6 +42,7 @@ use elvis_sim::{NetworkConfig, Protocols, Simulation};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
+pub mod estimate;
 mod topology;
 
 /// Why a scenario could not be built; `loc` points into the NDL source
@@ -232,15 +233,19 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             }
         }
     }
-    for p in &mut pools {
-        p.skip = claimed.keys().copied().collect();
-    }
+    // One set for every network: claimed addresses are skipped wherever
+    // they would be handed out (a copy per network would cost networks ×
+    // pins).
+    let skip: rustc_hash::FxHashSet<u32> = claimed.keys().copied().collect();
     let generated = topology::build_all(&mut sim, scenario)?;
     let mut groups = Vec::new();
     // Blocks that add applications to generated machines run as groups
     // of those machines (counted when they name a whole generated group).
+    // A block naming one generated machine replaces, on that machine, the
+    // applications of a block naming its whole group.
     let mut machines = scenario.machines.clone();
-    for g in machines.iter_mut() {
+    let mut apps_from = AppsFrom::default();
+    for (k, g) in machines.iter_mut().enumerate() {
         if let topology::Role::Attach {
             first,
             len,
@@ -250,6 +255,9 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             protocols(g)?;
             if counted {
                 g.count = Some(len);
+                apps_from.whole_groups.insert(k);
+            } else {
+                apps_from.own_block.insert(first);
             }
             groups.push((g.name.clone(), first, len));
             continue;
@@ -260,6 +268,13 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             .map_err(|e| err(g.loc, e.to_string()))?;
         groups.push((g.name.clone(), first, g.instances()));
         let own_ips = claimed_ips(g)?;
+        // The pinned address of each interface, by interface index.
+        let mut pinned_at: Vec<Option<&Param>> = vec![None; g.networks.len()];
+        for (k, p) in &g.pinned {
+            if let Some(slot) = pinned_at.get_mut(*k as usize) {
+                slot.get_or_insert(p);
+            }
+        }
         for i in 0..g.instances() {
             let own = match own_ips.first() {
                 Some((None, (ip, _))) => Some(*ip),
@@ -271,25 +286,25 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
                 let Some(&net) = net_ids.get(r.name.as_str()) else {
                     return Err(err(r.loc, format!("unknown network '{}'", r.name)));
                 };
-                let pinned = match g.pinned.iter().find(|(n, _)| *n as usize == k) {
-                    Some((_, p)) => Some(parse_ip(&interpolate(&p.value, i, &name), p.loc)?),
+                let pinned = match pinned_at[k] {
+                    Some(p) => Some(parse_ip(&interpolate(&p.value, i, &name), p.loc)?),
                     None => None,
                 };
                 let pool = &mut pools[net as usize];
                 let ip = match (pinned, own) {
                     (Some(ip), _) => ip,
                     (None, Some(ip)) if pool.lists(ip) || g.networks.len() == 1 || k == 0 => ip,
-                    _ => pool.next(),
+                    _ => pool.next(&skip),
                 };
                 sim.attach(first + i, net, ip)
                     .map_err(|e| err(r.loc, format!("machine '{}': {e}", g.name)))?;
             }
         }
     }
-    for (spec, p) in scenario.networks.iter().zip(&pools) {
-        let _ = p;
+    let ends = interfaces_per_network(scenario);
+    for spec in &scenario.networks {
         if spec.kind == NetworkKind::Link {
-            let ports = groups_on(scenario, &spec.id);
+            let ports = ends.get(spec.id.as_str()).copied().unwrap_or(0);
             if ports != 2 {
                 return Err(err(
                     spec.loc,
@@ -316,7 +331,7 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
         .iter()
         .map(|x| (x.name.clone(), x.first, x.len))
         .collect();
-    spawn_apps(&mut sim, &view, &groups, &extra)?;
+    spawn_apps(&mut sim, &view, &groups, &extra, &apps_from)?;
     groups.extend(extra);
     Ok(Built {
         sim,
@@ -442,14 +457,16 @@ impl BuildError {
     }
 }
 
-fn groups_on(scenario: &Scenario, net: &str) -> u64 {
-    scenario
-        .machines
-        .iter()
-        .map(|g| {
-            u64::from(g.instances()) * g.networks.iter().filter(|r| r.name == net).count() as u64
-        })
-        .sum()
+/// Returns how many machine interfaces each network has (declared
+/// machines only), in one pass over the machines.
+fn interfaces_per_network(scenario: &Scenario) -> rustc_hash::FxHashMap<&str, u64> {
+    let mut ends: rustc_hash::FxHashMap<&str, u64> = Default::default();
+    for g in &scenario.machines {
+        for r in &g.networks {
+            *ends.entry(r.name.as_str()).or_default() += u64::from(g.instances());
+        }
+    }
+    ends
 }
 
 /// Returns the protocols a group asks for.
@@ -536,7 +553,6 @@ struct Pool {
     listed: Vec<(u32, u32)>,
     range: usize,
     cursor: u64,
-    skip: rustc_hash::FxHashSet<u32>,
     auto: u32,
 }
 
@@ -556,7 +572,6 @@ impl Pool {
             listed,
             range: 0,
             cursor: 0,
-            skip: Default::default(),
             auto,
         }
     }
@@ -566,8 +581,9 @@ impl Pool {
         self.listed.iter().any(|&(a, b)| a <= ip && ip <= b)
     }
 
-    /// Returns the next free address (listed first, then automatic).
-    fn next(&mut self) -> Ipv4Addr {
+    /// Returns the next free address (listed first, then automatic),
+    /// passing over the addresses in `skip` (claimed by `ip=` options).
+    fn next(&mut self, skip: &rustc_hash::FxHashSet<u32>) -> Ipv4Addr {
         while self.range < self.listed.len() {
             let (a, b) = self.listed[self.range];
             let ip = u64::from(a) + self.cursor;
@@ -578,7 +594,7 @@ impl Pool {
             }
             self.cursor += 1;
             let ip = ip as u32;
-            if !self.skip.contains(&ip) {
+            if !skip.contains(&ip) {
                 return Ipv4Addr::from(ip);
             }
         }
@@ -587,7 +603,7 @@ impl Pool {
             let last = self.auto & 0xff;
             if last == 0
                 || last == 255
-                || self.skip.contains(&self.auto)
+                || skip.contains(&self.auto)
                 || self.lists(Ipv4Addr::from(self.auto))
             {
                 continue;
@@ -598,11 +614,22 @@ impl Pool {
 }
 
 /// Checks every application and spawns it on its machines.
+/// Which declared blocks add applications to generated machines.
+#[derive(Default)]
+struct AppsFrom {
+    /// Indexes (into the scenario's machines) of blocks naming a whole
+    /// generated group.
+    whole_groups: rustc_hash::FxHashSet<usize>,
+    /// Generated machines named by a block of their own.
+    own_block: rustc_hash::FxHashSet<u32>,
+}
+
 fn spawn_apps(
     sim: &mut Simulation,
     scenario: &Scenario,
     groups: &[(String, u32, u32)],
     generated: &[(String, u32, u32)],
+    apps_from: &AppsFrom,
 ) -> Result<(), BuildError> {
     // Name → address, for `to=` options (resolved once, at build time);
     // generated groups are counted.
@@ -636,7 +663,13 @@ fn spawn_apps(
     };
     // Receivers start before senders at the same instant (see crate docs).
     let mut spawns: Vec<(elvis_apps::AppFactory, u32, u32)> = Vec::new();
-    for (g, (_, first, len)) in scenario.machines.iter().zip(groups) {
+    for (k, (g, (_, first, len))) in scenario.machines.iter().zip(groups).enumerate() {
+        // The machines of this group that take its applications.
+        let runs = if apps_from.whole_groups.contains(&k) {
+            runs(*first, *len, |m| apps_from.own_block.contains(&m))
+        } else {
+            vec![(*first, *len)]
+        };
         for app in &g.applications {
             let per_instance = app.params.iter().any(|p| p.value.contains('{'));
             let ctx = BuildCtx {
@@ -644,12 +677,15 @@ fn spawn_apps(
                 loc: app.loc,
             };
             if per_instance {
-                for i in 0..*len {
+                for i in runs.iter().flat_map(|&(a, n)| a - first..a - first + n) {
                     let params = instance_params(app, i, &instance_name(g, i));
                     spawns.push((registry::build(&app.name, &params, &ctx)?, first + i, 1));
                 }
             } else {
-                spawns.push((registry::build(&app.name, &app.params, &ctx)?, *first, *len));
+                let factory = registry::build(&app.name, &app.params, &ctx)?;
+                for &(a, n) in &runs {
+                    spawns.push((factory.clone(), a, n));
+                }
             }
         }
     }
@@ -661,6 +697,22 @@ fn spawn_apps(
         }
     }
     Ok(())
+}
+
+/// Splits machines `first..first + len` into runs `(start, len)` of the
+/// machines `skip` leaves.
+fn runs(first: u32, len: u32, skip: impl Fn(u32) -> bool) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for m in first..first + len {
+        if skip(m) {
+            continue;
+        }
+        match out.last_mut() {
+            Some((a, n)) if *a + *n == m => *n += 1,
+            _ => out.push((m, 1)),
+        }
+    }
+    out
 }
 
 fn instance_params(app: &AppSpec, i: u32, name: &str) -> Params {

@@ -22,15 +22,19 @@ pub(crate) struct Generated {
     pub router: bool,
 }
 
-fn config(l: &LinkSpec) -> NetworkConfig {
-    NetworkConfig {
+fn config(l: &LinkSpec) -> Result<NetworkConfig, BuildError> {
+    Ok(NetworkConfig {
         bandwidth_bps: l.bandwidth_bps,
         latency_ns: l.latency_ns,
         loss: l.loss,
         mtu: l.mtu,
         queue: l.queue,
+        qdisc: match &l.qdisc {
+            Some(q) => Some(crate::qdisc_config(q, l.bandwidth_bps)?),
+            None => None,
+        },
         ..NetworkConfig::ideal("")
-    }
+    })
 }
 
 /// Builds every `[Topology]`; returns the groups they made.
@@ -93,7 +97,7 @@ fn count(kind: &TopologyKind, role: &str, total: u32) -> u32 {
 }
 
 fn one(sim: &mut Simulation, sc: &Scenario, spec: &TopologySpec) -> Result<(), BuildError> {
-    let link = config(&spec.link);
+    let link = config(&spec.link)?;
     let prefix = spec.prefix.clone();
     let r = match &spec.kind {
         TopologyKind::FatTree { k } => {
@@ -108,7 +112,7 @@ fn one(sim: &mut Simulation, sc: &Scenario, spec: &TopologySpec) -> Result<(), B
             let p = topology::DumbbellParams {
                 hosts: *hosts,
                 access: link,
-                bottleneck: config(bottleneck),
+                bottleneck: config(bottleneck)?,
                 prefix,
             };
             topology::dumbbell(sim, &p)
@@ -152,12 +156,7 @@ fn one(sim: &mut Simulation, sc: &Scenario, spec: &TopologySpec) -> Result<(), B
                 Some(dir) if Path::new(file).is_relative() => Path::new(dir).join(file),
                 _ => Path::new(file).to_path_buf(),
             };
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                err(
-                    *file_loc,
-                    format!("cannot read the graph file {}: {e}", path.display()),
-                )
-            })?;
+            let text = read_graph_file(&path).map_err(|e| err(*file_loc, e))?;
             let graph = topology::Graph::parse(&text)
                 .map_err(|e| err(*file_loc, format!("{}:{e}", path.display())))?;
             let mut p = topology::GraphParams::new(graph);
@@ -171,6 +170,21 @@ fn one(sim: &mut Simulation, sc: &Scenario, spec: &TopologySpec) -> Result<(), B
         }
     };
     r.map(|_| ()).map_err(|e| topology_error(spec, e))
+}
+
+/// Reads a graph file: a regular file of at most
+/// [`elvis_scenario::files::MAX_GRAPH_FILE`] bytes of UTF-8 text.
+fn read_graph_file(path: &Path) -> Result<String, String> {
+    let max = elvis_scenario::files::MAX_GRAPH_FILE;
+    let bytes = elvis_scenario::files::read_limited(path, max, true)
+        .map_err(|e| format!("cannot read the graph file {}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "the graph file {} is not UTF-8 text (byte offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 fn topology_error(spec: &TopologySpec, e: TopologyError) -> BuildError {

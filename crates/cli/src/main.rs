@@ -1,9 +1,10 @@
 //! `elvis`: run and check Network Description Language scenarios.
 //!
 //! ```text
-//! elvis run [FILE] [--seed N] [--until 10s] [--report out.json] [--pcap DIR]
-//!           [--tcp-trace DIR [--tcp-trace-every 10ms|change]] [--queue-trace DIR]
-//! elvis check FILE
+//! elvis run [FILE] [--seed N] [--until 10s] [--wall-limit 300s] [--report out.json|-]
+//!           [--pcap DIR] [--tcp-trace DIR [--tcp-trace-every 10ms|change]]
+//!           [--queue-trace DIR] [--max-memory 8GiB]
+//! elvis check FILE [--max-memory 8GiB]
 //! ```
 //! Without a FILE, `run` runs the embedded default scenario
 //! (`examples/ndl/default.ndl`).
@@ -12,9 +13,18 @@
 //! failed or its machine crashed; 2 bad input (nothing is written); 3 an
 //! application was still waiting when the run ended (time ran out or
 //! nothing was left to happen); 4 an application never yielded (watchdog);
-//! 5 an output file could not be written.
+//! 5 an output file could not be written (every output path is checked
+//! before the run starts).
+//!
+//! The first SIGINT or SIGTERM ends a run at the current event, like
+//! `--wall-limit`: the summary and a complete report (`"end":
+//! "interrupted"`) are written, captures end at a frame boundary; a second
+//! signal exits at once.
 #![forbid(unsafe_code)]
 
+mod interrupt;
+mod memory;
+mod output;
 mod render;
 mod summary;
 
@@ -46,6 +56,10 @@ enum Command {
     Check {
         /// The NDL file.
         file: PathBuf,
+        /// Refuse scenarios estimated above this much memory, e.g. `8GiB`
+        /// (default: the memory available).
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
     },
     /// Prints the embedded default scenario.
     Example,
@@ -61,7 +75,8 @@ struct RunArgs {
     /// Stop at this virtual time, e.g. `10s`, `250ms` (overrides the file).
     #[arg(long)]
     until: Option<String>,
-    /// Write the run report as JSON to this file.
+    /// Write the run report as JSON to this file (`-`: standard output,
+    /// and the summary goes to standard error).
     #[arg(long)]
     report: Option<PathBuf>,
     /// Write one pcap per network into this directory.
@@ -88,13 +103,21 @@ struct RunArgs {
     /// (`inf`: no limit).
     #[arg(long, default_value_t = 10.0)]
     watchdog: f64,
+    /// End the run, like an interrupt, after this much wall-clock time,
+    /// e.g. `30s`, `300s` (the report's `end` is `wall_limit`).
+    #[arg(long, value_name = "DURATION")]
+    wall_limit: Option<String>,
+    /// Refuse scenarios estimated above this much memory, e.g. `8GiB`
+    /// (default: the memory available).
+    #[arg(long, value_name = "SIZE")]
+    max_memory: Option<String>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run(args),
-        Command::Check { file } => check(&file),
+        Command::Check { file, max_memory } => check(&file, max_memory.as_deref()),
         Command::Example => {
             print!("{DEFAULT_SCENARIO}");
             ExitCode::SUCCESS
@@ -115,18 +138,69 @@ mod status {
 fn load(file: Option<&Path>) -> Result<(String, String, elvis_scenario::Scenario), ExitCode> {
     let (name, source) = match file {
         None => ("default.ndl".to_string(), DEFAULT_SCENARIO.to_string()),
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(s) => (path.display().to_string(), s),
-            Err(e) => {
-                eprintln!("error: cannot read {}: {e}", path.display());
-                return Err(ExitCode::from(status::BAD_INPUT));
+        Some(path) => {
+            let max = elvis_scenario::files::MAX_NDL_FILE;
+            let bytes = match elvis_scenario::files::read_limited(path, max, false) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("error: cannot read {}: {e}", path.display());
+                    return Err(ExitCode::from(status::BAD_INPUT));
+                }
+            };
+            let name = path.display().to_string();
+            match elvis_ndl::decode(&bytes, &name) {
+                Ok(s) => (name, s.to_string()),
+                Err(e) => {
+                    eprint!(
+                        "{}",
+                        render::ndl_error(&e, &String::from_utf8_lossy(&bytes))
+                    );
+                    return Err(ExitCode::from(status::BAD_INPUT));
+                }
             }
-        },
+        }
     };
     match elvis_ndl::parse(&source, &name) {
         Ok(s) => Ok((name, source, s)),
         Err(e) => {
             eprint!("{}", render::ndl_error(&e, &source));
+            Err(ExitCode::from(status::BAD_INPUT))
+        }
+    }
+}
+
+/// Parses `--max-memory`; prints the error and returns `Err(code)`.
+fn max_memory(arg: Option<&str>) -> Result<Option<u64>, ExitCode> {
+    arg.map(elvis_ndl::parse_size_bytes)
+        .transpose()
+        .map_err(|e| {
+            eprintln!("error: --max-memory: {e} (hint: write e.g. --max-memory 8GiB)");
+            ExitCode::from(status::BAD_INPUT)
+        })
+}
+
+/// Estimates the scenario's memory and refuses it (a located error) when
+/// the estimate is above `limit` or, without one, the memory available.
+fn estimate(
+    name: &str,
+    source: &str,
+    scenario: &elvis_scenario::Scenario,
+    limit: Option<u64>,
+) -> Result<elvis_sim::report::MemoryEstimate, ExitCode> {
+    let e = elvis_build::estimate::estimate(scenario);
+    let Some(cap) = limit.or_else(memory::available) else {
+        return Ok(e.memory);
+    };
+    match memory::refuse(&e.memory, cap, limit.is_some()) {
+        None => Ok(e.memory),
+        Some((mut message, hint)) => {
+            if let Some(note) = &e.note {
+                message = format!("{message}; {note}");
+            }
+            eprint!(
+                "{}",
+                render::located(name, source, e.loc, &message, Some(hint.as_str()))
+            );
             Err(ExitCode::from(status::BAD_INPUT))
         }
     }
@@ -147,9 +221,17 @@ fn build(
     })
 }
 
-fn check(file: &Path) -> ExitCode {
+fn check(file: &Path, max_mem: Option<&str>) -> ExitCode {
+    let limit = match max_memory(max_mem) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
     let (name, source, scenario) = match load(Some(file)) {
         Ok(x) => x,
+        Err(c) => return c,
+    };
+    let est = match estimate(&name, &source, &scenario, limit) {
+        Ok(e) => e,
         Err(c) => return c,
     };
     match build(&name, &source, &scenario, None) {
@@ -159,48 +241,118 @@ fn check(file: &Path) -> ExitCode {
                 scenario.networks.len(),
                 b.sim.machine_count()
             );
+            println!(
+                "  estimated memory {} ({})",
+                memory::human(est.bytes),
+                memory::counts(&est)
+            );
             ExitCode::SUCCESS
         }
         Err(c) => c,
     }
 }
 
-fn run(args: RunArgs) -> ExitCode {
-    let until = match args
-        .until
-        .as_deref()
-        .map(elvis_ndl::parse_duration_ns)
-        .transpose()
-    {
-        Ok(u) => u.map(Time::from_nanos),
-        Err(e) => {
-            eprintln!("error: --until: {e} (hint: write e.g. --until 10s or --until 250ms)");
-            return ExitCode::from(status::BAD_INPUT);
-        }
-    };
-    // `inf` (or any limit too large for a Duration) means no limit.
-    if args.watchdog.is_nan() {
-        eprintln!("error: --watchdog: not a number (hint: write e.g. --watchdog 10, in seconds)");
-        return ExitCode::from(status::BAD_INPUT);
-    }
-    let watchdog = Duration::try_from_secs_f64(args.watchdog.max(0.05)).unwrap_or(Duration::MAX);
-    let sampling = match args.tcp_trace_every.as_str() {
-        "change" => elvis_sim::Sampling::OnChange,
-        every => match elvis_ndl::parse_duration_ns(every) {
-            Ok(ns) if ns > 0 => elvis_sim::Sampling::Every(Duration::from_nanos(ns)),
-            Ok(_) => {
-                eprintln!("error: --tcp-trace-every: the interval must be positive (hint: write e.g. 10ms, or change)");
-                return ExitCode::from(status::BAD_INPUT);
-            }
+/// The command-line values of `elvis run`, parsed.
+struct Flags {
+    until: Option<Time>,
+    watchdog: Duration,
+    sampling: elvis_sim::Sampling,
+    wall_limit: Option<Duration>,
+    max_memory: Option<u64>,
+}
+
+impl Flags {
+    /// Parses the values of `args`; prints the first bad one and returns
+    /// `Err(code)`.
+    fn parse(args: &RunArgs) -> Result<Flags, ExitCode> {
+        let until = match args
+            .until
+            .as_deref()
+            .map(elvis_ndl::parse_duration_ns)
+            .transpose()
+        {
+            Ok(u) => u.map(Time::from_nanos),
             Err(e) => {
-                eprintln!("error: --tcp-trace-every: {e} (hint: write e.g. 10ms, or change)");
-                return ExitCode::from(status::BAD_INPUT);
+                eprintln!("error: --until: {e} (hint: write e.g. --until 10s or --until 250ms)");
+                return Err(ExitCode::from(status::BAD_INPUT));
             }
-        },
+        };
+        // `inf` (or any limit too large for a Duration) means no limit.
+        if args.watchdog.is_nan() {
+            eprintln!(
+                "error: --watchdog: not a number (hint: write e.g. --watchdog 10, in seconds)"
+            );
+            return Err(ExitCode::from(status::BAD_INPUT));
+        }
+        let watchdog =
+            Duration::try_from_secs_f64(args.watchdog.max(0.05)).unwrap_or(Duration::MAX);
+        let sampling = match args.tcp_trace_every.as_str() {
+            "change" => elvis_sim::Sampling::OnChange,
+            every => match elvis_ndl::parse_duration_ns(every) {
+                Ok(ns) if ns > 0 => elvis_sim::Sampling::Every(Duration::from_nanos(ns)),
+                Ok(_) => {
+                    eprintln!("error: --tcp-trace-every: the interval must be positive (hint: write e.g. 10ms, or change)");
+                    return Err(ExitCode::from(status::BAD_INPUT));
+                }
+                Err(e) => {
+                    eprintln!("error: --tcp-trace-every: {e} (hint: write e.g. 10ms, or change)");
+                    return Err(ExitCode::from(status::BAD_INPUT));
+                }
+            },
+        };
+        let wall_limit = match args.wall_limit.as_deref().map(elvis_ndl::parse_duration_ns) {
+            None => None,
+            Some(Ok(ns)) if ns > 0 => Some(Duration::from_nanos(ns)),
+            Some(Ok(_)) => {
+                eprintln!("error: --wall-limit: the limit must be positive (hint: write e.g. --wall-limit 30s)");
+                return Err(ExitCode::from(status::BAD_INPUT));
+            }
+            Some(Err(e)) => {
+                eprintln!("error: --wall-limit: {e} (hint: write e.g. --wall-limit 30s or --wall-limit 300s)");
+                return Err(ExitCode::from(status::BAD_INPUT));
+            }
+        };
+        let max_memory = max_memory(args.max_memory.as_deref())?;
+        Ok(Flags {
+            until,
+            watchdog,
+            sampling,
+            wall_limit,
+            max_memory,
+        })
+    }
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    let Flags {
+        until,
+        watchdog,
+        sampling,
+        wall_limit,
+        max_memory: limit,
+    } = match Flags::parse(&args) {
+        Ok(f) => f,
+        Err(c) => return c,
     };
     let (name, source, scenario) = match load(args.file.as_deref()) {
         Ok(x) => x,
         Err(c) => return c,
+    };
+    let est = match estimate(&name, &source, &scenario, limit) {
+        Ok(e) => e,
+        Err(c) => return c,
+    };
+    // Every output is checked before the (possibly long) build and run.
+    let outputs = match Outputs::plan(&args) {
+        Ok(o) => o,
+        Err(c) => return c,
+    };
+    let stop = match interrupt::install() {
+        Ok(flag) => flag,
+        Err(e) => {
+            eprintln!("error: cannot install the SIGINT/SIGTERM handlers: {e}");
+            return ExitCode::from(status::OUTPUT);
+        }
     };
     let build_start = std::time::Instant::now();
     let mut built = match build(&name, &source, &scenario, args.seed) {
@@ -208,10 +360,14 @@ fn run(args: RunArgs) -> ExitCode {
         Err(c) => return c,
     };
     let build_time = build_start.elapsed();
+    let mut written: Vec<PathBuf> = Vec::new();
     if let Some(dir) = &args.pcap {
-        if let Err(e) = built.sim.capture_pcap(dir) {
-            eprintln!("error: cannot write pcaps into {}: {e}", dir.display());
-            return ExitCode::from(status::OUTPUT);
+        match built.sim.capture_pcap(dir) {
+            Ok(files) => written.extend(files),
+            Err(e) => {
+                eprintln!("error: cannot write pcaps into {}: {e}", dir.display());
+                return ExitCode::from(status::OUTPUT);
+            }
         }
     }
     if args.tcp_trace.is_some() {
@@ -219,6 +375,10 @@ fn run(args: RunArgs) -> ExitCode {
     }
     if args.queue_trace.is_some() {
         built.sim.trace_queues();
+    }
+    built.sim.set_interrupt_flag(stop);
+    if let Some(limit) = wall_limit {
+        built.sim.set_wall_limit(limit);
     }
     built.sim.set_watchdog(watchdog, |machine| {
         eprintln!(
@@ -250,12 +410,10 @@ fn run(args: RunArgs) -> ExitCode {
         ));
         b.tick();
     };
-    let report = built.sim.run_with(limits, &mut on_progress);
+    let mut report = built.sim.run_with(limits, &mut on_progress);
+    report.memory_estimate = Some(est);
     if let Some(b) = bar {
         b.finish_and_clear();
-    }
-    if !quiet {
-        print!("{}", summary::render(&name, &report, build_time));
     }
     let mut code = if report.failures() > 0 {
         status::FAILED
@@ -264,32 +422,16 @@ fn run(args: RunArgs) -> ExitCode {
     } else {
         0
     };
-    if let Some(e) = built.sim.pcap_error() {
-        eprintln!("error: writing pcaps: {e}");
+    if !write_outputs(&built.sim, &args, &outputs, &report, &mut written) {
         code = status::OUTPUT;
     }
-    if let Some(dir) = &args.tcp_trace {
-        if let Err(e) = built.sim.write_tcp_series(dir) {
-            eprintln!(
-                "error: cannot write TCP time series into {}: {e}",
-                dir.display()
-            );
-            code = status::OUTPUT;
-        }
-    }
-    if let Some(dir) = &args.queue_trace {
-        if let Err(e) = built.sim.write_queue_series(dir) {
-            eprintln!(
-                "error: cannot write queue time series into {}: {e}",
-                dir.display()
-            );
-            code = status::OUTPUT;
-        }
-    }
-    if let Some(path) = &args.report {
-        if let Err(e) = write_atomically(path, report.to_json().as_bytes()) {
-            eprintln!("error: cannot write report {}: {e}", path.display());
-            code = status::OUTPUT;
+    if !quiet {
+        let text = summary::render(&name, &report, build_time) + &summary::files(&written);
+        // With `--report -` standard output carries the JSON alone.
+        if outputs.report == Some(output::Target::Stdout) {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
         }
     }
     match code {
@@ -301,24 +443,92 @@ fn run(args: RunArgs) -> ExitCode {
             "error: {} application(s) still waiting when the run ended at {} ({})",
             report.waiting(),
             Time::from_nanos(report.sim_time_ns),
-            match report.end {
-                elvis_sim::report::End::TimeLimit => "time limit reached",
-                elvis_sim::report::End::Idle => "nothing left to happen",
-            }
+            report.end
         ),
         _ => {}
     }
     ExitCode::from(code)
 }
 
-/// Writes `bytes` to `path` via a temporary file, so a reader never sees
-/// half a report.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".elvis-partial");
-    let tmp = path.with_file_name(name);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+/// Writes the outputs that come after the run (traces, the report) and
+/// adds them to `written`; returns false when one could not be written
+/// (the error is printed).
+fn write_outputs(
+    sim: &elvis_sim::Simulation,
+    args: &RunArgs,
+    outputs: &Outputs,
+    report: &elvis_sim::Report,
+    written: &mut Vec<PathBuf>,
+) -> bool {
+    let mut ok = true;
+    if let Some(e) = sim.pcap_error() {
+        eprintln!("error: writing pcaps: {e}");
+        ok = false;
+    }
+    if let Some(dir) = &args.tcp_trace {
+        match sim.write_tcp_series(dir) {
+            Ok(files) => written.extend(files),
+            Err(e) => {
+                eprintln!(
+                    "error: cannot write TCP time series into {}: {e}",
+                    dir.display()
+                );
+                ok = false;
+            }
+        }
+    }
+    if let Some(dir) = &args.queue_trace {
+        match sim.write_queue_series(dir) {
+            Ok(files) => written.extend(files),
+            Err(e) => {
+                eprintln!(
+                    "error: cannot write queue time series into {}: {e}",
+                    dir.display()
+                );
+                ok = false;
+            }
+        }
+    }
+    if let Some(target) = &outputs.report {
+        match output::write(target, report.to_json().as_bytes()) {
+            Ok(()) => written.extend(target.path().map(Path::to_path_buf)),
+            Err(e) => {
+                let shown = args.report.as_deref().unwrap_or(Path::new("-"));
+                eprintln!("error: cannot write report {}: {e}", shown.display());
+                ok = false;
+            }
+        }
+    }
+    ok
+}
+
+/// The output paths of a run, checked before it starts.
+struct Outputs {
+    report: Option<output::Target>,
+}
+
+impl Outputs {
+    /// Checks every output path of `args`; prints the first problem and
+    /// returns `Err(code)`.
+    fn plan(args: &RunArgs) -> Result<Outputs, ExitCode> {
+        let fail = |what: &str, path: &Path, e: String| {
+            eprintln!("error: {what} {}: {e}", path.display());
+            ExitCode::from(status::OUTPUT)
+        };
+        let report = match &args.report {
+            None => None,
+            Some(p) => Some(output::plan_file(p).map_err(|e| fail("cannot write report", p, e))?),
+        };
+        let dirs = [
+            ("cannot write pcaps into", &args.pcap),
+            ("cannot write TCP time series into", &args.tcp_trace),
+            ("cannot write queue time series into", &args.queue_trace),
+        ];
+        for (what, dir) in dirs {
+            if let Some(d) = dir {
+                output::plan_dir(d).map_err(|e| fail(what, d, e))?;
+            }
+        }
+        Ok(Outputs { report })
+    }
 }

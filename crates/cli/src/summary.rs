@@ -1,8 +1,9 @@
 //! The end-of-run summary printed by `elvis run`.
 
-use elvis_sim::report::Report;
+use elvis_sim::report::{End, Report};
 use elvis_sim::Time;
 use std::fmt::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 fn si(x: f64) -> String {
@@ -51,12 +52,52 @@ fn queues(s: &mut String, r: &Report) {
     }
 }
 
+/// Says why a run stopped early and which network carried most frames
+/// (the one a storm saturates); nothing for a run that ended by itself.
+fn stopped(s: &mut String, r: &Report) {
+    if !matches!(r.end, End::Interrupted | End::WallLimit) {
+        return;
+    }
+    let _ = write!(s, "  stopped          {} at this simulated time", r.end);
+    if let Some(n) = (r.networks.iter())
+        .filter(|n| n.stats.frames_sent > 0)
+        .max_by_key(|n| n.stats.frames_sent)
+    {
+        let _ = write!(
+            s,
+            "; busiest network '{}' ({} frames sent, {} dropped at its queues)",
+            n.name, n.stats.frames_sent, n.stats.queue_drops
+        );
+    }
+    s.push('\n');
+}
+
+/// How many written files the summary names.
+const FILES_SHOWN: usize = 20;
+
+/// Lists the files a run wrote (nothing when it wrote none).
+pub fn files(written: &[PathBuf]) -> String {
+    let mut s = String::new();
+    if written.is_empty() {
+        return s;
+    }
+    let _ = writeln!(s, "  files written    {}", written.len());
+    for f in written.iter().take(FILES_SHOWN) {
+        let _ = writeln!(s, "    {}", f.display());
+    }
+    if written.len() > FILES_SHOWN {
+        let _ = writeln!(s, "    … {} more", written.len() - FILES_SHOWN);
+    }
+    s
+}
+
 /// Returns the summary table of a run.
 pub fn render(name: &str, r: &Report, build: Duration) -> String {
     let mut s = String::new();
     let p = &r.performance;
     let _ = writeln!(s, "== elvis run: {name} (seed {}) ==", r.seed);
     let _ = writeln!(s, "  simulated time   {}", Time::from_nanos(r.sim_time_ns));
+    stopped(&mut s, r);
     let _ = writeln!(
         s,
         "  wall time        {:.3} s run + {:.3} s build",
@@ -69,11 +110,15 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
         r.events,
         si(p.events_per_s)
     );
-    let _ = writeln!(
+    let _ = write!(
         s,
         "  peak memory      {:.1} MiB",
         p.peak_rss_bytes as f64 / 1048576.0
     );
+    if let Some(e) = &r.memory_estimate {
+        let _ = write!(s, " (estimated {:.1} MiB)", e.bytes as f64 / 1048576.0);
+    }
+    s.push('\n');
     let _ = writeln!(s, "  machines         {}", r.machines);
     let k = &r.packets;
     let _ = writeln!(

@@ -35,6 +35,8 @@ pub enum ErrorKind {
     Topology,
     /// The file could not be read.
     Io,
+    /// The file is not UTF-8 text (located at the first bad byte).
+    Encoding,
 }
 
 impl ErrorKind {
@@ -51,6 +53,7 @@ impl ErrorKind {
             ErrorKind::BadValue => "ndl::bad_value",
             ErrorKind::Topology => "ndl::topology",
             ErrorKind::Io => "ndl::io",
+            ErrorKind::Encoding => "ndl::encoding",
         }
     }
 }

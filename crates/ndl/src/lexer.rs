@@ -10,15 +10,16 @@
 //! source; the lexer never panics, whatever the input.
 
 use crate::error::{ErrorKind, NdlError};
-use crate::parser::{Block, Param, Span, Spanned};
+use crate::parser::{Block, Param, Span, Spanned, Text};
 use crate::SourceMap;
+use std::borrow::Cow;
 
 /// Splits `src` into blocks in source order, without nesting them.
 ///
 /// # Errors
 /// Unterminated quotes or blocks, stray text, bad indentation and keys
 /// given twice in one block.
-pub fn lex(src: &str, map: &SourceMap<'_>) -> Result<Vec<Block>, NdlError> {
+pub fn lex<'a>(src: &'a str, map: &SourceMap<'_>) -> Result<Vec<Block<'a>>, NdlError> {
     Lexer {
         src,
         b: src.as_bytes(),
@@ -28,18 +29,18 @@ pub fn lex(src: &str, map: &SourceMap<'_>) -> Result<Vec<Block>, NdlError> {
     .run()
 }
 
-struct Lexer<'a> {
+struct Lexer<'a, 'm> {
     src: &'a str,
     b: &'a [u8],
     pos: usize,
-    map: &'a SourceMap<'a>,
+    map: &'m SourceMap<'m>,
 }
 
 fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')
 }
 
-impl Lexer<'_> {
+impl<'a> Lexer<'a, '_> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.pos).copied()
     }
@@ -70,7 +71,7 @@ impl Lexer<'_> {
         }
     }
 
-    fn run(mut self) -> Result<Vec<Block>, NdlError> {
+    fn run(mut self) -> Result<Vec<Block<'a>>, NdlError> {
         let mut out = Vec::new();
         if self.src.starts_with('\u{feff}') {
             self.pos = '\u{feff}'.len_utf8(); // A byte-order mark.
@@ -189,7 +190,7 @@ impl Lexer<'_> {
         }
     }
 
-    fn ident(&mut self) -> Spanned<String> {
+    fn ident(&mut self) -> Spanned<Text<'a>> {
         let start = self.pos;
         while self.peek().is_some_and(is_ident) {
             self.pos += 1;
@@ -199,13 +200,13 @@ impl Lexer<'_> {
             end: self.pos,
         };
         Spanned {
-            node: self.src[start..self.pos].to_string(),
+            node: Cow::Borrowed(&self.src[start..self.pos]),
             span,
         }
     }
 
     /// Reads one block starting at its `[`.
-    fn block(&mut self, depth: usize) -> Result<Block, NdlError> {
+    fn block(&mut self, depth: usize) -> Result<Block<'a>, NdlError> {
         let open = self.pos;
         self.pos += 1;
         self.skip_blanks(false);
@@ -216,7 +217,7 @@ impl Lexer<'_> {
                 .err(ErrorKind::Syntax, self.here(), msg)
                 .hint("blocks look like [Keyword key='value']"));
         }
-        let mut params: Vec<Param> = Vec::new();
+        let mut params: Vec<Param<'a>> = Vec::new();
         loop {
             self.skip_blanks(true);
             match self.peek() {
@@ -250,7 +251,7 @@ impl Lexer<'_> {
         })
     }
 
-    fn unclosed(&self, open: usize, keyword: &Spanned<String>) -> NdlError {
+    fn unclosed(&self, open: usize, keyword: &Spanned<Text<'a>>) -> NdlError {
         let span = Span {
             start: open,
             end: keyword.span.end,
@@ -260,7 +261,7 @@ impl Lexer<'_> {
             .hint("add `]` at the end of the block")
     }
 
-    fn check_duplicate(&self, params: &[Param], p: &Param) -> Result<(), NdlError> {
+    fn check_duplicate(&self, params: &[Param<'a>], p: &Param<'a>) -> Result<(), NdlError> {
         let Some(first) = params
             .iter()
             .find(|q| q.key.node.eq_ignore_ascii_case(&p.key.node))
@@ -278,7 +279,7 @@ impl Lexer<'_> {
     }
 
     /// Reads `key = 'value'`.
-    fn param(&mut self) -> Result<Param, NdlError> {
+    fn param(&mut self) -> Result<Param<'a>, NdlError> {
         let key = self.ident();
         self.skip_blanks(false);
         if self.peek() != Some(b'=') {
@@ -307,11 +308,12 @@ impl Lexer<'_> {
     /// Reads a value quoted with `q`; `\q`, `\'`, `\"` and `\\` are escapes,
     /// any other backslash is kept as written. The span is the text inside
     /// the quotes.
-    fn quoted(&mut self, q: u8) -> Result<Spanned<String>, NdlError> {
+    fn quoted(&mut self, q: u8) -> Result<Spanned<Text<'a>>, NdlError> {
         let open = self.pos;
         self.pos += 1;
         let start = self.pos;
-        let mut value = String::new();
+        // Owned only once an escape is met.
+        let mut value: Option<String> = None;
         let mut seg = start;
         loop {
             match self.peek() {
@@ -332,8 +334,9 @@ impl Lexer<'_> {
                 Some(c) if c == q => break,
                 Some(b'\\') => match self.b.get(self.pos + 1) {
                     Some(&e @ (b'\'' | b'"' | b'\\')) => {
-                        value.push_str(&self.src[seg..self.pos]);
-                        value.push(e as char);
+                        let v = value.get_or_insert_with(String::new);
+                        v.push_str(&self.src[seg..self.pos]);
+                        v.push(e as char);
                         self.pos += 2;
                         seg = self.pos;
                     }
@@ -342,12 +345,19 @@ impl Lexer<'_> {
                 Some(_) => self.pos += 1,
             }
         }
-        value.push_str(&self.src[seg..self.pos]);
+        let rest = &self.src[seg..self.pos];
+        let node = match value {
+            None => Cow::Borrowed(rest),
+            Some(mut v) => {
+                v.push_str(rest);
+                Cow::Owned(v)
+            }
+        };
         let span = Span {
             start,
             end: self.pos,
         };
         self.pos += 1;
-        Ok(Spanned { node: value, span })
+        Ok(Spanned { node, span })
     }
 }

@@ -34,10 +34,12 @@ mod error;
 mod lexer;
 mod lower;
 mod parser;
+mod text;
 mod units;
 
 pub use error::{ErrorKind, NdlError};
-pub use parser::{Block, Param, Span, Spanned, MAX_DEPTH};
+pub use parser::{Block, Param, Span, Spanned, Text, MAX_DEPTH};
+pub use text::{decode, shorten_message};
 pub use units::{
     parse_bandwidth, parse_duration_ns, parse_port, parse_probability, parse_size_bytes, parse_u64,
 };
@@ -62,7 +64,7 @@ pub fn parse(source: &str, file_name: &str) -> Result<Scenario, NdlError> {
 pub fn parse_all(source: &str, file_name: &str) -> Result<Scenario, Vec<NdlError>> {
     let name = |mut e: NdlError| {
         e.file = file_name.to_string();
-        e
+        text::shorten_error(e)
     };
     let map = SourceMap::new(source);
     let roots = parser::parse_blocks(source, &map).map_err(|e| vec![name(e)])?;
@@ -80,28 +82,29 @@ pub fn parse_all(source: &str, file_name: &str) -> Result<Scenario, Vec<NdlError
 ///
 /// # Errors
 /// Syntax and indentation errors.
-pub fn parse_blocks(source: &str, file_name: &str) -> Result<Vec<Block>, NdlError> {
+pub fn parse_blocks<'a>(source: &'a str, file_name: &str) -> Result<Vec<Block<'a>>, NdlError> {
     parser::parse_blocks(source, &SourceMap::new(source)).map_err(|mut e| {
         e.file = file_name.to_string();
-        e
+        text::shorten_error(e)
     })
 }
 
 /// Reads and parses the NDL file at `path`.
 ///
 /// # Errors
-/// [`ErrorKind::Io`] when the file cannot be read, else as [`parse`].
+/// [`ErrorKind::Io`] when the file cannot be read, [`ErrorKind::Encoding`]
+/// when it is not UTF-8, else as [`parse`].
 pub fn parse_file(path: impl AsRef<Path>) -> Result<Scenario, NdlError> {
     let path = path.as_ref();
     let file = path.display().to_string();
-    let source = std::fs::read_to_string(path).map_err(|e| NdlError {
+    let bytes = std::fs::read(path).map_err(|e| NdlError {
         file: file.clone(),
         loc: Loc::default(),
         kind: ErrorKind::Io,
         message: format!("cannot read the file: {e}"),
         hint: None,
     })?;
-    parse(&source, &file)
+    parse(decode(&bytes, &file)?, &file)
 }
 
 /// Turns byte spans into [`Loc`]s (1-based line, column in characters).

@@ -18,7 +18,8 @@ use crate::parser::{Block, Param, Span};
 use crate::units::{parse_duration_ns, parse_u64};
 use crate::{suggest, SourceMap};
 use elvis_scenario::{Loc, Scenario};
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 const SECTIONS: &[&str] = &["Networks", "Machines", "Simulation", "Template", "Topology"];
 const NETWORK_KEYS: &[&str] = &[
@@ -46,12 +47,13 @@ pub fn lower(roots: &[Block], map: &SourceMap<'_>) -> Result<Scenario, Vec<NdlEr
         map,
         errors: Vec::new(),
         sc: Scenario::default(),
-        net_ids: HashMap::new(),
-        link_locs: HashMap::new(),
-        machine_names: HashMap::new(),
+        net_ids: HashMap::default(),
+        link_locs: HashMap::default(),
+        machine_names: HashMap::default(),
         listed: BTreeMap::new(),
         claimed: BTreeMap::new(),
         sim: None,
+        attached: HashMap::default(),
     };
     for b in roots {
         l.section(b);
@@ -82,6 +84,10 @@ struct Lower<'a> {
     claimed: BTreeMap<u32, (u32, Loc)>,
     /// Where the `[Simulation]` block was, once seen.
     sim: Option<Loc>,
+    /// The networks of the machine block being lowered: id → index into
+    /// its `networks` (a router may have a million interfaces, so the
+    /// duplicate check must not scan them).
+    attached: HashMap<String, usize>,
 }
 
 /// Returns the earlier entry of `set` overlapping `first..=last`, or
@@ -142,7 +148,7 @@ impl Lower<'_> {
     }
 
     /// Returns the required option `key`, reporting it when missing.
-    fn required<'b>(&mut self, b: &'b Block, key: &str) -> Option<&'b Param> {
+    fn required<'b, 's>(&mut self, b: &'b Block<'s>, key: &str) -> Option<&'b Param<'s>> {
         let p = b.param(key);
         if p.is_none() {
             let kw = &b.keyword.node;

@@ -7,6 +7,7 @@
 
 use crate::error::{ErrorKind, NdlError};
 use crate::SourceMap;
+use std::borrow::Cow;
 
 /// The deepest nesting accepted (keeps recursion over the tree shallow).
 pub const MAX_DEPTH: usize = 64;
@@ -25,36 +26,41 @@ pub struct Spanned<T> {
     pub span: Span,
 }
 
+/// Text of the source: borrowed from it, owned only for a value with
+/// escapes (a large generated file parses without an allocation per key
+/// and value).
+pub type Text<'a> = Cow<'a, str>;
+
 /// One `key='value'`: the key as written, the value unescaped; the value's
 /// span is the text inside the quotes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Param {
-    pub key: Spanned<String>,
-    pub value: Spanned<String>,
+pub struct Param<'a> {
+    pub key: Spanned<Text<'a>>,
+    pub value: Spanned<Text<'a>>,
 }
 
 /// A generic `[Keyword key='value' …]` block and the blocks nested in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Block {
+pub struct Block<'a> {
     /// The keyword as written (matching is case-insensitive).
-    pub keyword: Spanned<String>,
+    pub keyword: Spanned<Text<'a>>,
     /// Options in written order; no key appears twice (case-insensitive).
-    pub params: Vec<Param>,
-    pub children: Vec<Block>,
+    pub params: Vec<Param<'a>>,
+    pub children: Vec<Block<'a>>,
     /// Indentation level (tabs, or groups of four spaces).
     pub depth: usize,
     /// From the `[` to just past the `]`.
     pub span: Span,
 }
 
-impl Block {
+impl<'a> Block<'a> {
     /// Returns true when the keyword is `kw` (case-insensitive).
     pub fn is(&self, kw: &str) -> bool {
         self.keyword.node.eq_ignore_ascii_case(kw)
     }
 
     /// Returns the option named `key` (case-insensitive).
-    pub fn param(&self, key: &str) -> Option<&Param> {
+    pub fn param(&self, key: &str) -> Option<&Param<'a>> {
         self.params
             .iter()
             .find(|p| p.key.node.eq_ignore_ascii_case(key))
@@ -73,11 +79,11 @@ impl Block {
 ///
 /// # Errors
 /// Everything [`crate::lexer::lex`] reports, and blocks indented too deep.
-pub fn parse_blocks(src: &str, map: &SourceMap<'_>) -> Result<Vec<Block>, NdlError> {
+pub fn parse_blocks<'a>(src: &'a str, map: &SourceMap<'_>) -> Result<Vec<Block<'a>>, NdlError> {
     let flat = crate::lexer::lex(src, map)?;
     let mut roots = Vec::new();
     // The open path from a root down to the last block seen.
-    let mut stack: Vec<Block> = Vec::new();
+    let mut stack: Vec<Block<'a>> = Vec::new();
     for b in flat {
         if b.depth > MAX_DEPTH {
             let msg = format!("blocks are nested more than {MAX_DEPTH} levels deep");
@@ -101,7 +107,7 @@ pub fn parse_blocks(src: &str, map: &SourceMap<'_>) -> Result<Vec<Block>, NdlErr
     Ok(roots)
 }
 
-fn close(stack: &mut Vec<Block>, roots: &mut Vec<Block>) {
+fn close<'a>(stack: &mut Vec<Block<'a>>, roots: &mut Vec<Block<'a>>) {
     if let Some(done) = stack.pop() {
         match stack.last_mut() {
             Some(parent) => parent.children.push(done),
@@ -110,7 +116,7 @@ fn close(stack: &mut Vec<Block>, roots: &mut Vec<Block>) {
     }
 }
 
-fn too_deep(b: &Block, parent: Option<&Block>, map: &SourceMap<'_>) -> NdlError {
+fn too_deep(b: &Block<'_>, parent: Option<&Block<'_>>, map: &SourceMap<'_>) -> NdlError {
     let hint =
         "a nested block is indented exactly one level (a tab or four spaces) more than its parent";
     let msg = match parent {

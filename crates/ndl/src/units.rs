@@ -26,16 +26,23 @@ fn scaled(num: &str, mult: u64, base: &str) -> Result<u64, String> {
         return Err(format!("`{num}` is not a number"));
     }
     if frac.len() > 30 {
-        return Err("too many decimal places".into());
+        return Err("too many decimal places (at most 30)".into());
     }
+    let unit = base.split(" (").next().unwrap_or(base);
+    let too_large = || {
+        format!(
+            "number is too large: at most {} {unit} (a 64-bit count)",
+            u64::MAX
+        )
+    };
     let digits = |s: &str| -> Result<u128, String> {
         s.bytes().try_fold(0u128, |acc, d| {
             acc.checked_mul(10)
                 .and_then(|a| a.checked_add(u128::from(d - b'0')))
-                .ok_or_else(|| "number is too large".to_string())
+                .ok_or_else(too_large)
         })
     };
-    let too_large = || "number is too large".to_string();
+
     let pow = 10u128.pow(frac.len() as u32);
     let whole = digits(int)?
         .checked_mul(u128::from(mult))
@@ -144,7 +151,12 @@ pub fn parse_probability(s: &str) -> Result<f64, String> {
 /// Not a number, or above 65535.
 pub fn parse_port(s: &str) -> Result<u16, String> {
     let v = parse_u64(s)?;
-    u16::try_from(v).map_err(|_| format!("port `{}` is above 65535", s.trim()))
+    u16::try_from(v).map_err(|_| {
+        format!(
+            "port `{}` is above 65535: ports are 0 to 65535 (16 bits in the UDP and TCP headers)",
+            s.trim()
+        )
+    })
 }
 
 /// Parses an unsigned integer: decimal, or hexadecimal with `0x`.
@@ -160,7 +172,12 @@ pub fn parse_u64(s: &str) -> Result<u64, String> {
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return Err(format!("`{t}` is not a whole number"));
     }
-    u64::from_str_radix(digits, radix).map_err(|_| format!("`{t}` is too large"))
+    u64::from_str_radix(digits, radix).map_err(|_| {
+        format!(
+            "`{t}` is too large: whole numbers are 0 to {} (64 bits)",
+            u64::MAX
+        )
+    })
 }
 
 /// Parses a size in bytes: `1500`, `1500B`, `64kB`/`64KB` (×1000),

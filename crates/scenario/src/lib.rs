@@ -15,6 +15,8 @@
 //! default).
 #![forbid(unsafe_code)]
 
+pub mod files;
+
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 
@@ -101,6 +103,10 @@ pub struct LinkSpec {
     pub mtu: u32,
     /// Output-queue capacity in packets; `None` = unbounded.
     pub queue: Option<u32>,
+    /// Queue discipline of every egress queue on these links (`qdisc=`,
+    /// or `bottleneck_qdisc=` for a dumbbell's bottleneck).
+    #[serde(default)]
+    pub qdisc: Option<QdiscSpec>,
 }
 
 impl Default for LinkSpec {
@@ -111,6 +117,7 @@ impl Default for LinkSpec {
             loss: 0.0,
             mtu: 1500,
             queue: None,
+            qdisc: None,
         }
     }
 }

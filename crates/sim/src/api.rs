@@ -133,6 +133,17 @@ impl Host {
         IcmpSocket::open(*self, ident)
     }
 
+    /// Opens an ICMP echo socket with the first identifier not in use on
+    /// this machine, counting up (and wrapping) from `preferred`, as Linux
+    /// gives each unprivileged ICMP socket its own: two `ping`s on one
+    /// machine get two identifiers.
+    ///
+    /// # Errors
+    /// `AddrInUse` when all 65,536 identifiers are taken.
+    pub fn icmp_socket_from(&self, preferred: u16) -> Result<IcmpSocket, SocketError> {
+        IcmpSocket::open_free(*self, preferred)
+    }
+
     /// Returns the id of the task calling this (for a user protocol that
     /// wakes it with [`crate::stack::custom::ProtocolCtx::wake`]).
     pub fn task_id(&self) -> Option<u32> {

@@ -63,6 +63,7 @@
 //!   frames addressed to it, to broadcast, or to multicast groups.
 //! - Foreign machines do not appear in NDL (they are built from Rust).
 
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::net;
 use crate::report::DropReason;
@@ -278,9 +279,9 @@ fn with_stack(
 /// out of line: the per-frame path of simulated machines stays as it was.
 #[cold]
 #[inline(never)]
-pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, frame: &Message) {
+pub(crate) fn receive(w: &mut World, m: MachineId, iface: IfaceId, frame: &Message) {
     let bytes = frame.to_vec();
-    let iface = usize::from(iface);
+    let iface = iface as usize;
     if with_stack(w, m, |s, cx| s.receive(cx, iface, &bytes)) {
         return;
     }

@@ -62,6 +62,7 @@ mod routing;
 mod simulation;
 pub mod socket;
 pub mod stack;
+mod stop;
 pub mod topology;
 mod world;
 

@@ -17,6 +17,11 @@ use std::net::Ipv4Addr;
 /// Index of a machine in the simulation.
 pub type MachineId = u32;
 
+/// Identifies an interface of one machine: its index in the machine's
+/// interface list. 32 bits, so that no scenario that fits in memory wraps
+/// it (a router of a million-host star has a million interfaces).
+pub type IfaceId = u32;
+
 /// Which optional protocols a machine runs (IPv4 and ICMP are always on).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Protocols {

@@ -110,6 +110,7 @@
 //! multicast frames to the ports whose machines joined the group (static
 //! membership, like IGMP snooping), unknown unicast is dropped.
 
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::qdisc::{self, Dequeue, Discipline, Enqueue, Limit, Qdisc, QdiscConfig, Queued};
 use crate::report::DropReason;
@@ -164,9 +165,14 @@ pub struct NetworkConfig {
     pub reorder_delay_ns: u64,
     /// Largest IP datagram per frame.
     pub mtu: u32,
-    /// Capacity of each switch output queue, packets (`None` = unbounded).
+    /// Capacity of each switch output queue, packets (`None` = unbounded),
+    /// not counting the frame being serialized. A link has no switch: there
+    /// `Some(q)` sizes the NICs at its two ends instead, which then hold
+    /// `q` waiting frames plus the one on the wire (`txqueuelen = q + 1`),
+    /// like the output queue of a router's point-to-point interface.
     pub queue: Option<u32>,
-    /// Capacity of each NIC's transmit queue, frames.
+    /// Capacity of each NIC's transmit queue, frames (waiting or being
+    /// serialized); set from `queue` on a link that has one.
     pub txqueuelen: u32,
     /// Queue discipline of every egress queue on this network (switch
     /// output ports and the NICs attached to it); `None` keeps the
@@ -413,7 +419,7 @@ pub(crate) struct PortQueues {
 /// Where a machine's interface plugs into a network.
 pub(crate) struct Port {
     pub machine: MachineId,
-    pub iface: u16,
+    pub iface: IfaceId,
     /// Frames in the NIC on the evented path or an ideal network (see
     /// "Back-pressure"; the analytic path counts its departure schedule).
     pub inflight: u32,
@@ -451,7 +457,11 @@ pub(crate) struct Network {
 }
 
 impl Network {
-    pub fn new(index: NetId, cfg: NetworkConfig, seed: u64) -> Self {
+    pub fn new(index: NetId, mut cfg: NetworkConfig, seed: u64) -> Self {
+        if let (NetworkKind::Link, Some(q)) = (cfg.kind, cfg.queue) {
+            // A link has no switch: its queues are the NICs at its ends.
+            cfg.txqueuelen = q.saturating_add(1);
+        }
         let impaired =
             cfg.loss != 0.0 || cfg.corruption != 0.0 || cfg.duplicate != 0.0 || cfg.reorder != 0.0;
         Network {
@@ -486,7 +496,7 @@ impl Network {
     }
 
     /// Adds a port for `machine`'s interface `iface`; returns its number.
-    pub fn add_port(&mut self, machine: MachineId, iface: u16) -> u32 {
+    pub fn add_port(&mut self, machine: MachineId, iface: IfaceId) -> u32 {
         let port = self.ports.len() as u32;
         self.ports.push(Port {
             machine,
@@ -587,6 +597,18 @@ impl Network {
 pub(crate) fn port_mac(net: NetId, port: u32) -> EthernetAddress {
     let p = port.to_be_bytes();
     EthernetAddress([0x02, (net & 0xff) as u8, p[0], p[1], p[2], p[3]])
+}
+
+/// Counts a datagram the stack dropped for want of room in the NIC at
+/// `port` (a router forwarding onto a full NIC) as a drop of that NIC's
+/// queue, so the report's per-queue `dropped` sees every drop where it
+/// happened.
+#[cold]
+pub(crate) fn count_nic_drop(w: &mut World, net: NetId, port: u32, reason: DropReason) {
+    let n = &mut w.networks[net as usize];
+    n.stats.queue_drops += 1;
+    n.queues_mut(port).up.stats.dropped += 1;
+    *w.queue_drops.entry((net, port << 1, reason)).or_insert(0) += 1;
 }
 
 /// Returns how many more frames the NIC at `port` takes now.
@@ -1414,7 +1436,7 @@ pub(crate) fn count_arrival(w: &mut World, net: NetId) {
 /// Counts a frame's arrival at the machine on `port` and returns that
 /// machine and its interface; `None` (the frame dropped) if it crashed.
 #[inline]
-fn arrive(w: &mut World, net: NetId, port: u32) -> Option<(MachineId, u16)> {
+fn arrive(w: &mut World, net: NetId, port: u32) -> Option<(MachineId, IfaceId)> {
     let n = &mut w.networks[net as usize];
     n.stats.frames_delivered += 1;
     let p = &n.ports[port as usize];
@@ -1429,7 +1451,12 @@ fn arrive(w: &mut World, net: NetId, port: u32) -> Option<(MachineId, u16)> {
 }
 
 /// Hands a frame that arrived on `iface` to the stack of `machine`.
-pub(crate) fn hand_to_stack(w: &mut World, machine: MachineId, iface: u16, frame: &mut Message) {
+pub(crate) fn hand_to_stack(
+    w: &mut World,
+    machine: MachineId,
+    iface: IfaceId,
+    frame: &mut Message,
+) {
     if w.machines[machine as usize].foreign {
         return crate::foreign::receive(w, machine, iface, frame);
     }

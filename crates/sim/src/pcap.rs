@@ -24,19 +24,41 @@ pub(crate) struct PcapSet {
     pub files: Vec<PathBuf>,
 }
 
-/// Returns a file-name-safe version of a network name.
+/// Returns the capture file name of a network: `net-NAME.pcap`, where
+/// every byte of the name other than an ASCII letter, digit, `-`, `_` or
+/// `.` is written `%XX` (upper-case hex; `%` itself too). Distinct names
+/// give distinct files, and [`network_name`] gives the name back.
 pub fn file_name(net_name: &str) -> String {
-    let clean: String = net_name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("net-{clean}.pcap")
+    let mut out = String::with_capacity(net_name.len() + 9);
+    out.push_str("net-");
+    for b in net_name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out.push_str(".pcap");
+    out
+}
+
+/// Returns the network name that [`file_name`] turned into `file`, or
+/// `None` for a name it cannot have written.
+pub fn network_name(file: &str) -> Option<String> {
+    let body = file.strip_prefix("net-")?.strip_suffix(".pcap")?;
+    let mut bytes = Vec::with_capacity(body.len());
+    let mut rest = body.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
 }
 
 impl PcapSet {
@@ -97,5 +119,32 @@ impl PcapSet {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_differ_only_in_punctuation_get_different_files() {
+        assert_eq!(file_name("1"), "net-1.pcap");
+        assert_eq!(file_name("a_b"), "net-a_b.pcap");
+        assert_eq!(file_name("a/b"), "net-a%2Fb.pcap");
+        assert_ne!(file_name("a/b"), file_name("a_b"));
+        assert_ne!(file_name("a%2Fb"), file_name("a/b"));
+    }
+
+    #[test]
+    fn file_names_give_the_network_name_back() {
+        for name in ["1", "a/b", "a_b", "a%2Fb", "..", "x y\tz", "réseau", ""] {
+            assert_eq!(
+                network_name(&file_name(name)).as_deref(),
+                Some(name),
+                "{name}"
+            );
+        }
+        assert_eq!(network_name("net-%G1.pcap"), None);
+        assert_eq!(network_name("other.pcap"), None);
     }
 }

@@ -125,6 +125,25 @@ pub enum End {
     Idle,
     /// The time limit (`until`) was reached with events still pending.
     TimeLimit,
+    /// Stopped at the current event by an interrupt (SIGINT, SIGTERM: see
+    /// [`crate::Simulation::set_interrupt_flag`]); `sim_time_ns` is the
+    /// virtual time reached.
+    Interrupted,
+    /// Stopped like an interrupt when the wall-clock limit ran out
+    /// ([`crate::Simulation::set_wall_limit`]).
+    WallLimit,
+}
+
+impl fmt::Display for End {
+    /// Formats as a phrase for messages: `time limit reached`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            End::Idle => "nothing left to happen",
+            End::TimeLimit => "time limit reached",
+            End::Interrupted => "interrupted",
+            End::WallLimit => "wall-clock limit reached",
+        })
+    }
 }
 
 /// The report of a run.
@@ -171,6 +190,26 @@ pub struct Report {
     pub tcp_shares: Vec<CongestionShare>,
     /// Wall-clock measurements (not deterministic).
     pub performance: Performance,
+    /// The memory estimated from the scenario's counts before it was built
+    /// (set by the builder's caller; absent when nobody estimated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_estimate: Option<MemoryEstimate>,
+}
+
+/// The memory a scenario was estimated to take, from its counts, before
+/// it was built (`elvis_build::estimate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MemoryEstimate {
+    /// The estimate, bytes.
+    pub bytes: u64,
+    pub machines: u64,
+    pub networks: u64,
+    /// Machine interfaces (network attachments).
+    pub interfaces: u64,
+    /// Application instances.
+    pub applications: u64,
+    /// Routes: static ones, generators' and automatic ones.
+    pub routes: u64,
 }
 
 /// One published value.

@@ -12,12 +12,25 @@
 //! ([`Metric::Latency`]). A router's next hops toward D are *all* the
 //! routers on its networks that lie on a shortest path (ECMP).
 //!
+//! A *stub* network has exactly one router: every path to it ends at that
+//! router, so one search from the router serves all of its stubs (the
+//! distances differ from a per-stub search by the stub's own cost, the same
+//! for every router, and the next hops are identical). A million hosts each
+//! on its own link to one router cost one search, not a million.
+//!
 //! Hosts (non-forwarding machines) with one interface share one table per
 //! network: the next hops toward D from a network are the routers on it
 //! closest to D. The most common next-hop set becomes the host's default
 //! route, so a LAN behind one gateway gets a one-entry table shared by all
-//! its hosts. Cost: O(destinations × router ports × log) time, and memory
-//! per router proportional to the number of networks.
+//! its hosts. A network with a single router gets that default route
+//! directly (when the router reaches any other network), without a look
+//! at the destinations.
+//!
+//! Cost: one search per network with several routers and one per router
+//! with stub networks, each O((networks + router ports) × log); then one
+//! route per (router, destination network it does not touch), so memory
+//! grows as routers × networks. Hosts behind a single router cost O(1)
+//! each.
 //!
 //! Measured (`elvis-bench routes --n 100000`: 100k hosts in LANs of 50,
 //! 2,000 dual-homed access routers, 45 core routers, 6,001 networks): 12 M
@@ -30,6 +43,7 @@
 //! routes do not change during a run (no link failures, no dynamic
 //! routing protocol).
 
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::simulation::SimError;
 use crate::stack::route::{
@@ -46,7 +60,7 @@ const INF: u64 = u64::MAX;
 struct RouterInfo {
     machine: MachineId,
     /// (network, interface index).
-    nets: Vec<(u32, u16)>,
+    nets: Vec<(u32, IfaceId)>,
 }
 
 /// Rebuilds every machine's table from the static routes and, if enabled,
@@ -133,7 +147,7 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
         let mut list = RouteList::new();
         for r in routes {
             let via = u32::from(r.via);
-            let iface = r.iface.map(usize::from).or_else(|| {
+            let iface = r.iface.map(|i| i as usize).or_else(|| {
                 machine
                     .ifaces
                     .iter()
@@ -146,7 +160,7 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
                 });
             };
             let hop = Hop {
-                iface: iface as u16,
+                iface: iface as IfaceId,
                 gateway: via,
             };
             let hops = list.entry((r.prefix, r.len)).or_default();
@@ -234,7 +248,7 @@ fn compute(w: &World, metric: Metric) -> Computed {
             routers.push(RouterInfo {
                 machine: m as MachineId,
                 nets: (machine.ifaces.iter().enumerate())
-                    .map(|(k, i)| (i.net, k as u16))
+                    .map(|(k, i)| (i.net, k as IfaceId))
                     .collect(),
             });
         } else if machine.ifaces.len() > 1 {
@@ -249,23 +263,39 @@ fn compute(w: &World, metric: Metric) -> Computed {
             on_net[net as usize].push((r as u32, u32::from(ip)));
         }
     }
+    let targets = targets(&prefixes, &on_net, routers.len());
+    // Networks with hosts and several routers: their hosts' next hops
+    // depend on the destination. (Hosts behind a single router get a
+    // default route through it, see `single_router_defaults`.)
+    let shared: Vec<usize> = (0..nets)
+        .filter(|&n| on_net[n].len() > 1 && w.networks[n].ports.len() > on_net[n].len())
+        .collect();
     let mut router_routes: Vec<RouteVec> = vec![RouteVec::new(); routers.len()];
-    let mut host_routes: BTreeMap<u32, RouteVec> = BTreeMap::new();
+    let mut host_routes = single_router_defaults(w, &prefixes, &on_net, &routers);
     let mut multi_routes: BTreeMap<MachineId, RouteVec> = BTreeMap::new();
     let mut dist = vec![INF; routers.len()];
     let mut best = vec![INF; nets];
     let mut done = vec![false; nets];
     let mut heap = BinaryHeap::new();
-    for d in 0..nets {
-        if prefixes[d].is_empty() || on_net[d].is_empty() {
-            continue;
-        }
+    for target in &targets {
         dist.fill(INF);
         done.fill(false);
-        done[d] = true;
-        for &(r, _) in &on_net[d] {
-            dist[r as usize] = cost[d];
-            heap.push(Reverse((cost[d], r)));
+        match *target {
+            Target::Network(d) => {
+                done[d] = true;
+                for &(r, _) in &on_net[d] {
+                    dist[r as usize] = cost[d];
+                    heap.push(Reverse((cost[d], r)));
+                }
+            }
+            // Every path to a stub network ends at its router: one search
+            // from the router serves all of its stubs (distances differ
+            // from each stub's own search by the stub's cost, the same
+            // for every router, so the next hops are the same).
+            Target::Router(r, _) => {
+                dist[r as usize] = 0;
+                heap.push(Reverse((0, r)));
+            }
         }
         while let Some(Reverse((du, r))) = heap.pop() {
             if du > dist[r as usize] {
@@ -302,8 +332,16 @@ fn compute(w: &World, metric: Metric) -> Computed {
                 })
                 .collect()
         };
+        let dests: &[usize] = match target {
+            Target::Network(d) => std::slice::from_ref(d),
+            Target::Router(_, stubs) => stubs,
+        };
+        let on_dest = |r: u32| match *target {
+            Target::Network(d) => on_net[d].iter().any(|&(x, _)| x == r),
+            Target::Router(x, _) => x == r,
+        };
         for (r, info) in routers.iter().enumerate() {
-            if dist[r] == INF || info.nets.iter().any(|&(n, _)| n as usize == d) {
+            if dist[r] == INF || on_dest(r as u32) {
                 continue;
             }
             let mut hops = Hops::new();
@@ -317,25 +355,26 @@ fn compute(w: &World, metric: Metric) -> Computed {
                 }
             }
             hops.sort_unstable();
-            for p in &prefixes[d] {
-                router_routes[r].push((*p, hops.clone()));
+            for &d in dests {
+                for p in &prefixes[d] {
+                    router_routes[r].push((*p, hops.clone()));
+                }
             }
         }
-        for n in 0..nets {
-            if n == d || best[n] == INF || w.networks[n].ports.len() <= on_net[n].len() {
+        for &n in &shared {
+            if best[n] == INF || dests == [n] {
                 continue;
             }
             let hops = closest(n, None);
             let list = host_routes.entry(n as u32).or_default();
-            for p in &prefixes[d] {
-                list.push((*p, hops.clone()));
+            for &d in dests.iter().filter(|&&d| d != n) {
+                for p in &prefixes[d] {
+                    list.push((*p, hops.clone()));
+                }
             }
         }
         for &m in &multi {
             let machine = &w.machines[m as usize];
-            if machine.ifaces.iter().any(|i| i.net as usize == d) {
-                continue;
-            }
             let Some((k, n)) = (machine.ifaces.iter().enumerate())
                 .map(|(k, i)| (k, i.net as usize))
                 .filter(|&(_, n)| best[n] != INF)
@@ -346,13 +385,18 @@ fn compute(w: &World, metric: Metric) -> Computed {
             let hops: Hops = closest(n, None)
                 .into_iter()
                 .map(|h| Hop {
-                    iface: k as u16,
+                    iface: k as IfaceId,
                     ..h
                 })
                 .collect();
-            let list = multi_routes.entry(m).or_default();
-            for p in &prefixes[d] {
-                list.push((*p, hops.clone()));
+            for &d in dests {
+                if machine.ifaces.iter().any(|i| i.net as usize == d) {
+                    continue;
+                }
+                let list = multi_routes.entry(m).or_default();
+                for p in &prefixes[d] {
+                    list.push((*p, hops.clone()));
+                }
             }
         }
     }
@@ -371,6 +415,94 @@ fn compute(w: &World, metric: Metric) -> Computed {
         .map(|(info, r)| (info.machine, r))
         .collect();
     (routers, host_routes, multi_routes)
+}
+
+/// One shortest-path search of [`compute`]: toward a network, or toward
+/// a router on behalf of its stub networks (networks whose only router it
+/// is), whose routes all lead through it.
+enum Target {
+    Network(usize),
+    Router(u32, Vec<usize>),
+}
+
+/// Returns the searches that cover every routable network (one with
+/// addresses and a router): one per network with several routers, one
+/// per router with stub networks. A star of a million hosts, each on its
+/// own link to one router, needs one search instead of a million.
+fn targets(prefixes: &[Vec<(u32, u8)>], on_net: &[Vec<(u32, u32)>], routers: usize) -> Vec<Target> {
+    let mut stubs: Vec<Vec<usize>> = vec![Vec::new(); routers];
+    let mut out = Vec::new();
+    for (d, on) in on_net.iter().enumerate() {
+        match on.as_slice() {
+            _ if prefixes[d].is_empty() => {}
+            [] => {}
+            [(r, _)] => stubs[*r as usize].push(d),
+            _ => out.push(Target::Network(d)),
+        }
+    }
+    out.extend(
+        (stubs.into_iter().enumerate())
+            .filter(|(_, s)| !s.is_empty())
+            .map(|(r, s)| Target::Router(r as u32, s)),
+    );
+    out
+}
+
+/// Returns the host tables of networks with hosts and exactly one router:
+/// a default route through that router, when it reaches some other
+/// routable network (every destination's next hop from such a network is
+/// that router, so the table a per-destination computation would compress
+/// to its default route is this one entry).
+fn single_router_defaults(
+    w: &World,
+    prefixes: &[Vec<(u32, u8)>],
+    on_net: &[Vec<(u32, u32)>],
+    routers: &[RouterInfo],
+) -> BTreeMap<u32, RouteVec> {
+    // Connected components of routers joined by shared networks.
+    let mut parent: Vec<u32> = (0..routers.len() as u32).collect();
+    fn find(parent: &mut [u32], mut x: u32) -> u32 {
+        while parent[x as usize] != x {
+            parent[x as usize] = parent[parent[x as usize] as usize];
+            x = parent[x as usize];
+        }
+        x
+    }
+    for on in on_net {
+        if let Some(&(first, _)) = on.first() {
+            for &(r, _) in &on[1..] {
+                let (a, b) = (find(&mut parent, first), find(&mut parent, r));
+                parent[a.max(b) as usize] = a.min(b);
+            }
+        }
+    }
+    let routable = |d: usize| !prefixes[d].is_empty() && !on_net[d].is_empty();
+    let mut destinations = vec![0u64; routers.len()];
+    for d in (0..on_net.len()).filter(|&d| routable(d)) {
+        let c = find(&mut parent, on_net[d][0].0);
+        destinations[c as usize] += 1;
+    }
+    let mut out = BTreeMap::new();
+    for (n, on) in on_net.iter().enumerate() {
+        let [(r, ip)] = on.as_slice() else {
+            continue;
+        };
+        if w.networks[n].ports.len() <= 1 {
+            continue;
+        }
+        let c = find(&mut parent, *r);
+        let others = destinations[c as usize] - u64::from(routable(n));
+        if others > 0 {
+            let hops: Hops = smallvec::smallvec![Hop {
+                iface: 0,
+                gateway: *ip,
+            }];
+            let mut list = RouteVec::new();
+            list.push(((0, 0), hops));
+            out.insert(n as u32, list);
+        }
+    }
+    out
 }
 
 /// Replaces the most common next-hop set of a host table by a default

@@ -2,6 +2,7 @@
 
 use crate::api::Host;
 use crate::executor::{AppResult, TaskFuture, TaskId, TaskMeta, TaskState};
+use crate::machine::IfaceId;
 use crate::machine::{Group, Iface, Machine, MachineId, Protocols};
 use crate::net::{NetId, Network, NetworkConfig, NetworkKind};
 use crate::pcap::PcapSet;
@@ -204,6 +205,8 @@ pub struct Simulation {
     wall: Duration,
     /// Task polls so far (counted as events in the report).
     polls: u64,
+    /// What ends a run early: an interrupt flag, a wall-clock limit.
+    stop: crate::stop::Stop,
 }
 
 /// Shared between the run loop and the watchdog thread.
@@ -275,6 +278,7 @@ impl Simulation {
             watchdog: None,
             wall: Duration::ZERO,
             polls: 0,
+            stop: crate::stop::Stop::default(),
         }
     }
 
@@ -389,6 +393,19 @@ impl Simulation {
         })
     }
 
+    /// Returns the number of networks.
+    pub fn network_count(&self) -> usize {
+        self.world.as_ref().map_or(0, |w| w.networks.len())
+    }
+
+    /// Returns the configuration network `net` runs with (on a link with
+    /// a `queue`, its NICs' `txqueuelen` follows from it: see
+    /// [`NetworkConfig::queue`]).
+    pub fn network_config(&self, net: NetId) -> Option<&NetworkConfig> {
+        let w = self.world.as_ref()?;
+        w.networks.get(net as usize).map(|n| &n.cfg)
+    }
+
     /// Returns the number of machines.
     pub fn machine_count(&self) -> usize {
         self.world.as_ref().map_or(0, |w| w.machines.len())
@@ -424,7 +441,7 @@ impl Simulation {
                     message: e.to_string(),
                 })?;
         }
-        let iface = w.machines[m as usize].ifaces.len() as u16;
+        let iface = w.machines[m as usize].ifaces.len() as IfaceId;
         let n = &mut w.networks[net as usize];
         let port = n.add_port(m, iface);
         n.ip_to_port.insert(u32::from(ip), port);
@@ -766,7 +783,7 @@ impl Simulation {
             let port = w.networks[ifc.net as usize]
                 .ip_to_port
                 .get(&u32::from(via))?;
-            Some((i as u16, *port))
+            Some((i as IfaceId, *port))
         });
         let Some((iface, port)) = found else {
             return Err(bad(format!(
@@ -906,7 +923,7 @@ impl Simulation {
                 return Err(bad(format!("{prefix}/{len} is not a network prefix")));
             }
             for &(iface, via) in hops {
-                let ok = machine.ifaces.get(usize::from(iface)).is_some_and(|i| {
+                let ok = machine.ifaces.get(iface as usize).is_some_and(|i| {
                     w.networks[i.net as usize]
                         .ip_to_port
                         .contains_key(&u32::from(via))
@@ -1061,6 +1078,20 @@ impl Simulation {
         });
     }
 
+    /// Ends the next runs at the current event, with [`End::Interrupted`],
+    /// once `flag` is set (by a signal handler, another thread…). The flag
+    /// is read between events, so every frame already started is whole in
+    /// the captures.
+    pub fn set_interrupt_flag(&mut self, flag: Arc<AtomicBool>) {
+        self.stop.flag = Some(flag);
+    }
+
+    /// Ends each run, like an interrupt but with [`End::WallLimit`], once
+    /// it has taken `limit` of wall-clock time.
+    pub fn set_wall_limit(&mut self, limit: Duration) {
+        self.stop.wall = Some(limit);
+    }
+
     /// Runs until nothing is left to happen.
     pub fn run(&mut self) -> Report {
         self.run_with(RunLimits::default(), &mut |_| {})
@@ -1157,12 +1188,14 @@ impl Simulation {
             let task = match next {
                 Ok(Step::Poll(t, m)) => {
                     beat.machine.store(m, Ordering::Relaxed);
-                    t
+                    Some(t)
                 }
-                Ok(Step::Event) => continue,
+                // Batches of events without a wake-up count as turns too,
+                // so that a storm of frames still sees the stop checks.
+                Ok(Step::Event) => None,
                 Ok(Step::Crashed) => {
                     self.reap_crashed();
-                    continue;
+                    None
                 }
                 Err(end) => {
                     if end == End::TimeLimit && until != Time::MAX {
@@ -1171,10 +1204,15 @@ impl Simulation {
                     return end;
                 }
             };
-            self.poll_task(task, &mut cx, beat);
+            if let Some(task) = task {
+                self.poll_task(task, &mut cx, beat);
+            }
             since_check += 1;
             if since_check >= 1024 {
                 since_check = 0;
+                if let Some(end) = self.stop.reached(start) {
+                    return end;
+                }
                 if last_progress.elapsed() >= Duration::from_millis(100) {
                     last_progress = Instant::now();
                     if let Ok(p) = world::try_with_world(|w| Progress {
@@ -1353,6 +1391,7 @@ impl Simulation {
                 },
                 peak_rss_bytes: report::peak_rss_bytes(),
             },
+            memory_estimate: None,
         }
     }
 

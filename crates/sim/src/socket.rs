@@ -729,6 +729,26 @@ impl IcmpSocket {
         })?
     }
 
+    /// Opens a socket with the first free identifier from `preferred` up
+    /// (wrapping).
+    pub(crate) fn open_free(host: Host, preferred: u16) -> Result<IcmpSocket, SocketError> {
+        let ident = try_with_world(|w| {
+            let taken: std::collections::BTreeSet<u16> = w.machines[host.machine as usize]
+                .sockets
+                .iter()
+                .filter_map(|s| match s {
+                    SocketSlot::Icmp(i) => Some(i.ident),
+                    _ => None,
+                })
+                .collect();
+            (0..=u16::MAX)
+                .map(|d| preferred.wrapping_add(d))
+                .find(|i| !taken.contains(i))
+                .ok_or(SocketError::AddrInUse(preferred))
+        })??;
+        IcmpSocket::open(host, ident)
+    }
+
     /// Sends an echo request with sequence number `seq` and `data`.
     pub fn send_echo(
         &self,

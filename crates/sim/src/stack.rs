@@ -30,6 +30,7 @@ pub mod route;
 pub mod tcp;
 pub mod udp;
 
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::world::World;
 
@@ -37,7 +38,7 @@ use crate::world::World;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Timer {
     /// Retransmit (or give up on) an ARP request for `ip` on `iface`.
-    ArpRetry { iface: u16, ip: u32 },
+    ArpRetry { iface: IfaceId, ip: u32 },
     /// Drop an incomplete reassembly started at generation `gen`.
     ReassemblyExpire { gen: u32 },
     /// A user protocol's timer.

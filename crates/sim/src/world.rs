@@ -6,6 +6,7 @@
 //! holds a borrow.
 
 use crate::executor::{TaskId, TaskState, TaskTable};
+use crate::machine::IfaceId;
 use crate::machine::{Group, Machine, MachineId};
 use crate::net::{FrameId, NetId, Network, QueueRef};
 use crate::pcap::PcapSet;
@@ -95,7 +96,7 @@ pub(crate) struct World {
     /// networks other than point-to-point links, which `link_neighbours`
     /// does not index. With both, such a machine finds a neighbour or one
     /// of its own addresses without looking at every interface.
-    pub nonlink_ifaces: rustc_hash::FxHashMap<MachineId, smallvec::SmallVec<[u16; 2]>>,
+    pub nonlink_ifaces: rustc_hash::FxHashMap<MachineId, smallvec::SmallVec<[IfaceId; 2]>>,
     /// Egress-queue drops by (network, `port << 1 | dir`, reason).
     pub queue_drops: BTreeMap<(NetId, u32, DropReason), u64>,
     /// Record egress-queue occupancy time series.

@@ -197,3 +197,122 @@ fn three_hundred_damaged_copies_of_fig2_never_panic_and_errors_are_located() {
     // the builder.
     assert!(accepted > 0 && unparsed > 0 && unbuilt > 0, "{counts}");
 }
+
+/// The examples the run corpus mutates: every `examples/ndl/*.ndl` but the
+/// million-machine one (its build alone takes seconds), sorted.
+fn corpus_sources() -> Vec<(String, Vec<u8>)> {
+    let dir = example("");
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .expect("examples/ndl lists")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ndl"))
+        .filter(|p| !p.to_string_lossy().contains("1000000"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).expect("an example reads"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// How many mutants of the examples go through `elvis run`;
+/// `ELVIS_CLI_RUN_MUTANTS` changes it.
+fn run_mutants() -> usize {
+    std::env::var("ELVIS_CLI_RUN_MUTANTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(240)
+}
+
+/// Checks what one `elvis run` of a mutant left: its exit status, its
+/// messages and its output files.
+fn judge_run(out: &Outcome, dir: &std::path::Path, source: &str) {
+    let context = || format!("{out:?}\n--- source\n{source}");
+    let code = out
+        .code
+        .unwrap_or_else(|| panic!("killed by a signal: {}", context()));
+    assert!((0..=5).contains(&code), "exit status {code}: {}", context());
+    assert!(
+        !out.stderr.contains("panicked") && !out.stderr.contains("RUST_BACKTRACE"),
+        "a panic: {}",
+        context()
+    );
+    if code == 2 {
+        let first = out.first_stderr_line();
+        assert!(
+            first.starts_with("m.ndl:") || first.starts_with("error: cannot read"),
+            "bad input without a place: {}",
+            context()
+        );
+    }
+    // No output half-written: no temporary file left, a report that is
+    // whole JSON, captures whose every record is whole.
+    for name in file_names(dir) {
+        assert!(
+            !name.contains("elvis-partial"),
+            "{name} left: {}",
+            context()
+        );
+    }
+    let report = dir.join("r.json");
+    if report.exists() {
+        let text = std::fs::read_to_string(&report).unwrap();
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+            "{}",
+            context()
+        );
+    }
+    let pcaps = dir.join("pcaps");
+    if pcaps.is_dir() {
+        for name in file_names(&pcaps) {
+            let _ = read_pcap(&pcaps.join(&name));
+        }
+    }
+}
+
+#[test]
+fn mutants_of_every_example_run_to_a_known_status_with_whole_outputs() {
+    let sources = corpus_sources();
+    assert!(sources.len() >= 8, "{} examples", sources.len());
+    let gml = std::fs::read(example("backbone-10.gml")).expect("the graph example reads");
+    let mut rng = Rng(0xe1f1_5c0d_e5ee_d022);
+    let mut codes = [0usize; 6];
+    let total = run_mutants();
+    for n in 0..total {
+        let (_, original) = &sources[n % sources.len()];
+        let mut bytes = original.clone();
+        for _ in 0..1 + rng.below(3) {
+            mutate(&mut bytes, &mut rng);
+        }
+        let dir = temp_dir();
+        std::fs::write(dir.path().join("backbone-10.gml"), &gml).unwrap();
+        std::fs::write(dir.path().join("m.ndl"), &bytes).unwrap();
+        let out = elvis_in(
+            dir.path(),
+            args![
+                "run",
+                "m.ndl",
+                "-q",
+                "--until",
+                "2s",
+                "--wall-limit",
+                "1s",
+                "--watchdog",
+                "5",
+                "--max-memory",
+                "1GiB",
+                "--report",
+                "r.json",
+                "--pcap",
+                "pcaps"
+            ],
+        );
+        judge_run(&out, dir.path(), &String::from_utf8_lossy(&bytes));
+        codes[out.code.unwrap() as usize] += 1;
+    }
+    eprintln!("{total} mutants of the examples run; exit statuses 0..=5: {codes:?}");
+    // The corpus reaches runs that succeed and files that are rejected.
+    assert!(codes[0] > 0 && codes[2] > 0, "{codes:?}");
+}

@@ -17,9 +17,14 @@ macro_rules! args {
 mod bad_input;
 mod determinism;
 mod fuzz;
+mod interrupt;
+mod limits;
 mod offload;
+mod outputs;
+mod protocol_edges;
 mod qdisc;
 mod runs;
+mod scale;
 mod tcp_report;
 mod topology;
 mod tshark;

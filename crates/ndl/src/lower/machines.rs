@@ -64,7 +64,7 @@ impl Lower<'_> {
             }
             out.push(sc::Param {
                 key: p.key.node.to_ascii_lowercase(),
-                value: p.value.node.clone(),
+                value: p.value.node.to_string(),
                 loc: self.loc(p.value.span),
             });
         }
@@ -80,7 +80,7 @@ impl Lower<'_> {
             .map(|c| self.generic(c, counted))
             .collect();
         sc::Block {
-            keyword: b.keyword.node.clone(),
+            keyword: b.keyword.node.to_string(),
             params,
             children,
             loc: self.loc(b.head()),
@@ -107,7 +107,7 @@ impl Lower<'_> {
             .param("count")
             .and_then(|p| self.value(p, parse_count, "count='100'"));
         let mut g = MachineGroup {
-            name: name.value.node.clone(),
+            name: name.value.node.to_string(),
             count,
             networks: Vec::new(),
             protocols: Vec::new(),
@@ -152,6 +152,9 @@ impl Lower<'_> {
                 });
             }
         }
+        // Replaced, not cleared: clearing keeps the capacity a router with
+        // many networks left behind, and would cost that much per machine.
+        self.attached = Default::default();
         for c in &b.children {
             if c.is("Routes") {
                 self.keys(c, &[]);
@@ -197,7 +200,7 @@ impl Lower<'_> {
                 hint,
             );
         }
-        if let Some(&first) = self.machine_names.get(n) {
+        if let Some(&first) = self.machine_names.get(n.as_ref()) {
             let msg = format!("machine name '{n}' is used twice");
             return self.error(
                 ErrorKind::Duplicate,
@@ -207,7 +210,7 @@ impl Lower<'_> {
             );
         }
         let loc = self.loc(name.value.span);
-        self.machine_names.insert(n.clone(), loc);
+        self.machine_names.insert(n.to_string(), loc);
     }
 
     /// Checks a gateway address (`via=`, `gateway=`): an IPv4 address, or
@@ -225,7 +228,7 @@ impl Lower<'_> {
         }
         Some(sc::Param {
             key: p.key.node.to_ascii_lowercase(),
-            value: v.clone(),
+            value: v.to_string(),
             loc: self.loc(p.value.span),
         })
     }
@@ -284,7 +287,15 @@ impl Lower<'_> {
         let Some(id) = self.required(n, "id") else {
             return;
         };
-        if let Some(first) = g.networks.iter().find(|r| r.name == id.value.node) {
+        let index = g.networks.len();
+        let seen = match self.attached.entry(id.value.node.to_string()) {
+            std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(index);
+                None
+            }
+        };
+        if let Some(first) = seen.and_then(|k| g.networks.get(k)) {
             let msg = format!(
                 "machine '{}' is attached to network '{}' twice",
                 g.name, id.value.node
@@ -310,13 +321,13 @@ impl Lower<'_> {
                 g.networks.len() as u32,
                 sc::Param {
                     key: "ip".into(),
-                    value: v.clone(),
+                    value: v.to_string(),
                     loc: self.loc(p.value.span),
                 },
             ));
         }
         g.networks.push(Ref {
-            name: id.value.node.clone(),
+            name: id.value.node.to_string(),
             loc: self.loc(id.value.span),
         });
     }
@@ -328,7 +339,7 @@ impl Lower<'_> {
         };
         let params = self.params(p, g.count.is_some());
         g.protocols.push(sc::ProtocolSpec {
-            name: name.value.node.clone(),
+            name: name.value.node.to_string(),
             params,
             loc: self.loc(p.head()),
         });
@@ -346,7 +357,7 @@ impl Lower<'_> {
             .map(|c| self.generic(c, counted))
             .collect();
         let app = sc::AppSpec {
-            name: name.value.node.clone(),
+            name: name.value.node.to_string(),
             params,
             children,
             loc: self.loc(a.head()),
@@ -438,9 +449,12 @@ fn is_named(b: &Block) -> bool {
 fn parse_count(s: &str) -> Result<u32, String> {
     match parse_u64(s)? {
         0 => Err("a machine group has at least 1 machine".into()),
-        n => {
-            u32::try_from(n).map_err(|_| format!("{n} machines is too many (at most {})", u32::MAX))
-        }
+        n => u32::try_from(n).map_err(|_| {
+            format!(
+                "{n} machines is too many: a group has 1 to {} machines (machine ids are 32-bit)",
+                u32::MAX
+            )
+        }),
     }
 }
 

@@ -9,7 +9,7 @@ use crate::units::{
     parse_bandwidth, parse_duration_ns, parse_probability, parse_size_bytes, parse_u64,
 };
 use elvis_scenario::{AddressEntry, Loc, NetworkKind, NetworkSpec};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::net::Ipv4Addr;
 
 /// Parses `a.b.c.d-e` (last octet) or `a.b.c.d-w.x.y.z`.
@@ -85,7 +85,7 @@ impl Lower<'_> {
         let Some(id) = self.required(b, "id") else {
             return;
         };
-        let mut net = NetworkSpec::ideal(id.value.node.clone());
+        let mut net = NetworkSpec::ideal(id.value.node.to_string());
         net.loc = self.loc(b.head());
         if net.id.trim().is_empty() {
             self.error(
@@ -173,9 +173,11 @@ impl Lower<'_> {
                 net.reorder_delay_ns = self.value(p, parse_duration_ns, "reorder_delay='1ms'")
             }
             "mtu" => {
-                let mtu = |s: &str| match parse_size_bytes(s)? {
+                let mtu = |s: &str| {
+                    match parse_size_bytes(s)? {
                     n @ 68..=65535 => Ok(n as u32),
-                    n => Err(format!("{n} is outside 68 to 65535")),
+                    n => Err(format!("{n} is outside 68 to 65535: IPv4 needs an MTU of at least 68 bytes (RFC 791) and a datagram is at most 65535 bytes")),
+                }
                 };
                 net.mtu = self.value(p, mtu, "mtu='1500'").unwrap_or(1500);
             }
@@ -302,7 +304,7 @@ impl Lower<'_> {
 
     /// Checks that each `type='link'` network joins exactly two interfaces.
     pub(super) fn check_links(&mut self) {
-        let mut ends: HashMap<&str, u64> = HashMap::new();
+        let mut ends: HashMap<&str, u64> = HashMap::default();
         for m in &self.sc.machines {
             for r in &m.networks {
                 *ends.entry(r.name.as_str()).or_default() += u64::from(m.instances());
@@ -345,8 +347,11 @@ pub(super) fn parse_queue(s: &str) -> Result<Option<u32>, String> {
     }
     match parse_u64(t)? {
         0 => Err("a queue holds at least 1 packet".into()),
-        n => u32::try_from(n)
-            .map(Some)
-            .map_err(|_| format!("{n} packets is too many")),
+        n => u32::try_from(n).map(Some).map_err(|_| {
+            format!(
+                "{n} packets is too many: a queue holds 1 to {} packets (a 32-bit count), or `inf`",
+                u32::MAX
+            )
+        }),
     }
 }

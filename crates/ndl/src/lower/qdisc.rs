@@ -89,9 +89,12 @@ fn parse_limit(s: &str) -> Result<QueueLimit, String> {
     }
     if t.bytes().all(|c| c.is_ascii_digit()) {
         let n = parse_u64(t)?;
-        return u32::try_from(n)
-            .map(QueueLimit::Packets)
-            .map_err(|_| format!("{n} packets is too many"));
+        return u32::try_from(n).map(QueueLimit::Packets).map_err(|_| {
+            format!(
+                "{n} packets is too many: a queue holds 1 to {} packets (a 32-bit count), or `inf`",
+                u32::MAX
+            )
+        });
     }
     parse_size_bytes(t).map(QueueLimit::Bytes)
 }
@@ -132,10 +135,9 @@ fn parse_classify(s: &str) -> Result<ClassifySpec, String> {
     list.split(',')
         .map(|v| {
             let n = parse_u64(v)?;
-            u8::try_from(n)
-                .ok()
-                .filter(|&d| d <= 63)
-                .ok_or_else(|| format!("DSCP {n} is outside 0 to 63"))
+            u8::try_from(n).ok().filter(|&d| d <= 63).ok_or_else(|| {
+                format!("DSCP {n} is outside 0 to 63 (a 6-bit field of the IPv4 header)")
+            })
         })
         .collect::<Result<Vec<u8>, String>>()
         .map(ClassifySpec::Dscp)
@@ -149,58 +151,67 @@ fn parse_list(s: &str, f: impl Fn(&str) -> Result<u64, String>) -> Result<Vec<u6
 impl Lower<'_> {
     /// Reads the discipline keys of network block `b` into `net.qdisc`.
     pub(super) fn qdisc(&mut self, b: &Block, net: &mut NetworkSpec) {
-        let given: Vec<&Param> = (b.params.iter())
-            .filter(|p| {
-                QDISC_KEYS
-                    .iter()
-                    .any(|k| p.key.node.eq_ignore_ascii_case(k))
-            })
+        net.qdisc = self.qdisc_spec(b, "", net.queue.is_some());
+    }
+
+    /// Reads the discipline keys `{pre}qdisc`, `{pre}limit`, … of block
+    /// `b` (`pre` is `bottleneck_` for a dumbbell's bottleneck); `queue`:
+    /// whether `{pre}queue` was given (it conflicts with a discipline).
+    pub(super) fn qdisc_spec(&mut self, b: &Block, pre: &str, queue: bool) -> Option<QdiscSpec> {
+        let key_of = |p: &Param| -> Option<String> {
+            let k = p.key.node.to_ascii_lowercase();
+            let k = k.strip_prefix(pre)?;
+            QDISC_KEYS.contains(&k).then(|| k.to_string())
+        };
+        let given: Vec<(&Param, String)> = (b.params.iter())
+            .filter_map(|p| key_of(p).map(|k| (p, k)))
             .collect();
-        let Some(q) = b.param("qdisc") else {
-            for p in given {
+        let Some(q) = b.param(&format!("{pre}qdisc")) else {
+            for (p, _) in given {
                 let msg = format!("`{}` needs a queue discipline", p.key.node);
-                let hint = Some("add e.g. qdisc='red' (see the qdisc table in docs/ndl.md)".into());
+                let hint = Some(format!(
+                    "add e.g. {pre}qdisc='red' (see the qdisc table in docs/ndl.md)"
+                ));
                 self.error(ErrorKind::MissingKey, p.key.span, msg, hint);
             }
-            return;
+            return None;
         };
-        let Some(kind) = self.value(q, parse_kind, "qdisc='red'") else {
-            return;
-        };
-        if net.queue.is_some() {
-            let msg = "`queue` sizes the default drop-tail queues; with `qdisc` use `limit`";
-            if let Some(p) = b.param("queue") {
+        let kind = self.value(q, parse_kind, "qdisc='red'")?;
+        if queue {
+            let msg = format!(
+                "`{pre}queue` sizes the default drop-tail queues; with `{pre}qdisc` use `{pre}limit`"
+            );
+            if let Some(p) = b.param(&format!("{pre}queue")) {
                 self.error(ErrorKind::BadValue, p.key.span, msg, None);
             }
         }
         let mut spec = QdiscSpec::new(kind);
         spec.locs.push(("qdisc".into(), self.loc(q.value.span)));
         let (allowed, required) = keys_of(kind);
-        for p in given
-            .iter()
-            .filter(|p| !p.key.node.eq_ignore_ascii_case("qdisc"))
-        {
-            let key = p.key.node.to_ascii_lowercase();
+        for (p, key) in given.iter().filter(|(_, k)| k != "qdisc") {
             if !allowed.contains(&key.as_str()) {
-                let msg = format!("`{key}` is not a parameter of qdisc '{}'", q.value.node);
-                let hint = match suggest(&key, allowed) {
-                    Some(s) => format!("did you mean `{s}`?"),
+                let msg = format!(
+                    "`{}` is not a parameter of qdisc '{}'",
+                    p.key.node, q.value.node
+                );
+                let hint = match suggest(key, allowed) {
+                    Some(s) => format!("did you mean `{pre}{s}`?"),
                     None => format!("'{}' takes {}", q.value.node, allowed.join(", ")),
                 };
                 self.error(ErrorKind::UnknownKey, p.key.span, msg, Some(hint));
                 continue;
             }
             spec.locs.push((key.clone(), self.loc(p.value.span)));
-            self.qdisc_param(&key, p, &mut spec);
+            self.qdisc_param(key, p, &mut spec);
         }
         for key in required {
-            if b.param(key).is_none() {
-                let msg = format!("qdisc '{}' needs `{key}`", q.value.node);
-                let hint = Some(format!("write e.g. {}", example(key)));
+            if b.param(&format!("{pre}{key}")).is_none() {
+                let msg = format!("qdisc '{}' needs `{pre}{key}`", q.value.node);
+                let hint = Some(format!("write e.g. {pre}{}", example(key)));
                 self.error(ErrorKind::MissingKey, q.value.span, msg, hint);
             }
         }
-        net.qdisc = Some(spec);
+        Some(spec)
     }
 
     fn qdisc_param(&mut self, key: &str, p: &Param, spec: &mut QdiscSpec) {

@@ -17,7 +17,8 @@ pub(super) const TYPES: &[&str] = &[
     "fattree", "dumbbell", "chain", "star", "tree", "torus2d", "torus3d", "graph",
 ];
 
-/// Keys every type accepts.
+/// Keys every type accepts (and the discipline keys, `qdisc`, `limit`,
+/// …, of `super::qdisc::QDISC_KEYS`).
 const COMMON: &[&str] = &[
     "type",
     "prefix",
@@ -26,6 +27,24 @@ const COMMON: &[&str] = &[
     "loss",
     "mtu",
     "queue",
+];
+
+/// The discipline keys of a dumbbell's bottleneck: `QDISC_KEYS` with the
+/// `bottleneck_` prefix.
+const BOTTLENECK_QDISC_KEYS: &[&str] = &[
+    "bottleneck_qdisc",
+    "bottleneck_limit",
+    "bottleneck_red_min",
+    "bottleneck_red_max",
+    "bottleneck_red_max_p",
+    "bottleneck_red_wq",
+    "bottleneck_red_gentle",
+    "bottleneck_red_avpkt",
+    "bottleneck_ecn",
+    "bottleneck_rate",
+    "bottleneck_burst",
+    "bottleneck_weights",
+    "bottleneck_classify",
 ];
 
 fn own_keys(kind: &str) -> &'static [&'static str] {
@@ -63,19 +82,29 @@ impl Lower<'_> {
             let msg = format!("unknown topology type '{}'", t.value.node);
             return self.error(ErrorKind::BadValue, t.value.span, msg, Some(hint));
         }
-        let allowed: Vec<&str> = COMMON.iter().chain(own_keys(&kind)).copied().collect();
+        let bottleneck_qdisc: &[&str] = if kind == "dumbbell" {
+            BOTTLENECK_QDISC_KEYS
+        } else {
+            &[]
+        };
+        let allowed: Vec<&str> = (COMMON.iter())
+            .chain(super::qdisc::QDISC_KEYS)
+            .chain(own_keys(&kind))
+            .chain(bottleneck_qdisc)
+            .copied()
+            .collect();
         self.keys(b, &allowed);
         let link = self.link_spec(b, "");
         let kind = match kind.as_str() {
             "fattree" => self
                 .number(b, "k", 2, "k='8'")
                 .map(|k| TopologyKind::FatTree { k }),
-            "dumbbell" => self
-                .number(b, "n", 1, "n='4'")
-                .map(|hosts| TopologyKind::Dumbbell {
-                    hosts,
-                    bottleneck: self.link_spec(b, "bottleneck_"),
-                }),
+            "dumbbell" => self.number(b, "n", 1, "n='4'").map(|hosts| {
+                let mut bottleneck = self.link_spec(b, "bottleneck_");
+                // One MTU for the whole topology.
+                bottleneck.mtu = link.mtu;
+                TopologyKind::Dumbbell { hosts, bottleneck }
+            }),
             "chain" => self
                 .number(b, "n", 0, "n='3'")
                 .map(|routers| TopologyKind::Chain { routers }),
@@ -116,13 +145,13 @@ impl Lower<'_> {
                     .map(|dims| TopologyKind::Torus { dims })
             }
             _ => self.required(b, "file").map(|f| TopologyKind::Graph {
-                file: f.value.node.clone(),
+                file: f.value.node.to_string(),
                 file_loc: self.loc(f.value.span),
             }),
         };
         let prefix = b
             .param("prefix")
-            .map_or(String::new(), |p| p.value.node.clone());
+            .map_or(String::new(), |p| p.value.node.to_string());
         if let Some(kind) = kind {
             self.sc.topologies.push(TopologySpec {
                 kind,
@@ -140,9 +169,16 @@ impl Lower<'_> {
         let fat_k = key == "k";
         let check = |s: &str| -> Result<u32, String> {
             let n = parse_u64(s)?;
-            let n = u32::try_from(n).map_err(|_| format!("{n} is too large"))?;
+            let n = u32::try_from(n).map_err(|_| {
+                format!(
+                    "{n} is too large: {key} is a 32-bit count, at most {}",
+                    u32::MAX
+                )
+            })?;
             if n < min {
-                return Err(format!("{key} must be at least {min}"));
+                return Err(format!(
+                    "{key} must be at least {min} (a smaller {key} builds no network)"
+                ));
             }
             if fat_k && !n.is_multiple_of(2) {
                 return Err("a fat tree needs an even k (k/2 ports up, k/2 down)".into());
@@ -155,8 +191,9 @@ impl Lower<'_> {
         self.value(p, check, example)
     }
 
-    /// Reads `{pre}bandwidth`, `{pre}latency`, `{pre}loss`, `{pre}queue`
-    /// (and `mtu` for the common set).
+    /// Reads `{pre}bandwidth`, `{pre}latency`, `{pre}loss`, `{pre}queue`,
+    /// the discipline keys `{pre}qdisc`, `{pre}limit`, … (and `mtu` for
+    /// the common set).
     fn link_spec(&mut self, b: &Block, pre: &str) -> LinkSpec {
         let mut l = LinkSpec::default();
         let get = |k: &str| b.param(&format!("{pre}{k}"));
@@ -181,12 +218,15 @@ impl Lower<'_> {
                 .flatten();
         }
         if let Some(p) = b.param("mtu").filter(|_| pre.is_empty()) {
-            let mtu = |s: &str| match parse_size_bytes(s)? {
+            let mtu = |s: &str| {
+                match parse_size_bytes(s)? {
                 n @ 68..=65535 => Ok(n as u32),
-                n => Err(format!("{n} is outside 68 to 65535")),
+                n => Err(format!("{n} is outside 68 to 65535: IPv4 needs an MTU of at least 68 bytes (RFC 791) and a datagram is at most 65535 bytes")),
+            }
             };
             l.mtu = self.value(p, mtu, "mtu='1500'").unwrap_or(1500);
         }
+        l.qdisc = self.qdisc_spec(b, pre, l.queue.is_some());
         l
     }
 }

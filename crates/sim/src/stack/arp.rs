@@ -13,6 +13,7 @@
 //! Cache entries do not expire; no gratuitous ARP, no proxy ARP.
 
 use super::Timer;
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::net;
 use crate::report::DropReason;
@@ -38,7 +39,7 @@ pub(crate) struct ArpCache {
 
 struct Pending {
     ip: u32,
-    iface: u16,
+    iface: IfaceId,
     tries: u8,
     queued: Vec<Message>,
 }
@@ -64,7 +65,7 @@ impl ArpCache {
 pub(crate) fn lookup_or_queue(
     w: &mut World,
     m: MachineId,
-    iface: u16,
+    iface: IfaceId,
     ip: Ipv4Addr,
     msg: &mut Message,
 ) -> Option<EthernetAddress> {
@@ -92,7 +93,7 @@ pub(crate) fn lookup_or_queue(
     None
 }
 
-fn send_request(w: &mut World, m: MachineId, iface: u16, ip: Ipv4Addr) {
+fn send_request(w: &mut World, m: MachineId, iface: IfaceId, ip: Ipv4Addr) {
     let ifc = w.machines[m as usize].ifaces[iface as usize];
     let repr = arp::Repr::EthernetIpv4 {
         operation: arp::Operation::Request,
@@ -116,7 +117,7 @@ fn send_request(w: &mut World, m: MachineId, iface: u16, ip: Ipv4Addr) {
     );
 }
 
-fn send_repr(w: &mut World, m: MachineId, iface: u16, dst: EthernetAddress, repr: &arp::Repr) {
+fn send_repr(w: &mut World, m: MachineId, iface: IfaceId, dst: EthernetAddress, repr: &arp::Repr) {
     let ifc = w.machines[m as usize].ifaces[iface as usize];
     if net::nic_room(w, ifc.net, ifc.port) == 0 {
         return w.drop_packet(DropReason::NicQueueFull);
@@ -133,7 +134,7 @@ fn send_repr(w: &mut World, m: MachineId, iface: u16, dst: EthernetAddress, repr
 /// A machine without ARP still answers requests for its own address (so
 /// that ARP machines can reach it) but learns nothing; requests for other
 /// addresses are ignored silently, as every host does.
-pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, msg: &mut Message) {
+pub(crate) fn receive(w: &mut World, m: MachineId, iface: IfaceId, msg: &mut Message) {
     let group = w.machines[m as usize].group;
     let runs_arp = w.groups[group as usize].protocols.arp;
     let Some(bytes) = msg.front(28) else {
@@ -183,7 +184,7 @@ pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, msg: &mut Message
 }
 
 /// Answers a request from `mac`/`ip` for our address on `iface`.
-fn reply(w: &mut World, m: MachineId, iface: u16, mac: EthernetAddress, ip: Ipv4Addr) {
+fn reply(w: &mut World, m: MachineId, iface: IfaceId, mac: EthernetAddress, ip: Ipv4Addr) {
     let ifc = w.machines[m as usize].ifaces[iface as usize];
     let reply = arp::Repr::EthernetIpv4 {
         operation: arp::Operation::Reply,
@@ -196,7 +197,7 @@ fn reply(w: &mut World, m: MachineId, iface: u16, mac: EthernetAddress, ip: Ipv4
 }
 
 /// Retries or gives up an unanswered request.
-pub(crate) fn on_retry(w: &mut World, m: MachineId, iface: u16, ip: u32) {
+pub(crate) fn on_retry(w: &mut World, m: MachineId, iface: IfaceId, ip: u32) {
     let cache = &mut w.machines[m as usize].ext().arp;
     let Some(i) = cache
         .pending

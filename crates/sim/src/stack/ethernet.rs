@@ -4,6 +4,7 @@
 //! chunk (no copy). Incoming frames are accepted when addressed to the
 //! interface, to broadcast, or to a multicast group.
 
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::net;
 use crate::report::DropReason;
@@ -15,7 +16,7 @@ use elvis_wire::{ethernet, EtherType, EthernetAddress};
 pub(crate) fn send(
     w: &mut World,
     m: MachineId,
-    iface: u16,
+    iface: IfaceId,
     dst: EthernetAddress,
     ty: EtherType,
     msg: &mut Message,
@@ -46,7 +47,7 @@ pub(crate) fn send(
 /// A host first offers the frame to TCP's receive fast path
 /// ([`super::tcp::rx::receive_frame`]), which takes common TCP segments
 /// addressed to it.
-pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) {
+pub(crate) fn receive(w: &mut World, m: MachineId, iface: IfaceId, frame: &mut Message) {
     if w.machines[m as usize].forward {
         if w.fast_forward && super::forward::forward_frame(w, m, iface, frame) {
             return;

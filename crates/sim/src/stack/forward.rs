@@ -66,6 +66,7 @@
 
 use super::ipv4::{self, NextHop};
 use super::route::FlowKey;
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::net::FrameId;
 use crate::report::DropReason;
@@ -99,7 +100,7 @@ pub struct IfaceCounters {
 /// Returns the counters of `iface` (two per forwarded datagram: inlined,
 /// with the one-time growth out of line).
 #[inline]
-fn counters(w: &mut World, m: MachineId, iface: u16) -> &mut IfaceCounters {
+fn counters(w: &mut World, m: MachineId, iface: IfaceId) -> &mut IfaceCounters {
     let machine = &mut w.machines[m as usize];
     let n = machine.ifaces.len();
     let v = &mut machine.ext().forwarding;
@@ -138,7 +139,12 @@ const ETH: usize = elvis_wire::ethernet::HEADER_LEN;
 /// rewritten in the frame's first 12 bytes, and the frame handed to the
 /// egress NIC as it is: no header is popped or pushed, the payload is not
 /// touched.
-pub(crate) fn forward_frame(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) -> bool {
+pub(crate) fn forward_frame(
+    w: &mut World,
+    m: MachineId,
+    iface: IfaceId,
+    frame: &mut Message,
+) -> bool {
     let len = frame.len();
     let Some(h) = frame.front(ETH + 24) else {
         return false;
@@ -159,7 +165,7 @@ pub(crate) fn forward_frame(w: &mut World, m: MachineId, iface: u16, frame: &mut
 /// in to be queued. Returns false, having changed nothing, where
 /// [`forward_frame`] would (the caller then takes the frame out of the
 /// slab and hands it to the stack).
-pub(crate) fn forward_in_slab(w: &mut World, m: MachineId, iface: u16, id: FrameId) -> bool {
+pub(crate) fn forward_in_slab(w: &mut World, m: MachineId, iface: IfaceId, id: FrameId) -> bool {
     let frame = &mut w.frames[id as usize];
     let len = frame.len();
     let Some(h) = frame.front(ETH + 24) else {
@@ -208,7 +214,7 @@ impl FastHop {
 fn fast_hop(
     w: &mut World,
     m: MachineId,
-    iface: u16,
+    iface: IfaceId,
     b: &[u8; ETH + 24],
     len: usize,
 ) -> Option<FastHop> {
@@ -225,7 +231,11 @@ fn fast_hop(
     }
     let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
     let keep_ttl = machine.keep_ttl;
-    if (ip[8] <= 1 && !keep_ttl) || dst.is_broadcast() || dst.is_multicast() || machine.owns(dst) {
+    if (ip[8] <= 1 && !keep_ttl)
+        || dst.is_broadcast()
+        || dst.is_multicast()
+        || super::ipv4::owns(w, m, dst)
+    {
         return None;
     }
     let flow = flow_of_header(ip, [b[ETH + 20], b[ETH + 21], b[ETH + 22], b[ETH + 23]]);
@@ -238,7 +248,7 @@ fn fast_hop(
         unreachable!("made above");
     };
     let c = &mut ext.forwarding;
-    let n = usize::from(iface.max(out.iface)) + 1;
+    let n = iface.max(out.iface) as usize + 1;
     if c.len() < n {
         grow(c, n);
     }
@@ -256,7 +266,7 @@ fn fast_hop(
 /// plugs in.
 #[derive(Clone, Copy)]
 struct Egress {
-    iface: u16,
+    iface: IfaceId,
     net: crate::net::NetId,
     port: u32,
 }
@@ -289,7 +299,7 @@ fn fast_route(
             _ => return None,
         },
     };
-    let ifc = machine.ifaces.get(usize::from(iface))?;
+    let ifc = machine.ifaces.get(iface as usize)?;
     let n = &w.networks[ifc.net as usize];
     let full =
         n.nic_qdisc_config(ifc.port).is_none() && crate::net::nic_room(w, ifc.net, ifc.port) < 1;
@@ -307,7 +317,7 @@ fn fast_route(
 /// Forwards datagram `msg` (IPv4 header of `ihl` bytes first, checksum
 /// already verified, truncated to its total length) that arrived on
 /// `iface`.
-pub(crate) fn forward(w: &mut World, m: MachineId, iface: u16, ihl: usize, msg: &mut Message) {
+pub(crate) fn forward(w: &mut World, m: MachineId, iface: IfaceId, ihl: usize, msg: &mut Message) {
     counters(w, m, iface).received += 1;
     let Some(h) = msg.front(ihl + 4) else {
         // Too short for ports: only what the IP header says.
@@ -361,7 +371,7 @@ fn flow_of(h: &[u8], ihl: usize) -> FlowKey {
 fn forward_parsed(
     w: &mut World,
     m: MachineId,
-    iface: u16,
+    iface: IfaceId,
     ihl: usize,
     msg: &mut Message,
     flow: Option<FlowKey>,
@@ -405,6 +415,8 @@ fn forward_parsed(
     // the default NIC bound.
     if !ipv4::qdisc_decides(w, m, route) && ipv4::room(w, m, route) < frames {
         counters(w, m, route.iface).nic_full += 1;
+        let ifc = w.machines[m as usize].ifaces[route.iface as usize];
+        crate::net::count_nic_drop(w, ifc.net, ifc.port, DropReason::NicQueueFull);
         return w.drop_packet(DropReason::NicQueueFull);
     }
     let out = counters(w, m, route.iface);

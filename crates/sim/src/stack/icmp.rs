@@ -49,6 +49,23 @@ fn push_header(msg: &mut Message, ty: u8, code: u8, rest: [u8; 4]) {
     msg.push_front_slice(&[ty, code, c[0], c[1], rest[0], rest[1], rest[2], rest[3]]);
 }
 
+/// Returns true when the route's NIC has no room for a datagram of `need`
+/// frames. A datagram of more fragments than the queue holds (a ping of
+/// 47,353 bytes or more on a 1500-byte MTU needs more than the default 32)
+/// is admitted whole into an empty queue, as UDP's are
+/// (`udp::nic_full`): it could never fit otherwise.
+fn nic_full(w: &World, m: MachineId, route: &ipv4::Route, need: u32) -> bool {
+    let room = ipv4::room(w, m, route);
+    if room >= need {
+        return false;
+    }
+    let Some(ifc) = w.machines[m as usize].ifaces.get(route.iface as usize) else {
+        return true;
+    };
+    let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
+    room < need.min(cap)
+}
+
 /// Sends a stack-originated ICMP message (dropped if the NIC is full).
 fn send_own(
     w: &mut World,
@@ -59,7 +76,7 @@ fn send_own(
     // Used where it lies (see `ipv4::route_flow`).
     let found = ipv4::route(w, m, to);
     let route = found.as_ref().map_err(Clone::clone)?;
-    if ipv4::room(w, m, route) < ipv4::frames_needed(route, msg.len()) {
+    if nic_full(w, m, route, ipv4::frames_needed(route, msg.len())) {
         w.drop_packet(DropReason::NicQueueFull);
         return Ok(());
     }
@@ -87,7 +104,7 @@ pub(crate) fn send_echo_request(
     if opts.dont_fragment && data.len() + 20 > mtu {
         return Err(SocketError::MessageTooLong(data.len()));
     }
-    if ipv4::room(w, m, route) < ipv4::frames_needed(route, data.len()) {
+    if nic_full(w, m, route, ipv4::frames_needed(route, data.len())) {
         w.drop_packet(DropReason::NicQueueFull);
         return Ok(());
     }

@@ -23,6 +23,7 @@
 
 use super::route::{self, FlowKey};
 use super::Timer;
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::net::{self, NetworkKind};
 use crate::report::DropReason;
@@ -53,7 +54,7 @@ pub(crate) enum NextHop {
 /// The result of a route lookup.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Route {
-    pub iface: u16,
+    pub iface: IfaceId,
     pub src: Ipv4Addr,
     pub next: NextHop,
     pub mtu: u32,
@@ -71,10 +72,13 @@ pub(crate) const MANY_IFACES: usize = 8;
 pub(crate) fn index_ifaces(w: &mut World, m: MachineId) {
     let ifaces = &w.machines[m as usize].ifaces;
     let nonlink = |i: usize| w.networks[ifaces[i].net as usize].cfg.kind != NetworkKind::Link;
-    let new: smallvec::SmallVec<[u16; 2]> = match ifaces.len() {
+    let new: smallvec::SmallVec<[IfaceId; 2]> = match ifaces.len() {
         n if n <= MANY_IFACES => return,
-        n if n == MANY_IFACES + 1 => (0..n).filter(|&i| nonlink(i)).map(|i| i as u16).collect(),
-        n if nonlink(n - 1) => smallvec::smallvec![(n - 1) as u16],
+        n if n == MANY_IFACES + 1 => (0..n)
+            .filter(|&i| nonlink(i))
+            .map(|i| i as IfaceId)
+            .collect(),
+        n if nonlink(n - 1) => smallvec::smallvec![(n - 1) as IfaceId],
         _ => return,
     };
     if !new.is_empty() {
@@ -103,15 +107,15 @@ pub(crate) fn owns(w: &World, m: MachineId, dst: Ipv4Addr) -> bool {
     on_link
         || w.nonlink_ifaces
             .get(&m)
-            .is_some_and(|l| l.iter().any(|&i| machine.ifaces[usize::from(i)].ip == dst))
+            .is_some_and(|l| l.iter().any(|&i| machine.ifaces[i as usize].ip == dst))
 }
 
 /// For a machine with many interfaces: its first interface (in interface
 /// order) whose network has `dst` on it, and `dst`'s port there; the same
 /// answer as asking every interface's network, from the two indexes.
-fn neighbour_of_many(w: &World, m: MachineId, dst: u32) -> Option<(u16, u32)> {
-    let mut best: Option<(u16, u32)> = None;
-    let mut consider = |iface: u16, port: u32| {
+fn neighbour_of_many(w: &World, m: MachineId, dst: u32) -> Option<(IfaceId, u32)> {
+    let mut best: Option<(IfaceId, u32)> = None;
+    let mut consider = |iface: IfaceId, port: u32| {
         if best.is_none_or(|(b, _)| iface < b) {
             best = Some((iface, port));
         }
@@ -126,7 +130,7 @@ fn neighbour_of_many(w: &World, m: MachineId, dst: u32) -> Option<(u16, u32)> {
     }
     let ifaces = &w.machines[m as usize].ifaces;
     for &i in w.nonlink_ifaces.get(&m).into_iter().flatten() {
-        let n = &w.networks[ifaces[usize::from(i)].net as usize];
+        let n = &w.networks[ifaces[i as usize].net as usize];
         if let Some(&port) = n.ip_to_port.get(&dst) {
             consider(i, port);
         }
@@ -196,11 +200,11 @@ pub(crate) fn route_flow(
             let n = &w.networks[ifc.net as usize];
             n.ip_to_port
                 .get(&u32::from(dst))
-                .map(|&port| (i as u16, port))
+                .map(|&port| (i as IfaceId, port))
         })
     };
     if let Some((i, port)) = neighbour {
-        let ifc = machine.ifaces[usize::from(i)];
+        let ifc = machine.ifaces[i as usize];
         return Ok(Route {
             iface: i,
             src: ifc.ip,
@@ -426,7 +430,7 @@ pub(crate) fn transmit(w: &mut World, m: MachineId, route: &Route, msg: &mut Mes
 }
 
 /// Parses, checks and demuxes an incoming datagram.
-pub(crate) fn receive(w: &mut World, m: MachineId, iface: u16, msg: &mut Message) {
+pub(crate) fn receive(w: &mut World, m: MachineId, iface: IfaceId, msg: &mut Message) {
     let Some(first) = msg.front(HEADER_LEN) else {
         return w.drop_packet(DropReason::Malformed("ipv4"));
     };

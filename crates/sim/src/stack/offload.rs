@@ -108,6 +108,7 @@
 //! `net/core/gro.c`, `net/ipv4/tcp_output.c` (`tcp_tso_autosize`);
 //! `ethtool(8)` (`-K tso/gro`, `-C rx-usecs/rx-frames`).
 
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::net::FrameId;
 use crate::world::{Event, World};
@@ -286,7 +287,7 @@ impl Nic {
 struct Slot {
     /// Arrival time, ns (of the first frame of a train).
     at: u64,
-    iface: u16,
+    iface: IfaceId,
     /// Put in the ring before its arrival (see [`arrives_later`]): its
     /// arrival is counted when the interrupt takes it.
     early: bool,
@@ -319,7 +320,7 @@ impl Slot {
 
 /// A GRO aggregate: the first frame's headers and the merged payload.
 struct Held {
-    iface: u16,
+    iface: IfaceId,
     src: Ipv4Addr,
     dst: Ipv4Addr,
     ports: u32,
@@ -415,7 +416,7 @@ pub(crate) fn holding(w: &World) -> usize {
 /// event: puts it in the NIC's ring and returns true when the NIC
 /// coalesces interrupts; returns false (the frame untouched) otherwise.
 #[inline]
-pub(crate) fn on_arrival(w: &mut World, m: MachineId, iface: u16, id: FrameId) -> bool {
+pub(crate) fn on_arrival(w: &mut World, m: MachineId, iface: IfaceId, id: FrameId) -> bool {
     let now = w.now().as_nanos();
     let Some(nic) = coalescing(w, m) else {
         return false;
@@ -449,7 +450,13 @@ pub(crate) fn on_arrival(w: &mut World, m: MachineId, iface: u16, id: FrameId) -
 /// needs one), and returns true. Returns false otherwise (the caller
 /// schedules the arrival).
 #[inline]
-pub(crate) fn arrives_later(w: &mut World, m: MachineId, iface: u16, id: FrameId, at: u64) -> bool {
+pub(crate) fn arrives_later(
+    w: &mut World,
+    m: MachineId,
+    iface: IfaceId,
+    id: FrameId,
+    at: u64,
+) -> bool {
     if !w.rx_ring_ahead || w.machines[m as usize].crashed {
         return false;
     }
@@ -478,7 +485,13 @@ pub(crate) fn arrives_later(w: &mut World, m: MachineId, iface: u16, id: FrameId
 /// it coalesces interrupts and merges with GRO, runs TCP, `dst` is the
 /// interface's address (GRO's and TCP's fast path condition) and the
 /// frames arrive after those in its ring.
-pub(crate) fn takes_trains(w: &World, m: MachineId, iface: u16, dst: Ipv4Addr, first: u64) -> bool {
+pub(crate) fn takes_trains(
+    w: &World,
+    m: MachineId,
+    iface: IfaceId,
+    dst: Ipv4Addr,
+    first: u64,
+) -> bool {
     let machine = &w.machines[m as usize];
     if !w.rx_ring_ahead || machine.crashed || machine.forward || machine.foreign {
         return false;
@@ -493,7 +506,7 @@ pub(crate) fn takes_trains(w: &World, m: MachineId, iface: u16, dst: Ipv4Addr, f
         && super::tcp::check_tcp_enabled(w, m).is_ok()
         && machine
             .ifaces
-            .get(usize::from(iface))
+            .get(iface as usize)
             .is_some_and(|i| i.ip == dst)
         && ring.is_none_or(|n| n.ring.back().is_none_or(|s| s.last <= first))
 }
@@ -507,7 +520,7 @@ pub(crate) fn takes_trains(w: &World, m: MachineId, iface: u16, dst: Ipv4Addr, f
 pub(crate) fn arrives_later_train(
     w: &mut World,
     m: MachineId,
-    iface: u16,
+    iface: IfaceId,
     id: FrameId,
     segs: u32,
     gso: u32,
@@ -563,7 +576,7 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
             (split_train(w, m, slot, due), due)
         };
         if slot.early {
-            let ifc = w.machines[m as usize].ifaces[usize::from(slot.iface)];
+            let ifc = w.machines[m as usize].ifaces[slot.iface as usize];
             for _ in 0..segs {
                 crate::net::count_arrival(w, ifc.net);
             }
@@ -631,7 +644,7 @@ fn split_train(w: &mut World, m: MachineId, slot: Slot, due: u32) -> Message {
 fn receive_train(
     w: &mut World,
     m: MachineId,
-    iface: u16,
+    iface: IfaceId,
     mut train: Message,
     segs: u32,
     gso: usize,
@@ -740,12 +753,8 @@ fn receive_train(
 /// frame untouched but for its padding, otherwise. A TCP segment of a
 /// connection with an aggregate that it cannot join first delivers the
 /// aggregate.
-fn receive(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) -> bool {
-    let Some(ifc) = w.machines[m as usize]
-        .ifaces
-        .get(usize::from(iface))
-        .copied()
-    else {
+fn receive(w: &mut World, m: MachineId, iface: IfaceId, frame: &mut Message) -> bool {
+    let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else {
         return false;
     };
     if super::tcp::check_tcp_enabled(w, m).is_err() {

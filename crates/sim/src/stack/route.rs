@@ -38,6 +38,7 @@
 //! datagrams (only forwarded ones use them), routes changing during a
 //! run.
 
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -50,7 +51,7 @@ pub(crate) const NO_TABLE: u32 = u32::MAX;
 /// (`0.0.0.0` when the destination itself is on that interface's network).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Hop {
-    pub iface: u16,
+    pub iface: IfaceId,
     pub gateway: u32,
 }
 
@@ -177,7 +178,7 @@ const ANY_PORT: u32 = u32::MAX;
 /// `via` at `port` of that interface's network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FlowHop {
-    pub iface: u16,
+    pub iface: IfaceId,
     pub via: u32,
     pub port: u32,
 }
@@ -319,7 +320,7 @@ impl FlowRoutes {
 
 /// A static route with known interfaces: `(prefix, len, [(iface,
 /// gateway)])`, several next hops forming an equal-cost set.
-pub(crate) type IfaceRoute<'a> = (Ipv4Addr, u8, &'a [(u16, Ipv4Addr)]);
+pub(crate) type IfaceRoute<'a> = (Ipv4Addr, u8, &'a [(IfaceId, Ipv4Addr)]);
 
 /// How automatic routes measure a path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -340,7 +341,7 @@ pub(crate) struct StaticRoute {
     pub via: Ipv4Addr,
     /// The interface `via` is on, when the caller knows it (topology
     /// generators do); otherwise found when tables are built.
-    pub iface: Option<u16>,
+    pub iface: Option<IfaceId>,
 }
 
 /// The routing state of a simulation.
@@ -426,7 +427,7 @@ pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8), String> {
 mod test {
     use super::*;
 
-    fn hop(iface: u16) -> Hops {
+    fn hop(iface: IfaceId) -> Hops {
         smallvec::smallvec![Hop { iface, gateway: 0 }]
     }
 

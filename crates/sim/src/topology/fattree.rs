@@ -272,13 +272,13 @@ fn routes(sim: &mut Simulation, p: &FatTreeParams, ids: &Ids) -> Result<(), Topo
     let core_net = Ipv4Addr::new(10, k as u8, 0, 0);
     for pod in 0..k {
         for e in 0..h {
-            let gw = [(0u16, p.edge_address(pod, e))];
+            let gw = [(0u32, p.edge_address(pod, e))];
             for i in 0..h {
                 let host = ids.host + p.host_index(pod, e, i) as u32;
                 sim.add_routes_on(host, &[(any, 0, &gw)])?;
             }
-            let up: Vec<(u16, Ipv4Addr)> = (0..h)
-                .map(|a| ((h + a) as u16, p.agg_address(pod, a)))
+            let up: Vec<(u32, Ipv4Addr)> = (0..h)
+                .map(|a| ((h + a) as u32, p.agg_address(pod, a)))
                 .collect();
             let mut table: Vec<IfaceRoute<'_>> = Vec::with_capacity(h as usize + 1);
             for j in 0..h {
@@ -292,10 +292,10 @@ fn routes(sim: &mut Simulation, p: &FatTreeParams, ids: &Ids) -> Result<(), Topo
             sim.add_routes_on(ids.edge + pod * h + e, &table)?;
         }
         for a in 0..h {
-            let down: Vec<(u16, Ipv4Addr)> =
-                (0..h).map(|e| (e as u16, p.edge_address(pod, e))).collect();
-            let up: Vec<(u16, Ipv4Addr)> = (0..h)
-                .map(|i| ((h + i) as u16, p.core_address(a, i)))
+            let down: Vec<(u32, Ipv4Addr)> =
+                (0..h).map(|e| (e as u32, p.edge_address(pod, e))).collect();
+            let up: Vec<(u32, Ipv4Addr)> = (0..h)
+                .map(|i| ((h + i) as u32, p.core_address(a, i)))
                 .collect();
             let mut table: Vec<IfaceRoute<'_>> = Vec::with_capacity(h as usize + 3);
             for e in 0..h {
@@ -313,8 +313,8 @@ fn routes(sim: &mut Simulation, p: &FatTreeParams, ids: &Ids) -> Result<(), Topo
     }
     for j in 0..h {
         for i in 0..h {
-            let down: Vec<(u16, Ipv4Addr)> = (0..k)
-                .map(|pod| (pod as u16, p.agg_address(pod, j)))
+            let down: Vec<(u32, Ipv4Addr)> = (0..k)
+                .map(|pod| (pod as u32, p.agg_address(pod, j)))
                 .collect();
             let mut table: Vec<IfaceRoute<'_>> = Vec::with_capacity(k as usize + 1);
             for pod in 0..k {

@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Hosts are `host-0` … `host-(n-1)` with addresses `10.1.0.0 + i + 1`
-//! (`10.1.0.1`, `10.1.0.2`, …). With a switch, the one network is `star`
+//! (`10.1.0.1`, `10.1.0.2`, … counting on through `10.1.1.0` up to
+//! `10.255.255.254`, so at most [`StarParams::MAX_HOSTS`]). With a switch, the one network is `star`
 //! (a [`NetworkKind::Switch`] with the link
 //! configuration's bandwidth, latency and queue). With a router,
 //! `router-0` has address `10.0.0.1` on every link (`link-i` joins host
@@ -28,7 +29,7 @@ use std::net::Ipv4Addr;
 /// The parameters of [`star`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct StarParams {
-    /// Hosts around the hub: 1..=65,534.
+    /// Hosts around the hub: 1..=[`StarParams::MAX_HOSTS`].
     pub hosts: u32,
     /// A router at the hub (point-to-point links) instead of a switch.
     pub router: bool,
@@ -39,6 +40,9 @@ pub struct StarParams {
 }
 
 impl StarParams {
+    /// The most hosts a star has: addresses `10.1.0.1` … `10.255.255.254`.
+    pub const MAX_HOSTS: u32 = 0x0aff_fffe - 0x0a01_0001 + 1;
+
     /// Returns a star of `hosts` hosts around a switch, ideal links.
     pub fn new(hosts: u32) -> Self {
         StarParams {
@@ -61,13 +65,18 @@ const HUB: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 /// Builds the star into `sim`.
 ///
 /// # Errors
-/// `BadParameter { key: "n" }` for 0 or more than 65,534 hosts;
+/// `BadParameter { key: "n" }` for 0 or more than
+/// [`StarParams::MAX_HOSTS`] hosts;
 /// `NameClash`.
 pub fn star(sim: &mut Simulation, p: &StarParams) -> Result<Topology, TopologyError> {
     check(
-        (1..=65_534).contains(&p.hosts),
+        (1..=StarParams::MAX_HOSTS).contains(&p.hosts),
         "n",
-        format!("{} hosts: a star has 1 to 65,534", p.hosts),
+        format!(
+            "{} hosts: a star has 1 to {} (addresses 10.1.0.1 to 10.255.255.254)",
+            p.hosts,
+            StarParams::MAX_HOSTS
+        ),
     )?;
     names_free(sim, &p.prefix, &["host", "router"])?;
     let first = group(sim, &p.prefix, "host", p.hosts, HOST_PROTOCOLS)?;

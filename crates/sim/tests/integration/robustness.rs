@@ -266,3 +266,59 @@ fn the_report_sums_applications_by_group_and_name_in_creation_order() {
     assert_eq!(got, expect);
     assert!(r.applications.iter().all(|a| a.instances == a.finished));
 }
+
+/// A task that never ends: it sleeps 1 µs at a time, forever.
+fn ticker(sim: &mut Simulation) {
+    let lan = sim.add_network(switch("lan", None, 0));
+    let m = sim.add_machine("ticker");
+    sim.attach(m, lan, nth_ip(0)).unwrap();
+    sim.spawn(m, "tick", |host: Host| async move {
+        // Ends only when virtual time does.
+        while host.now() < Time::MAX {
+            host.sleep(Duration::from_micros(1)).await;
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn a_set_interrupt_flag_stops_the_run_at_the_current_event_and_a_later_run_goes_on() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut sim = Simulation::new(1);
+    ticker(&mut sim);
+    let flag = Arc::new(AtomicBool::new(false));
+    sim.set_interrupt_flag(flag.clone());
+    let setter = {
+        let flag = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::Relaxed);
+        })
+    };
+    let start = Instant::now();
+    let r = sim.run();
+    setter.join().unwrap();
+    assert_eq!(r.end, End::Interrupted);
+    assert!(start.elapsed() < Duration::from_secs(20));
+    assert!(r.sim_time_ns > 0, "the run had started");
+    assert_eq!(r.waiting(), 1);
+    // Cleared, the flag lets the same run go on from where it stopped.
+    flag.store(false, Ordering::Relaxed);
+    let until = Time::from_nanos(r.sim_time_ns + 1_000_000);
+    let r2 = sim.run_with(RunLimits { until: Some(until) }, &mut |_| {});
+    assert_eq!(r2.end, End::TimeLimit);
+    assert_eq!(r2.sim_time_ns, until.as_nanos());
+}
+
+#[test]
+fn a_wall_limit_ends_an_endless_run() {
+    let mut sim = Simulation::new(1);
+    ticker(&mut sim);
+    sim.set_wall_limit(Duration::from_millis(100));
+    let start = Instant::now();
+    let r = sim.run();
+    assert_eq!(r.end, End::WallLimit);
+    assert!(start.elapsed() < Duration::from_secs(20));
+    assert!(r.sim_time_ns > 0);
+}

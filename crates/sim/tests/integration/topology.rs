@@ -401,7 +401,10 @@ fn generators_name_the_bad_parameter() {
     assert_eq!(key(t.unwrap_err()), "depth");
     let t = topology::dumbbell(&mut sim, &topology::DumbbellParams::new(0));
     assert_eq!(key(t.unwrap_err()), "n");
-    let t = topology::star(&mut sim, &topology::StarParams::new(70_000));
+    let t = topology::star(
+        &mut sim,
+        &topology::StarParams::new(topology::StarParams::MAX_HOSTS + 1),
+    );
     assert_eq!(key(t.unwrap_err()), "n");
     assert_eq!(sim.machine_count(), 0, "nothing half-built");
 }

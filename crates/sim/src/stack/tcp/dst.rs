@@ -137,7 +137,7 @@ fn link_of(w: &World, m: MachineId, route: &Route) -> Option<Link> {
     if w.groups[machine.group as usize].protocols.arp {
         return None;
     }
-    let ifc = *machine.ifaces.get(usize::from(route.iface))?;
+    let ifc = *machine.ifaces.get(route.iface as usize)?;
     let net = &w.networks[ifc.net as usize];
     Some(Link {
         net: ifc.net,

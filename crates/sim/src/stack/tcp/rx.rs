@@ -17,6 +17,7 @@
 //! layered path would have delivered to TCP, so results do not depend on
 //! it (the integration test `tcp_fast_path` compares runs).
 
+use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::world::World;
 use elvis_message::Message;
@@ -32,12 +33,13 @@ const ETH_IP: usize = ETH + 20;
 /// is a unicast IPv4 datagram without options, not a fragment, carrying
 /// TCP, addressed to the interface and with a right header checksum;
 /// returns `false` (the frame untouched) otherwise.
-pub(crate) fn receive_frame(w: &mut World, m: MachineId, iface: u16, frame: &mut Message) -> bool {
-    let Some(ifc) = w.machines[m as usize]
-        .ifaces
-        .get(usize::from(iface))
-        .copied()
-    else {
+pub(crate) fn receive_frame(
+    w: &mut World,
+    m: MachineId,
+    iface: IfaceId,
+    frame: &mut Message,
+) -> bool {
+    let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else {
         return false;
     };
     let own = w.networks[ifc.net as usize].mac(ifc.port);
