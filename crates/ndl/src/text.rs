@@ -55,9 +55,9 @@ fn cut(s: &str, max: usize, keep: usize) -> Cow<'_, str> {
 }
 
 /// Shortens a message that quotes long values: every text between a pair
-/// of `` ` `` or `'` longer than [`MAX_QUOTED`] characters keeps its start,
+/// of `` ` `` or `'` longer than `MAX_QUOTED` characters keeps its start,
 /// then `…` and its full length; a message still longer than
-/// [`MAX_MESSAGE`] is cut the same way.
+/// `MAX_MESSAGE` is cut the same way.
 pub fn shorten_message(message: &str) -> Cow<'_, str> {
     if message.len() <= MAX_QUOTED {
         return Cow::Borrowed(message);
@@ -96,7 +96,7 @@ pub fn shorten_message(message: &str) -> Cow<'_, str> {
     }
 }
 
-/// Shortens the message and hint of `e` ([`shorten_message`]).
+/// Shortens the message and hint of `e` (`shorten_message`).
 pub(crate) fn shorten_error(mut e: NdlError) -> NdlError {
     let message = shorten_message(&e.message).into_owned();
     e.message = message;
