@@ -56,6 +56,12 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
+/// mimalloc, not the system allocator: building a scenario makes millions
+/// of small allocations, and with glibc's malloc those cost about a quarter
+/// of a large star's build (README, "Benchmarks").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "elvis-bench", about = "elvis benchmark harness")]
 struct Cli {

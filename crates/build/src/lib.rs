@@ -39,6 +39,7 @@ use elvis_scenario::{
 };
 use elvis_sim::stack::route::Metric;
 use elvis_sim::{NetworkConfig, Protocols, Simulation};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
@@ -224,7 +225,7 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
     for g in &scenario.machines {
         for (_, p) in &g.pinned {
             for i in 0..g.instances() {
-                let ip = parse_ip(&interpolate(&p.value, i, &instance_name(g, i)), p.loc)?;
+                let ip = parse_ip(&instance_value(&p.value, g, i), p.loc)?;
                 if let Some(prev) = claimed.insert(u32::from(ip), p.loc) {
                     let mut e = err(p.loc, format!("address {ip} is claimed twice"));
                     e.hint = Some(format!("also claimed at line {}", prev.line));
@@ -243,9 +244,11 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
     // of those machines (counted when they name a whole generated group).
     // A block naming one generated machine replaces, on that machine, the
     // applications of a block naming its whole group.
-    let mut machines = scenario.machines.clone();
+    // Counts given to blocks that name a whole generated group (the
+    // machines are copied only when there are any).
+    let mut counted_groups: Vec<(usize, u32)> = Vec::new();
     let mut apps_from = AppsFrom::default();
-    for (k, g) in machines.iter_mut().enumerate() {
+    for (k, g) in scenario.machines.iter().enumerate() {
         if let topology::Role::Attach {
             first,
             len,
@@ -254,7 +257,7 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
         {
             protocols(g)?;
             if counted {
-                g.count = Some(len);
+                counted_groups.push((k, len));
                 apps_from.whole_groups.insert(k);
             } else {
                 apps_from.own_block.insert(first);
@@ -281,13 +284,12 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
                 Some(_) => own_ips.get(i as usize).map(|(_, (ip, _))| *ip),
                 None => None,
             };
-            let name = instance_name(g, i);
             for (k, r) in g.networks.iter().enumerate() {
                 let Some(&net) = net_ids.get(r.name.as_str()) else {
                     return Err(err(r.loc, format!("unknown network '{}'", r.name)));
                 };
                 let pinned = match pinned_at[k] {
-                    Some(p) => Some(parse_ip(&interpolate(&p.value, i, &name), p.loc)?),
+                    Some(p) => Some(parse_ip(&instance_value(&p.value, g, i), p.loc)?),
                     None => None,
                 };
                 let pool = &mut pools[net as usize];
@@ -317,13 +319,17 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             }
         }
     }
-    let view = Scenario {
-        sim: scenario.sim.clone(),
-        machines,
-        ..Scenario::default()
+    let machines: Cow<'_, [MachineGroup]> = if counted_groups.is_empty() {
+        Cow::Borrowed(&scenario.machines)
+    } else {
+        let mut m = scenario.machines.clone();
+        for (k, len) in counted_groups {
+            m[k].count = Some(len);
+        }
+        Cow::Owned(m)
     };
-    routes(&mut sim, &view, &groups)?;
-    offloads(&mut sim, &view, &groups)?;
+    routes(&mut sim, &machines, scenario.sim.routing, &groups)?;
+    offloads(&mut sim, &machines, &groups)?;
     if scenario.sim.routing == RoutingMode::Latency && needs_auto(scenario) {
         sim.set_auto_routes(Some(Metric::Latency));
     }
@@ -331,7 +337,7 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
         .iter()
         .map(|x| (x.name.clone(), x.first, x.len))
         .collect();
-    spawn_apps(&mut sim, &view, &groups, &extra, &apps_from)?;
+    spawn_apps(&mut sim, &machines, &groups, &extra, &apps_from)?;
     groups.extend(extra);
     Ok(Built {
         sim,
@@ -357,11 +363,12 @@ fn icmp_limits(sim: &mut Simulation, s: &elvis_scenario::SimSettings) {
 /// turns on automatic routes when the scenario has routers.
 fn routes(
     sim: &mut Simulation,
-    scenario: &Scenario,
+    machines: &[MachineGroup],
+    routing: RoutingMode,
     groups: &[(String, u32, u32)],
 ) -> Result<(), BuildError> {
     let mut routers = false;
-    for (g, &(_, first, n)) in scenario.machines.iter().zip(groups) {
+    for (g, &(_, first, n)) in machines.iter().zip(groups) {
         for i in 0..n {
             let m = first + i;
             if g.forward {
@@ -374,8 +381,7 @@ fn routes(
                 }
             }
             for r in &g.routes {
-                let name = instance_name(g, i);
-                let via = parse_ip(&interpolate(&r.via.value, i, &name), r.via.loc)?;
+                let via = parse_ip(&instance_value(&r.via.value, g, i), r.via.loc)?;
                 let added = match r.from {
                     Some(from) => sim.add_flow_route(m, from, r.prefix, r.port, via),
                     None => sim.add_route(m, r.prefix, r.len, via),
@@ -394,7 +400,7 @@ fn routes(
             }
         }
     }
-    let metric = match scenario.sim.routing {
+    let metric = match routing {
         RoutingMode::Shortest => Some(Metric::Hops),
         RoutingMode::Latency => Some(Metric::Latency),
         RoutingMode::Static => None,
@@ -409,10 +415,10 @@ fn routes(
 /// the groups that ask for them.
 fn offloads(
     sim: &mut Simulation,
-    scenario: &Scenario,
+    machines: &[MachineGroup],
     groups: &[(String, u32, u32)],
 ) -> Result<(), BuildError> {
-    for (g, &(_, first, n)) in scenario.machines.iter().zip(groups) {
+    for (g, &(_, first, n)) in machines.iter().zip(groups) {
         let Some(o) = g.offloads else { continue };
         let cfg = sim_offloads(&o);
         if cfg == elvis_sim::Offloads::default() {
@@ -548,6 +554,16 @@ pub fn interpolate(v: &str, i: u32, name: &str) -> String {
     v.replace("{i}", &i.to_string()).replace("{name}", name)
 }
 
+/// Returns `v` for instance `i` of `g`: borrowed when it has no
+/// placeholder (most values; a star's hosts each have a gateway).
+fn instance_value<'v>(v: &'v str, g: &MachineGroup, i: u32) -> Cow<'v, str> {
+    if v.contains('{') {
+        Cow::Owned(interpolate(v, i, &instance_name(g, i)))
+    } else {
+        Cow::Borrowed(v)
+    }
+}
+
 /// The addresses of one network still to hand out.
 struct Pool {
     listed: Vec<(u32, u32)>,
@@ -626,7 +642,7 @@ struct AppsFrom {
 
 fn spawn_apps(
     sim: &mut Simulation,
-    scenario: &Scenario,
+    machines: &[MachineGroup],
     groups: &[(String, u32, u32)],
     generated: &[(String, u32, u32)],
     apps_from: &AppsFrom,
@@ -637,7 +653,7 @@ fn spawn_apps(
         .iter()
         .map(|(n, first, len)| (n.clone(), (*first, *len, true)))
         .collect();
-    for (g, (n, first, len)) in scenario.machines.iter().zip(groups) {
+    for (g, (n, first, len)) in machines.iter().zip(groups) {
         names
             .entry(n.clone())
             .or_insert((*first, *len, g.count.is_some()));
@@ -663,7 +679,7 @@ fn spawn_apps(
     };
     // Receivers start before senders at the same instant (see crate docs).
     let mut spawns: Vec<(elvis_apps::AppFactory, u32, u32)> = Vec::new();
-    for (k, (g, (_, first, len))) in scenario.machines.iter().zip(groups).enumerate() {
+    for (k, (g, (_, first, len))) in machines.iter().zip(groups).enumerate() {
         // The machines of this group that take its applications.
         let runs = if apps_from.whole_groups.contains(&k) {
             runs(*first, *len, |m| apps_from.own_block.contains(&m))

@@ -34,6 +34,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// mimalloc, not the system allocator: building a scenario makes millions
+/// of small allocations, and with glibc's malloc those cost about a quarter
+/// of a large star's build (README, "Benchmarks").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The scenario `elvis run` runs when given no file.
 const DEFAULT_SCENARIO: &str = include_str!("../../../examples/ndl/default.ndl");
 

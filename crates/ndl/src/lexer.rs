@@ -36,8 +36,20 @@ struct Lexer<'a, 'm> {
     map: &'m SourceMap<'m>,
 }
 
+/// The bytes of keywords and keys: ASCII letters and digits, `_`, `-`, `.`.
+const IDENT: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.');
+        c += 1;
+    }
+    t
+};
+
 fn is_ident(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')
+    IDENT[usize::from(c)]
 }
 
 impl<'a> Lexer<'a, '_> {
@@ -72,7 +84,9 @@ impl<'a> Lexer<'a, '_> {
     }
 
     fn run(mut self) -> Result<Vec<Block<'a>>, NdlError> {
-        let mut out = Vec::new();
+        // At most one block per `[` (counted in one fast pass): growing
+        // the list instead would copy every block about twice.
+        let mut out = Vec::with_capacity(self.b.iter().filter(|&&c| c == b'[').count());
         if self.src.starts_with('\u{feff}') {
             self.pos = '\u{feff}'.len_utf8(); // A byte-order mark.
         }
@@ -192,9 +206,8 @@ impl<'a> Lexer<'a, '_> {
 
     fn ident(&mut self) -> Spanned<Text<'a>> {
         let start = self.pos;
-        while self.peek().is_some_and(is_ident) {
-            self.pos += 1;
-        }
+        let rest = &self.b[start..];
+        self.pos += rest.iter().position(|&c| !is_ident(c)).unwrap_or(rest.len());
         let span = Span {
             start,
             end: self.pos,
@@ -316,6 +329,13 @@ impl<'a> Lexer<'a, '_> {
         let mut value: Option<String> = None;
         let mut seg = start;
         loop {
+            // Ordinary bytes in one sweep (a generated file is mostly
+            // values).
+            let rest = &self.b[self.pos..];
+            self.pos += rest
+                .iter()
+                .position(|&c| c == q || c == b'\\' || c == b'\n')
+                .unwrap_or(rest.len());
             match self.peek() {
                 None | Some(b'\n') => {
                     let end = if self.peek().is_some() && self.b[self.pos - 1] == b'\r' {

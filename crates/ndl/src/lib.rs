@@ -112,6 +112,9 @@ pub(crate) struct SourceMap<'a> {
     src: &'a str,
     /// Byte offset of the start of each line.
     line_starts: Vec<usize>,
+    /// The line (0-based) of the last lookup: lowering asks in source
+    /// order, so the next answer is usually on it or just after it.
+    last: std::cell::Cell<usize>,
 }
 
 impl<'a> SourceMap<'a> {
@@ -123,12 +126,16 @@ impl<'a> SourceMap<'a> {
                 .filter(|&(_, b)| b == b'\n')
                 .map(|(i, _)| i + 1),
         );
-        SourceMap { src, line_starts }
+        SourceMap {
+            src,
+            line_starts,
+            last: std::cell::Cell::new(0),
+        }
     }
 
     pub(crate) fn loc(&self, span: Span) -> Loc {
         let start = span.start.min(self.src.len());
-        let line = self.line_starts.partition_point(|&s| s <= start).max(1);
+        let line = self.line_of(start);
         let line_start = self.line_starts[line - 1];
         let col = match self.src.get(line_start..start) {
             Some(s) => s.chars().count(),
@@ -141,6 +148,25 @@ impl<'a> SourceMap<'a> {
             line: n(line),
             col: n(col + 1),
         }
+    }
+}
+
+impl SourceMap<'_> {
+    /// Returns the 1-based line holding byte `start`.
+    fn line_of(&self, start: usize) -> usize {
+        let starts = &self.line_starts;
+        let hint = self.last.get();
+        // On the hinted line or one of the next two: no search.
+        for l in hint..(hint + 3).min(starts.len()) {
+            let next = starts.get(l + 1).copied().unwrap_or(usize::MAX);
+            if starts[l] <= start && start < next {
+                self.last.set(l);
+                return l + 1;
+            }
+        }
+        let line = starts.partition_point(|&s| s <= start).max(1);
+        self.last.set(line - 1);
+        line
     }
 }
 
@@ -209,5 +235,24 @@ mod tests {
             }
         );
         assert_eq!(m.loc(Span { start: 0, end: 0 }).line, 1);
+    }
+
+    #[test]
+    fn the_line_cursor_answers_like_a_search_in_any_order() {
+        let src = "a\n\nbc\nµ\n\n\ndef\n";
+        let m = SourceMap::new(src);
+        let search = |o: usize| m.line_starts.partition_point(|&s| s <= o).max(1);
+        let n = src.len();
+        // Forward, backward, and jumping about (stride 5 modulo n + 1).
+        let orders: [Vec<usize>; 3] = [
+            (0..=n).collect(),
+            (0..=n).rev().collect(),
+            (0..=n).map(|k| k * 5 % (n + 1)).collect(),
+        ];
+        for order in orders {
+            for o in order {
+                assert_eq!(m.line_of(o), search(o), "offset {o}");
+            }
+        }
     }
 }
