@@ -207,7 +207,10 @@ impl<'a> Lexer<'a, '_> {
     fn ident(&mut self) -> Spanned<Text<'a>> {
         let start = self.pos;
         let rest = &self.b[start..];
-        self.pos += rest.iter().position(|&c| !is_ident(c)).unwrap_or(rest.len());
+        self.pos += rest
+            .iter()
+            .position(|&c| !is_ident(c))
+            .unwrap_or(rest.len());
         let span = Span {
             start,
             end: self.pos,
