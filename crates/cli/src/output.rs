@@ -199,7 +199,7 @@ pub fn write(target: &Target, bytes: &[u8]) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    #[path = "../../tests/support/temp_dir.rs"]
+    #[path = "../../../tests/support/temp_dir.rs"]
     mod temp_dir;
 
     #[test]
