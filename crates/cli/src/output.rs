@@ -195,12 +195,15 @@ pub fn write(target: &Target, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
+/// A scratch directory for the tests (shared with the integration tests).
+#[cfg(test)]
+#[path = "../tests/support/temp_dir.rs"]
+mod temp_dir;
+
 #[cfg(test)]
 mod tests {
+    use super::temp_dir::TempDir;
     use super::*;
-
-    #[path = "../../../tests/support/temp_dir.rs"]
-    mod temp_dir;
 
     #[test]
     fn a_dash_means_standard_output() {
@@ -209,7 +212,7 @@ mod tests {
 
     #[test]
     fn a_new_file_in_an_existing_directory_is_written_atomically() {
-        let dir = temp_dir::TempDir::new().unwrap();
+        let dir = TempDir::new().unwrap();
         let path = dir.path().join("r.json");
         let t = plan_file(&path).unwrap();
         assert_eq!(t, Target::Atomic(path.clone()));
@@ -223,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_missing_directory_or_a_directory_is_refused_before_the_run() {
-        let dir = temp_dir::TempDir::new().unwrap();
+        let dir = TempDir::new().unwrap();
         let e = plan_file(&dir.path().join("no/such/r.json")).unwrap_err();
         assert!(e.contains("no/such"), "{e}");
         let e = plan_file(dir.path()).unwrap_err();
@@ -233,7 +236,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_symbolic_link_is_kept_and_its_target_gets_the_report() {
-        let dir = temp_dir::TempDir::new().unwrap();
+        let dir = TempDir::new().unwrap();
         let real = dir.path().join("real.json");
         std::fs::write(&real, b"old").unwrap();
         let link = dir.path().join("link.json");
@@ -251,7 +254,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_dangling_link_creates_its_target() {
-        let dir = temp_dir::TempDir::new().unwrap();
+        let dir = TempDir::new().unwrap();
         let link = dir.path().join("link.json");
         std::os::unix::fs::symlink("made.json", &link).unwrap();
         let t = plan_file(&link).unwrap();
@@ -272,7 +275,7 @@ mod tests {
 
     #[test]
     fn a_file_in_the_way_of_an_output_directory_is_refused() {
-        let dir = temp_dir::TempDir::new().unwrap();
+        let dir = TempDir::new().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, b"").unwrap();
         assert!(plan_dir(&file).unwrap_err().contains("not a directory"));
