@@ -52,6 +52,19 @@ fn checksum_options() -> Vec<String> {
     .collect()
 }
 
+/// Reads `pcap` with checksum validation on, applying display filter
+/// `filter`, and returns the matching frames' numbers.
+fn frames_matching(pcap: &str, options: &[String], filter: &str) -> Vec<String> {
+    let mut args: Vec<&str> = vec!["-n", "-r", pcap];
+    args.extend(options.iter().map(String::as_str));
+    args.extend(["-Y", filter, "-T", "fields", "-e", "frame.number"]);
+    tshark(&args)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// The dissected `fields` of every frame of `pcap`: per frame, per field,
 /// its values (a field may occur more than once, or not at all).
 fn dissect(pcap: &str, options: &[String], fields: &[&str]) -> Vec<Vec<Vec<String>>> {
