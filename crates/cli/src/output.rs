@@ -163,27 +163,43 @@ pub fn plan_dir(dir: &Path) -> Result<(), String> {
     probe_writable(at).map_err(|e| format!("cannot create files in {}: {e}", at.display()))
 }
 
-/// Writes `bytes` to `target` as [`Target`] describes.
+/// Writes `bytes` to `target` as [`Target`] describes (the tests'
+/// shorthand for [`write_with`]).
 ///
 /// # Errors
 /// Any I/O error; an atomic write leaves the old file untouched then.
+#[cfg(test)]
 pub fn write(target: &Target, bytes: &[u8]) -> io::Result<()> {
+    write_with(target, |w| w.write_all(bytes))
+}
+
+/// Writes what `fill` writes (through a buffer) to `target` as [`Target`]
+/// describes.
+///
+/// # Errors
+/// Any I/O error, `fill`'s among them; an atomic write leaves the old file
+/// untouched then.
+pub fn write_with(
+    target: &Target,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     match target {
         Target::Stdout => {
-            let mut out = io::stdout().lock();
-            out.write_all(bytes)?;
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            fill(&mut out)?;
             out.flush()
         }
         Target::Direct(path) => {
-            let mut f = OpenOptions::new().write(true).open(path)?;
-            f.write_all(bytes)?;
+            let mut f = io::BufWriter::new(OpenOptions::new().write(true).open(path)?);
+            fill(&mut f)?;
             f.flush()
         }
         Target::Atomic(path) => {
             let tmp = partial_path(path);
             let written = (|| {
-                let mut f = File::create(&tmp)?;
-                f.write_all(bytes)?;
+                let mut f = io::BufWriter::new(File::create(&tmp)?);
+                fill(&mut f)?;
+                let f = f.into_inner().map_err(io::IntoInnerError::into_error)?;
                 f.sync_all()?;
                 std::fs::rename(&tmp, path)
             })();
