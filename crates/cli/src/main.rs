@@ -30,6 +30,7 @@ mod summary;
 
 use clap::{Parser, Subcommand};
 use elvis_sim::{Progress, RunLimits, Time};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -366,6 +367,10 @@ fn run(args: RunArgs) -> ExitCode {
         Err(c) => return c,
     };
     let build_time = build_start.elapsed();
+    // The run needs neither the scenario nor its text: a large one is
+    // hundreds of megabytes that the run's own memory can reuse.
+    drop(scenario);
+    drop(source);
     let mut written: Vec<PathBuf> = Vec::new();
     if let Some(dir) = &args.pcap {
         match built.sim.capture_pcap(dir) {
@@ -496,7 +501,12 @@ fn write_outputs(
         }
     }
     if let Some(target) = &outputs.report {
-        match output::write(target, report.to_json().as_bytes()) {
+        // Streamed: a report of 100,000 networks is tens of megabytes of
+        // JSON, which need not be held in memory as one string.
+        let json = |w: &mut dyn Write| {
+            serde_json::to_writer_pretty(&mut *w, report).map_err(io::Error::other)
+        };
+        match output::write_with(target, json) {
             Ok(()) => written.extend(target.path().map(Path::to_path_buf)),
             Err(e) => {
                 let shown = args.report.as_deref().unwrap_or(Path::new("-"));

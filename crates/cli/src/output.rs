@@ -163,27 +163,43 @@ pub fn plan_dir(dir: &Path) -> Result<(), String> {
     probe_writable(at).map_err(|e| format!("cannot create files in {}: {e}", at.display()))
 }
 
-/// Writes `bytes` to `target` as [`Target`] describes.
+/// Writes `bytes` to `target` as [`Target`] describes (the tests'
+/// shorthand for [`write_with`]).
 ///
 /// # Errors
 /// Any I/O error; an atomic write leaves the old file untouched then.
+#[cfg(test)]
 pub fn write(target: &Target, bytes: &[u8]) -> io::Result<()> {
+    write_with(target, |w| w.write_all(bytes))
+}
+
+/// Writes what `fill` writes (through a buffer) to `target` as [`Target`]
+/// describes.
+///
+/// # Errors
+/// Any I/O error, `fill`'s among them; an atomic write leaves the old file
+/// untouched then.
+pub fn write_with(
+    target: &Target,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     match target {
         Target::Stdout => {
-            let mut out = io::stdout().lock();
-            out.write_all(bytes)?;
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            fill(&mut out)?;
             out.flush()
         }
         Target::Direct(path) => {
-            let mut f = OpenOptions::new().write(true).open(path)?;
-            f.write_all(bytes)?;
+            let mut f = io::BufWriter::new(OpenOptions::new().write(true).open(path)?);
+            fill(&mut f)?;
             f.flush()
         }
         Target::Atomic(path) => {
             let tmp = partial_path(path);
             let written = (|| {
-                let mut f = File::create(&tmp)?;
-                f.write_all(bytes)?;
+                let mut f = io::BufWriter::new(File::create(&tmp)?);
+                fill(&mut f)?;
+                let f = f.into_inner().map_err(io::IntoInnerError::into_error)?;
                 f.sync_all()?;
                 std::fs::rename(&tmp, path)
             })();
@@ -195,8 +211,14 @@ pub fn write(target: &Target, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
+/// A scratch directory for the tests (shared with the integration tests).
+#[cfg(test)]
+#[path = "../tests/support/temp_dir.rs"]
+mod temp_dir;
+
 #[cfg(test)]
 mod tests {
+    use super::temp_dir::TempDir;
     use super::*;
 
     #[test]
@@ -206,7 +228,7 @@ mod tests {
 
     #[test]
     fn a_new_file_in_an_existing_directory_is_written_atomically() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = TempDir::new().unwrap();
         let path = dir.path().join("r.json");
         let t = plan_file(&path).unwrap();
         assert_eq!(t, Target::Atomic(path.clone()));
@@ -220,7 +242,7 @@ mod tests {
 
     #[test]
     fn a_missing_directory_or_a_directory_is_refused_before_the_run() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = TempDir::new().unwrap();
         let e = plan_file(&dir.path().join("no/such/r.json")).unwrap_err();
         assert!(e.contains("no/such"), "{e}");
         let e = plan_file(dir.path()).unwrap_err();
@@ -230,7 +252,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_symbolic_link_is_kept_and_its_target_gets_the_report() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = TempDir::new().unwrap();
         let real = dir.path().join("real.json");
         std::fs::write(&real, b"old").unwrap();
         let link = dir.path().join("link.json");
@@ -248,7 +270,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_dangling_link_creates_its_target() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = TempDir::new().unwrap();
         let link = dir.path().join("link.json");
         std::os::unix::fs::symlink("made.json", &link).unwrap();
         let t = plan_file(&link).unwrap();
@@ -269,7 +291,7 @@ mod tests {
 
     #[test]
     fn a_file_in_the_way_of_an_output_directory_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = TempDir::new().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, b"").unwrap();
         assert!(plan_dir(&file).unwrap_err().contains("not a directory"));

@@ -25,6 +25,7 @@ pub fn lex<'a>(src: &'a str, map: &SourceMap<'_>) -> Result<Vec<Block<'a>>, NdlE
         b: src.as_bytes(),
         pos: 0,
         map,
+        params: Vec::new(),
     }
     .run()
 }
@@ -34,6 +35,8 @@ struct Lexer<'a, 'm> {
     b: &'a [u8],
     pos: usize,
     map: &'m SourceMap<'m>,
+    /// The options of the block being read (reused from block to block).
+    params: Vec<Param<'a>>,
 }
 
 /// The bytes of keywords and keys: ASCII letters and digits, `_`, `-`, `.`.
@@ -233,7 +236,11 @@ impl<'a> Lexer<'a, '_> {
                 .err(ErrorKind::Syntax, self.here(), msg)
                 .hint("blocks look like [Keyword key='value']"));
         }
-        let mut params: Vec<Param<'a>> = Vec::new();
+        // Gathered in a buffer the lexer reuses, then copied into a list
+        // of exactly their number: growing a fresh list per block would
+        // leave room for four options in every block of a large file.
+        let mut params = std::mem::take(&mut self.params);
+        params.clear();
         loop {
             self.skip_blanks(true);
             match self.peek() {
@@ -255,9 +262,11 @@ impl<'a> Lexer<'a, '_> {
                 }
             }
         }
+        let exact = params.drain(..).collect();
+        self.params = params;
         Ok(Block {
             keyword,
-            params,
+            params: exact,
             children: Vec::new(),
             depth,
             span: Span {

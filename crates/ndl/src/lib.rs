@@ -69,7 +69,7 @@ pub fn parse_all(source: &str, file_name: &str) -> Result<Scenario, Vec<NdlError
     let map = SourceMap::new(source);
     let roots = parser::parse_blocks(source, &map).map_err(|e| vec![name(e)])?;
     let mut sc =
-        lower::lower(&roots, &map).map_err(|es| es.into_iter().map(name).collect::<Vec<_>>())?;
+        lower::lower(roots, &map).map_err(|es| es.into_iter().map(name).collect::<Vec<_>>())?;
     sc.base_dir = Path::new(file_name)
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

@@ -38,11 +38,13 @@ const NETWORK_KEYS: &[&str] = &[
 ];
 const MACHINE_SECTIONS: &[&str] = &["Networks", "Protocols", "Applications", "Routes", "Route"];
 
-/// Lowers the top-level blocks of a file.
+/// Lowers the top-level blocks of a file. Each network and machine block
+/// is dropped once lowered, so the tree and the scenario are never both
+/// whole in memory.
 ///
 /// # Errors
 /// Every problem found, in source order.
-pub fn lower(roots: &[Block], map: &SourceMap<'_>) -> Result<Scenario, Vec<NdlError>> {
+pub fn lower(roots: Vec<Block>, map: &SourceMap<'_>) -> Result<Scenario, Vec<NdlError>> {
     let mut l = Lower {
         map,
         errors: Vec::new(),
@@ -55,8 +57,8 @@ pub fn lower(roots: &[Block], map: &SourceMap<'_>) -> Result<Scenario, Vec<NdlEr
         sim: None,
         attached: HashMap::default(),
     };
-    for b in roots {
-        l.section(b);
+    for mut b in roots {
+        l.section(&mut b);
     }
     l.resolve_networks();
     l.check_links();
@@ -218,7 +220,7 @@ impl Lower<'_> {
         }
     }
 
-    fn section(&mut self, b: &Block) {
+    fn section(&mut self, b: &mut Block) {
         if b.is("Template") || b.is("Templates") {
             return; // Accepted and ignored, as Elvis does.
         }
@@ -236,11 +238,18 @@ impl Lower<'_> {
             return self.unexpected(b, None, SECTIONS);
         };
         self.keys(b, &[]);
-        for c in &b.children {
+        let children = std::mem::take(&mut b.children);
+        let n = children.iter().filter(|c| c.is(child)).count();
+        if child == "Network" {
+            self.sc.networks.reserve_exact(n);
+        } else {
+            self.sc.machines.reserve_exact(n);
+        }
+        for c in children {
             if c.is(child) {
-                f(self, c);
+                f(self, &c);
             } else {
-                self.unexpected(c, Some(&b.keyword.node), &[child]);
+                self.unexpected(&c, Some(&b.keyword.node), &[child]);
             }
         }
     }

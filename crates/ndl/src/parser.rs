@@ -108,7 +108,11 @@ pub fn parse_blocks<'a>(src: &'a str, map: &SourceMap<'_>) -> Result<Vec<Block<'
 }
 
 fn close<'a>(stack: &mut Vec<Block<'a>>, roots: &mut Vec<Block<'a>>) {
-    if let Some(done) = stack.pop() {
+    if let Some(mut done) = stack.pop() {
+        // A list grown one child at a time has room for at least four; most
+        // blocks of a large file (a machine's `[Networks]`, `[Protocols]`)
+        // hold one or two.
+        done.children.shrink_to_fit();
         match stack.last_mut() {
             Some(parent) => parent.children.push(done),
             None => roots.push(done),

@@ -113,9 +113,13 @@ pub fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
+#[path = "../support/temp_dir.rs"]
+mod scratch;
+pub use scratch::TempDir;
+
 /// Returns a fresh temporary directory.
-pub fn temp_dir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temporary directory")
+pub fn temp_dir() -> TempDir {
+    TempDir::new().expect("a temporary directory")
 }
 
 /// Reads and parses a report written with `--report`.

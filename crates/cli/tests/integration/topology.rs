@@ -52,7 +52,7 @@ fn the_topology_zoo_example_follows_the_least_latency_path() {
 }
 
 /// Writes `files` into a fresh directory and runs `elvis run t.ndl` there.
-fn run_in(files: &[(&str, &str)]) -> (Outcome, tempfile::TempDir) {
+fn run_in(files: &[(&str, &str)]) -> (Outcome, crate::TempDir) {
     let dir = temp_dir();
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).unwrap();

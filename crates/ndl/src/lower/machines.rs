@@ -47,7 +47,7 @@ fn check_braces(v: &str, counted: bool) -> Result<(), (String, String)> {
 
 impl Lower<'_> {
     fn params(&mut self, b: &Block, counted: bool) -> sc::Params {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(b.params.len());
         // A protocol's or application's `name` is its identity, not an option.
         for p in b
             .params
@@ -175,6 +175,13 @@ impl Lower<'_> {
             }
         }
         self.claim_ips(&g);
+        // Lists grown one entry at a time keep room for four; a large
+        // scenario has one or two of each per machine.
+        g.networks.shrink_to_fit();
+        g.protocols.shrink_to_fit();
+        g.applications.shrink_to_fit();
+        g.routes.shrink_to_fit();
+        g.pinned.shrink_to_fit();
         self.sc.machines.push(g);
     }
 

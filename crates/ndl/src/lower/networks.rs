@@ -11,6 +11,7 @@ use crate::units::{
 use elvis_scenario::{AddressEntry, Loc, NetworkKind, NetworkSpec};
 use rustc_hash::FxHashMap as HashMap;
 use std::net::Ipv4Addr;
+use std::sync::LazyLock;
 
 /// Parses `a.b.c.d-e` (last octet) or `a.b.c.d-w.x.y.z`.
 pub(crate) fn parse_range(s: &str) -> Result<(Ipv4Addr, Ipv4Addr), String> {
@@ -77,11 +78,13 @@ fn parse_ip(s: &str) -> Result<Ipv4Addr, String> {
 
 impl Lower<'_> {
     pub(super) fn network(&mut self, b: &Block) {
-        let keys: Vec<&str> = (NETWORK_KEYS.iter())
-            .chain(super::qdisc::QDISC_KEYS)
-            .copied()
-            .collect();
-        self.keys(b, &keys);
+        static KEYS: LazyLock<Vec<&str>> = LazyLock::new(|| {
+            (NETWORK_KEYS.iter())
+                .chain(super::qdisc::QDISC_KEYS)
+                .copied()
+                .collect()
+        });
+        self.keys(b, &KEYS);
         let Some(id) = self.required(b, "id") else {
             return;
         };
@@ -117,6 +120,7 @@ impl Lower<'_> {
             }
         }
         self.check_subnet(&net);
+        net.addresses.shrink_to_fit();
         self.sc.networks.push(net);
     }
 
