@@ -180,8 +180,11 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
         sim.set_default_ttl(ttl);
     }
     icmp_limits(&mut sim, &scenario.sim);
-    let mut pools: Vec<Pool> = Vec::new();
-    let mut net_ids: BTreeMap<&str, u32> = BTreeMap::new();
+    let n = scenario.networks.len();
+    sim.reserve_networks(n);
+    let mut pools: Vec<Pool> = Vec::with_capacity(n);
+    let mut net_ids = rustc_hash::FxHashMap::<&str, u32>::default();
+    net_ids.reserve(n);
     for spec in &scenario.networks {
         let cfg = NetworkConfig {
             name: spec.id.clone(),
@@ -649,14 +652,13 @@ fn spawn_apps(
 ) -> Result<(), BuildError> {
     // Name → address, for `to=` options (resolved once, at build time);
     // generated groups are counted.
-    let mut names: BTreeMap<String, (u32, u32, bool)> = generated
-        .iter()
-        .map(|(n, first, len)| (n.clone(), (*first, *len, true)))
-        .collect();
+    let mut names = rustc_hash::FxHashMap::<&str, (u32, u32, bool)>::default();
+    names.reserve(generated.len() + groups.len());
+    for (n, first, len) in generated {
+        names.insert(n, (*first, *len, true));
+    }
     for (g, (n, first, len)) in machines.iter().zip(groups) {
-        names
-            .entry(n.clone())
-            .or_insert((*first, *len, g.count.is_some()));
+        names.entry(n).or_insert((*first, *len, g.count.is_some()));
     }
     let addresses = sim.primary_addresses();
     let resolve = |name: &str| -> Option<Ipv4Addr> {

@@ -1,4 +1,4 @@
-//! The lexer: NDL text to a flat list of blocks, each with its depth.
+//! The lexer: NDL text to a stream of blocks, each with its depth.
 //!
 //! A line holds one `[Keyword key='value' …]` block, a comment (`#` or
 //! `//` after the indentation) or nothing. A block may run over several
@@ -14,12 +14,18 @@ use crate::parser::{Block, Param, Span, Spanned, Text};
 use crate::SourceMap;
 use std::borrow::Cow;
 
-/// Splits `src` into blocks in source order, without nesting them.
+/// Splits `src` into blocks and hands each to `each` in source order,
+/// without nesting them. Nothing is kept between blocks: a large file
+/// never has all its blocks in one list.
 ///
 /// # Errors
 /// Unterminated quotes or blocks, stray text, bad indentation and keys
-/// given twice in one block.
-pub fn lex<'a>(src: &'a str, map: &SourceMap<'_>) -> Result<Vec<Block<'a>>, NdlError> {
+/// given twice in one block; or the first error `each` returns.
+pub fn lex<'a>(
+    src: &'a str,
+    map: &SourceMap<'_>,
+    each: impl FnMut(Block<'a>) -> Result<(), NdlError>,
+) -> Result<(), NdlError> {
     Lexer {
         src,
         b: src.as_bytes(),
@@ -27,7 +33,7 @@ pub fn lex<'a>(src: &'a str, map: &SourceMap<'_>) -> Result<Vec<Block<'a>>, NdlE
         map,
         params: Vec::new(),
     }
-    .run()
+    .run(each)
 }
 
 struct Lexer<'a, 'm> {
@@ -86,10 +92,10 @@ impl<'a> Lexer<'a, '_> {
         }
     }
 
-    fn run(mut self) -> Result<Vec<Block<'a>>, NdlError> {
-        // At most one block per `[` (counted in one fast pass): growing
-        // the list instead would copy every block about twice.
-        let mut out = Vec::with_capacity(self.b.iter().filter(|&&c| c == b'[').count());
+    fn run(
+        mut self,
+        mut each: impl FnMut(Block<'a>) -> Result<(), NdlError>,
+    ) -> Result<(), NdlError> {
         if self.src.starts_with('\u{feff}') {
             self.pos = '\u{feff}'.len_utf8(); // A byte-order mark.
         }
@@ -110,8 +116,9 @@ impl<'a> Lexer<'a, '_> {
                             .err(ErrorKind::Indentation, indent, msg)
                             .hint("indent with tabs, or with exactly four spaces per level"));
                     }
-                    out.push(self.block(depth.0)?);
+                    let b = self.block(depth.0)?;
                     self.end_of_line()?;
+                    each(b)?;
                 }
                 Some(_) => {
                     let msg = format!("expected `[` to start a block, found {}", self.found());
@@ -121,7 +128,7 @@ impl<'a> Lexer<'a, '_> {
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Reads the indentation at the start of a line: `((depth, stray

@@ -10,9 +10,12 @@
 //! assert_eq!(err.to_string(), "bad.ndl:1:1: error: unknown section `[Netwroks]` (hint: did you mean `[Networks]`?)");
 //! ```
 //!
-//! The pipeline is `lexer` (text → flat blocks with byte spans) →
+//! The pipeline is `lexer` (text → a stream of blocks with byte spans) →
 //! `parser` (blocks → tree by indentation) → `lower` (tree → [`Scenario`],
-//! with all checks). The language itself is described in `docs/ndl.md`:
+//! with all checks). It streams: each `[Network]` and `[Machine]` block
+//! is lowered as soon as it is complete and then dropped, so memory holds
+//! the source, the scenario and one machine's blocks, never the whole
+//! tree. The language itself is described in `docs/ndl.md`:
 //! the Elvis dialect of Fig. 2 of the Elvis paper parses unchanged, plus
 //! network parameters, a `[Simulation]` block and `{i}` / `{name}`
 //! placeholders.
@@ -67,9 +70,8 @@ pub fn parse_all(source: &str, file_name: &str) -> Result<Scenario, Vec<NdlError
         text::shorten_error(e)
     };
     let map = SourceMap::new(source);
-    let roots = parser::parse_blocks(source, &map).map_err(|e| vec![name(e)])?;
-    let mut sc =
-        lower::lower(roots, &map).map_err(|es| es.into_iter().map(name).collect::<Vec<_>>())?;
+    let mut sc = lower::parse_and_lower(source, &map)
+        .map_err(|es| es.into_iter().map(name).collect::<Vec<_>>())?;
     sc.base_dir = Path::new(file_name)
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -119,7 +121,10 @@ pub(crate) struct SourceMap<'a> {
 
 impl<'a> SourceMap<'a> {
     pub(crate) fn new(src: &'a str) -> Self {
-        let mut line_starts = vec![0];
+        // Counted first (a fast pass), so the list is allocated once.
+        let lines = src.bytes().filter(|&b| b == b'\n').count();
+        let mut line_starts = Vec::with_capacity(lines + 1);
+        line_starts.push(0);
         line_starts.extend(
             src.bytes()
                 .enumerate()

@@ -38,36 +38,70 @@ const NETWORK_KEYS: &[&str] = &[
 ];
 const MACHINE_SECTIONS: &[&str] = &["Networks", "Protocols", "Applications", "Routes", "Route"];
 
-/// Lowers the top-level blocks of a file. Each network and machine block
-/// is dropped once lowered, so the tree and the scenario are never both
-/// whole in memory.
+/// Parses and lowers `src`. Each network and machine block is lowered
+/// as soon as the parser has read it and then dropped, so a large file's
+/// block tree is never whole in memory.
 ///
 /// # Errors
-/// Every problem found, in source order.
-pub fn lower(roots: Vec<Block>, map: &SourceMap<'_>) -> Result<Scenario, Vec<NdlError>> {
-    let mut l = Lower {
-        map,
-        errors: Vec::new(),
-        sc: Scenario::default(),
-        net_ids: HashMap::default(),
-        link_locs: HashMap::default(),
-        machine_names: HashMap::default(),
-        listed: BTreeMap::new(),
-        claimed: BTreeMap::new(),
-        sim: None,
-        attached: HashMap::default(),
-    };
-    for mut b in roots {
-        l.section(&mut b);
+/// The first syntax error alone; otherwise every problem found, in source
+/// order.
+pub fn parse_and_lower(src: &str, map: &SourceMap<'_>) -> Result<Scenario, Vec<NdlError>> {
+    let mut l = Lower::new(map);
+    // Sized once: the lists would otherwise grow by doubling, copying
+    // every network and machine lowered so far at each step.
+    let (networks, machines) = depth_one_counts(src, map);
+    l.sc.networks.reserve_exact(networks);
+    l.net_ids.reserve(networks);
+    l.sc.machines.reserve_exact(machines);
+    l.machine_names.reserve(machines);
+    crate::parser::parse_into(src, map, &mut l).map_err(|e| vec![e])?;
+    l.finish()
+}
+
+/// Counts the lines that open a `[Network` or `[Machine` block one level
+/// deep (one tab or four spaces). For a well-formed file these are its
+/// networks and machines; the counts only size lists, so a file indented
+/// otherwise just grows them.
+fn depth_one_counts(src: &str, map: &SourceMap<'_>) -> (usize, usize) {
+    let b = src.as_bytes();
+    let (mut networks, mut machines) = (0, 0);
+    for &start in &map.line_starts {
+        let line = b.get(start..).unwrap_or_default();
+        let Some(rest) = line
+            .strip_prefix(b"\t")
+            .or_else(|| line.strip_prefix(b"    "))
+            .and_then(|r| r.strip_prefix(b"["))
+        else {
+            continue;
+        };
+        let opens = |kw: &[u8]| {
+            rest.get(..kw.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(kw))
+                && matches!(rest.get(kw.len()), Some(b' ' | b'\t' | b']'))
+        };
+        if opens(b"network") {
+            networks += 1;
+        } else if opens(b"machine") {
+            machines += 1;
+        }
     }
-    l.resolve_networks();
-    l.check_links();
-    l.check_instance_names();
-    if l.errors.is_empty() {
-        Ok(l.sc)
-    } else {
-        l.errors.sort_by_key(|e| e.loc.offset);
-        Err(l.errors)
+    (networks, machines)
+}
+
+impl<'s> crate::parser::Sink<'s> for Lower<'_> {
+    fn child(&mut self, root: &Block<'s>, child: Block<'s>) -> Option<Block<'s>> {
+        if root.is("Networks") && child.is("Network") {
+            self.network(&child);
+        } else if root.is("Machines") && child.is("Machine") {
+            self.machine(&child);
+        } else {
+            return Some(child);
+        }
+        None
+    }
+
+    fn root(&mut self, mut root: Block<'s>) {
+        self.section(&mut root);
     }
 }
 
@@ -111,6 +145,38 @@ fn take(
 
 fn at(loc: Loc) -> String {
     format!("line {}, column {}", loc.line, loc.col)
+}
+
+impl<'a> Lower<'a> {
+    fn new(map: &'a SourceMap<'a>) -> Self {
+        Lower {
+            map,
+            errors: Vec::new(),
+            sc: Scenario::default(),
+            net_ids: HashMap::default(),
+            link_locs: HashMap::default(),
+            machine_names: HashMap::default(),
+            listed: BTreeMap::new(),
+            claimed: BTreeMap::new(),
+            sim: None,
+            attached: HashMap::default(),
+        }
+    }
+
+    /// The checks that need the whole file, then the scenario.
+    fn finish(mut self) -> Result<Scenario, Vec<NdlError>> {
+        self.resolve_networks();
+        self.check_links();
+        self.check_instance_names();
+        self.sc.networks.shrink_to_fit();
+        self.sc.machines.shrink_to_fit();
+        if self.errors.is_empty() {
+            Ok(self.sc)
+        } else {
+            self.errors.sort_by_key(|e| e.loc.offset);
+            Err(self.errors)
+        }
+    }
 }
 
 impl Lower<'_> {

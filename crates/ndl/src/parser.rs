@@ -80,11 +80,50 @@ impl<'a> Block<'a> {
 /// # Errors
 /// Everything [`crate::lexer::lex`] reports, and blocks indented too deep.
 pub fn parse_blocks<'a>(src: &'a str, map: &SourceMap<'_>) -> Result<Vec<Block<'a>>, NdlError> {
-    let flat = crate::lexer::lex(src, map)?;
-    let mut roots = Vec::new();
+    let mut tree = Tree(Vec::new());
+    parse_into(src, map, &mut tree)?;
+    Ok(tree.0)
+}
+
+/// Receives the tree as it is parsed, one finished block at a time, so a
+/// consumer can take the blocks of a large section as they come instead of
+/// holding the whole tree.
+pub(crate) trait Sink<'a> {
+    /// Offers `child`, complete with its own nested blocks, a block nested
+    /// directly in the top-level block `root` (which has its options but
+    /// not yet all its children). Returns it to keep it in `root`'s
+    /// children, or `None` when the sink took it.
+    fn child(&mut self, root: &Block<'a>, child: Block<'a>) -> Option<Block<'a>>;
+
+    /// A complete top-level block, in source order.
+    fn root(&mut self, root: Block<'a>);
+}
+
+/// The sink that keeps the whole tree.
+struct Tree<'a>(Vec<Block<'a>>);
+
+impl<'a> Sink<'a> for Tree<'a> {
+    fn child(&mut self, _: &Block<'a>, child: Block<'a>) -> Option<Block<'a>> {
+        Some(child)
+    }
+
+    fn root(&mut self, root: Block<'a>) {
+        self.0.push(root);
+    }
+}
+
+/// Parses `src`, handing each finished block to `sink`.
+///
+/// # Errors
+/// As [`parse_blocks`]; blocks already handed over stay with the sink.
+pub(crate) fn parse_into<'a>(
+    src: &'a str,
+    map: &SourceMap<'_>,
+    sink: &mut impl Sink<'a>,
+) -> Result<(), NdlError> {
     // The open path from a root down to the last block seen.
     let mut stack: Vec<Block<'a>> = Vec::new();
-    for b in flat {
+    crate::lexer::lex(src, map, |b| {
         if b.depth > MAX_DEPTH {
             let msg = format!("blocks are nested more than {MAX_DEPTH} levels deep");
             return Err(NdlError::new(
@@ -97,26 +136,33 @@ pub fn parse_blocks<'a>(src: &'a str, map: &SourceMap<'_>) -> Result<Vec<Block<'
             return Err(too_deep(&b, stack.last(), map));
         }
         while stack.len() > b.depth {
-            close(&mut stack, &mut roots);
+            close(&mut stack, sink);
         }
         stack.push(b);
-    }
+        Ok(())
+    })?;
     while !stack.is_empty() {
-        close(&mut stack, &mut roots);
+        close(&mut stack, sink);
     }
-    Ok(roots)
+    Ok(())
 }
 
-fn close<'a>(stack: &mut Vec<Block<'a>>, roots: &mut Vec<Block<'a>>) {
-    if let Some(mut done) = stack.pop() {
-        // A list grown one child at a time has room for at least four; most
-        // blocks of a large file (a machine's `[Networks]`, `[Protocols]`)
-        // hold one or two.
-        done.children.shrink_to_fit();
-        match stack.last_mut() {
-            Some(parent) => parent.children.push(done),
-            None => roots.push(done),
+fn close<'a>(stack: &mut Vec<Block<'a>>, sink: &mut impl Sink<'a>) {
+    let Some(mut done) = stack.pop() else {
+        return;
+    };
+    // A list grown one child at a time has room for at least four; most
+    // blocks of a large file (a machine's `[Networks]`, `[Protocols]`)
+    // hold one or two.
+    done.children.shrink_to_fit();
+    match stack.as_mut_slice() {
+        [] => sink.root(done),
+        [root] => {
+            if let Some(kept) = sink.child(root, done) {
+                root.children.push(kept);
+            }
         }
+        [.., parent] => parent.children.push(done),
     }
 }
 

@@ -41,7 +41,10 @@ pub fn read_limited(path: &Path, max: u64, regular_only: bool) -> io::Result<Vec
     if meta.is_file() && meta.len() > max {
         return Err(too_large(meta.len()));
     }
-    let mut bytes = Vec::new();
+    // Sized once for a regular file: growing by doubling would copy a
+    // large file several times and touch twice its memory.
+    let expected = if meta.is_file() { meta.len() + 1 } else { 0 };
+    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
     std::fs::File::open(path)?
         .take(max + 1)
         .read_to_end(&mut bytes)?;

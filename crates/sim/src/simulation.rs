@@ -290,6 +290,13 @@ impl Simulation {
         w
     }
 
+    /// Makes room for `additional` more networks, for a builder that
+    /// knows its count: the list would otherwise grow by doubling, each
+    /// step copying every network added so far.
+    pub fn reserve_networks(&mut self, additional: usize) {
+        self.w().networks.reserve_exact(additional);
+    }
+
     /// Adds a network; returns its id.
     pub fn add_network(&mut self, cfg: NetworkConfig) -> NetId {
         let w = self.w();

@@ -1,6 +1,7 @@
 //! Valid files: the Elvis dialect unchanged, and the extensions.
 
 use crate::{ok, FIG2};
+use elvis_ndl::ErrorKind;
 use elvis_scenario::{Loc, NetworkKind};
 use std::net::Ipv4Addr;
 
@@ -297,4 +298,35 @@ fn parse_blocks_gives_the_generic_tree() {
     assert_eq!(roots[0].children.len(), 2);
     assert_eq!(roots[0].children[0].children[0].keyword.node, "C");
     assert_eq!(roots[0].params[0].value.node, "v");
+}
+
+#[test]
+fn sections_stream_in_source_order_and_machines_may_name_later_networks() {
+    // Machines are lowered as they are read: `a` names network 2 before
+    // it is declared, and a second `[Machines]` follows the networks.
+    let src = "[Machines]\n\t[Machine name='a']\n\t\t[Networks]\n\t\t\t[Network id='2']\n[Networks]\n\t[Network id='1']\n\t[Network id='2']\n[Machines]\n\t[Machine name='b']\n\t\t[Networks]\n\t\t\t[Network id='1']\n";
+    let sc = ok(src);
+    let machines: Vec<&str> = sc.machines.iter().map(|m| m.name.as_str()).collect();
+    let networks: Vec<&str> = sc.networks.iter().map(|n| n.id.as_str()).collect();
+    assert_eq!(machines, ["a", "b"]);
+    assert_eq!(networks, ["1", "2"]);
+    assert_eq!(sc.machines[0].networks[0].name, "2");
+}
+
+#[test]
+fn a_syntax_error_after_lowered_blocks_is_reported_alone() {
+    // Machine `a` is lowered (with an error of its own) before the
+    // parser reaches the broken line; only the syntax error is reported.
+    let src = "[Networks]\n\t[Network id='1']\n[Machines]\n\t[Machine name='a' count='0']\n\t[Machine name='b' oops]\n";
+    let errs = elvis_ndl::parse_all(src, "s.ndl").unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!((errs[0].kind, errs[0].loc.line), (ErrorKind::Syntax, 5));
+}
+
+#[test]
+fn the_first_syntax_or_indentation_error_in_the_file_is_reported() {
+    // An indentation error (line 2) before an unterminated quote (line 4).
+    let src = "[Networks]\n\t\t[Network id='1']\n[Machines]\n\t[Machine name='a\n";
+    let e = elvis_ndl::parse(src, "s.ndl").unwrap_err();
+    assert_eq!((e.kind, e.loc.line), (ErrorKind::Indentation, 2), "{e}");
 }
