@@ -155,13 +155,18 @@ fn load(file: Option<&Path>) -> Result<(String, String, elvis_scenario::Scenario
                 }
             };
             let name = path.display().to_string();
-            match elvis_ndl::decode(&bytes, &name) {
-                Ok(s) => (name, s.to_string()),
-                Err(e) => {
-                    eprint!(
-                        "{}",
-                        render::ndl_error(&e, &String::from_utf8_lossy(&bytes))
-                    );
+            // The bytes become the source without a copy (a generated
+            // file can be hundreds of megabytes).
+            match String::from_utf8(bytes) {
+                Ok(s) => (name, s),
+                Err(bad) => {
+                    let bytes = bad.into_bytes();
+                    if let Err(e) = elvis_ndl::decode(&bytes, &name) {
+                        eprint!(
+                            "{}",
+                            render::ndl_error(&e, &String::from_utf8_lossy(&bytes))
+                        );
+                    }
                     return Err(ExitCode::from(status::BAD_INPUT));
                 }
             }

@@ -8,7 +8,7 @@ use std::path::Path;
 /// Most bytes of a graph file (`[Topology type='graph' file=…]`).
 pub const MAX_GRAPH_FILE: u64 = 64 << 20;
 /// Most bytes of an NDL file.
-pub const MAX_NDL_FILE: u64 = 256 << 20;
+pub const MAX_NDL_FILE: u64 = 1 << 30;
 
 /// Reads at most `max` bytes of `path`. With `regular_only`, anything but
 /// a regular file (a device, FIFO, socket or directory) is refused before
