@@ -1148,6 +1148,7 @@ impl Simulation {
         self.wall += start.elapsed();
         beat.done.store(true, Ordering::Relaxed);
         if let Some(h) = dog {
+            h.thread().unpark();
             let _ = h.join();
         }
         IN_SIM.with(|c| *c.borrow_mut() = None);
@@ -1546,11 +1547,14 @@ fn spawn_watchdog(
         let mut stuck_for = Duration::ZERO;
         let tick = Duration::from_millis(50).min(limit);
         while !beat.done.load(Ordering::Relaxed) {
-            std::thread::sleep(tick);
+            // Parked, not asleep: the end of the run unparks the thread,
+            // so joining it does not wait out the tick.
+            let looked = Instant::now();
+            std::thread::park_timeout(tick);
             let now = beat.ticks.load(Ordering::Relaxed);
             // The same poll (odd: one is running) since the last look.
             if now == last && now % 2 == 1 {
-                stuck_for += tick;
+                stuck_for += looked.elapsed();
                 if stuck_for >= limit {
                     let m = beat.machine.load(Ordering::Relaxed);
                     let name = groups
