@@ -122,15 +122,11 @@ pub(crate) struct SourceMap<'a> {
 impl<'a> SourceMap<'a> {
     pub(crate) fn new(src: &'a str) -> Self {
         // Counted first (a fast pass), so the list is allocated once.
-        let lines = src.bytes().filter(|&b| b == b'\n').count();
+        let bytes = src.as_bytes();
+        let lines = memchr::memchr_iter(b'\n', bytes).count();
         let mut line_starts = Vec::with_capacity(lines + 1);
         line_starts.push(0);
-        line_starts.extend(
-            src.bytes()
-                .enumerate()
-                .filter(|&(_, b)| b == b'\n')
-                .map(|(i, _)| i + 1),
-        );
+        line_starts.extend(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
         SourceMap {
             src,
             line_starts,

@@ -294,12 +294,25 @@ impl Lower<'_> {
         let Some(id) = self.required(n, "id") else {
             return;
         };
+        // Networks a machine names before the duplicate check builds a
+        // map (most machines have one or two; a router may have millions).
+        const SCAN: usize = 8;
         let index = g.networks.len();
-        let seen = match self.attached.entry(id.value.node.to_string()) {
-            std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(index);
-                None
+        let name: &str = &id.value.node;
+        let seen = if index < SCAN && self.attached.is_empty() {
+            g.networks.iter().position(|r| r.name == name)
+        } else {
+            if self.attached.is_empty() {
+                let named = g.networks.iter().enumerate();
+                self.attached
+                    .extend(named.map(|(k, r)| (r.name.clone(), k)));
+            }
+            match self.attached.entry(name.to_string()) {
+                std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(index);
+                    None
+                }
             }
         };
         if let Some(first) = seen.and_then(|k| g.networks.get(k)) {

@@ -276,8 +276,8 @@ impl Lower<'_> {
 
     /// Checks that every network a machine names was declared.
     pub(super) fn resolve_networks(&mut self) {
-        let mut ids: Vec<&str> = self.sc.networks.iter().map(|n| n.id.as_str()).collect();
-        ids.dedup();
+        // The declared ids, for hints: listed only once a reference fails.
+        let mut ids: Option<Vec<&str>> = None;
         let mut errors = Vec::new();
         for m in &self.sc.machines {
             for r in m
@@ -285,11 +285,17 @@ impl Lower<'_> {
                 .iter()
                 .filter(|r| !self.net_ids.contains_key(&r.name))
             {
+                let ids = ids.get_or_insert_with(|| {
+                    let mut ids: Vec<&str> =
+                        self.sc.networks.iter().map(|n| n.id.as_str()).collect();
+                    ids.dedup();
+                    ids
+                });
                 let msg = format!(
                     "machine '{}' is on network '{}', which is not declared",
                     m.name, r.name
                 );
-                let hint = match suggest(&r.name, &ids) {
+                let hint = match suggest(&r.name, ids) {
                     Some(s) => format!("did you mean '{s}'?"),
                     None if ids.is_empty() => {
                         "declare it under [Networks] as [Network id='…']".into()
@@ -309,6 +315,7 @@ impl Lower<'_> {
     /// Checks that each `type='link'` network joins exactly two interfaces.
     pub(super) fn check_links(&mut self) {
         let mut ends: HashMap<&str, u64> = HashMap::default();
+        ends.reserve(self.sc.networks.len());
         for m in &self.sc.machines {
             for r in &m.networks {
                 *ends.entry(r.name.as_str()).or_default() += u64::from(m.instances());

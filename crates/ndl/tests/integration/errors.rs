@@ -134,6 +134,30 @@ fn same_network_twice_on_a_machine() {
 }
 
 #[test]
+fn same_network_twice_on_a_machine_with_many_networks() {
+    // Twelve networks: the check past the first few uses a map; both the
+    // repeat among the first ones and the one past them are found.
+    let mut src = String::from("[Networks]\n");
+    for i in 0..12 {
+        src += &format!("\t[Network id='n{i}']\n");
+    }
+    src += "[Machines]\n\t[Machine name='r']\n\t\t[Networks]\n";
+    for i in 0..12 {
+        src += &format!("\t\t\t[Network id='n{i}']\n");
+        if i == 3 || i == 10 {
+            src += "\t\t\t[Network id='n2']\n";
+        }
+    }
+    let errs = elvis_ndl::parse_all(&src, "t.ndl").unwrap_err();
+    let lines: Vec<u32> = errs.iter().map(|e| e.loc.line).collect();
+    assert_eq!(lines, [21, 29], "{errs:?}");
+    assert!(
+        errs.iter().all(|e| e.message.contains("'n2' twice")),
+        "{errs:?}"
+    );
+}
+
+#[test]
 fn bad_count_is_a_bad_value() {
     assert_eq!(
         fails("[Machines]\n\t[Machine name='a' count='abc']\n"),
