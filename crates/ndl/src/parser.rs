@@ -121,8 +121,12 @@ pub(crate) fn parse_into<'a>(
     map: &SourceMap<'_>,
     sink: &mut impl Sink<'a>,
 ) -> Result<(), NdlError> {
-    // The open path from a root down to the last block seen.
-    let mut stack: Vec<Block<'a>> = Vec::new();
+    // The open path from a root down to the last block seen, each with
+    // where its children start in `done`; `done` holds the finished
+    // children of every open block, so each block's list is made once,
+    // at its exact size, when the block closes.
+    let mut open: Vec<(Block<'a>, usize)> = Vec::new();
+    let mut done: Vec<Block<'a>> = Vec::new();
     crate::lexer::lex(src, map, |b| {
         if b.depth > MAX_DEPTH {
             let msg = format!("blocks are nested more than {MAX_DEPTH} levels deep");
@@ -132,37 +136,38 @@ pub(crate) fn parse_into<'a>(
                 msg,
             ));
         }
-        if b.depth > stack.len() {
-            return Err(too_deep(&b, stack.last(), map));
+        if b.depth > open.len() {
+            return Err(too_deep(&b, open.last().map(|(p, _)| p), map));
         }
-        while stack.len() > b.depth {
-            close(&mut stack, sink);
+        while open.len() > b.depth {
+            close(&mut open, &mut done, sink);
         }
-        stack.push(b);
+        open.push((b, done.len()));
         Ok(())
     })?;
-    while !stack.is_empty() {
-        close(&mut stack, sink);
+    while !open.is_empty() {
+        close(&mut open, &mut done, sink);
     }
     Ok(())
 }
 
-fn close<'a>(stack: &mut Vec<Block<'a>>, sink: &mut impl Sink<'a>) {
-    let Some(mut done) = stack.pop() else {
+fn close<'a>(
+    open: &mut Vec<(Block<'a>, usize)>,
+    done: &mut Vec<Block<'a>>,
+    sink: &mut impl Sink<'a>,
+) {
+    let Some((mut b, first)) = open.pop() else {
         return;
     };
-    // A list grown one child at a time has room for at least four; most
-    // blocks of a large file (a machine's `[Networks]`, `[Protocols]`)
-    // hold one or two.
-    done.children.shrink_to_fit();
-    match stack.as_mut_slice() {
-        [] => sink.root(done),
-        [root] => {
-            if let Some(kept) = sink.child(root, done) {
-                root.children.push(kept);
+    b.children = done.split_off(first);
+    match open.as_slice() {
+        [] => sink.root(b),
+        [(root, _)] => {
+            if let Some(kept) = sink.child(root, b) {
+                done.push(kept);
             }
         }
-        [.., parent] => parent.children.push(done),
+        _ => done.push(b),
     }
 }
 

@@ -155,6 +155,14 @@ impl Lower<'_> {
         // Replaced, not cleared: clearing keeps the capacity a router with
         // many networks left behind, and would cost that much per machine.
         self.attached = Default::default();
+        // Sized from the blocks, so no list grows and is then trimmed.
+        let nested = |kw: &str| -> usize {
+            let of = b.children.iter().filter(|c| c.is(kw));
+            of.map(|c| c.children.len()).sum()
+        };
+        g.networks.reserve_exact(nested("Networks"));
+        g.protocols.reserve_exact(nested("Protocols"));
+        g.applications.reserve_exact(nested("Applications"));
         for c in &b.children {
             if c.is("Routes") {
                 self.keys(c, &[]);
