@@ -26,6 +26,7 @@
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
 //! | ECN ([`ecn`], RFC 3168) | accept when asked, never ask (`EcnMode::Accept`) | yes (`tcp_ecn=2`) |
 //! | loss detection ([`rack`]) | RACK-TLP (RFC 8985, `rack`); RFC 6675 (`rfc6675`) on request | yes (`tcp_recovery=1`) |
+//! | sending in fast recovery (`prr.rs`) | Proportional Rate Reduction (RFC 9937) with SACK; NewReno (RFC 6582) without | yes (Linux uses PRR without SACK too) |
 //!
 //! TCP does not block on the NIC as a UDP sender does: its windows bound
 //! what it sends, and beyond [`NIC_LIMIT`] queued frames (Linux's default
@@ -57,6 +58,7 @@ pub(crate) mod dst;
 pub mod ecn;
 pub mod keepalive;
 pub(crate) mod paws;
+pub(crate) mod prr;
 pub mod rack;
 pub(crate) mod rx;
 pub(crate) mod tcb;
@@ -117,6 +119,11 @@ pub struct TcpConfig {
     /// first one; `tcb/undo.rs`). On by default: Linux always undoes and
     /// has no switch; turning it off measures what undo buys.
     pub undo: bool,
+    /// Proportional Rate Reduction (RFC 9937, `prr.rs`) paces what fast
+    /// recovery sends when SACK is on. On by default, as Linux (which has
+    /// no switch); off gives RFC 6675's rule (send while the pipe is
+    /// below `ssthresh`), to measure what PRR changes.
+    pub prr: bool,
 }
 
 impl Default for TcpConfig {
@@ -139,6 +146,7 @@ impl Default for TcpConfig {
             ecn: EcnMode::Accept,
             loss_detection: LossDetection::Rack,
             undo: true,
+            prr: true,
         }
     }
 }

@@ -40,14 +40,24 @@ fn transfer_with(undo: bool, seed: u64, eifel: bool) -> Transfer {
     reordering_transfer(seed, tcp, BYTES)
 }
 
-/// Over six seeds, undo finishes every transfer sooner, by 29 % in all
-/// (1.75 to 3.07 s against 2.94 to 4.13 s; seed 3, whose recoveries
-/// overlap most, gains least, 2 %). Every retransmission is spurious and
-/// DSACKed; most recoveries are undone. The rest overlap: a recovery that
-/// begins before the DSACKs of the one before arrive starts a new episode
+/// Over six seeds every retransmission is spurious and DSACKed, and most
+/// recoveries are undone. The rest overlap: a recovery that begins
+/// before the DSACKs of the one before arrive starts a new episode
 /// (Linux's `tcp_init_undo`), and only that one is undone then.
+///
+/// Without timestamps undo buys no time on this path: 2.9 to 4.4 s
+/// against 3.1 to 3.4 s, 10 % more in all. PRR (`prr.rs`) resends a
+/// held-back segment on the ACK that finds it lost, before the original
+/// arrives 0.5 ms later, so no never-retransmitted segment is ever
+/// acknowledged out of order and RACK never records reordering (RFC 8985
+/// §6.2 step 3, as Linux's `tcp_check_sack_reordering`): with three
+/// segments SACKed above a hole its window is 0 whatever the DSACKs, and
+/// every window undo restores meets the next held-back frame at full size
+/// (30 to 97 recoveries against 2 to 9 without undo). With timestamps the
+/// original's echo shows the same recoveries spurious and undo does pay
+/// (`undoing_by_timestamps_alone_shortens_the_transfer`).
 #[test]
-fn undoing_spurious_recoveries_on_a_reordering_path_shortens_the_transfer() {
+fn undoing_spurious_recoveries_on_a_reordering_path_keeps_every_dsacked_window() {
     let (mut total_on, mut total_off) = (0, 0);
     for seed in 1..=6 {
         let on = transfer(true, seed);
@@ -79,12 +89,11 @@ fn undoing_spurious_recoveries_on_a_reordering_path_shortens_the_transfer() {
             on.tx.undos,
             on.tx.fast_recoveries
         );
-        assert!(on.elapsed_ns <= off.elapsed_ns, "seed {seed}");
         total_on += on.elapsed_ns;
         total_off += off.elapsed_ns;
     }
     assert!(
-        total_on * 10 <= total_off * 8,
+        total_on * 10 <= total_off * 12,
         "undo: {total_on} ns in all, without: {total_off} ns"
     );
 }

@@ -20,12 +20,16 @@
 //! `tcb/loss.rs`) instead of the duplicate-ACK threshold and FACK marking:
 //! per-segment transmit times, a reordering timer and a tail loss probe.
 //! A window reduction found spurious (DSACKs, RFC 3708; timestamps, RFC
-//! 3522) is undone as Linux does (`tcb/undo.rs`).
+//! 3522) is undone as Linux does (`tcb/undo.rs`). With SACK, what fast
+//! recovery sends on each ACK is Proportional Rate Reduction's (RFC 9937,
+//! `../prr.rs`, as Linux): [`Tcb::prr_on_ack`] counts each ACK and the
+//! send loops use [`Tcb::send_cwnd`].
 
 use super::buffers::{Duplicate, RecvBuffer, Scoreboard, SendBuffer};
 use super::deadline::Deadline;
 use super::ecn::{EcnState, Reaction};
 use super::keepalive::{self, KeepaliveTimer};
+use super::prr::Prr;
 use super::rack::Rack;
 use super::TcpConfig;
 use crate::socket::SocketError;
@@ -72,7 +76,9 @@ pub struct TcpStats {
     /// Smoothed RTT, ns (0 before the first sample).
     pub srtt_ns: u64,
     pub min_rtt_ns: u64,
-    /// Current congestion window, bytes.
+    /// Current congestion window, bytes: the congestion control's (in
+    /// fast recovery its target, `ssthresh`; what PRR lets each ACK send
+    /// there is not shown, unlike Linux's `tcpi_snd_cwnd`).
     pub cwnd: u64,
     pub ssthresh: u64,
     /// Data segments received with the IPv4 ECN field CE (RFC 3168).
@@ -351,6 +357,21 @@ pub(crate) struct Cold {
     /// box is freed ([`Cold::is_idle`] does not read it: it alone does not
     /// keep the box).
     undo: Option<undo::Undo>,
+    /// Proportional Rate Reduction's state in this recovery (`../prr.rs`;
+    /// read only while `recovery` is set, which starts it).
+    prr: Prr,
+    /// RACK marked segments lost during the ACK being processed (PRR's
+    /// `safeACK` needs "no further loss indicated").
+    prr_new_loss: bool,
+}
+
+/// A connection's state before an ACK, for PRR's count of what the ACK
+/// delivered.
+#[derive(Clone, Copy)]
+struct PriorAck {
+    una: SeqNumber,
+    sacked: usize,
+    recovering: bool,
 }
 
 impl Cold {
@@ -370,6 +391,8 @@ impl Cold {
         peer_syn_opts: None,
         dsack: None,
         undo: None,
+        prr: Prr::NONE,
+        prr_new_loss: false,
     };
 
     /// Returns true when every field that is read outside recovery holds
@@ -945,6 +968,9 @@ impl Tcb {
             g => usize::from(g),
         };
         self.loss_on_send(seg.repr.seq_number, len, frame, now);
+        if len > 0 && self.cold().recovery.is_some() && self.prr_on() {
+            self.cold_mut().prr.on_send(len as u64);
+        }
         if is_retransmit {
             self.stats.loss().retransmitted_segments += 1;
             self.stats.loss().retransmitted_bytes += len as u64;
@@ -984,7 +1010,7 @@ impl Tcb {
             if available == 0 {
                 break;
             }
-            let cwnd = self.cc.window() as usize;
+            let cwnd = self.send_cwnd() as usize;
             let in_net = if self.cold().recovery.is_some() {
                 self.pipe()
             } else if self.cold().rto_high.is_some() {
@@ -1129,7 +1155,7 @@ impl Tcb {
             return self.rack_retransmit(now, out, false);
         }
         let smss = self.smss();
-        while self.pipe() + smss <= self.cc.window() as usize {
+        while self.pipe() + smss <= self.send_cwnd() as usize {
             if self.budget == 0 {
                 self.nic_blocked = true;
                 break;
@@ -1934,6 +1960,13 @@ impl Tcb {
         if ece {
             self.undo_forbid();
         }
+        // What PRR needs to count this ACK's delivered bytes.
+        let prior = PriorAck {
+            una: self.snd_una,
+            sacked: self.cold().scoreboard.sacked_bytes(),
+            recovering: self.cold().recovery.is_some(),
+        };
+        self.reset_cold(|c| c.prr_new_loss = false);
         if self.sack_enabled {
             let (una, max) = (self.snd_una, self.snd_max);
             for (s, e) in seg.sack_ranges.iter().flatten() {
@@ -2070,11 +2103,16 @@ impl Tcb {
                 && (self.cold().dupacks as usize >= thresh || sack_loss)
             {
                 self.enter_recovery(now);
-                self.retransmit_first(now, out);
+                if !self.prr_on() {
+                    // (With PRR the hole goes once this ACK is counted,
+                    // from `output`'s `retransmit_holes`.)
+                    self.retransmit_first(now, out);
+                }
                 self.rto_at = Deadline::at(now + self.rto());
             }
         }
         self.loss_on_ack(now, seg, payload_len, out);
+        self.prr_on_ack(prior);
         if ece {
             self.undo_forbid(); // (an episode this ACK began)
         }
@@ -2140,6 +2178,56 @@ impl Tcb {
         }
         self.ecn.reduced(self.snd_max, false);
         self.reset_cold(|c| c.timed = None);
+        if self.prr_on() {
+            // RecoverFS (RFC 9937 §6.1): outstanding less SACKed; what the
+            // triggering ACK delivered is added when it is counted.
+            let outstanding = (self.snd_max - self.snd_una).max(0) as u64;
+            let fs = outstanding.saturating_sub(self.cold().scoreboard.sacked_bytes() as u64);
+            self.cold_mut().prr = Prr::start(fs);
+        }
+    }
+
+    /// Returns true when PRR paces this connection's fast recovery (SACK
+    /// negotiated and `TcpConfig::prr`).
+    fn prr_on(&self) -> bool {
+        self.sack_enabled && self.cfg.prr
+    }
+
+    /// Returns the window the sender sends against: PRR's in fast
+    /// recovery, the congestion control's otherwise (Linux's `snd_cwnd`,
+    /// which `tcp_cwnd_reduction` sets in recovery).
+    fn send_cwnd(&self) -> u64 {
+        match self.cold().recovery {
+            Some(_) if self.prr_on() => self.cold().prr.cwnd(),
+            _ => self.cc.window(),
+        }
+    }
+
+    /// PRR's per-ACK step (RFC 9937 §6.2), after the ACK's cumulative
+    /// and selective acknowledgements and loss marks are applied: counts
+    /// what it delivered (bytes newly acknowledged plus bytes newly
+    /// SACKed, Linux's `newly_acked_sacked`) and sets the window.
+    fn prr_on_ack(&mut self, prior: PriorAck) {
+        if !self.prr_on() || self.cold().recovery.is_none() {
+            return;
+        }
+        let acked = (self.snd_una - prior.una).max(0) as u64;
+        let sacked = self.cold().scoreboard.sacked_bytes() as u64;
+        let delivered = (acked + sacked).saturating_sub(prior.sacked as u64);
+        // "No further loss indicated": RACK marked nothing lost (with
+        // RFC 6675's marking, no new SACK information).
+        let new_loss = if self.rack_on() {
+            self.cold().prr_new_loss
+        } else {
+            sacked > prior.sacked as u64
+        };
+        let safe = acked > 0 && !new_loss;
+        let inflight = self.pipe() as u64;
+        let (ssthresh, smss) = (self.cc.ssthresh(), self.smss() as u64);
+        let c = self.cold_mut();
+        c.prr
+            .on_ack(delivered, inflight, ssthresh, smss, safe, !prior.recovering);
+        c.prr_new_loss = false;
     }
 
     /// The receiver's half of RFC 3168 §6.1.3 for an acceptable segment:

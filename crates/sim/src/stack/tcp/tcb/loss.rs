@@ -100,7 +100,7 @@ impl Tcb {
         if found.tlp_repaired {
             self.tlp_reduce(now);
         }
-        self.rack_found(now, found, out);
+        self.rack_found(now, found, true, out);
     }
 
     /// §7.4: "the sender MUST invoke ... congestion control" once for a loss
@@ -116,20 +116,32 @@ impl Tcb {
         }
     }
 
-    /// Acts on segments RACK marked lost: enters fast recovery (once) and
-    /// resends them.
-    fn rack_found(&mut self, now: Time, found: AckOutcome, out: &mut Vec<Segment>) {
+    /// Acts on segments RACK marked lost (on an ACK when `on_ack`, else on
+    /// the reordering timer): enters fast recovery (once) and resends
+    /// them.
+    fn rack_found(
+        &mut self,
+        now: Time,
+        found: AckOutcome,
+        on_ack: bool,
+        out: &mut Vec<Segment>,
+    ) {
         if found.lost_retransmissions > 0 {
             self.stats.loss().lost_retransmissions += u64::from(found.lost_retransmissions);
         }
         if found.newly_lost == 0 || !self.can_send_data() {
             return;
         }
+        self.cold_mut().prr_new_loss = true;
         if self.cold().recovery.is_none() && self.cold().rto_high.is_none() {
             self.enter_recovery(now);
             // The first retransmission goes whatever the pipe (RFC 6675
-            // §5 step (4.2), "fast retransmit").
-            self.rack_retransmit(now, out, true);
+            // §5 step (4.2), "fast retransmit"); with PRR on an ACK, once
+            // the ACK is counted (PRR lets it go then, within the ACK's
+            // share, as Linux sends after `tcp_cwnd_reduction`).
+            if !(on_ack && self.prr_on()) {
+                self.rack_retransmit(now, out, true);
+            }
         }
     }
 
@@ -140,7 +152,7 @@ impl Tcb {
         let mut force = force;
         loop {
             let pipe = self.rack_pipe().unwrap_or(0);
-            if !force && pipe + smss > self.cc.window() as usize {
+            if !force && pipe + smss > self.send_cwnd() as usize {
                 break;
             }
             if self.budget == 0 {
@@ -188,7 +200,7 @@ impl Tcb {
                 if let Some(r) = self.cold.as_deref_mut().and_then(|c| c.rack.as_deref_mut()) {
                     r.detect_loss(&cx, &mut found);
                 }
-                self.rack_found(now, found, out);
+                self.rack_found(now, found, false, out);
             }
             Timer::Tlp => self.send_tlp(now, out),
         }

@@ -2131,4 +2131,5 @@ fn a_merged_segment_counts_its_frames_and_is_acked_at_once() {
 }
 
 mod dsack;
+mod prr;
 mod undo;
