@@ -119,13 +119,7 @@ impl Tcb {
     /// Acts on segments RACK marked lost (on an ACK when `on_ack`, else on
     /// the reordering timer): enters fast recovery (once) and resends
     /// them.
-    fn rack_found(
-        &mut self,
-        now: Time,
-        found: AckOutcome,
-        on_ack: bool,
-        out: &mut Vec<Segment>,
-    ) {
+    fn rack_found(&mut self, now: Time, found: AckOutcome, on_ack: bool, out: &mut Vec<Segment>) {
         if found.lost_retransmissions > 0 {
             self.stats.loss().lost_retransmissions += u64::from(found.lost_retransmissions);
         }
