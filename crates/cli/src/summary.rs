@@ -1,7 +1,6 @@
 //! The end-of-run summary printed by `elvis run`.
 
 use elvis_sim::report::{End, Report};
-use elvis_sim::Time;
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,6 +11,35 @@ fn si(x: f64) -> String {
         x if x >= 1e6 => format!("{:.2} M", x / 1e6),
         x if x >= 1e3 => format!("{:.2} k", x / 1e3),
         x => format!("{x:.0} "),
+    }
+}
+
+/// A virtual duration for people: `334.8 µs`, `41.20 ms`, `60.837 s`
+/// (the report keeps the exact nanoseconds).
+pub fn duration(ns: f64) -> String {
+    match ns.abs() {
+        x if x >= 1e9 => format!("{:.3} s", ns / 1e9),
+        x if x >= 1e6 => format!("{:.2} ms", ns / 1e6),
+        x if x >= 1e3 => format!("{:.1} µs", ns / 1e3),
+        _ => format!("{ns:.0} ns"),
+    }
+}
+
+/// A published metric's value in the unit its name ends with (`_ns`,
+/// `_bps`, `_bytes`, `_percent`), else as a plain number.
+pub fn metric_value(name: &str, v: f64) -> String {
+    if name.ends_with("_ns") {
+        duration(v)
+    } else if name.ends_with("_bps") {
+        format!("{}bit/s", si(v))
+    } else if name.ends_with("_bytes") {
+        format!("{}B", si(v))
+    } else if name.ends_with("_percent") {
+        format!("{v:.2} %")
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.4}")
     }
 }
 
@@ -96,7 +124,18 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
     let mut s = String::new();
     let p = &r.performance;
     let _ = writeln!(s, "== elvis run: {name} (seed {}) ==", r.seed);
-    let _ = writeln!(s, "  simulated time   {}", Time::from_nanos(r.sim_time_ns));
+    let _ = write!(s, "  simulated time   {}", duration(r.sim_time_ns as f64));
+    match r.apps_ended_ns {
+        Some(a) if a < r.sim_time_ns => {
+            let _ = write!(
+                s,
+                " (applications done at {}; timers ran on)",
+                duration(a as f64)
+            );
+        }
+        _ => {}
+    }
+    s.push('\n');
     stopped(&mut s, r);
     let _ = writeln!(
         s,
@@ -207,7 +246,10 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
         let _ = writeln!(
             s,
             "    {:<14} on {:<16} {} = {}",
-            m.application, m.machine, m.name, m.value
+            m.application,
+            m.machine,
+            m.name,
+            metric_value(&m.name, m.value)
         );
     }
     for pr in r.problems.iter().take(10) {
@@ -221,4 +263,30 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
         let _ = writeln!(s, "  ! … {} more in the report", r.problems.len() - 10);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_the_unit_that_fits() {
+        assert_eq!(duration(334_752.0), "334.8 µs");
+        assert_eq!(duration(41_200_000.0), "41.20 ms");
+        assert_eq!(duration(60_837_150_918.0), "60.837 s");
+        assert_eq!(duration(999.0), "999 ns");
+    }
+
+    #[test]
+    fn metrics_take_the_unit_their_name_ends_with() {
+        assert_eq!(
+            metric_value("goodput_bps", 9_557_046_519.588_148),
+            "9.56 Gbit/s"
+        );
+        assert_eq!(metric_value("rtt_avg_ns", 334_752.0), "334.8 µs");
+        assert_eq!(metric_value("received", 1000.0), "1000");
+        assert_eq!(metric_value("loss_percent", 2.5), "2.50 %");
+        assert_eq!(metric_value("ratio", 0.123_456), "0.1235");
+        assert_eq!(metric_value("sent_bytes", 1_500_000.0), "1.50 MB");
+    }
 }

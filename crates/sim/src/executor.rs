@@ -6,6 +6,7 @@
 //! id with the socket or timer it waits on.
 
 use crate::machine::MachineId;
+use elvis_kernel::Time;
 use serde::Serialize;
 use std::fmt;
 use std::future::Future;
@@ -142,6 +143,8 @@ pub(crate) struct TaskTable {
     /// Application names; tasks refer to them by index.
     pub app_names: Vec<String>,
     pub errors: Vec<(TaskId, String)>,
+    /// When the last task ended (finished, failed or crashed).
+    pub last_end: Option<Time>,
 }
 
 impl TaskTable {

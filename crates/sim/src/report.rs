@@ -153,8 +153,13 @@ pub struct Report {
     pub seed: u64,
     /// How the run ended.
     pub end: End,
-    /// Virtual time at the end, ns.
+    /// Virtual time at the end, ns (timers such as TIME-WAIT's may run
+    /// on after the applications are done).
     pub sim_time_ns: u64,
+    /// Virtual time when the last application ended (finished, failed
+    /// or crashed), ns; `null` while one that is not a daemon still
+    /// waits, or when there were none.
+    pub apps_ended_ns: Option<u64>,
     /// Events processed: frame hops, timer expiries and task polls.
     pub events: u64,
     /// Machines in the run.

@@ -1275,6 +1275,8 @@ impl Simulation {
         self.futures[task as usize] = None;
         let crashed = world::try_with_world(|w| {
             crate::executor::set_current_task(None);
+            let now = w.now();
+            w.tasks.last_end = Some(now);
             let meta = &mut w.tasks.meta[task as usize];
             meta.state = outcome.0;
             let machine = meta.machine;
@@ -1345,6 +1347,14 @@ impl Simulation {
             seed: w.seed,
             end,
             sim_time_ns: w.now().as_nanos(),
+            apps_ended_ns: w
+                .tasks
+                .meta
+                .iter()
+                .all(|m| m.daemon || m.state != TaskState::Pending)
+                .then_some(w.tasks.last_end)
+                .flatten()
+                .map(Time::as_nanos),
             events,
             machines: w.machines.len() as u64,
             packets: (&w.stats).into(),

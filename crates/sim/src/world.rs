@@ -239,9 +239,11 @@ impl World {
                 e.tcp = Default::default();
                 e.free_hint = 0;
             }
+            let now = self.now();
             for (i, meta) in self.tasks.meta.iter_mut().enumerate() {
                 if meta.machine == m && meta.state == TaskState::Pending {
                     meta.state = TaskState::Crashed;
+                    self.tasks.last_end = Some(now);
                     self.tasks
                         .errors
                         .push((i as TaskId, format!("machine crashed: {msg}")));

@@ -303,6 +303,46 @@ fn a_run_cut_short_by_until_exits_with_status_3() {
     assert_eq!(r["end"], "time_limit");
     assert_eq!(r["sim_time_ns"], 100_000_000);
     assert!(!r["problems"].as_array().unwrap().is_empty());
+    assert!(r["apps_ended_ns"].is_null(), "applications still wait");
+}
+
+/// A TCP transfer's applications are done long before the run: the
+/// closing side's TIME-WAIT (2 MSL = 60 s) keeps the clock going, and the
+/// summary says when the applications were done.
+#[test]
+fn the_report_says_when_the_applications_were_done_before_time_wait_ended() {
+    let dir = temp_dir();
+    let report_path = dir.path().join("r.json");
+    let out = elvis(args![
+        "run",
+        example("router-chain-tcp.ndl"),
+        "--report",
+        &report_path,
+    ]);
+    out.expect_code(0);
+    let r = read_report(&report_path);
+    let done = r["apps_ended_ns"]
+        .as_u64()
+        .expect("every application ended");
+    let end = r["sim_time_ns"].as_u64().unwrap();
+    let transfer = (r["metrics"].as_array().unwrap().iter())
+        .find(|m| m["name"] == "transfer_ns")
+        .and_then(|m| m["value"].as_f64())
+        .unwrap() as u64;
+    // The sender ends once its FIN is acknowledged, one round trip
+    // (8.5 ms) or so after the last byte.
+    assert!(
+        done >= transfer && done < transfer + 50_000_000,
+        "{done} vs {transfer}"
+    );
+    assert!(end >= done + 60_000_000_000, "TIME-WAIT: {end} vs {done}");
+    assert!(
+        out.stderr.contains("(applications done at 1.6")
+            || out.stdout.contains("(applications done at 1.6"),
+        "summary: {}{}",
+        out.stdout,
+        out.stderr
+    );
 }
 
 #[test]
