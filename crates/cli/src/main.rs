@@ -5,6 +5,8 @@
 //!           [--pcap DIR] [--tcp-trace DIR [--tcp-trace-every 10ms|change]]
 //!           [--queue-trace DIR] [--max-memory 8GiB]
 //! elvis check FILE [--max-memory 8GiB]
+//! elvis example [NAME] [--list] [--write DIR]
+//! elvis completions SHELL
 //! ```
 //! Without a FILE, `run` runs the embedded default scenario
 //! (`examples/ndl/default.ndl`).
@@ -22,13 +24,14 @@
 //! signal exits at once.
 #![forbid(unsafe_code)]
 
+mod examples;
 mod interrupt;
 mod memory;
 mod output;
 mod render;
 mod summary;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use elvis_sim::{Progress, RunLimits, Time};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -44,6 +47,23 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The scenario `elvis run` runs when given no file.
 const DEFAULT_SCENARIO: &str = include_str!("../../../examples/ndl/default.ndl");
 
+const RUN_EXAMPLES: &str = "Examples:
+  elvis run                                   the embedded default scenario
+  elvis run dumbbell.ndl --report out.json    a file, and the JSON report
+  elvis run f.ndl --pcap caps/ --seed 7       one pcap per network, another seed
+  elvis run f.ndl --tcp-trace tr/ --tcp-trace-every change
+  elvis run f.ndl --until 10s --wall-limit 60s
+  elvis example dumbbell > d.ndl && elvis run d.ndl";
+
+const CHECK_EXAMPLES: &str = "Examples:
+  elvis check star.ndl                        parse, build, estimate memory
+  elvis check star.ndl --max-memory 8GiB";
+
+const EXAMPLE_EXAMPLES: &str = "Examples:
+  elvis example --list                        the shipped scenarios
+  elvis example dumbbell                      print one
+  elvis example topology-zoo --write zoo/     write it and the files it reads";
+
 #[derive(Parser)]
 #[command(
     name = "elvis",
@@ -58,8 +78,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Runs a scenario (the embedded default one when FILE is omitted).
+    #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// Checks a scenario without running it.
+    #[command(after_help = CHECK_EXAMPLES)]
     Check {
         /// The NDL file.
         file: PathBuf,
@@ -68,8 +90,26 @@ enum Command {
         #[arg(long, value_name = "SIZE")]
         max_memory: Option<String>,
     },
-    /// Prints the embedded default scenario.
-    Example,
+    /// Prints a shipped example scenario (the embedded default one when
+    /// NAME is omitted), lists them, or writes one into a directory.
+    #[command(after_help = EXAMPLE_EXAMPLES)]
+    Example {
+        /// The example's name, as `--list` shows it.
+        name: Option<String>,
+        /// List the examples, a line each.
+        #[arg(long, conflicts_with = "name")]
+        list: bool,
+        /// Write the example, and the files it reads, into this directory
+        /// instead of printing it.
+        #[arg(long, value_name = "DIR")]
+        write: Option<PathBuf>,
+    },
+    /// Prints a completion script for a shell (`elvis completions bash >
+    /// /etc/bash_completion.d/elvis`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(clap::Args)]
@@ -125,11 +165,56 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => run(args),
         Command::Check { file, max_memory } => check(&file, max_memory.as_deref()),
-        Command::Example => {
-            print!("{DEFAULT_SCENARIO}");
+        Command::Example { name, list, write } => example(name.as_deref(), list, write),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "elvis", &mut script);
+            // A closed pipe (`| head`) is no error worth a panic.
+            let _ = io::stdout().write_all(&script);
             ExitCode::SUCCESS
         }
     }
+}
+
+/// `elvis example`: prints, lists or writes the shipped examples.
+fn example(name: Option<&str>, list: bool, write: Option<PathBuf>) -> ExitCode {
+    if list {
+        print!("{}", examples::list());
+        return ExitCode::SUCCESS;
+    }
+    let (file, text) = match name {
+        None => ("default.ndl", DEFAULT_SCENARIO),
+        Some(n) => match examples::find(n) {
+            Some(found) => found,
+            None => {
+                let names: Vec<&str> = (examples::FILES.iter())
+                    .filter_map(|(f, _)| f.strip_suffix(".ndl"))
+                    .collect();
+                let hint = match elvis_ndl::suggest(n, &names) {
+                    Some(s) => format!(" (did you mean `{s}`?)"),
+                    None => String::new(),
+                };
+                eprintln!("error: no example named `{n}`{hint}; `elvis example --list` lists them");
+                return ExitCode::from(status::BAD_INPUT);
+            }
+        },
+    };
+    let Some(dir) = write else {
+        print!("{text}");
+        return ExitCode::SUCCESS;
+    };
+    let mut files = vec![(file, text)];
+    files.extend(examples::companions(text));
+    for (f, t) in files {
+        let path = dir.join(f);
+        let done = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, t));
+        if let Err(e) = done {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return ExitCode::from(status::OUTPUT);
+        }
+        println!("{}", path.display());
+    }
+    ExitCode::SUCCESS
 }
 
 /// Exit statuses.

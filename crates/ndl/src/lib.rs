@@ -173,7 +173,7 @@ impl SourceMap<'_> {
 
 /// Returns the candidate closest to `word` (case-insensitive edit
 /// distance), if it is close enough to be a likely typo.
-pub(crate) fn suggest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
+pub fn suggest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
     let w = word.to_ascii_lowercase();
     let limit = (w.chars().count() / 3).max(1);
     candidates

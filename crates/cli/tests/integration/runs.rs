@@ -530,3 +530,42 @@ fn an_ndl_flow_route_via_a_stranger_is_an_error_at_its_line() {
         + 1;
     assert_eq!(e.loc.line as usize, line, "{text}");
 }
+
+#[test]
+fn example_lists_prints_and_writes_the_shipped_scenarios() {
+    let out = elvis(args!["example", "--list"]);
+    out.expect_code(0);
+    assert!(
+        out.stdout.lines().any(|l| l.starts_with("dumbbell ")),
+        "{}",
+        out.stdout
+    );
+    let out = elvis(args!["example", "dumbbell"]);
+    out.expect_code(0);
+    assert_eq!(
+        out.stdout,
+        std::fs::read_to_string(example("dumbbell.ndl")).unwrap()
+    );
+    // A typo gets the closest name, and nothing on standard output.
+    let out = elvis(args!["example", "dumbell"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("did you mean `dumbbell`"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty());
+    // Written with the GML file it reads, it runs where it was written.
+    let dir = temp_dir();
+    let out = elvis(args!["example", "topology-zoo", "--write", dir.path()]);
+    out.expect_code(0);
+    assert!(dir.path().join("backbone-10.gml").is_file());
+    elvis(args!["run", dir.path().join("topology-zoo.ndl"), "--quiet"]).expect_code(0);
+}
+
+#[test]
+fn completions_are_printed_for_bash() {
+    let out = elvis(args!["completions", "bash"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("_elvis()") && out.stdout.contains("example"));
+}
