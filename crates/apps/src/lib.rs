@@ -15,6 +15,9 @@
 //! | `bulk_receive` | accepts one TCP connection and reads `bytes` | all received |
 //! | `tcp_echo_server` | echoes every TCP connection | never (daemon) |
 //! | `tcp_echo_client` | sends `message` `message_count` times over TCP and checks the echoes | all echoed |
+//!
+//! Every one also takes `start` and `stop` ([`timing`]): when it begins
+//! (a time, or one drawn per machine) and when it is stopped.
 #![forbid(unsafe_code)]
 
 pub mod bulk;
@@ -25,6 +28,7 @@ pub mod ping_pong;
 pub mod registry;
 pub mod send_message;
 pub mod tcp_echo;
+pub mod timing;
 pub mod traceroute;
 
 pub use registry::{AppFactory, BuildCtx, ParamError};

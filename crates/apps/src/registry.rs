@@ -6,8 +6,9 @@
 //! `Rc<Config>` and one message buffer).
 //!
 //! Every application also accepts `ip` (the machine's own address, used by
-//! the builder).
+//! the builder) and `start` / `stop` (when it runs, `timing.rs`).
 
+use crate::timing::Timing;
 use crate::{bulk, capture, forward, ping, ping_pong, send_message, tcp_echo, traceroute};
 use elvis_scenario::{Loc, Params};
 use elvis_sim::{Host, MachineId, Message, Simulation};
@@ -110,6 +111,11 @@ pub const APPS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Options every application accepts besides its own: `name` (the
+/// block's), `ip` (the machine's address, for the builder), and `start` /
+/// `stop` ([`Timing`]).
+const COMMON: &[&str] = &["name", "ip", "start", "stop"];
+
 /// Checks `params` for application `name` and returns its factory.
 ///
 /// # Errors
@@ -125,14 +131,18 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         );
     };
     for p in params.iter() {
-        if p.key != "ip" && p.key != "name" && !keys.contains(&p.key.as_str()) {
+        if !COMMON.contains(&p.key.as_str()) && !keys.contains(&p.key.as_str()) {
             return Err(ParamError::new(
                 p.loc,
                 format!("application '{canon}' has no option '{}'", p.key),
             )
-            .hint(format!("its options are: ip, {}", keys.join(", "))));
+            .hint(format!(
+                "its options are: ip, start, stop, {}",
+                keys.join(", ")
+            )));
         }
     }
+    let timing = Timing::parse(params)?;
     let o = Opts { params, ctx };
     let f = match *canon {
         "send_message" => {
@@ -172,7 +182,9 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
-                sim.spawn(m, "send_message", move |h: Host| send_message::run(h, cfg));
+                timing.spawn(sim, m, "send_message", move |h: Host| {
+                    send_message::run(h, cfg)
+                });
             })
         }
         "capture" => {
@@ -187,7 +199,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
-                sim.spawn(m, "capture", move |h: Host| capture::run(h, cfg));
+                timing.spawn(sim, m, "capture", move |h: Host| capture::run(h, cfg));
             })
         }
         "forward" => {
@@ -197,7 +209,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             });
             factory(canon, true, move |sim, m| {
                 let cfg = cfg.clone();
-                sim.spawn_daemon(m, "forward", move |h: Host| forward::run(h, cfg));
+                timing.spawn_daemon(sim, m, "forward", move |h: Host| forward::run(h, cfg));
             })
         }
         "ping_pong" => {
@@ -216,7 +228,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             let passive = !cfg.starter;
             let mut f = factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
-                sim.spawn(m, "ping_pong", move |h: Host| ping_pong::run(h, cfg));
+                timing.spawn(sim, m, "ping_pong", move |h: Host| ping_pong::run(h, cfg));
             });
             f.passive = passive;
             f
@@ -236,7 +248,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
-                sim.spawn(m, "ping", move |h: Host| ping::run(h, cfg));
+                timing.spawn(sim, m, "ping", move |h: Host| ping::run(h, cfg));
             })
         }
         "traceroute" => {
@@ -263,7 +275,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
-                sim.spawn(m, "traceroute", move |h: Host| traceroute::run(h, cfg));
+                timing.spawn(sim, m, "traceroute", move |h: Host| traceroute::run(h, cfg));
             })
         }
         "bulk_send" => {
@@ -289,7 +301,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
-                sim.spawn(m, "bulk_send", move |h: Host| bulk::send(h, cfg));
+                timing.spawn(sim, m, "bulk_send", move |h: Host| bulk::send(h, cfg));
             })
         }
         "bulk_receive" => {
@@ -300,13 +312,13 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
-                sim.spawn(m, "bulk_receive", move |h: Host| bulk::receive(h, cfg));
+                timing.spawn(sim, m, "bulk_receive", move |h: Host| bulk::receive(h, cfg));
             })
         }
         "tcp_echo_server" => {
             let port = o.port("port")?;
             factory(canon, true, move |sim, m| {
-                sim.spawn_daemon(m, "tcp_echo_server", move |h: Host| {
+                timing.spawn_daemon(sim, m, "tcp_echo_server", move |h: Host| {
                     tcp_echo::server(h, port)
                 });
             })
@@ -325,7 +337,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
             });
             factory(canon, false, move |sim, m| {
                 let cfg = cfg.clone();
-                sim.spawn(m, "tcp_echo_client", move |h: Host| {
+                timing.spawn(sim, m, "tcp_echo_client", move |h: Host| {
                     tcp_echo::client(h, cfg)
                 });
             })

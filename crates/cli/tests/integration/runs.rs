@@ -569,3 +569,114 @@ fn completions_are_printed_for_bash() {
     out.expect_code(0);
     assert!(out.stdout.contains("_elvis()") && out.stdout.contains("example"));
 }
+
+/// Two machines on a 1 Gbit/s, 1 ms link; `APPS_A` and `APPS_B` are
+/// their application lines.
+fn timed_scenario(apps_a: &str, apps_b: &str) -> String {
+    format!(
+        "[Simulation seed='1']
+[Networks]
+	[Network id='lan' type='link' bandwidth='1Gbps' latency='1ms']
+		[IP subnet='10.0.0.0/24']
+[Machines]
+	[Machine name='a']
+		[Networks]
+			[Network id='lan']
+		[Protocols]
+			[Protocol name='UDP']
+		[Applications]
+{apps_a}
+	[Machine name='b']
+		[Networks]
+			[Network id='lan']
+		[Protocols]
+			[Protocol name='UDP']
+		[Applications]
+{apps_b}
+"
+    )
+}
+
+/// `start` delays an application to a virtual time, `stop` ends it there
+/// (as finished): a ping every second from 2 s, stopped at 5.5 s, sends 4
+/// echo requests (at 2, 3, 4 and 5 s), and the last application ends at
+/// exactly 5.5 s.
+#[test]
+fn applications_start_and_stop_at_the_times_given() {
+    let dir = temp_dir();
+    let file = dir.path().join("timed.ndl");
+    std::fs::write(
+        &file,
+        timed_scenario(
+            "\t\t\t[Application name='send_message' to='b' port='9' start='1.5s']\n\
+             \t\t\t[Application name='ping' to='b' count='100' interval='1s' start='2s' stop='5.5s']",
+            "\t\t\t[Application name='capture' port='9']",
+        ),
+    )
+    .unwrap();
+    let report_path = dir.path().join("r.json");
+    elvis(args!["run", &file, "--report", &report_path, "--quiet"]).expect_code(0);
+    let r = read_report(&report_path);
+    assert_eq!(r["apps_ended_ns"], 5_500_000_000u64);
+    assert_eq!(r["packets"]["icmp_echo_replied"], 4);
+    assert_eq!(r["packets"]["udp_delivered"], 1);
+}
+
+/// `start='uniform(0s,10s)'` gives each of 200 senders its own start from
+/// its machine's stream: the last message arrives after 9 s (all 200
+/// before 9 s has probability 0.9^200 ≈ 7e-10) and before 10 s and a
+/// millisecond; the same seed gives the same report.
+#[test]
+fn random_starts_spread_a_group_and_repeat_with_the_seed() {
+    let dir = temp_dir();
+    let file = dir.path().join("spread.ndl");
+    let text = timed_scenario(
+        "\t\t\t[Application name='capture' port='9' message_count='200']",
+        "",
+    )
+    .replace("[Machine name='b']", "[Machine name='b' count='200']")
+    .replace("type='link'", "type='switch' queue='1000'")
+    .replace(
+        "\t\t\t[Protocol name='UDP']\n\t\t[Applications]\n\n",
+        "\t\t\t[Protocol name='UDP']\n\t\t[Applications]\n\t\t\t[Application name='send_message' to='a' port='9' start='uniform(0s,10s)']\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    let (r1, r2) = (dir.path().join("1.json"), dir.path().join("2.json"));
+    elvis(args!["run", &file, "--report", &r1, "--quiet"]).expect_code(0);
+    elvis(args!["run", &file, "--report", &r2, "--quiet"]).expect_code(0);
+    let r = read_report(&r1);
+    let done = r["apps_ended_ns"].as_u64().unwrap();
+    assert!((9_000_000_000..10_001_100_000).contains(&done), "{done}");
+    assert_eq!(r["packets"]["udp_delivered"], 200);
+    let (mut a, mut b) = (r, read_report(&r2));
+    a.as_object_mut().unwrap().remove("performance");
+    b.as_object_mut().unwrap().remove("performance");
+    assert_eq!(a, b);
+}
+
+#[test]
+fn bad_start_and_stop_values_are_located_errors() {
+    let dir = temp_dir();
+    for (app, want) in [
+        ("start='soon'", "soon"),
+        ("start='uniform(5s,1s)'", "below"),
+        ("start='3s' stop='2s'", "is not after start"),
+    ] {
+        let file = dir.path().join("bad.ndl");
+        std::fs::write(
+            &file,
+            timed_scenario(
+                &format!("\t\t\t[Application name='send_message' to='b' port='9' {app}]"),
+                "\t\t\t[Application name='capture' port='9']",
+            ),
+        )
+        .unwrap();
+        let out = elvis(args!["run", &file]);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("bad.ndl:12:") && out.stderr.contains(want),
+            "{app}: {}",
+            out.stderr
+        );
+    }
+}
