@@ -6,6 +6,7 @@
 //!           [--queue-trace DIR] [--max-memory 8GiB]
 //! elvis check FILE [--max-memory 8GiB]
 //! elvis example [NAME] [--list] [--write DIR]
+//! elvis plot --report FILE [--tcp-trace DIR] [--queue-trace DIR] --out DIR
 //! elvis completions SHELL
 //! ```
 //! Without a FILE, `run` runs the embedded default scenario
@@ -28,6 +29,7 @@ mod examples;
 mod interrupt;
 mod memory;
 mod output;
+mod plot;
 mod render;
 mod summary;
 
@@ -58,6 +60,10 @@ const RUN_EXAMPLES: &str = "Examples:
 const CHECK_EXAMPLES: &str = "Examples:
   elvis check star.ndl                        parse, build, estimate memory
   elvis check star.ndl --max-memory 8GiB";
+
+const PLOT_EXAMPLES: &str = "Examples:
+  elvis run f.ndl --plot figs/                 run, then draw everything into figs/
+  elvis plot --report r.json --tcp-trace tr/ --queue-trace q/ --out figs/ --format svg";
 
 const EXAMPLE_EXAMPLES: &str = "Examples:
   elvis example --list                        the shipped scenarios
@@ -104,6 +110,26 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         write: Option<PathBuf>,
     },
+    /// Draws figures (SVG and PNG) from a run's report and time series:
+    /// cwnd and RTT per connection, queue occupancy, throughput shares.
+    #[command(after_help = PLOT_EXAMPLES)]
+    Plot {
+        /// The run's report (`elvis run … --report FILE`).
+        #[arg(long)]
+        report: PathBuf,
+        /// The run's TCP time series (`--tcp-trace DIR`).
+        #[arg(long, value_name = "DIR")]
+        tcp_trace: Option<PathBuf>,
+        /// The run's queue time series (`--queue-trace DIR`).
+        #[arg(long, value_name = "DIR")]
+        queue_trace: Option<PathBuf>,
+        /// Where the figures go.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// png, svg or both.
+        #[arg(long, value_enum, default_value = "both")]
+        format: plot::Format,
+    },
     /// Prints a completion script for a shell (`elvis completions bash >
     /// /etc/bash_completion.d/elvis`).
     Completions {
@@ -143,6 +169,11 @@ struct RunArgs {
     /// this directory.
     #[arg(long, value_name = "DIR")]
     queue_trace: Option<PathBuf>,
+    /// After the run, draw figures (SVG and PNG, as `elvis plot`) into
+    /// this directory; the report and the TCP and queue time series go
+    /// there too unless given elsewhere.
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
     /// No progress bar and no summary.
     #[arg(long, short)]
     quiet: bool,
@@ -166,6 +197,28 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Check { file, max_memory } => check(&file, max_memory.as_deref()),
         Command::Example { name, list, write } => example(name.as_deref(), list, write),
+        Command::Plot {
+            report,
+            tcp_trace,
+            queue_trace,
+            out,
+            format,
+        } => match plot::plot(
+            &report,
+            tcp_trace.as_deref(),
+            queue_trace.as_deref(),
+            &out,
+            format,
+        ) {
+            Ok(files) => {
+                print!("{}", summary::files(&files));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(status::BAD_INPUT)
+            }
+        },
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "elvis", &mut script);
@@ -420,7 +473,22 @@ impl Flags {
     }
 }
 
-fn run(args: RunArgs) -> ExitCode {
+fn run(mut args: RunArgs) -> ExitCode {
+    if let Some(dir) = args.plot.clone() {
+        if args.report.as_deref() == Some(Path::new("-")) {
+            eprintln!(
+                "error: --plot reads the report from a file (hint: drop --report - or give a file)"
+            );
+            return ExitCode::from(status::BAD_INPUT);
+        }
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("error: cannot create {}: {e}", dir.display());
+            return ExitCode::from(status::OUTPUT);
+        }
+        args.report.get_or_insert_with(|| dir.join("report.json"));
+        args.tcp_trace.get_or_insert_with(|| dir.join("tcp"));
+        args.queue_trace.get_or_insert_with(|| dir.join("queues"));
+    }
     let Flags {
         until,
         watchdog,
@@ -525,6 +593,22 @@ fn run(args: RunArgs) -> ExitCode {
     };
     if !write_outputs(&built.sim, &args, &outputs, &report, &mut written) {
         code = status::OUTPUT;
+    }
+    if let (Some(dir), Some(report_file)) = (&args.plot, &args.report) {
+        let figures = plot::plot(
+            report_file,
+            args.tcp_trace.as_deref(),
+            args.queue_trace.as_deref(),
+            dir,
+            plot::Format::Both,
+        );
+        match figures {
+            Ok(files) => written.extend(files),
+            Err(e) => {
+                eprintln!("error: drawing figures: {e}");
+                code = status::OUTPUT;
+            }
+        }
     }
     if !quiet {
         let text = summary::render(&name, &report, build_time) + &summary::files(&written);

@@ -680,3 +680,38 @@ fn bad_start_and_stop_values_are_located_errors() {
         );
     }
 }
+
+/// A new user's path: one run draws every figure, and each is a real
+/// PNG of the size asked (the figures' content is checked in
+/// `plot.rs`'s unit tests).
+#[test]
+fn run_with_plot_draws_the_figures_of_the_cubic_vs_compound_example() {
+    let dir = temp_dir();
+    let figs = dir.path().join("figs");
+    let out = elvis(args![
+        "run",
+        example("cubic-vs-compound.ndl"),
+        "--plot",
+        &figs,
+        "--quiet"
+    ]);
+    out.expect_code(0);
+    assert!(figs.join("report.json").is_file());
+    for name in ["cwnd", "srtt", "queues", "shares"] {
+        for ext in ["png", "svg"] {
+            let f = figs.join(format!("{name}.{ext}"));
+            let bytes = std::fs::read(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            assert!(
+                bytes.len() > 10_000,
+                "{}: {} bytes",
+                f.display(),
+                bytes.len()
+            );
+            if ext == "png" {
+                assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+            }
+        }
+    }
+    // --report - and --plot do not go together.
+    elvis(args!["run", "--plot", &figs, "--report", "-"]).expect_code(2);
+}

@@ -1,0 +1,523 @@
+//! `elvis plot`: figures from a run's report and time series (plotters,
+//! SVG and PNG).
+//!
+//! | file | from | shows |
+//! |---|---|---|
+//! | `cwnd` | `--tcp-trace` CSVs | congestion window over time, one line per sending connection |
+//! | `srtt` | `--tcp-trace` CSVs | smoothed RTT over time, one line per sending connection |
+//! | `queues` | `--queue-trace` CSVs | frames waiting over time at the queues that held most |
+//! | `shares` | the report's `tcp_shares` | throughput share per congestion-control algorithm |
+//!
+//! A figure whose data is absent (no TCP, no queue trace) is not
+//! written. Text is drawn with DejaVu Sans Mono, embedded (its licence is
+//! `assets/DejaVu-LICENSE`), so PNGs look the same on every machine.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// Width and height of every figure, pixels.
+const SIZE: (u32, u32) = (960, 540);
+
+/// Most lines in one figure (the rest are left out, largest first kept).
+const MAX_LINES: usize = 10;
+
+/// The embedded font, registered once as plotters' `sans-serif`.
+const FONT: &[u8] = include_bytes!("../assets/DejaVuSansMono.ttf");
+
+/// Which files to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Png,
+    Svg,
+    Both,
+}
+
+/// One line of a figure: a label and (x, y) points.
+struct Line {
+    label: String,
+    points: Vec<(f64, f64)>,
+}
+
+/// What went wrong, for the command line.
+pub type PlotError = String;
+
+/// Draws every figure the inputs allow into `out`; returns the files
+/// written.
+///
+/// # Errors
+/// An unreadable report or trace, or a file that cannot be written.
+pub fn plot(
+    report: &Path,
+    tcp_trace: Option<&Path>,
+    queue_trace: Option<&Path>,
+    out: &Path,
+    format: Format,
+) -> Result<Vec<PathBuf>, PlotError> {
+    use std::sync::Once;
+    static FONT_ONCE: Once = Once::new();
+    FONT_ONCE.call_once(|| {
+        // The embedded font is known good; a failure would show as
+        // missing text, not as a crash.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+    let text = std::fs::read_to_string(report)
+        .map_err(|e| format!("cannot read report {}: {e}", report.display()))?;
+    let r: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a run report: {e}", report.display()))?;
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let mut written = Vec::new();
+    let mut emit = |name: &str,
+                    fig: &dyn Fn(DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
+                    figb: &dyn Fn(DrawingArea<BitMapBackend, Shift>) -> Result<(), String>|
+     -> Result<(), PlotError> {
+        if matches!(format, Format::Svg | Format::Both) {
+            let p = out.join(format!("{name}.svg"));
+            fig(SVGBackend::new(&p, SIZE).into_drawing_area())
+                .map_err(|e| format!("{}: {e}", p.display()))?;
+            written.push(p);
+        }
+        if matches!(format, Format::Png | Format::Both) {
+            let p = out.join(format!("{name}.png"));
+            figb(BitMapBackend::new(&p, SIZE).into_drawing_area())
+                .map_err(|e| format!("{}: {e}", p.display()))?;
+            written.push(p);
+        }
+        Ok(())
+    };
+    if let Some(dir) = tcp_trace {
+        let (cwnd, srtt) = tcp_lines(dir, &r)?;
+        if !cwnd.is_empty() {
+            let title = "Congestion window per sending connection";
+            emit(
+                "cwnd",
+                &|a| lines(a, title, "time (s)", "cwnd (KB)", &cwnd),
+                &|a| lines(a, title, "time (s)", "cwnd (KB)", &cwnd),
+            )?;
+            let title = "Smoothed RTT per sending connection";
+            emit(
+                "srtt",
+                &|a| lines(a, title, "time (s)", "srtt (ms)", &srtt),
+                &|a| lines(a, title, "time (s)", "srtt (ms)", &srtt),
+            )?;
+        }
+    }
+    if let Some(dir) = queue_trace {
+        let q = queue_lines(dir)?;
+        if !q.is_empty() {
+            let title = "Frames waiting at the busiest queues";
+            emit(
+                "queues",
+                &|a| lines(a, title, "time (s)", "frames waiting", &q),
+                &|a| lines(a, title, "time (s)", "frames waiting", &q),
+            )?;
+        }
+    }
+    let shares = tcp_shares(&r);
+    if !shares.is_empty() {
+        let title = "Throughput share by congestion control";
+        emit("shares", &|a| bars(a, title, &shares), &|a| {
+            bars(a, title, &shares)
+        })?;
+    }
+    Ok(written)
+}
+
+/// The cwnd (KB) and srtt (ms) lines of the connections that sent data,
+/// the ones that acknowledged most bytes first.
+fn tcp_lines(dir: &Path, r: &serde_json::Value) -> Result<(Vec<Line>, Vec<Line>), PlotError> {
+    let mut senders: Vec<(u64, u64, String)> = (r["tcp_connections"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let acked = c["bytes_acked"].as_u64()?;
+            (acked > 0).then(|| {
+                let label = format!(
+                    "{} {} ({})",
+                    c["machine"].as_str().unwrap_or("?"),
+                    c["remote"].as_str().unwrap_or(""),
+                    c["congestion"].as_str().unwrap_or("?")
+                );
+                (acked, c["id"].as_u64().unwrap_or(u64::MAX), label)
+            })
+        })
+        .collect();
+    senders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    senders.truncate(MAX_LINES);
+    let files = list(dir)?;
+    let (mut cwnd, mut srtt) = (Vec::new(), Vec::new());
+    for (_, id, label) in senders {
+        let prefix = format!("tcp-{id}-");
+        let Some(file) = files.iter().find(|f| file_name(f).starts_with(&prefix)) else {
+            continue;
+        };
+        let rows = csv(file)?;
+        let col = |name: &str| rows.0.iter().position(|h| h == name);
+        let (Some(t), Some(c), Some(s), Some(a)) = (
+            col("time_ns"),
+            col("cwnd"),
+            col("srtt_ns"),
+            col("bytes_acked"),
+        ) else {
+            return Err(format!("{}: not a TCP trace", file.display()));
+        };
+        // Up to the last row with new bytes acknowledged: after that the
+        // connection only waits out its close (TIME-WAIT is a minute).
+        let acked = |row: &Vec<Option<f64>>| row.get(a).copied().flatten();
+        let last = (1..rows.1.len())
+            .rev()
+            .find(|&i| acked(&rows.1[i]) != acked(&rows.1[i - 1]))
+            .map_or(rows.1.len(), |i| i + 1);
+        let pick = |k: usize, scale: f64| -> Vec<(f64, f64)> {
+            (rows.1[..last].iter())
+                .filter_map(|row| {
+                    Some((row.get(t)?.as_ref()? / 1e9, row.get(k)?.as_ref()? / scale))
+                })
+                .collect()
+        };
+        cwnd.push(Line {
+            label: label.clone(),
+            points: pick(c, 1e3),
+        });
+        srtt.push(Line {
+            label,
+            points: pick(s, 1e6).into_iter().filter(|&(_, y)| y > 0.0).collect(),
+        });
+    }
+    Ok((cwnd, srtt))
+}
+
+/// The occupancy lines of the queues whose most frames waiting was
+/// highest.
+fn queue_lines(dir: &Path) -> Result<Vec<Line>, PlotError> {
+    let mut all = Vec::new();
+    for file in list(dir)? {
+        let name = file_name(&file);
+        let Some(label) = name
+            .strip_prefix("queue-")
+            .and_then(|n| n.strip_suffix(".csv"))
+        else {
+            continue;
+        };
+        let rows = csv(&file)?;
+        let col = |n: &str| rows.0.iter().position(|h| h == n);
+        let (Some(t), Some(p)) = (col("time_ns"), col("packets")) else {
+            return Err(format!("{}: not a queue trace", file.display()));
+        };
+        let points: Vec<(f64, f64)> = (rows.1.iter())
+            .filter_map(|row| Some((row.get(t)?.as_ref()? / 1e9, *row.get(p)?.as_ref()?)))
+            .collect();
+        let peak = points.iter().map(|&(_, y)| y).fold(0.0, f64::max);
+        all.push((peak, label.to_string(), points));
+    }
+    all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    Ok(all
+        .into_iter()
+        .filter(|(peak, _, _)| *peak > 0.0)
+        .take(MAX_LINES)
+        .map(|(_, label, points)| Line { label, points })
+        .collect())
+}
+
+/// (algorithm, throughput share in %) from the report.
+fn tcp_shares(r: &serde_json::Value) -> Vec<(String, f64)> {
+    (r["tcp_shares"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            Some((
+                s["congestion"].as_str()?.to_string(),
+                s["throughput_share"].as_f64()? * 100.0,
+            ))
+        })
+        .collect()
+}
+
+/// The files of `dir`, sorted.
+fn list(dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A CSV of numbers with a header line; empty cells are `None`.
+type Table = (Vec<String>, Vec<Vec<Option<f64>>>);
+
+fn csv(path: &Path) -> Result<Table, PlotError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .ok_or_else(|| format!("{}: empty", path.display()))?
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let mut rows = Vec::new();
+    for (i, line) in lines.enumerate() {
+        let row = line
+            .split(',')
+            .map(|c| match c.trim() {
+                "" => Ok(None),
+                v => v.parse::<f64>().map(Some),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| format!("{}:{}: not a number in `{line}`", path.display(), i + 2))?;
+        rows.push(row);
+    }
+    Ok((header, rows))
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// A line chart with a legend.
+fn lines<DB: DrawingBackend>(
+    area: DrawingArea<DB, Shift>,
+    title: &str,
+    x: &str,
+    y: &str,
+    data: &[Line],
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE).map_err(err)?;
+    let xs = data.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let ys = data.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let x_max = xs.fold(0.0, f64::max).max(1e-9);
+    let y_max = ys.fold(0.0, f64::max).max(1e-9) * 1.05;
+    let mut chart = ChartBuilder::on(&area)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x)
+        .y_desc(y)
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    for (i, l) in data.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                l.points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(l.label.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(err)?;
+    area.present().map_err(err)
+}
+
+/// A bar chart of percentages.
+fn bars<DB: DrawingBackend>(
+    area: DrawingArea<DB, Shift>,
+    title: &str,
+    data: &[(String, f64)],
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE).map_err(err)?;
+    // (A segmented 0..k has k + 1 slots.)
+    let n = data.len() as u32;
+    let names: Vec<String> = data.iter().map(|d| d.0.clone()).collect();
+    let mut chart = ChartBuilder::on(&area)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..100.0)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc("share of throughput (%)")
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(data.iter().enumerate().map(|(i, (_, v))| {
+            let i = i as u32;
+            let mut bar = Rectangle::new(
+                [
+                    (SegmentValue::Exact(i), 0.0),
+                    (SegmentValue::Exact(i + 1), *v),
+                ],
+                Palette99::pick(i as usize).filled(),
+            );
+            bar.set_margin(0, 0, 20, 20);
+            bar
+        }))
+        .map_err(err)?;
+    area.present().map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report and traces made by hand: two senders, one queue.
+    fn fixture(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+        let report = dir.join("r.json");
+        std::fs::write(
+            &report,
+            r#"{"tcp_connections": [
+                {"id": 0, "machine": "a", "remote": "10.0.0.2:80", "congestion": "cubic", "bytes_acked": 100},
+                {"id": 1, "machine": "b", "remote": "10.0.0.1:5", "congestion": "cubic", "bytes_acked": 0},
+                {"id": 2, "machine": "c", "remote": "10.0.0.2:81", "congestion": "newreno", "bytes_acked": 50}],
+              "tcp_shares": [{"congestion": "cubic", "throughput_share": 0.6},
+                             {"congestion": "newreno", "throughput_share": 0.4}]}"#,
+        )
+        .unwrap();
+        let tcp = dir.join("tcp");
+        std::fs::create_dir_all(&tcp).unwrap();
+        for (id, m) in [(0, "a"), (1, "b"), (2, "c")] {
+            std::fs::write(
+                tcp.join(format!("tcp-{id}-{m}-80.csv")),
+                "time_ns,cwnd,ssthresh,srtt_ns,bytes_acked,retransmitted_segments,throughput_bps\n\
+                 0,14600,,0,0,0,\n10000000,29200,,10000000,14600,0,0\n20000000,20000,20000,12000000,30000,1,100\n",
+            )
+            .unwrap();
+        }
+        let q = dir.join("q");
+        std::fs::create_dir_all(&q).unwrap();
+        std::fs::write(
+            q.join("queue-lan-a-nic.csv"),
+            "time_ns,packets,bytes\n0,0,0\n5,3,4500\n9,0,0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            q.join("queue-lan-b-nic.csv"),
+            "time_ns,packets,bytes\n0,0,0\n",
+        )
+        .unwrap();
+        (report, tcp, q)
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("elvis-plot-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn every_figure_is_written_in_both_formats_and_is_not_blank() {
+        let d = temp("both");
+        let (r, tcp, q) = fixture(&d);
+        let out = d.join("out");
+        let files = plot(&r, Some(&tcp), Some(&q), &out, Format::Both).unwrap();
+        let names: Vec<String> = files.iter().map(|f| file_name(f)).collect();
+        assert_eq!(
+            names,
+            [
+                "cwnd.svg",
+                "cwnd.png",
+                "srtt.svg",
+                "srtt.png",
+                "queues.svg",
+                "queues.png",
+                "shares.svg",
+                "shares.png"
+            ]
+        );
+        for f in &files {
+            let bytes = std::fs::read(f).unwrap();
+            if file_name(f).ends_with(".png") {
+                assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{}", f.display());
+                // 960 x 540 in the IHDR chunk.
+                assert_eq!(&bytes[16..24], &[0, 0, 3, 192, 0, 0, 2, 28]);
+            } else {
+                let text = String::from_utf8(bytes.clone()).unwrap();
+                assert!(text.starts_with("<svg") && text.contains("</svg>"));
+                // Lines or bars were drawn, with the legend's text.
+                assert!(text.contains("<polyline") || text.contains("<rect"));
+            }
+            assert!(
+                bytes.len() > 2_000,
+                "{} is {} bytes",
+                f.display(),
+                bytes.len()
+            );
+        }
+        // The legend names the senders only, and the idle queue is left out.
+        let cwnd = std::fs::read_to_string(out.join("cwnd.svg")).unwrap();
+        assert!(cwnd.contains("a 10.0.0.2:80 (cubic)") && cwnd.contains("c 10.0.0.2:81 (newreno)"));
+        assert!(!cwnd.contains("b 10.0.0.1:5"));
+        let queues = std::fs::read_to_string(out.join("queues.svg")).unwrap();
+        assert!(queues.contains("lan-a-nic") && !queues.contains("lan-b-nic"));
+    }
+
+    #[test]
+    fn a_png_is_not_blank() {
+        let d = temp("png");
+        let (r, tcp, _) = fixture(&d);
+        let out = d.join("out");
+        let files = plot(&r, Some(&tcp), None, &out, Format::Png).unwrap();
+        assert_eq!(files.len(), 3, "cwnd, srtt, shares");
+        // A blank white 960x540 PNG compresses to well under 2 KB; drawn
+        // axes, lines and text do not.
+        for f in files {
+            let len = std::fs::metadata(&f).unwrap().len();
+            assert!(len > 10_000, "{}: {len} bytes", f.display());
+        }
+    }
+
+    #[test]
+    fn one_algorithm_gets_one_bar() {
+        let d = temp("one");
+        let r = d.join("r.json");
+        std::fs::write(
+            &r,
+            r#"{"tcp_shares": [{"congestion": "cubic", "throughput_share": 1.0}]}"#,
+        )
+        .unwrap();
+        let files = plot(&r, None, None, &d.join("out"), Format::Svg).unwrap();
+        let svg = std::fs::read_to_string(&files[0]).unwrap();
+        assert!(svg.lines().any(|l| l.trim() == "cubic"), "{svg}");
+    }
+
+    #[test]
+    fn a_bad_trace_is_an_error_naming_the_line() {
+        let d = temp("bad");
+        let (r, tcp, _) = fixture(&d);
+        std::fs::write(
+            tcp.join("tcp-0-a-80.csv"),
+            "time_ns,cwnd,ssthresh,srtt_ns\n0,x,,0\n",
+        )
+        .unwrap();
+        let e = plot(&r, Some(&tcp), None, &d.join("out"), Format::Svg).unwrap_err();
+        assert!(e.contains("tcp-0-a-80.csv:2:"), "{e}");
+    }
+}
