@@ -22,8 +22,8 @@
 //! its timing is known when a frame is queued: `start = max(now,
 //! busy_until)`, `done = start + S/B`, `busy_until = done`. Such queues
 //! (every NIC and switch port whose discipline is drop-tail, unless the
-//! network is captured, queues are traced, or
-//! `Simulation::set_evented_queues` asks otherwise) therefore schedule the
+//! network is captured or `Simulation::set_evented_queues` asks
+//! otherwise) therefore schedule the
 //! frame's arrival (at the switch, or at the machine) when it is queued,
 //! and no event marks the end of its serialization (as in ns-3's and
 //! OMNeT++'s channels, which compute the arrival at transmission). A
@@ -32,25 +32,27 @@
 //! `start > t` (the drop-tail limit counts these), those in a NIC are
 //! those with `done > t` (back-pressure), and the queue statistics record
 //! each departure at its `start`, lazily, before any later arrival and at
-//! report time, so they are the evented path's. At an instant where a
+//! report time, so they are the evented path's; a traced queue records
+//! its occupancy series the same way (`WireQueue::trace_at`), point for
+//! point the evented path's. At an instant where a
 //! frame leaves and another arrives the departure goes first; the evented
 //! path orders such ties by event order, so a peak occupancy (or, at a
 //! full queue, a drop) can differ there. Frames that reach a switch from
 //! two ports at the same nanosecond are taken in the order their arrival
 //! events were scheduled, which is queueing order here and departure
-//! order on the evented path. Other disciplines, traced queues and
-//! captured networks keep the evented path: a `TxDone` event per frame,
-//! and the discipline asked for the next frame when the wire goes idle.
+//! order on the evented path. Other disciplines and captured networks
+//! keep the evented path: a `TxDone` event per frame, and the discipline
+//! asked for the next frame when the wire goes idle.
 //!
-//! So turning on `--pcap` or `--queue-trace` can change a run where
-//! such ties occur and a queue is full: a tie decides which frame is
-//! dropped, and TCP's reaction spreads the difference (the
-//! `cubic-vs-compound` example drops 378 frames without them and 370
-//! with either, and its throughput shares differ by a few points). Each
-//! run is still deterministic; a run with captures is to be compared
-//! with a run with captures. Recording captures and traces on the
-//! departure-time path, so that observing never changes the run, is not
-//! done yet.
+//! So turning on `--pcap` can change a run where such ties occur and a
+//! queue is full: a tie decides which frame is dropped, and TCP's
+//! reaction spreads the difference (the `cubic-vs-compound` example
+//! drops 378 frames without captures and 370 with them, and its
+//! throughput shares differ by a few points). Each run is still
+//! deterministic; a run with captures is to be compared with a run with
+//! captures. Queue traces change nothing (`departure::queue_traces_are_
+//! the_evented_paths_and_change_nothing`); recording captures on the
+//! departure-time path too is not done yet.
 //!
 //! # Impairments
 //! Loss, corruption, duplication and reordering are drawn once per
@@ -124,6 +126,7 @@
 
 use crate::machine::IfaceId;
 use crate::machine::MachineId;
+use crate::qdisc::stats::OccupancySample;
 use crate::qdisc::{self, Dequeue, Discipline, Enqueue, Limit, Qdisc, QdiscConfig, Queued};
 use crate::report::DropReason;
 use crate::world::{Event, World};
@@ -286,6 +289,10 @@ pub(crate) struct WireQueue {
     /// Bytes of the frames of `sched` that have not started.
     waiting_bytes: u64,
     pub stats: qdisc::stats::QueueStats,
+    /// The occupancy series of a traced queue run analytically (as the
+    /// evented path records it in `World::queue_series`; `None` when not
+    /// traced), its departures recorded lazily like `stats`.
+    trace: Option<Vec<OccupancySample>>,
 }
 
 impl WireQueue {
@@ -298,7 +305,45 @@ impl WireQueue {
             started: 0,
             waiting_bytes: 0,
             stats: Default::default(),
+            trace: None,
         }
+    }
+
+    /// Appends a sample to the trace, if traced.
+    #[inline]
+    fn sample(&mut self, time_ns: u64, packets: u32, bytes: u64) {
+        if let Some(t) = self.trace.as_mut() {
+            qdisc::stats::push_sample(
+                t,
+                OccupancySample {
+                    time_ns,
+                    packets,
+                    bytes,
+                },
+            );
+        }
+    }
+
+    /// Returns the occupancy series as of `end_ns` of a queue traced on
+    /// the analytic path (the departures due by then replayed on a copy),
+    /// or `None`.
+    pub fn trace_at(&self, end_ns: u64) -> Option<Vec<OccupancySample>> {
+        let mut t = self.trace.clone()?;
+        let mut waiting_bytes = self.waiting_bytes;
+        let len = self.sched.len() as u32;
+        for (i, s) in self.sched.iter().enumerate().skip(self.started as usize) {
+            if s.start > end_ns {
+                break;
+            }
+            waiting_bytes -= u64::from(s.bytes);
+            let sample = OccupancySample {
+                time_ns: s.start,
+                packets: len - i as u32 - 1,
+                bytes: waiting_bytes,
+            };
+            qdisc::stats::push_sample(&mut t, sample);
+        }
+        Some(t)
     }
 
     /// Returns the discipline (for the report).
@@ -335,6 +380,7 @@ impl WireQueue {
             self.waiting_bytes -= u64::from(s.bytes);
             let waiting = self.sched.len() as u32 - self.started;
             self.stats.dequeued(s.start, waiting, self.waiting_bytes);
+            self.sample(s.start, waiting, self.waiting_bytes);
         }
         while self.sched.front().is_some_and(|s| s.done <= now_ns) {
             self.sched.pop_front();
@@ -363,6 +409,9 @@ impl WireQueue {
             });
             self.started += 1;
             self.stats.passed_through(now_ns, u64::from(bytes));
+            // (As the evented path: queued, then dequeued at once.)
+            self.sample(now_ns, 1, u64::from(bytes));
+            self.sample(now_ns, 0, 0);
             return done;
         }
         let start = self.sched.back().map_or(now_ns, |s| s.done.max(now_ns));
@@ -371,6 +420,7 @@ impl WireQueue {
         self.waiting_bytes += u64::from(bytes);
         let (packets, waiting_bytes) = self.waiting();
         self.stats.enqueued(now_ns, packets, waiting_bytes);
+        self.sample(now_ns, packets, waiting_bytes);
         // A frame that finds the wire idle starts at once.
         self.settle(now_ns);
         done
@@ -762,11 +812,15 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
     let now = w.now().as_nanos();
     let (net, port, up) = (q.net, q.port_dir >> 1, q.port_dir & 1 == 0);
     let bytes = w.frames[id as usize].len();
-    let uncaptured = !w.evented_queues && !w.queue_trace && !w.pcap.captures(net);
+    let uncaptured = !w.evented_queues && !w.pcap.captures(net);
+    let tracing = w.queue_trace;
     let n = &mut w.networks[net as usize];
     let ser = n.cfg.serialization_ns(bytes);
     let queues = n.queues_mut(port);
     let wq = if up { &mut queues.up } else { &mut queues.down };
+    if tracing && wq.trace.is_none() && wq.sched.is_empty() && wq.on_wire.is_none() {
+        wq.trace = Some(Vec::new());
+    }
     wq.settle(now);
     let analytic = !wq.sched.is_empty()
         || (uncaptured && matches!(wq.qdisc, Qdisc::DropTail(_)) && wq.is_idle(now));

@@ -559,10 +559,27 @@ impl Simulation {
         let Some(w) = self.world.as_ref() else {
             return Vec::new();
         };
-        (w.queue_series.iter())
-            .map(|(&(net, pd), v)| {
+        // Queues run event by event keep their series in the world; those
+        // run on the departure-time path keep it themselves, departures
+        // recorded lazily (see `crate::net`).
+        let mut all = w.queue_series.clone();
+        let end = w.now().as_nanos();
+        for (net, n) in w.networks.iter().enumerate() {
+            for (port, p) in n.ports.iter().enumerate() {
+                let Some(q) = p.queues.as_deref() else {
+                    continue;
+                };
+                for (dir, wq) in [(0, &q.up), (1, &q.down)] {
+                    if let Some(t) = wq.trace_at(end).filter(|t| !t.is_empty()) {
+                        all.insert((net as NetId, (port as u32) << 1 | dir), t);
+                    }
+                }
+            }
+        }
+        (all.into_iter())
+            .map(|((net, pd), v)| {
                 let (network, machine, dir) = queue_names(w, net, pd);
-                (format!("{network}-{machine}-{dir}"), v.clone())
+                (format!("{network}-{machine}-{dir}"), v)
             })
             .collect()
     }

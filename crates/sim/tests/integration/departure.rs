@@ -235,3 +235,45 @@ fn a_bulk_sender_waiting_for_nic_room_keeps_the_wire_timing_of_the_evented_path(
     assert_eq!(logs[0].iter().map(|g| g.1).sum::<usize>(), 3_000_000);
     assert!(logs[0] == logs[1], "arrivals differ");
 }
+
+/// Tracing the queues keeps them on the departure-time path, which
+/// records the series itself: the series equals the evented path's,
+/// point for point, and a traced run is the untraced run.
+#[test]
+fn queue_traces_are_the_evented_paths_and_change_nothing() {
+    let run = |evented: bool, traced: bool| {
+        let (mut sim, a, b) = pair(5, link("l", Some(10_000_000), 250_000));
+        sim.set_evented_queues(evented);
+        if traced {
+            sim.trace_queues();
+        }
+        let log = log();
+        sink(&mut sim, b, &log);
+        sim.spawn(a, "bursts", move |host: Host| async move {
+            let sock = host.udp_bind(0)?;
+            for burst in 0..20u64 {
+                for i in 0..(burst % 7 + 1) {
+                    let len = 40 + ((burst * 131 + i * 977) % 1400) as usize;
+                    sock.send_to(vec![3; len], sa(nth_ip(1), 7)).await?;
+                }
+                host.sleep(std::time::Duration::from_micros(5_000 + burst * 37))
+                    .await;
+            }
+            Ok(())
+        });
+        let report = sim.run();
+        assert_success(&report);
+        let events = report.events;
+        (sim.queue_series(), comparable(&report, false), events)
+    };
+    let (evented_series, evented_report, _) = run(true, true);
+    let (series, report, events) = run(false, true);
+    let (untraced, plain_report, plain_events) = run(false, false);
+    assert!(untraced.is_empty());
+    assert_eq!(series.len(), 1, "{series:?}");
+    assert!(series[0].1.len() > 20, "{series:?}");
+    assert_eq!(series, evented_series);
+    assert_eq!(report, evented_report);
+    assert_eq!(report, plain_report);
+    assert_eq!(events, plain_events, "tracing added no event");
+}
