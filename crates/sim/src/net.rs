@@ -21,9 +21,8 @@
 //! A drop-tail FIFO feeding a wire at a fixed rate is work-conserving, so
 //! its timing is known when a frame is queued: `start = max(now,
 //! busy_until)`, `done = start + S/B`, `busy_until = done`. Such queues
-//! (every NIC and switch port whose discipline is drop-tail, unless the
-//! network is captured or `Simulation::set_evented_queues` asks
-//! otherwise) therefore schedule the
+//! (every NIC and switch port whose discipline is drop-tail, unless
+//! `Simulation::set_evented_queues` asks otherwise) therefore schedule the
 //! frame's arrival (at the switch, or at the machine) when it is queued,
 //! and no event marks the end of its serialization (as in ns-3's and
 //! OMNeT++'s channels, which compute the arrival at transmission). A
@@ -34,25 +33,22 @@
 //! each departure at its `start`, lazily, before any later arrival and at
 //! report time, so they are the evented path's; a traced queue records
 //! its occupancy series the same way (`WireQueue::trace_at`), point for
-//! point the evented path's. At an instant where a
+//! point the evented path's, and a captured NIC hands each frame to the
+//! capture with its start time when it is queued (the capture holds it
+//! until the clock gets there, `crate::pcap`). So observing a run never
+//! changes it (`departure::queue_traces_are_the_evented_paths_and_change_nothing`,
+//! `departure::captures_are_the_evented_paths_and_change_nothing`). At an
+//! instant where a
 //! frame leaves and another arrives the departure goes first; the evented
 //! path orders such ties by event order, so a peak occupancy (or, at a
 //! full queue, a drop) can differ there. Frames that reach a switch from
 //! two ports at the same nanosecond are taken in the order their arrival
 //! events were scheduled, which is queueing order here and departure
-//! order on the evented path. Other disciplines and captured networks
-//! keep the evented path: a `TxDone` event per frame, and the discipline
-//! asked for the next frame when the wire goes idle.
-//!
-//! So turning on `--pcap` can change a run where such ties occur and a
-//! queue is full: a tie decides which frame is dropped, and TCP's
-//! reaction spreads the difference (the `cubic-vs-compound` example
-//! drops 378 frames without captures and 370 with them, and its
-//! throughput shares differ by a few points). Each run is still
-//! deterministic; a run with captures is to be compared with a run with
-//! captures. Queue traces change nothing (`departure::queue_traces_are_
-//! the_evented_paths_and_change_nothing`); recording captures on the
-//! departure-time path too is not done yet.
+//! order on the evented path (the `cubic-vs-compound` example drops 378
+//! frames one way and 370 the other, a tie having decided a drop that
+//! TCP's reaction spreads). Other disciplines keep the evented path: a
+//! `TxDone` event per frame, and the discipline asked for the next frame
+//! when the wire goes idle.
 //!
 //! # Impairments
 //! Loss, corruption, duplication and reordering are drawn once per
@@ -812,8 +808,9 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
     let now = w.now().as_nanos();
     let (net, port, up) = (q.net, q.port_dir >> 1, q.port_dir & 1 == 0);
     let bytes = w.frames[id as usize].len();
-    let uncaptured = !w.evented_queues && !w.pcap.captures(net);
+    let captured = w.pcap.captures(net);
     let tracing = w.queue_trace;
+    let uncaptured = !w.evented_queues;
     let n = &mut w.networks[net as usize];
     let ser = n.cfg.serialization_ns(bytes);
     let queues = n.queues_mut(port);
@@ -840,6 +837,13 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
         return discard(w, id, reason);
     }
     let done = wq.push(now, ser, bytes as u32);
+    if up && captured {
+        // Recorded when it starts onto the wire, as the evented path does.
+        let start = Time::from_nanos(done - ser);
+        w.pcap
+            .record_at(net, start, Time::from_nanos(now), &w.frames[id as usize]);
+    }
+    let n = &mut w.networks[net as usize];
     if !up {
         let deliver = Event::Deliver {
             net,

@@ -1,7 +1,12 @@
 //! Packet captures: one pcap file per network, nanosecond timestamps.
 //!
 //! Frames are recorded when they start onto the wire at the sender's NIC
-//! (on ideal networks: when sent). Virtual payload bytes are written as
+//! (on ideal networks: when sent). A NIC run as a departure-time FIFO
+//! (`crate::net`) knows that instant when the frame is queued, possibly
+//! ahead of the present: such a record waits in a per-network buffer,
+//! ordered by time, until the clock reaches it, so each file is in time
+//! order; records due after the end of the run are dropped, as the
+//! frames never started. Virtual payload bytes are written as
 //! zeros. Files are written with `pcap-file` in the nanosecond-resolution
 //! pcap format, link type Ethernet, so Wireshark and `tshark` read them.
 
@@ -10,14 +15,33 @@ use elvis_kernel::Time;
 use elvis_message::Message;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+
+/// Bytes of a frame a record keeps (the files' snapshot length).
+const SNAPLEN: usize = 262_144;
+
+/// A record waiting for the clock (see the module documentation).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Pending {
+    time: u64,
+    seq: u64,
+    len: u32,
+    data: Vec<u8>,
+}
 
 /// The capture files of a run (empty when capturing is off).
 #[derive(Default)]
 pub(crate) struct PcapSet {
     writers: Vec<Option<PcapWriter<BufWriter<File>>>>,
+    /// Per network, the records due later than the present (see the
+    /// module documentation).
+    pending: Vec<BinaryHeap<Reverse<Pending>>>,
+    /// Order of the pending records of one instant: recording order.
+    seq: u64,
     scratch: Vec<u8>,
     /// The first write error, reported at the end of the run.
     pub error: Option<String>,
@@ -91,27 +115,75 @@ impl PcapSet {
         matches!(self.writers.get(net as usize), Some(Some(_)))
     }
 
-    /// Records `frame` on network `net` at `time`.
+    /// Records `frame` on network `net` at `time`, the present.
     pub fn record(&mut self, net: NetId, time: Time, frame: &Message) {
+        if !self.captures(net) {
+            return;
+        }
+        self.flush_due(net, time.as_nanos());
+        self.scratch.clear();
+        frame.copy_to_vec(&mut self.scratch);
+        let data = std::mem::take(&mut self.scratch);
+        self.write(net, time.as_nanos(), frame.len() as u32, &data);
+        self.scratch = data;
+    }
+
+    /// Records `frame` on network `net` at `at`, which may lie ahead of
+    /// `now`: it is written once the clock reaches it.
+    pub fn record_at(&mut self, net: NetId, at: Time, now: Time, frame: &Message) {
+        if !self.captures(net) {
+            return;
+        }
+        let mut data = Vec::with_capacity(frame.len().min(SNAPLEN));
+        frame.copy_to_vec(&mut data);
+        data.truncate(SNAPLEN);
+        if self.pending.len() <= net as usize {
+            self.pending.resize_with(net as usize + 1, BinaryHeap::new);
+        }
+        self.seq += 1;
+        self.pending[net as usize].push(Reverse(Pending {
+            time: at.as_nanos(),
+            seq: self.seq,
+            len: frame.len() as u32,
+            data,
+        }));
+        self.flush_due(net, now.as_nanos());
+    }
+
+    /// Writes the pending records of `net` due by `now_ns`.
+    fn flush_due(&mut self, net: NetId, now_ns: u64) {
+        let Some(heap) = self.pending.get_mut(net as usize) else {
+            return;
+        };
+        let mut due = Vec::new();
+        while heap.peek().is_some_and(|p| p.0.time <= now_ns) {
+            due.extend(heap.pop().map(|p| p.0));
+        }
+        for p in due {
+            self.write(net, p.time, p.len, &p.data);
+        }
+    }
+
+    fn write(&mut self, net: NetId, time_ns: u64, len: u32, data: &[u8]) {
         let Some(Some(w)) = self.writers.get_mut(net as usize) else {
             return;
         };
-        self.scratch.clear();
-        frame.copy_to_vec(&mut self.scratch);
-        let snap = self.scratch.len().min(262_144);
-        let packet = PcapPacket::new(
-            std::time::Duration::from_nanos(time.as_nanos()),
-            frame.len() as u32,
-            &self.scratch[..snap],
-        );
+        let snap = data.len().min(SNAPLEN);
+        let packet = PcapPacket::new(std::time::Duration::from_nanos(time_ns), len, &data[..snap]);
         if let Err(e) = w.write_packet(&packet) {
             self.error.get_or_insert(e.to_string());
         }
     }
 
-    /// Flushes and closes every file (capturing stops).
-    pub fn close(&mut self) {
+    /// Writes the records due by `end` (the end of the run; later ones
+    /// never started), then flushes and closes every file (capturing
+    /// stops).
+    pub fn close(&mut self, end: Time) {
         use std::io::Write;
+        for net in 0..self.pending.len() {
+            self.flush_due(net as NetId, end.as_nanos());
+        }
+        self.pending.clear();
         for w in self.writers.iter_mut() {
             if let Some(w) = w.take() {
                 if let Err(e) = w.into_writer().flush() {

@@ -1170,7 +1170,8 @@ impl Simulation {
         }
         IN_SIM.with(|c| *c.borrow_mut() = None);
         let mut world = world::uninstall().expect("world installed for the run");
-        world.pcap.close();
+        let end_time = world.now();
+        world.pcap.close(end_time);
         self.world = Some(world);
         let mut r = self.report(end);
         if let Some(e) = route_error {

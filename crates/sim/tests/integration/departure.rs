@@ -277,3 +277,49 @@ fn queue_traces_are_the_evented_paths_and_change_nothing() {
     assert_eq!(report, plain_report);
     assert_eq!(events, plain_events, "tracing added no event");
 }
+
+/// Capturing keeps the NICs on the departure-time path, which records
+/// each frame when it starts onto the wire, as the evented path does: the
+/// capture files are byte for byte the evented path's, in time order,
+/// and a captured run is the uncaptured run.
+#[test]
+fn captures_are_the_evented_paths_and_change_nothing() {
+    let run = |evented: bool, dir: Option<&std::path::Path>| {
+        let (mut sim, a, b) = pair(5, link("l", Some(10_000_000), 250_000));
+        sim.set_evented_queues(evented);
+        if let Some(d) = dir {
+            sim.capture_pcap(d).unwrap();
+        }
+        let log = log();
+        sink(&mut sim, a, &log);
+        sink(&mut sim, b, &log);
+        for (from, to) in [(a, nth_ip(1)), (b, nth_ip(0))] {
+            sim.spawn(from, "bursts", move |host: Host| async move {
+                let sock = host.udp_bind(0)?;
+                for burst in 0..20u64 {
+                    for i in 0..(burst % 7 + 1) {
+                        let len = 40 + ((burst * 131 + i * 977) % 1400) as usize;
+                        sock.send_to(vec![3; len], sa(to, 7)).await?;
+                    }
+                    host.sleep(std::time::Duration::from_micros(5_000 + burst * 37))
+                        .await;
+                }
+                Ok(())
+            });
+        }
+        let report = sim.run();
+        assert_success(&report);
+        (comparable(&report, false), report.events)
+    };
+    let (ev_dir, an_dir) = (TempDir::new("cap-evented"), TempDir::new("cap-analytic"));
+    let (evented, _) = run(true, Some(&ev_dir.0));
+    let (captured, events) = run(false, Some(&an_dir.0));
+    let (plain, plain_events) = run(false, None);
+    let file = |d: &TempDir| std::fs::read(d.0.join("net-l.pcap")).unwrap();
+    let (ev, an) = (file(&ev_dir), file(&an_dir));
+    assert!(an.len() > 10_000, "{} bytes", an.len());
+    assert!(ev == an, "the captures differ");
+    assert_eq!(captured, evented);
+    assert_eq!(captured, plain);
+    assert_eq!(events, plain_events, "capturing added no event");
+}
