@@ -288,7 +288,7 @@ pub(crate) struct WireQueue {
     /// The occupancy series of a traced queue run analytically (as the
     /// evented path records it in `World::queue_series`; `None` when not
     /// traced), its departures recorded lazily like `stats`.
-    trace: Option<Vec<OccupancySample>>,
+    trace: Option<Box<Vec<OccupancySample>>>,
 }
 
 impl WireQueue {
@@ -324,7 +324,7 @@ impl WireQueue {
     /// the analytic path (the departures due by then replayed on a copy),
     /// or `None`.
     pub fn trace_at(&self, end_ns: u64) -> Option<Vec<OccupancySample>> {
-        let mut t = self.trace.clone()?;
+        let mut t = *self.trace.clone()?;
         let mut waiting_bytes = self.waiting_bytes;
         let len = self.sched.len() as u32;
         for (i, s) in self.sched.iter().enumerate().skip(self.started as usize) {
@@ -816,7 +816,7 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
     let queues = n.queues_mut(port);
     let wq = if up { &mut queues.up } else { &mut queues.down };
     if tracing && wq.trace.is_none() && wq.sched.is_empty() && wq.on_wire.is_none() {
-        wq.trace = Some(Vec::new());
+        wq.trace = Some(Box::default());
     }
     wq.settle(now);
     let analytic = !wq.sched.is_empty()
