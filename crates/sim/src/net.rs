@@ -288,6 +288,8 @@ pub(crate) struct WireQueue {
     /// The occupancy series of a traced queue run analytically (as the
     /// evented path records it in `World::queue_series`; `None` when not
     /// traced), its departures recorded lazily like `stats`.
+    // (Boxed: a pointer, not a `Vec`'s three words, in every queue.)
+    #[allow(clippy::box_collection)]
     trace: Option<Box<Vec<OccupancySample>>>,
 }
 
