@@ -151,7 +151,7 @@ fn parse_list(s: &str, f: impl Fn(&str) -> Result<u64, String>) -> Result<Vec<u6
 impl Lower<'_> {
     /// Reads the discipline keys of network block `b` into `net.qdisc`.
     pub(super) fn qdisc(&mut self, b: &Block, net: &mut NetworkSpec) {
-        net.qdisc = self.qdisc_spec(b, "", net.queue.is_some());
+        net.qdisc = self.qdisc_spec(b, "", net.queue.is_some()).map(Box::new);
     }
 
     /// Reads the discipline keys `{pre}qdisc`, `{pre}limit`, … of block
