@@ -22,6 +22,7 @@
 //! signal exits at once.
 #![forbid(unsafe_code)]
 
+mod huge_pages;
 mod interrupt;
 mod memory;
 mod output;
@@ -122,6 +123,11 @@ struct RunArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    match &cli.command {
+        Command::Run(args) => huge_pages::without_for_small(args.file.as_deref()),
+        Command::Check { file, .. } => huge_pages::without_for_small(Some(file)),
+        Command::Example => {}
+    }
     match cli.command {
         Command::Run(args) => run(args),
         Command::Check { file, max_memory } => check(&file, max_memory.as_deref()),
