@@ -40,7 +40,6 @@ use elvis_scenario::{
 use elvis_sim::stack::route::Metric;
 use elvis_sim::{NetworkConfig, Protocols, Simulation};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 pub mod estimate;
@@ -214,7 +213,11 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
         pools.push(Pool::new(spec));
     }
     // Addresses claimed by applications' `ip=` options.
-    let mut claimed: BTreeMap<u32, Loc> = BTreeMap::new();
+    // Looked up, never iterated in order: a hash map (a million pinned
+    // addresses cost a B-tree a million ordered inserts).
+    let mut claimed: rustc_hash::FxHashMap<u32, Loc> = Default::default();
+    let pins = (scenario.machines.iter()).map(|g| g.pinned.len() * g.instances() as usize);
+    claimed.reserve(pins.sum());
     for g in &scenario.machines {
         for (i, ip) in claimed_ips(g)? {
             let _ = i;
