@@ -231,10 +231,11 @@ fn estimate(
 fn build(
     name: &str,
     file: Option<&Path>,
-    scenario: &elvis_scenario::Scenario,
+    scenario: elvis_scenario::Scenario,
     seed: Option<u64>,
 ) -> Result<elvis_build::Built, ExitCode> {
-    elvis_build::build(scenario, seed).map_err(|e| {
+    // Owned: the builder drops each part of the scenario once it is built.
+    elvis_build::build_owned(scenario, seed).map_err(|e| {
         let source = source_again(file);
         eprint!(
             "{}",
@@ -272,11 +273,11 @@ fn check(file: &Path, max_mem: Option<&str>) -> ExitCode {
         Err(c) => return c,
     };
     drop(source);
-    match build(&name, Some(file), &scenario, None) {
+    let networks = scenario.networks.len();
+    match build(&name, Some(file), scenario, None) {
         Ok(b) => {
             println!(
-                "{name}: ok ({} networks, {} machines)",
-                scenario.networks.len(),
+                "{name}: ok ({networks} networks, {} machines)",
                 b.sim.machine_count()
             );
             println!(
@@ -392,17 +393,16 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(status::OUTPUT);
         }
     };
-    // Neither the build nor the run needs the scenario's text, nor the
-    // run the scenario: a large one is hundreds of megabytes that the
-    // simulation's own memory can reuse.
+    // Neither the build nor the run needs the scenario's text, and the
+    // build frees the scenario as it goes: a large one is hundreds of
+    // megabytes that the simulation's own memory can reuse.
     drop(source);
     let build_start = std::time::Instant::now();
-    let mut built = match build(&name, args.file.as_deref(), &scenario, args.seed) {
+    let mut built = match build(&name, args.file.as_deref(), scenario, args.seed) {
         Ok(b) => b,
         Err(c) => return c,
     };
     let build_time = build_start.elapsed();
-    drop(scenario);
     let mut written: Vec<PathBuf> = Vec::new();
     if let Some(dir) = &args.pcap {
         match built.sim.capture_pcap(dir) {
