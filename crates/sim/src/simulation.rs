@@ -189,7 +189,7 @@ fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
         .into_iter()
         .map(|i| {
             let (group, app) = keys[i];
-            let mut e = std::mem::replace(&mut entries[i], AppReport::default());
+            let mut e = std::mem::take(&mut entries[i]);
             e.group = w.groups[group as usize].name.clone();
             e.application = w.tasks.app_names[app as usize].clone();
             ((group, app), e)
