@@ -40,7 +40,6 @@ use elvis_scenario::{
 use elvis_sim::stack::route::Metric;
 use elvis_sim::{NetworkConfig, Protocols, Simulation};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 pub mod estimate;
@@ -175,6 +174,100 @@ pub struct Built {
 /// Unknown protocols or applications, bad options, unknown machine names,
 /// address conflicts, a link that does not join exactly two machines.
 pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError> {
+    let mut a = attach_all(scenario, seed)?;
+    let machines: Cow<'_, [MachineGroup]> = if a.counted_groups.is_empty() {
+        Cow::Borrowed(&scenario.machines)
+    } else {
+        let mut m = scenario.machines.clone();
+        for &(k, len) in &a.counted_groups {
+            m[k].count = Some(len);
+        }
+        Cow::Owned(m)
+    };
+    routes_and_offloads(&mut a, &machines, scenario)?;
+    let counted: Vec<bool> = machines.iter().map(|g| g.count.is_some()).collect();
+    let groups = machines.iter().map(Cow::Borrowed);
+    spawn_and_finish(a, &counted, groups, scenario.sim.until)
+}
+
+/// Builds `scenario` as [`build`] does, dropping its parts once they are
+/// built: its networks once every machine is attached, each machine group
+/// once its applications are configured. The simulation's own memory
+/// reuses theirs, so a large scenario peaks lower (the million-host star
+/// of the README by about a tenth).
+///
+/// # Errors
+/// As [`build`].
+pub fn build_owned(mut scenario: Scenario, seed: Option<u64>) -> Result<Built, BuildError> {
+    let mut a = attach_all(&scenario, seed)?;
+    scenario.networks = Vec::new();
+    for &(k, len) in &a.counted_groups {
+        scenario.machines[k].count = Some(len);
+    }
+    routes_and_offloads(&mut a, &scenario.machines, &scenario)?;
+    let counted: Vec<bool> = (scenario.machines.iter())
+        .map(|g| g.count.is_some())
+        .collect();
+    let until = scenario.sim.until;
+    let groups = std::mem::take(&mut scenario.machines);
+    drop(scenario);
+    spawn_and_finish(a, &counted, groups.into_iter().map(Cow::Owned), until)
+}
+
+/// A simulation with every network made and every machine attached.
+struct Attached {
+    sim: Simulation,
+    /// Per machine group: name, first id, machines.
+    groups: Vec<(String, u32, u32)>,
+    /// Generated groups: name, first id, machines.
+    generated: Vec<(String, u32, u32)>,
+    /// Blocks naming a whole generated group: (index, its size).
+    counted_groups: Vec<(usize, u32)>,
+    apps_from: AppsFrom,
+}
+
+/// Sets routes and offloads (`machines` with the counts of
+/// [`Attached::counted_groups`]).
+fn routes_and_offloads(
+    a: &mut Attached,
+    machines: &[MachineGroup],
+    scenario: &Scenario,
+) -> Result<(), BuildError> {
+    routes(&mut a.sim, machines, scenario.sim.routing, &a.groups)?;
+    offloads(&mut a.sim, machines, &a.groups)?;
+    if scenario.sim.routing == RoutingMode::Latency && needs_auto(scenario) {
+        a.sim.set_auto_routes(Some(Metric::Latency));
+    }
+    Ok(())
+}
+
+/// Starts the applications of `machines` (whose `count`s are `counted`)
+/// and returns the built simulation.
+fn spawn_and_finish<'a>(
+    mut a: Attached,
+    counted: &[bool],
+    machines: impl Iterator<Item = Cow<'a, MachineGroup>>,
+    until: Option<u64>,
+) -> Result<Built, BuildError> {
+    spawn_apps(
+        &mut a.sim,
+        counted,
+        machines,
+        &a.groups,
+        &a.generated,
+        &a.apps_from,
+    )?;
+    a.groups.extend(a.generated);
+    Ok(Built {
+        sim: a.sim,
+        until: until.map(Time::from_nanos),
+        groups: a.groups,
+    })
+}
+
+/// Makes the networks and machines of `scenario` and attaches every
+/// machine to its networks.
+fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildError> {
     let mut sim = Simulation::new(seed.unwrap_or(scenario.sim.seed));
     if let Some(ttl) = scenario.sim.ttl {
         sim.set_default_ttl(ttl);
@@ -214,7 +307,11 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
         pools.push(Pool::new(spec));
     }
     // Addresses claimed by applications' `ip=` options.
-    let mut claimed: BTreeMap<u32, Loc> = BTreeMap::new();
+    // Looked up, never iterated in order: a hash map (a million pinned
+    // addresses cost a B-tree a million ordered inserts).
+    let mut claimed: rustc_hash::FxHashMap<u32, Loc> = Default::default();
+    let pins = (scenario.machines.iter()).map(|g| g.pinned.len() * g.instances() as usize);
+    claimed.reserve(pins.sum());
     for g in &scenario.machines {
         for (i, ip) in claimed_ips(g)? {
             let _ = i;
@@ -322,30 +419,15 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
             }
         }
     }
-    let machines: Cow<'_, [MachineGroup]> = if counted_groups.is_empty() {
-        Cow::Borrowed(&scenario.machines)
-    } else {
-        let mut m = scenario.machines.clone();
-        for (k, len) in counted_groups {
-            m[k].count = Some(len);
-        }
-        Cow::Owned(m)
-    };
-    routes(&mut sim, &machines, scenario.sim.routing, &groups)?;
-    offloads(&mut sim, &machines, &groups)?;
-    if scenario.sim.routing == RoutingMode::Latency && needs_auto(scenario) {
-        sim.set_auto_routes(Some(Metric::Latency));
-    }
-    let extra: Vec<(String, u32, u32)> = generated
-        .iter()
+    let generated = (generated.iter())
         .map(|x| (x.name.clone(), x.first, x.len))
         .collect();
-    spawn_apps(&mut sim, &machines, &groups, &extra, &apps_from)?;
-    groups.extend(extra);
-    Ok(Built {
+    Ok(Attached {
         sim,
-        until: scenario.sim.until.map(Time::from_nanos),
         groups,
+        generated,
+        counted_groups,
+        apps_from,
     })
 }
 
@@ -643,9 +725,10 @@ struct AppsFrom {
     own_block: rustc_hash::FxHashSet<u32>,
 }
 
-fn spawn_apps(
+fn spawn_apps<'a>(
     sim: &mut Simulation,
-    machines: &[MachineGroup],
+    counted: &[bool],
+    machines: impl Iterator<Item = Cow<'a, MachineGroup>>,
     groups: &[(String, u32, u32)],
     generated: &[(String, u32, u32)],
     apps_from: &AppsFrom,
@@ -657,8 +740,8 @@ fn spawn_apps(
     for (n, first, len) in generated {
         names.insert(n, (*first, *len, true));
     }
-    for (g, (n, first, len)) in machines.iter().zip(groups) {
-        names.entry(n).or_insert((*first, *len, g.count.is_some()));
+    for (&counted, (n, first, len)) in counted.iter().zip(groups) {
+        names.entry(n).or_insert((*first, *len, counted));
     }
     let addresses = sim.primary_addresses();
     let resolve = |name: &str| -> Option<Ipv4Addr> {
@@ -681,7 +764,8 @@ fn spawn_apps(
     };
     // Receivers start before senders at the same instant (see crate docs).
     let mut spawns: Vec<(elvis_apps::AppFactory, u32, u32)> = Vec::new();
-    for (k, (g, (_, first, len))) in machines.iter().zip(groups).enumerate() {
+    // An owned group is dropped once its applications are configured.
+    for (k, (g, (_, first, len))) in machines.zip(groups).enumerate() {
         // The machines of this group that take its applications.
         let runs = if apps_from.whole_groups.contains(&k) {
             runs(*first, *len, |m| apps_from.own_block.contains(&m))
@@ -696,7 +780,7 @@ fn spawn_apps(
             };
             if per_instance {
                 for i in runs.iter().flat_map(|&(a, n)| a - first..a - first + n) {
-                    let params = instance_params(app, i, &instance_name(g, i));
+                    let params = instance_params(app, i, &instance_name(&g, i));
                     spawns.push((registry::build(&app.name, &params, &ctx)?, first + i, 1));
                 }
             } else {

@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 mod examples;
+mod huge_pages;
 mod interrupt;
 mod memory;
 mod output;
@@ -193,6 +194,11 @@ struct RunArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    match &cli.command {
+        Command::Run(args) => huge_pages::without_for_small(args.file.as_deref()),
+        Command::Check { file, .. } => huge_pages::without_for_small(Some(file)),
+        Command::Example { .. } | Command::Plot { .. } | Command::Completions { .. } => {}
+    }
     match cli.command {
         Command::Run(args) => run(args),
         Command::Check { file, max_memory } => check(&file, max_memory.as_deref()),
@@ -356,19 +362,39 @@ fn estimate(
     }
 }
 
+/// Builds the scenario read from `file`; prints the error and returns
+/// `Err(code)`. The scenario's text is not held during the build (a
+/// generated file can be hundreds of megabytes, which the simulation's
+/// own memory can reuse): an error is shown from the file read again.
 fn build(
     name: &str,
-    source: &str,
-    scenario: &elvis_scenario::Scenario,
+    file: Option<&Path>,
+    scenario: elvis_scenario::Scenario,
     seed: Option<u64>,
 ) -> Result<elvis_build::Built, ExitCode> {
-    elvis_build::build(scenario, seed).map_err(|e| {
+    // Owned: the builder drops each part of the scenario once it is built.
+    elvis_build::build_owned(scenario, seed).map_err(|e| {
+        let source = source_again(file);
         eprint!(
             "{}",
-            render::located(name, source, e.loc, &e.message, e.hint.as_deref())
+            render::located(name, &source, e.loc, &e.message, e.hint.as_deref())
         );
         ExitCode::from(status::BAD_INPUT)
     })
+}
+
+/// Returns the scenario's text again, to show an error found after the
+/// text was dropped; empty when the file cannot be read now (the error is
+/// then shown without its source line).
+fn source_again(file: Option<&Path>) -> String {
+    let Some(path) = file else {
+        return DEFAULT_SCENARIO.to_string();
+    };
+    let max = elvis_scenario::files::MAX_NDL_FILE;
+    elvis_scenario::files::read_limited(path, max, false)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default()
 }
 
 fn check(file: &Path, max_mem: Option<&str>) -> ExitCode {
@@ -384,11 +410,12 @@ fn check(file: &Path, max_mem: Option<&str>) -> ExitCode {
         Ok(e) => e,
         Err(c) => return c,
     };
-    match build(&name, &source, &scenario, None) {
+    drop(source);
+    let networks = scenario.networks.len();
+    match build(&name, Some(file), scenario, None) {
         Ok(b) => {
             println!(
-                "{name}: ok ({} networks, {} machines)",
-                scenario.networks.len(),
+                "{name}: ok ({networks} networks, {} machines)",
                 b.sim.machine_count()
             );
             println!(
@@ -519,16 +546,16 @@ fn run(mut args: RunArgs) -> ExitCode {
             return ExitCode::from(status::OUTPUT);
         }
     };
+    // Neither the build nor the run needs the scenario's text, and the
+    // build frees the scenario as it goes: a large one is hundreds of
+    // megabytes that the simulation's own memory can reuse.
+    drop(source);
     let build_start = std::time::Instant::now();
-    let mut built = match build(&name, &source, &scenario, args.seed) {
+    let mut built = match build(&name, args.file.as_deref(), scenario, args.seed) {
         Ok(b) => b,
         Err(c) => return c,
     };
     let build_time = build_start.elapsed();
-    // The run needs neither the scenario nor its text: a large one is
-    // hundreds of megabytes that the run's own memory can reuse.
-    drop(scenario);
-    drop(source);
     let mut written: Vec<PathBuf> = Vec::new();
     if let Some(dir) = &args.pcap {
         match built.sim.capture_pcap(dir) {

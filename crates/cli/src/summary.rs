@@ -213,8 +213,46 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
         );
     }
     queues(&mut s, r);
+    applications(&mut s, r);
+    for m in r.metrics.iter().take(20) {
+        let _ = writeln!(
+            s,
+            "    {:<14} on {:<16} {} = {}",
+            m.application,
+            m.machine,
+            m.name,
+            metric_value(&m.name, m.value)
+        );
+    }
+    for pr in r.problems.iter().take(10) {
+        let _ = writeln!(
+            s,
+            "  ! {} ({}): {:?}: {}",
+            pr.machine, pr.application, pr.state, pr.message
+        );
+    }
+    if r.problems.len() > 10 {
+        let _ = writeln!(s, "  ! … {} more in the report", r.problems.len() - 10);
+    }
+    s
+}
+
+/// How many (machine group, application) pairs the summary lists.
+const APPLICATIONS_SHOWN: usize = 20;
+
+/// Lists the outcome of each (machine group, application) pair; of many,
+/// those with problems first, then the sums over all of them.
+fn applications(s: &mut String, r: &Report) {
     let _ = writeln!(s, "  applications");
-    for a in &r.applications {
+    let mut shown: Vec<_> = r.applications.iter().collect();
+    if shown.len() > APPLICATIONS_SHOWN {
+        shown.sort_by_key(|a| {
+            let waiting = if a.daemon { 0 } else { a.waiting };
+            std::cmp::Reverse((a.failed + a.crashed, waiting))
+        });
+        shown.truncate(APPLICATIONS_SHOWN);
+    }
+    for a in &shown {
         let mut parts = vec![format!("{} finished", a.finished)];
         if a.failed > 0 {
             parts.push(format!("{} FAILED", a.failed));
@@ -242,27 +280,20 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
             parts.join(", ")
         );
     }
-    for m in r.metrics.iter().take(20) {
+    let t = &r.applications_total;
+    if t.entries > shown.len() as u64 {
         let _ = writeln!(
             s,
-            "    {:<14} on {:<16} {} = {}",
-            m.application,
-            m.machine,
-            m.name,
-            metric_value(&m.name, m.value)
+            "    … {} more; all {} pairs: {} instances, {} finished, {} failed, {} crashed, {} waiting",
+            t.entries - shown.len() as u64,
+            t.entries,
+            t.instances,
+            t.finished,
+            t.failed,
+            t.crashed,
+            t.waiting
         );
     }
-    for pr in r.problems.iter().take(10) {
-        let _ = writeln!(
-            s,
-            "  ! {} ({}): {:?}: {}",
-            pr.machine, pr.application, pr.state, pr.message
-        );
-    }
-    if r.problems.len() > 10 {
-        let _ = writeln!(s, "  ! … {} more in the report", r.problems.len() - 10);
-    }
-    s
 }
 
 #[cfg(test)]

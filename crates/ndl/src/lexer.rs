@@ -269,6 +269,9 @@ impl<'a> Lexer<'a, '_> {
                 }
             }
         }
+        // Not `mem::take`: that would hand the block the buffer, room to
+        // spare and all, and leave the lexer none to reuse.
+        #[allow(clippy::drain_collect)]
         let exact = params.drain(..).collect();
         self.params = params;
         Ok(Block {

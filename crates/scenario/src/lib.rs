@@ -104,9 +104,10 @@ pub struct LinkSpec {
     /// Output-queue capacity in packets; `None` = unbounded.
     pub queue: Option<u32>,
     /// Queue discipline of every egress queue on these links (`qdisc=`,
-    /// or `bottleneck_qdisc=` for a dumbbell's bottleneck).
+    /// or `bottleneck_qdisc=` for a dumbbell's bottleneck); boxed, as
+    /// in [`NetworkSpec`].
     #[serde(default)]
-    pub qdisc: Option<QdiscSpec>,
+    pub qdisc: Option<Box<QdiscSpec>>,
 }
 
 impl Default for LinkSpec {
@@ -238,9 +239,11 @@ pub struct NetworkSpec {
     /// Output-queue capacity in packets per port; `None` = unbounded.
     pub queue: Option<u32>,
     /// Queue discipline of every egress queue (`qdisc='red' …`); `None`
-    /// keeps the default drop-tail queues.
+    /// keeps the default drop-tail queues. Boxed: a spec is 200 bytes and
+    /// most networks have none (a million-network star would carry 200 MB
+    /// of `None`s inline).
     #[serde(default)]
-    pub qdisc: Option<QdiscSpec>,
+    pub qdisc: Option<Box<QdiscSpec>>,
     /// Addresses listed with `[IP ip=…]` / `[IP range=…]`, in order.
     pub addresses: Vec<AddressEntry>,
     /// `subnet='a.b.c.d/len'` if given.

@@ -166,7 +166,11 @@ pub struct Report {
     pub machines: u64,
     /// Packet counters for the whole run.
     pub packets: PacketReport,
-    /// One entry per network, in declaration order.
+    /// Networks in the run.
+    pub networks_total: u64,
+    /// The busiest [`Report::MAX_NETWORKS_LISTED`] networks (most frames
+    /// sent, then most queue drops), in declaration order: all of them
+    /// in a run with no more.
     pub networks: Vec<NetworkReport>,
     /// One entry per router (forwarding machine), in machine order.
     pub routers: Vec<RouterReport>,
@@ -178,7 +182,12 @@ pub struct Report {
     /// Routing tables: how many distinct ones the machines share, and the
     /// routes in them.
     pub routing: RoutingReport,
-    /// Application outcomes, aggregated per (machine group, application).
+    /// Application outcomes over all (machine group, application) pairs.
+    pub applications_total: AppTotals,
+    /// Application outcomes, aggregated per (machine group, application):
+    /// [`Report::MAX_APPLICATIONS_LISTED`] pairs at most, those with
+    /// failed, crashed or waiting instances first, then in (group,
+    /// application) order; listed in (group, application) order.
     pub applications: Vec<AppReport>,
     /// Individual failures, crashes and still-waiting applications (first
     /// [`Report::MAX_LISTED`]).
@@ -406,7 +415,11 @@ pub struct RoutingReport {
 #[derive(Clone, Debug, Serialize)]
 pub struct RouterReport {
     pub machine: String,
-    /// By interface, in attachment order.
+    /// The router's interfaces.
+    pub interfaces_total: u64,
+    /// The busiest [`Report::MAX_INTERFACES_LISTED`] interfaces (most
+    /// datagrams received and forwarded, then most drops), in attachment
+    /// order.
     pub interfaces: Vec<RouterIfaceReport>,
 }
 
@@ -422,7 +435,7 @@ pub struct RouterIfaceReport {
 }
 
 /// Outcomes of one application in one machine group.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct AppReport {
     pub group: String,
     pub application: String,
@@ -433,6 +446,38 @@ pub struct AppReport {
     /// Still waiting at the end (fine for daemons, a failure otherwise).
     pub waiting: u64,
     pub daemon: bool,
+}
+
+/// Application outcomes summed over every (machine group, application)
+/// pair, listed or not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct AppTotals {
+    /// (machine group, application) pairs.
+    pub entries: u64,
+    pub instances: u64,
+    pub finished: u64,
+    pub failed: u64,
+    pub crashed: u64,
+    /// Non-daemon instances still waiting at the end.
+    pub waiting: u64,
+    /// Daemon instances still running at the end.
+    pub daemons_running: u64,
+}
+
+impl AppTotals {
+    /// Adds the outcomes of one (machine group, application) pair.
+    pub fn add(&mut self, a: &AppReport) {
+        self.entries += 1;
+        self.instances += a.instances;
+        self.finished += a.finished;
+        self.failed += a.failed;
+        self.crashed += a.crashed;
+        if a.daemon {
+            self.daemons_running += a.waiting;
+        } else {
+            self.waiting += a.waiting;
+        }
+    }
 }
 
 /// One application that did not finish well.
@@ -461,28 +506,28 @@ impl Report {
     pub const MAX_LISTED: usize = 100;
     /// How many egress queues are listed.
     pub const MAX_QUEUES_LISTED: usize = 1000;
+    /// How many networks are listed.
+    pub const MAX_NETWORKS_LISTED: usize = 1000;
+    /// How many interfaces of one router are listed.
+    pub const MAX_INTERFACES_LISTED: usize = 1000;
+    /// How many (machine group, application) pairs are listed.
+    pub const MAX_APPLICATIONS_LISTED: usize = 1000;
 
     /// Returns true when every application finished well (daemons may
     /// still be waiting) and the run did not end on its time limit with
     /// applications still waiting.
     pub fn success(&self) -> bool {
-        self.applications
-            .iter()
-            .all(|a| a.failed == 0 && a.crashed == 0 && (a.daemon || a.waiting == 0))
+        self.failures() == 0 && self.waiting() == 0
     }
 
     /// Returns the count of applications that failed or crashed.
     pub fn failures(&self) -> u64 {
-        self.applications.iter().map(|a| a.failed + a.crashed).sum()
+        self.applications_total.failed + self.applications_total.crashed
     }
 
     /// Returns the count of non-daemon applications still waiting.
     pub fn waiting(&self) -> u64 {
-        self.applications
-            .iter()
-            .filter(|a| !a.daemon)
-            .map(|a| a.waiting)
-            .sum()
+        self.applications_total.waiting
     }
 
     /// Returns the report as pretty JSON.
@@ -498,6 +543,21 @@ impl Report {
     }
 }
 
+/// Returns the indices `0..n` of the `max` items with the largest `key`
+/// (ties: the earlier index first), in index order; all of them when
+/// there are at most `max`. How a report keeps the busiest of many.
+pub(crate) fn busiest<K: Ord>(n: usize, max: usize, key: impl Fn(usize) -> K) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..n).collect();
+    if n > max && max > 0 {
+        idx.select_nth_unstable_by_key(max - 1, |&i| (std::cmp::Reverse(key(i)), i));
+        idx.truncate(max);
+        idx.sort_unstable();
+    } else if max == 0 {
+        idx.clear();
+    }
+    idx
+}
+
 /// Returns the peak resident set size of this process in bytes, if known.
 pub fn peak_rss_bytes() -> u64 {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
@@ -508,4 +568,20 @@ pub fn peak_rss_bytes() -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::busiest;
+
+    #[test]
+    fn busiest_keeps_the_largest_keys_in_index_order_ties_to_the_earlier() {
+        let keys = [5, 1, 9, 1, 9, 0, 7];
+        assert_eq!(busiest(keys.len(), 3, |i| keys[i]), vec![2, 4, 6]);
+        assert_eq!(busiest(keys.len(), 4, |i| keys[i]), vec![0, 2, 4, 6]);
+        // Equal keys: the earliest indices.
+        assert_eq!(busiest(6, 2, |_| 0), vec![0, 1]);
+        assert_eq!(busiest(3, 5, |i| i), vec![0, 1, 2]);
+        assert!(busiest(3, 0, |i| i).is_empty());
+    }
 }

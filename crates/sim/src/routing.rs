@@ -497,8 +497,7 @@ fn single_router_defaults(
                 iface: 0,
                 gateway: *ip,
             }];
-            let mut list = RouteVec::new();
-            list.push(((0, 0), hops));
+            let list: RouteVec = vec![((0, 0), hops)];
             out.insert(n as u32, list);
         }
     }

@@ -120,15 +120,16 @@ fn run_events(w: &mut World, until: Time) -> Result<Step, End> {
     Ok(Step::Event)
 }
 
-/// Sums the tasks' outcomes by machine group and application, in (group,
-/// application) order.
+/// Sums the tasks' outcomes by machine group and application: the totals
+/// over every (group, application) pair and the pairs listed in the
+/// report (see [`Report::applications`]), in (group, application) order.
 ///
 /// Tasks of one application in one group were usually spawned one after
 /// another, so the entry of the previous task is tried first; a run with
 /// many entries finds the others through an index built when it needs
 /// one. (A `BTreeMap` did the same at several times the cost for the few
-/// entries of most runs.)
-fn app_reports(w: &World) -> Vec<AppReport> {
+/// entries of most runs.) Names are filled in for the listed pairs only.
+fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
     /// Entries a plain scan searches before an index is built.
     const SCAN: usize = 16;
     let mut keys: Vec<(u32, u32)> = Vec::new();
@@ -153,8 +154,8 @@ fn app_reports(w: &World) -> Vec<AppReport> {
                 index.insert(key, keys.len() - 1);
             }
             entries.push(AppReport {
-                group: w.groups[key.0 as usize].name.clone(),
-                application: w.tasks.app_names[key.1 as usize].clone(),
+                group: String::new(),
+                application: String::new(),
                 instances: 0,
                 finished: 0,
                 failed: 0,
@@ -174,12 +175,30 @@ fn app_reports(w: &World) -> Vec<AppReport> {
             TaskState::Crashed => e.crashed += 1,
         }
     }
-    if keys.is_sorted() {
-        return entries;
+    let mut totals = report::AppTotals::default();
+    for e in &entries {
+        totals.add(e);
     }
-    let mut both: Vec<_> = keys.into_iter().zip(entries).collect();
-    both.sort_unstable_by_key(|(key, _)| *key);
-    both.into_iter().map(|(_, e)| e).collect()
+    // Pairs with problems first (failed or crashed, then waiting).
+    let listed = report::busiest(entries.len(), Report::MAX_APPLICATIONS_LISTED, |i| {
+        let e = &entries[i];
+        let waiting = if e.daemon { 0 } else { e.waiting };
+        (e.failed + e.crashed, waiting)
+    });
+    let mut both: Vec<_> = listed
+        .into_iter()
+        .map(|i| {
+            let (group, app) = keys[i];
+            let mut e = std::mem::take(&mut entries[i]);
+            e.group = w.groups[group as usize].name.clone();
+            e.application = w.tasks.app_names[app as usize].clone();
+            ((group, app), e)
+        })
+        .collect();
+    if !both.is_sorted_by_key(|(key, _)| *key) {
+        both.sort_unstable_by_key(|(key, _)| *key);
+    }
+    (totals, both.into_iter().map(|(_, e)| e).collect())
 }
 
 /// Limits of one call to [`Simulation::run_with`].
@@ -1361,6 +1380,7 @@ impl Simulation {
         let events = w.queue.popped() + self.polls;
         let wall = self.wall.as_secs_f64();
         let (queues_total, queues) = self.queue_reports();
+        let (applications_total, applications) = app_reports(w);
         Report {
             seed: w.seed,
             end,
@@ -1376,18 +1396,8 @@ impl Simulation {
             events,
             machines: w.machines.len() as u64,
             packets: (&w.stats).into(),
-            networks: w
-                .networks
-                .iter()
-                .map(|n| NetworkReport {
-                    name: n.cfg.name.clone(),
-                    kind: n.cfg.kind,
-                    bandwidth_bps: n.cfg.bandwidth_bps,
-                    latency_ns: n.cfg.latency_ns,
-                    ports: n.ports.len() as u64,
-                    stats: n.stats.clone(),
-                })
-                .collect(),
+            networks_total: w.networks.len() as u64,
+            networks: self.network_reports(),
             routers: self.router_reports(),
             queues_total,
             queues,
@@ -1395,7 +1405,8 @@ impl Simulation {
                 tables: w.routing.tables.len() as u64,
                 routes: w.routing.tables.iter().map(|t| t.len() as u64).sum(),
             },
-            applications: app_reports(w),
+            applications_total,
+            applications,
             problems,
             metrics: w
                 .metrics
@@ -1532,19 +1543,56 @@ impl Simulation {
                 continue;
             }
             let counters = machine.ext.as_ref().map(|e| e.forwarding.as_slice());
-            let interfaces = (machine.ifaces.iter().enumerate())
-                .map(|(k, i)| RouterIfaceReport {
-                    network: w.networks[i.net as usize].cfg.name.clone(),
-                    address: i.ip.to_string(),
-                    counters: counters.and_then(|c| c.get(k).copied()).unwrap_or_default(),
+            let of = |k: usize| counters.and_then(|c| c.get(k).copied()).unwrap_or_default();
+            let max = Report::MAX_INTERFACES_LISTED;
+            let listed = report::busiest(machine.ifaces.len(), max, |k| {
+                let c = of(k);
+                let drops = c.ttl_exceeded + c.no_route + c.frag_needed + c.nic_full;
+                (c.received + c.forwarded, drops)
+            });
+            let interfaces = listed
+                .into_iter()
+                .map(|k| {
+                    let i = &machine.ifaces[k];
+                    RouterIfaceReport {
+                        network: w.networks[i.net as usize].cfg.name.clone(),
+                        address: i.ip.to_string(),
+                        counters: of(k),
+                    }
                 })
                 .collect();
             out.push(RouterReport {
                 machine: w.machine_name(m as MachineId),
+                interfaces_total: machine.ifaces.len() as u64,
                 interfaces,
             });
         }
         out
+    }
+
+    /// Returns the report lines of the busiest
+    /// [`Report::MAX_NETWORKS_LISTED`] networks, in declaration order.
+    fn network_reports(&self) -> Vec<NetworkReport> {
+        let w = self.world.as_ref().expect("world is present outside run");
+        let max = Report::MAX_NETWORKS_LISTED;
+        let listed = report::busiest(w.networks.len(), max, |k| {
+            let s = &w.networks[k].stats;
+            (s.frames_sent, s.queue_drops)
+        });
+        listed
+            .into_iter()
+            .map(|k| {
+                let n = &w.networks[k];
+                NetworkReport {
+                    name: n.cfg.name.clone(),
+                    kind: n.cfg.kind,
+                    bandwidth_bps: n.cfg.bandwidth_bps,
+                    latency_ns: n.cfg.latency_ns,
+                    ports: n.ports.len() as u64,
+                    stats: n.stats.clone(),
+                }
+            })
+            .collect()
     }
 
     /// Returns the pcap write error of the run, if any.

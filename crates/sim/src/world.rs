@@ -57,7 +57,9 @@ pub(crate) struct World {
     pub queue: EventQueue<Event>,
     pub machines: Vec<Machine>,
     pub groups: Vec<Group>,
-    pub group_by_name: BTreeMap<String, u32>,
+    /// Group name → group index; looked up, never iterated (a star of a
+    /// million one-machine groups inserts a million names).
+    pub group_by_name: rustc_hash::FxHashMap<String, u32>,
     pub networks: Vec<Network>,
     /// Frames in flight (queued or propagating), by id.
     pub frames: slab::Slab<Message>,
@@ -155,7 +157,7 @@ impl World {
             queue: EventQueue::new(),
             machines: Vec::new(),
             groups: Vec::new(),
-            group_by_name: BTreeMap::new(),
+            group_by_name: Default::default(),
             networks: Vec::new(),
             frames: slab::Slab::new(),
             tasks: TaskTable::default(),

@@ -170,3 +170,49 @@ fn a_block_naming_one_generated_machine_replaces_its_groups_applications_there()
     );
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
+
+/// Scenarios with per-instance options, a counted group, and a
+/// generated group given applications by name and as a whole.
+const MIXED: &[&str] = &[
+    "[Simulation seed='7']
+[Networks]
+\t[Network id='lan' bandwidth='1Gbps']
+[Machines]
+\t[Machine name='sink']
+\t\t[Networks]
+\t\t\t[Network id='lan' ip='10.0.0.1']
+\t\t[Applications]
+\t\t\t[Application name='capture' port='9' message_count='3']
+\t[Machine name='s' count='3']
+\t\t[Networks]
+\t\t\t[Network id='lan']
+\t\t[Applications]
+\t\t\t[Application name='send_message' to='sink' port='9' size='1{i}']
+",
+    "[Simulation seed='7']
+[Topology type='star' n='4' hub='router' bandwidth='1Gbps' latency='10us']
+[Machines]
+\t[Machine name='host']
+\t\t[Applications]
+\t\t\t[Application name='capture' port='9' message_count='2']
+\t[Machine name='host-0']
+\t\t[Applications]
+\t\t\t[Application name='send_message' to='host-3' port='9' size='100']
+\t[Machine name='host-1']
+\t\t[Applications]
+\t\t\t[Application name='send_message' to='host-3' port='9' size='64']
+",
+];
+
+#[test]
+fn build_owned_runs_exactly_as_build() {
+    for ndl in MIXED {
+        let sc = elvis_ndl::parse(ndl, "t.ndl").unwrap_or_else(|e| panic!("{e}"));
+        let mut a = elvis_build::build(&sc, None).expect("builds");
+        let mut b = elvis_build::build_owned(sc, None).expect("builds owned");
+        assert_eq!(a.groups, b.groups);
+        let (ra, rb) = (a.sim.run(), b.sim.run());
+        assert!(ra.events > 0);
+        assert_eq!(ra.deterministic_json(), rb.deterministic_json());
+    }
+}

@@ -47,13 +47,12 @@ fn check_braces(v: &str, counted: bool) -> Result<(), (String, String)> {
 
 impl Lower<'_> {
     fn params(&mut self, b: &Block, counted: bool) -> sc::Params {
-        let mut out = Vec::with_capacity(b.params.len());
         // A protocol's or application's `name` is its identity, not an option.
-        for p in b
-            .params
-            .iter()
-            .filter(|p| !(is_named(b) && p.key.node.eq_ignore_ascii_case("name")))
-        {
+        let named = is_named(b);
+        let option = |p: &&Param| !(named && p.key.node.eq_ignore_ascii_case("name"));
+        // Sized exactly: an application has one of these lists per instance.
+        let mut out = Vec::with_capacity(b.params.iter().filter(option).count());
+        for p in b.params.iter().filter(option) {
             if let Err((msg, hint)) = check_braces(&p.value.node, counted) {
                 self.error(
                     ErrorKind::BadValue,
@@ -139,6 +138,14 @@ impl Lower<'_> {
             }
         }
         self.offloads(b, &mut g);
+        // Sized from the blocks, so no list grows and is then trimmed.
+        let nested = |kw: &str| -> usize {
+            let of = b.children.iter().filter(|c| c.is(kw));
+            of.map(|c| c.children.len()).sum()
+        };
+        let routes = nested("Routes") + b.children.iter().filter(|c| c.is("Route")).count();
+        g.routes
+            .reserve_exact(usize::from(b.param("gateway").is_some()) + routes);
         if let Some(p) = b.param("gateway") {
             if let Some(via) = self.gateway(p, g.count.is_some()) {
                 let loc = self.loc(p.key.span);
@@ -155,12 +162,9 @@ impl Lower<'_> {
         // Replaced, not cleared: clearing keeps the capacity a router with
         // many networks left behind, and would cost that much per machine.
         self.attached = Default::default();
-        // Sized from the blocks, so no list grows and is then trimmed.
-        let nested = |kw: &str| -> usize {
-            let of = b.children.iter().filter(|c| c.is(kw));
-            of.map(|c| c.children.len()).sum()
-        };
         g.networks.reserve_exact(nested("Networks"));
+        // An upper bound: the networks given an `ip=`.
+        g.pinned.reserve_exact(nested("Networks"));
         g.protocols.reserve_exact(nested("Protocols"));
         g.applications.reserve_exact(nested("Applications"));
         for c in &b.children {

@@ -151,22 +151,28 @@ fn parse_list(s: &str, f: impl Fn(&str) -> Result<u64, String>) -> Result<Vec<u6
 impl Lower<'_> {
     /// Reads the discipline keys of network block `b` into `net.qdisc`.
     pub(super) fn qdisc(&mut self, b: &Block, net: &mut NetworkSpec) {
-        net.qdisc = self.qdisc_spec(b, "", net.queue.is_some());
+        net.qdisc = self.qdisc_spec(b, "", net.queue.is_some()).map(Box::new);
     }
 
     /// Reads the discipline keys `{pre}qdisc`, `{pre}limit`, … of block
     /// `b` (`pre` is `bottleneck_` for a dumbbell's bottleneck); `queue`:
     /// whether `{pre}queue` was given (it conflicts with a discipline).
     pub(super) fn qdisc_spec(&mut self, b: &Block, pre: &str, queue: bool) -> Option<QdiscSpec> {
-        let key_of = |p: &Param| -> Option<String> {
-            let k = p.key.node.to_ascii_lowercase();
-            let k = k.strip_prefix(pre)?;
-            QDISC_KEYS.contains(&k).then(|| k.to_string())
+        // Matched without allocating: every network block passes here,
+        // and almost none has a discipline.
+        let key_of = |p: &Param| -> Option<&'static str> {
+            let k: &str = &p.key.node;
+            let head = k.get(..pre.len())?;
+            let rest = k.get(pre.len()..)?;
+            head.eq_ignore_ascii_case(pre)
+                .then(|| QDISC_KEYS.iter().copied())?
+                .find(|q| q.eq_ignore_ascii_case(rest))
         };
-        let given: Vec<(&Param, String)> = (b.params.iter())
+        let given: Vec<(&Param, &'static str)> = (b.params.iter())
             .filter_map(|p| key_of(p).map(|k| (p, k)))
             .collect();
-        let Some(q) = b.param(&format!("{pre}qdisc")) else {
+        let q = given.iter().find(|(_, k)| *k == "qdisc").map(|(p, _)| *p);
+        let Some(q) = q else {
             for (p, _) in given {
                 let msg = format!("`{}` needs a queue discipline", p.key.node);
                 let hint = Some(format!(
@@ -188,8 +194,8 @@ impl Lower<'_> {
         let mut spec = QdiscSpec::new(kind);
         spec.locs.push(("qdisc".into(), self.loc(q.value.span)));
         let (allowed, required) = keys_of(kind);
-        for (p, key) in given.iter().filter(|(_, k)| k != "qdisc") {
-            if !allowed.contains(&key.as_str()) {
+        for &(p, key) in given.iter().filter(|(_, k)| *k != "qdisc") {
+            if !allowed.contains(&key) {
                 let msg = format!(
                     "`{}` is not a parameter of qdisc '{}'",
                     p.key.node, q.value.node
@@ -201,7 +207,7 @@ impl Lower<'_> {
                 self.error(ErrorKind::UnknownKey, p.key.span, msg, Some(hint));
                 continue;
             }
-            spec.locs.push((key.clone(), self.loc(p.value.span)));
+            spec.locs.push((key.to_string(), self.loc(p.value.span)));
             self.qdisc_param(key, p, &mut spec);
         }
         for key in required {

@@ -226,7 +226,7 @@ impl Lower<'_> {
             };
             l.mtu = self.value(p, mtu, "mtu='1500'").unwrap_or(1500);
         }
-        l.qdisc = self.qdisc_spec(b, pre, l.queue.is_some());
+        l.qdisc = self.qdisc_spec(b, pre, l.queue.is_some()).map(Box::new);
         l
     }
 }

@@ -277,9 +277,7 @@ fn routes(sim: &mut Simulation, p: &FatTreeParams, ids: &Ids) -> Result<(), Topo
                 let host = ids.host + p.host_index(pod, e, i) as u32;
                 sim.add_routes_on(host, &[(any, 0, &gw)])?;
             }
-            let up: Vec<(u32, Ipv4Addr)> = (0..h)
-                .map(|a| ((h + a) as u32, p.agg_address(pod, a)))
-                .collect();
+            let up: Vec<(u32, Ipv4Addr)> = (0..h).map(|a| (h + a, p.agg_address(pod, a))).collect();
             let mut table: Vec<IfaceRoute<'_>> = Vec::with_capacity(h as usize + 1);
             for j in 0..h {
                 table.push((
@@ -292,11 +290,8 @@ fn routes(sim: &mut Simulation, p: &FatTreeParams, ids: &Ids) -> Result<(), Topo
             sim.add_routes_on(ids.edge + pod * h + e, &table)?;
         }
         for a in 0..h {
-            let down: Vec<(u32, Ipv4Addr)> =
-                (0..h).map(|e| (e as u32, p.edge_address(pod, e))).collect();
-            let up: Vec<(u32, Ipv4Addr)> = (0..h)
-                .map(|i| ((h + i) as u32, p.core_address(a, i)))
-                .collect();
+            let down: Vec<(u32, Ipv4Addr)> = (0..h).map(|e| (e, p.edge_address(pod, e))).collect();
+            let up: Vec<(u32, Ipv4Addr)> = (0..h).map(|i| (h + i, p.core_address(a, i))).collect();
             let mut table: Vec<IfaceRoute<'_>> = Vec::with_capacity(h as usize + 3);
             for e in 0..h {
                 table.push((
@@ -313,9 +308,8 @@ fn routes(sim: &mut Simulation, p: &FatTreeParams, ids: &Ids) -> Result<(), Topo
     }
     for j in 0..h {
         for i in 0..h {
-            let down: Vec<(u32, Ipv4Addr)> = (0..k)
-                .map(|pod| (pod as u32, p.agg_address(pod, j)))
-                .collect();
+            let down: Vec<(u32, Ipv4Addr)> =
+                (0..k).map(|pod| (pod, p.agg_address(pod, j))).collect();
             let mut table: Vec<IfaceRoute<'_>> = Vec::with_capacity(k as usize + 1);
             for pod in 0..k {
                 table.push((
