@@ -467,7 +467,9 @@ impl WireQueue {
 /// The two queues of a switch port (NIC → switch, switch → NIC).
 pub(crate) struct PortQueues {
     pub up: WireQueue,
-    pub down: WireQueue,
+    /// The switch's queue towards the port, made on first use (a link's
+    /// ports never use it: half the queue memory of a link).
+    pub down: Option<Box<WireQueue>>,
     /// TCP connections (machine, socket slot) waiting for NIC room.
     tcp_waiters: Vec<(MachineId, u32)>,
     /// A foreign stack waits for NIC room (see `crate::foreign`).
@@ -587,12 +589,11 @@ impl Network {
             c.and_then(|c| c.build(bps).ok())
                 .unwrap_or(Qdisc::DropTail(qdisc::DropTail::new(default)))
         };
-        let switch = self.cfg.queue.map_or(Limit::Unbounded, Limit::Packets);
         PortQueues {
             // The default NIC queue is bounded by `txqueuelen` through
             // back-pressure, not by the discipline.
             up: WireQueue::new(build(self.nic_qdisc_config(port), Limit::Unbounded)),
-            down: WireQueue::new(build(self.cfg.qdisc.as_ref(), switch)),
+            down: None,
             tcp_waiters: Vec::new(),
             foreign_waiting: false,
             room_wake: false,
@@ -626,6 +627,31 @@ impl Network {
             }
         }
         Ok(())
+    }
+
+    /// Returns a fresh switch queue towards a port.
+    fn new_down(&self) -> WireQueue {
+        let switch = self.cfg.queue.map_or(Limit::Unbounded, Limit::Packets);
+        let qdisc = (self.cfg.qdisc.as_ref())
+            .and_then(|c| c.build(self.cfg.bandwidth_bps).ok())
+            .unwrap_or(Qdisc::DropTail(qdisc::DropTail::new(switch)));
+        WireQueue::new(qdisc)
+    }
+
+    /// Returns the queue of `port` in the direction `up` (the NIC) or
+    /// down (the switch's towards it), made on first use.
+    #[inline]
+    fn queue_dir_mut(&mut self, port: u32, up: bool) -> &mut WireQueue {
+        if !up && self.queues_mut(port).down.is_none() {
+            let d = Box::new(self.new_down());
+            self.queues_mut(port).down = Some(d);
+        }
+        let q = self.queues_mut(port);
+        match (up, q.down.as_deref_mut()) {
+            (true, _) => &mut q.up,
+            (false, Some(d)) => d,
+            (false, None) => unreachable!("made above"),
+        }
     }
 
     /// Returns the queues of `port`, made on first use.
@@ -790,12 +816,7 @@ pub(crate) fn transmit_queued(w: &mut World, net: NetId, port: u32, id: FrameId)
 
 #[inline]
 fn queue_mut(w: &mut World, q: QueueRef) -> &mut WireQueue {
-    let queues = w.networks[q.net as usize].queues_mut(q.port_dir >> 1);
-    if q.port_dir & 1 == 0 {
-        &mut queues.up
-    } else {
-        &mut queues.down
-    }
+    w.networks[q.net as usize].queue_dir_mut(q.port_dir >> 1, q.port_dir & 1 == 0)
 }
 
 /// Offers frame `id` to queue `q` and starts the wire if it is idle. A
@@ -815,8 +836,7 @@ fn enqueue(w: &mut World, q: QueueRef, id: FrameId) {
     let uncaptured = !w.evented_queues;
     let n = &mut w.networks[net as usize];
     let ser = n.cfg.serialization_ns(bytes);
-    let queues = n.queues_mut(port);
-    let wq = if up { &mut queues.up } else { &mut queues.down };
+    let wq = n.queue_dir_mut(port, up);
     if tracing && wq.trace.is_none() && wq.sched.is_empty() && wq.on_wire.is_none() {
         wq.trace = Some(Box::default());
     }
@@ -963,11 +983,14 @@ fn enqueue_evented(w: &mut World, q: QueueRef, id: FrameId, now: u64) {
     if up {
         n.ports[port as usize].inflight += 1;
     }
-    n.queues_mut(port);
+    n.queue_dir_mut(port, up);
     let Some(queues) = n.ports[port as usize].queues.as_deref_mut() else {
         return;
     };
-    let wq = if up { &mut queues.up } else { &mut queues.down };
+    let wq = match (up, queues.down.as_deref_mut()) {
+        (false, Some(d)) => d,
+        _ => &mut queues.up,
+    };
     let frame = &mut w.frames[id as usize];
     let desc = describe(frame, id, wq.qdisc.classifies());
     let verdict = wq.qdisc.enqueue(desc, now, &mut n.rng);

@@ -588,7 +588,8 @@ impl Simulation {
                 let Some(q) = p.queues.as_deref() else {
                     continue;
                 };
-                for (dir, wq) in [(0, &q.up), (1, &q.down)] {
+                for (dir, wq) in [(0, Some(&q.up)), (1, q.down.as_deref())] {
+                    let Some(wq) = wq else { continue };
                     if let Some(t) = wq.trace_at(end).filter(|t| !t.is_empty()) {
                         all.insert((net as NetId, (port as u32) << 1 | dir), t);
                     }
@@ -646,7 +647,8 @@ impl Simulation {
                 let Some(q) = p.queues.as_deref() else {
                     continue;
                 };
-                for (dir, wq) in [(0u32, &q.up), (1, &q.down)] {
+                for (dir, wq) in [(0u32, Some(&q.up)), (1, q.down.as_deref())] {
+                    let Some(wq) = wq else { continue };
                     if wq.stats.saw_traffic() {
                         all.push((ni as NetId, (pi as u32) << 1 | dir, wq));
                     }
