@@ -58,7 +58,7 @@ use std::time::{Duration, Instant};
 
 /// mimalloc, not the system allocator: building a scenario makes millions
 /// of small allocations, and with glibc's malloc those cost about a quarter
-/// of a large star's build (README, "Benchmarks").
+/// of a large star's build (docs/performance.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -6,7 +6,7 @@
 //! leaves most of each huge page untouched, and its peak RSS is mostly
 //! that waste: the 1,000-host star of `bench/vs-ns3` peaks at 29 MiB with
 //! THP and at 10.5 MiB without, the 10,000-host one at 80 MiB and 49 MiB,
-//! at the same speed (README, "Benchmarks").
+//! at the same speed (docs/performance.md).
 //!
 //! mimalloc reads `MIMALLOC_ALLOW_THP` once, before `main`, and its option
 //! API is C (`unsafe`, which this crate forbids). So `elvis run` and
