@@ -112,7 +112,8 @@ enum Command {
         write: Option<PathBuf>,
     },
     /// Draws figures (SVG and PNG) from a run's report and time series:
-    /// cwnd and RTT per connection, queue occupancy, throughput shares.
+    /// cwnd and RTT per connection, queue occupancy, throughput shares,
+    /// flow completion times.
     #[command(after_help = PLOT_EXAMPLES)]
     Plot {
         /// The run's report (`elvis run … --report FILE`).

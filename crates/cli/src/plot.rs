@@ -7,6 +7,7 @@
 //! | `srtt` | `--tcp-trace` CSVs | smoothed RTT over time, one line per sending connection |
 //! | `queues` | `--queue-trace` CSVs | frames waiting over time at the queues that held most |
 //! | `shares` | the report's `tcp_shares` | throughput share per congestion-control algorithm |
+//! | `fct` | the report's `tcp_connections` | the CDF of flow completion times (opening to last acknowledgement) of the connections that sent data |
 //!
 //! A figure whose data is absent (no TCP, no queue trace) is not
 //! written. Text is drawn with DejaVu Sans Mono, embedded (its licence is
@@ -120,7 +121,42 @@ pub fn plot(
             bars(a, title, &shares)
         })?;
     }
+    let fct = completion_cdf(&r);
+    if !fct.is_empty() {
+        let title = "Flow completion times (TCP connections that sent data)";
+        let line = [Line {
+            label: format!("{} flows", fct.len() / 2),
+            points: fct,
+        }];
+        let (x, y) = ("completion time (ms)", "fraction of flows");
+        emit("fct", &|a| lines(a, title, x, y, &line), &|a| {
+            lines(a, title, x, y, &line)
+        })?;
+    }
     Ok(written)
+}
+
+/// The empirical CDF of the completion times (ms, from opening to the
+/// last acknowledgement) of the connections that sent data, as a step
+/// line: two points per flow.
+fn completion_cdf(r: &serde_json::Value) -> Vec<(f64, f64)> {
+    let mut t: Vec<f64> = (r["tcp_connections"].as_array())
+        .into_iter()
+        .flatten()
+        .filter(|c| c["bytes_acked"].as_u64().is_some_and(|b| b > 0))
+        .filter_map(|c| {
+            let (o, l) = (c["opened_ns"].as_u64()?, c["last_ack_ns"].as_u64()?);
+            Some(l.saturating_sub(o) as f64 / 1e6)
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    let n = t.len() as f64;
+    let mut points = Vec::with_capacity(2 * t.len());
+    for (i, &x) in t.iter().enumerate() {
+        points.push((x, i as f64 / n));
+        points.push((x, (i + 1) as f64 / n));
+    }
+    points
 }
 
 /// The cwnd (KB) and srtt (ms) lines of the connections that sent data,
@@ -393,9 +429,12 @@ mod tests {
         std::fs::write(
             &report,
             r#"{"tcp_connections": [
-                {"id": 0, "machine": "a", "remote": "10.0.0.2:80", "congestion": "cubic", "bytes_acked": 100},
-                {"id": 1, "machine": "b", "remote": "10.0.0.1:5", "congestion": "cubic", "bytes_acked": 0},
-                {"id": 2, "machine": "c", "remote": "10.0.0.2:81", "congestion": "newreno", "bytes_acked": 50}],
+                {"id": 0, "machine": "a", "remote": "10.0.0.2:80", "congestion": "cubic", "bytes_acked": 100,
+                 "opened_ns": 0, "last_ack_ns": 30000000},
+                {"id": 1, "machine": "b", "remote": "10.0.0.1:5", "congestion": "cubic", "bytes_acked": 0,
+                 "opened_ns": 0, "last_ack_ns": 5000000},
+                {"id": 2, "machine": "c", "remote": "10.0.0.2:81", "congestion": "newreno", "bytes_acked": 50,
+                 "opened_ns": 10000000, "last_ack_ns": 20000000}],
               "tcp_shares": [{"congestion": "cubic", "throughput_share": 0.6},
                              {"congestion": "newreno", "throughput_share": 0.4}]}"#,
         )
@@ -449,7 +488,9 @@ mod tests {
                 "queues.svg",
                 "queues.png",
                 "shares.svg",
-                "shares.png"
+                "shares.png",
+                "fct.svg",
+                "fct.png"
             ]
         );
         for f in &files {
@@ -485,13 +526,27 @@ mod tests {
         let (r, tcp, _) = fixture(&d);
         let out = d.join("out");
         let files = plot(&r, Some(&tcp), None, &out, Format::Png).unwrap();
-        assert_eq!(files.len(), 3, "cwnd, srtt, shares");
+        assert_eq!(files.len(), 4, "cwnd, srtt, shares, fct");
         // A blank white 960x540 PNG compresses to well under 2 KB; drawn
         // axes, lines and text do not.
         for f in files {
             let len = std::fs::metadata(&f).unwrap().len();
             assert!(len > 10_000, "{}: {len} bytes", f.display());
         }
+    }
+
+    /// The CDF steps at each sender's completion time (10 and 30 ms), and
+    /// the receiver (nothing acknowledged) is left out.
+    #[test]
+    fn the_completion_cdf_steps_at_each_sending_flows_time() {
+        let d = temp("fct");
+        let (r, _, _) = fixture(&d);
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(r).unwrap()).unwrap();
+        assert_eq!(
+            completion_cdf(&r),
+            [(10.0, 0.0), (10.0, 0.5), (30.0, 0.5), (30.0, 1.0)]
+        );
     }
 
     #[test]
