@@ -318,7 +318,17 @@ fn load(file: Option<&Path>) -> Result<(String, String, elvis_scenario::Scenario
         }
     };
     match elvis_ndl::parse(&source, &name) {
-        Ok(s) => Ok((name, source, s)),
+        Ok(s) => {
+            // What the file says and the simulator does not use yet: said,
+            // not silently dropped.
+            for w in &s.warnings {
+                eprintln!(
+                    "{name}:{}:{}: warning: {}",
+                    w.loc.line, w.loc.col, w.message
+                );
+            }
+            Ok((name, source, s))
+        }
         Err(e) => {
             eprint!("{}", render::ndl_error(&e, &source));
             Err(ExitCode::from(status::BAD_INPUT))

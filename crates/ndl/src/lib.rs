@@ -25,8 +25,9 @@
 //! [`NdlError::render_fancy`]. Nothing here panics on any input.
 //!
 //! # Gaps
-//! - `[Template]` blocks are accepted and ignored; templates are not
-//!   expanded.
+//! - `[Template]` blocks are accepted and not expanded, and protocol
+//!   options are not read: each is a located warning
+//!   (`Scenario::warnings`), which `elvis` prints.
 //! - Syntax errors stop at the first; lowering errors are all collected
 //!   ([`parse_all`]).
 //! - Application and protocol options are kept as text; their meaning is

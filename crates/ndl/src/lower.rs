@@ -288,7 +288,13 @@ impl Lower<'_> {
 
     fn section(&mut self, b: &mut Block) {
         if b.is("Template") || b.is("Templates") {
-            return; // Accepted and ignored, as Elvis does.
+            // Accepted (Elvis' files have them) but not expanded yet.
+            let loc = self.loc(b.head());
+            self.sc.warnings.push(elvis_scenario::Warning {
+                message: "`[Template]` blocks are not expanded yet: this one is ignored".into(),
+                loc,
+            });
+            return;
         }
         if b.is("Simulation") {
             return self.simulation(b);

@@ -60,6 +60,17 @@ pub struct Scenario {
     /// the NDL file's own directory; `None` = the working directory.
     #[serde(default)]
     pub base_dir: Option<String>,
+    /// What the file says that is not used (a `[Template]` block, protocol
+    /// options), each with its place; the command line prints them.
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
+}
+
+/// Something a scenario file says that the simulator does not use yet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    pub message: String,
+    pub loc: Loc,
 }
 
 /// A generated topology (`[Topology type='fattree' k='8' …]`).

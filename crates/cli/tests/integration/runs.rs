@@ -715,3 +715,35 @@ fn run_with_plot_draws_the_figures_of_the_cubic_vs_compound_example() {
     // --report - and --plot do not go together.
     elvis(args!["run", "--plot", &figs, "--report", "-"]).expect_code(2);
 }
+
+/// What a file says and the simulator does not use yet is said, with its
+/// place, and the run goes on: a `[Template]` block (Elvis files have
+/// them) and a protocol's options.
+#[test]
+fn unused_templates_and_protocol_options_are_located_warnings() {
+    let dir = temp_dir();
+    let file = dir.path().join("tpl.ndl");
+    std::fs::write(
+        &file,
+        "[Template name='t']\n\t[Machine name='x']\n[Networks]\n\t[Network id='1']\n\t\t[IP ip='10.0.0.1']\n\
+         [Machines]\n\t[Machine name='a']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t[Protocols]\n\
+         \t\t\t[Protocol name='ARP' local='10.0.0.2' default='10.0.0.1']\n\t\t\t[Protocol name='UDP']\n",
+    )
+    .unwrap();
+    let out = elvis(args!["check", &file]);
+    out.expect_code(0);
+    assert!(
+        out.stderr
+            .contains("tpl.ndl:1:1: warning: `[Template]` blocks are not expanded yet"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("tpl.ndl:11:")
+            && out
+                .stderr
+                .contains("`[Protocol name='ARP']` are not read yet: local, default ignored"),
+        "{}",
+        out.stderr
+    );
+}

@@ -370,6 +370,21 @@ impl Lower<'_> {
             return;
         };
         let params = self.params(p, g.count.is_some());
+        let unread: Vec<&str> = (params.iter())
+            .map(|q| q.key.as_str())
+            .filter(|k| *k != "name")
+            .collect();
+        if let Some(first) = params.iter().find(|q| q.key != "name") {
+            let message = format!(
+                "options of `[Protocol name='{}']` are not read yet: {} ignored",
+                name.value.node,
+                unread.join(", ")
+            );
+            self.sc.warnings.push(sc::Warning {
+                message,
+                loc: first.loc,
+            });
+        }
         g.protocols.push(sc::ProtocolSpec {
             name: name.value.node.to_string(),
             params,
