@@ -113,7 +113,7 @@ enum Command {
     },
     /// Draws figures (SVG and PNG) from a run's report and time series:
     /// cwnd and RTT per connection, queue occupancy, throughput shares,
-    /// flow completion times.
+    /// flow completion times, ping RTTs.
     #[command(after_help = PLOT_EXAMPLES)]
     Plot {
         /// The run's report (`elvis run … --report FILE`).

@@ -7,6 +7,7 @@
 //! | `srtt` | `--tcp-trace` CSVs | smoothed RTT over time, one line per sending connection |
 //! | `queues` | `--queue-trace` CSVs | frames waiting over time at the queues that held most |
 //! | `shares` | the report's `tcp_shares` | throughput share per congestion-control algorithm |
+//! | `ping` | the `ping` metrics of the report | each pinging machine's mean RTT, with a whisker from the least to the most |
 //! | `fct` | the report's `tcp_connections` | the CDF of flow completion times (opening to last acknowledgement) of the connections that sent data |
 //!
 //! A figure whose data is absent (no TCP, no queue trace) is not
@@ -116,9 +117,19 @@ pub fn plot(
     }
     let shares = tcp_shares(&r);
     if !shares.is_empty() {
-        let title = "Throughput share by congestion control";
-        emit("shares", &|a| bars(a, title, &shares), &|a| {
-            bars(a, title, &shares)
+        let (title, y) = (
+            "Throughput share by congestion control",
+            "share of throughput (%)",
+        );
+        emit("shares", &|a| bars(a, title, y, &shares), &|a| {
+            bars(a, title, y, &shares)
+        })?;
+    }
+    let pings = ping_rtts(&r);
+    if !pings.is_empty() {
+        let (title, y) = ("Ping RTT: mean, least and most", "RTT (ms)");
+        emit("ping", &|a| bars(a, title, y, &pings), &|a| {
+            bars(a, title, y, &pings)
         })?;
     }
     let fct = completion_cdf(&r);
@@ -256,17 +267,54 @@ fn queue_lines(dir: &Path) -> Result<Vec<Line>, PlotError> {
 }
 
 /// (algorithm, throughput share in %) from the report.
-fn tcp_shares(r: &serde_json::Value) -> Vec<(String, f64)> {
+fn tcp_shares(r: &serde_json::Value) -> Vec<Bar> {
     (r["tcp_shares"].as_array())
         .into_iter()
         .flatten()
         .filter_map(|s| {
-            Some((
-                s["congestion"].as_str()?.to_string(),
-                s["throughput_share"].as_f64()? * 100.0,
-            ))
+            Some(Bar {
+                label: s["congestion"].as_str()?.to_string(),
+                value: s["throughput_share"].as_f64()? * 100.0,
+                range: None,
+            })
         })
         .collect()
+}
+
+/// Each pinging machine's mean RTT (ms), with its least and most, from
+/// the metrics `ping` publishes.
+fn ping_rtts(r: &serde_json::Value) -> Vec<Bar> {
+    let mut out: Vec<Bar> = Vec::new();
+    let metrics = r["metrics"].as_array().into_iter().flatten();
+    for m in metrics.filter(|m| m["application"] == "ping") {
+        let (Some(machine), Some(name), Some(v)) = (
+            m["machine"].as_str(),
+            m["name"].as_str(),
+            m["value"].as_f64(),
+        ) else {
+            continue;
+        };
+        let i = match out.iter().position(|b| b.label == machine) {
+            Some(i) => i,
+            None => {
+                out.push(Bar {
+                    label: machine.to_string(),
+                    value: 0.0,
+                    range: Some((0.0, 0.0)),
+                });
+                out.len() - 1
+            }
+        };
+        let (b, ms) = (&mut out[i], v / 1e6);
+        let range = b.range.get_or_insert((0.0, 0.0));
+        match name {
+            "rtt_avg_ns" => b.value = ms,
+            "rtt_min_ns" => range.0 = ms,
+            "rtt_max_ns" => range.1 = ms,
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The files of `dir`, sorted.
@@ -375,7 +423,8 @@ where
 fn bars<DB: DrawingBackend>(
     area: DrawingArea<DB, Shift>,
     title: &str,
-    data: &[(String, f64)],
+    y: &str,
+    data: &[Bar],
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
@@ -383,18 +432,18 @@ where
     area.fill(&WHITE).map_err(err)?;
     // (A segmented 0..k has k + 1 slots.)
     let n = data.len() as u32;
-    let names: Vec<String> = data.iter().map(|d| d.0.clone()).collect();
+    let names: Vec<String> = data.iter().map(|d| d.label.clone()).collect();
     let mut chart = ChartBuilder::on(&area)
         .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(64)
-        .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..100.0)
+        .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..y_max(data))
         .map_err(err)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .y_desc("share of throughput (%)")
+        .y_desc(y)
         .x_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
             _ => String::new(),
@@ -403,12 +452,12 @@ where
         .draw()
         .map_err(err)?;
     chart
-        .draw_series(data.iter().enumerate().map(|(i, (_, v))| {
+        .draw_series(data.iter().enumerate().map(|(i, b)| {
             let i = i as u32;
             let mut bar = Rectangle::new(
                 [
                     (SegmentValue::Exact(i), 0.0),
-                    (SegmentValue::Exact(i + 1), *v),
+                    (SegmentValue::Exact(i + 1), b.value),
                 ],
                 Palette99::pick(i as usize).filled(),
             );
@@ -416,7 +465,38 @@ where
             bar
         }))
         .map_err(err)?;
+    // Whiskers from the least to the most, where given.
+    chart
+        .draw_series(data.iter().enumerate().filter_map(|(i, b)| {
+            let (lo, hi) = b.range?;
+            let x = SegmentValue::CenterOf(i as u32);
+            Some(PathElement::new(
+                vec![(x.clone(), lo), (x, hi)],
+                BLACK.stroke_width(2),
+            ))
+        }))
+        .map_err(err)?;
     area.present().map_err(err)
+}
+
+/// One bar: its label, its height and, if any, a whisker's range.
+struct Bar {
+    label: String,
+    value: f64,
+    range: Option<(f64, f64)>,
+}
+
+/// The top of a bar chart's axis: 100 for shares in %, else a tenth
+/// above the highest bar or whisker.
+fn y_max(data: &[Bar]) -> f64 {
+    let top = (data.iter())
+        .map(|b| b.range.map_or(b.value, |r| r.1.max(b.value)))
+        .fold(0.0, f64::max);
+    if data.iter().all(|b| b.range.is_none()) && top <= 100.0 {
+        100.0
+    } else {
+        (top * 1.1).max(1e-9)
+    }
 }
 
 #[cfg(test)]
@@ -547,6 +627,32 @@ mod tests {
             completion_cdf(&r),
             [(10.0, 0.0), (10.0, 0.5), (30.0, 0.5), (30.0, 1.0)]
         );
+    }
+
+    /// The ping figure takes each pinger's mean, least and most RTT.
+    #[test]
+    fn ping_rtts_come_from_the_ping_metrics() {
+        let r: serde_json::Value = serde_json::from_str(
+            r#"{"metrics": [
+                {"machine": "p", "application": "ping", "name": "rtt_min_ns", "value": 1000000.0},
+                {"machine": "p", "application": "ping", "name": "rtt_avg_ns", "value": 2000000.0},
+                {"machine": "p", "application": "ping", "name": "rtt_max_ns", "value": 5000000.0},
+                {"machine": "p", "application": "ping", "name": "sent", "value": 4.0},
+                {"machine": "q", "application": "bulk_send", "name": "srtt_ns", "value": 9.0}]}"#,
+        )
+        .unwrap();
+        let b = ping_rtts(&r);
+        assert_eq!(b.len(), 1);
+        assert_eq!(
+            (b[0].label.as_str(), b[0].value, b[0].range),
+            ("p", 2.0, Some((1.0, 5.0)))
+        );
+        let d = temp("ping");
+        let rf = d.join("r.json");
+        std::fs::write(&rf, r.to_string()).unwrap();
+        let files = plot(&rf, None, None, &d.join("out"), Format::Png).unwrap();
+        assert_eq!(files.len(), 1);
+        assert!(std::fs::metadata(&files[0]).unwrap().len() > 10_000);
     }
 
     #[test]
