@@ -9,7 +9,7 @@
 //! at the same speed (docs/performance.md).
 //!
 //! mimalloc reads `MIMALLOC_ALLOW_THP` once, before `main`, and its option
-//! API is C (`unsafe`, which this crate forbids). So `elvis run` and
+//! API is a C function, which this crate does not call. So `elvis run` and
 //! `elvis check` of a file smaller than [`THP_MIN_FILE`] (or of the
 //! embedded scenario) execute themselves again with `MIMALLOC_ALLOW_THP=0`,
 //! which costs about 2 ms. A `MIMALLOC_ALLOW_THP` already set is left

@@ -69,68 +69,50 @@ pub fn plot(
         .map_err(|e| format!("{} is not a run report: {e}", report.display()))?;
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mut written = Vec::new();
-    let mut emit = |name: &str,
-                    fig: &dyn Fn(DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
-                    figb: &dyn Fn(DrawingArea<BitMapBackend, Shift>) -> Result<(), String>|
-     -> Result<(), PlotError> {
+    let mut emit = |name: &str, fig: Figure| -> Result<(), PlotError> {
         if matches!(format, Format::Svg | Format::Both) {
             let p = out.join(format!("{name}.svg"));
-            fig(SVGBackend::new(&p, SIZE).into_drawing_area())
+            fig.draw(SVGBackend::new(&p, SIZE).into_drawing_area())
                 .map_err(|e| format!("{}: {e}", p.display()))?;
             written.push(p);
         }
         if matches!(format, Format::Png | Format::Both) {
             let p = out.join(format!("{name}.png"));
-            figb(BitMapBackend::new(&p, SIZE).into_drawing_area())
+            fig.draw(BitMapBackend::new(&p, SIZE).into_drawing_area())
                 .map_err(|e| format!("{}: {e}", p.display()))?;
             written.push(p);
         }
         Ok(())
     };
+    let time = "time (s)";
     if let Some(dir) = tcp_trace {
         let (cwnd, srtt) = tcp_lines(dir, &r)?;
         if !cwnd.is_empty() {
             let title = "Congestion window per sending connection";
-            emit(
-                "cwnd",
-                &|a| lines(a, title, "time (s)", "cwnd (KB)", &cwnd),
-                &|a| lines(a, title, "time (s)", "cwnd (KB)", &cwnd),
-            )?;
+            emit("cwnd", Figure::Lines(title, time, "cwnd (KB)", &cwnd))?;
             let title = "Smoothed RTT per sending connection";
-            emit(
-                "srtt",
-                &|a| lines(a, title, "time (s)", "srtt (ms)", &srtt),
-                &|a| lines(a, title, "time (s)", "srtt (ms)", &srtt),
-            )?;
+            emit("srtt", Figure::Lines(title, time, "srtt (ms)", &srtt))?;
         }
     }
     if let Some(dir) = queue_trace {
         let q = queue_lines(dir)?;
         if !q.is_empty() {
             let title = "Frames waiting at the busiest queues";
-            emit(
-                "queues",
-                &|a| lines(a, title, "time (s)", "frames waiting", &q),
-                &|a| lines(a, title, "time (s)", "frames waiting", &q),
-            )?;
+            emit("queues", Figure::Lines(title, time, "frames waiting", &q))?;
         }
     }
     let shares = tcp_shares(&r);
     if !shares.is_empty() {
-        let (title, y) = (
-            "Throughput share by congestion control",
-            "share of throughput (%)",
-        );
-        emit("shares", &|a| bars(a, title, y, &shares), &|a| {
-            bars(a, title, y, &shares)
-        })?;
+        let title = "Throughput share by congestion control";
+        emit(
+            "shares",
+            Figure::Bars(title, "share of throughput (%)", &shares),
+        )?;
     }
     let pings = ping_rtts(&r);
     if !pings.is_empty() {
-        let (title, y) = ("Ping RTT: mean, least and most", "RTT (ms)");
-        emit("ping", &|a| bars(a, title, y, &pings), &|a| {
-            bars(a, title, y, &pings)
-        })?;
+        let title = "Ping RTT: mean, least and most";
+        emit("ping", Figure::Bars(title, "RTT (ms)", &pings))?;
     }
     let fct = completion_cdf(&r);
     if !fct.is_empty() {
@@ -140,11 +122,30 @@ pub fn plot(
             points: fct,
         }];
         let (x, y) = ("completion time (ms)", "fraction of flows");
-        emit("fct", &|a| lines(a, title, x, y, &line), &|a| {
-            lines(a, title, x, y, &line)
-        })?;
+        emit("fct", Figure::Lines(title, x, y, &line))?;
     }
     Ok(written)
+}
+
+/// One figure: a line chart (title, x and y axis names, lines) or a bar
+/// chart (title, y axis name, bars).
+#[derive(Clone, Copy)]
+enum Figure<'a> {
+    Lines(&'a str, &'a str, &'a str, &'a [Line]),
+    Bars(&'a str, &'a str, &'a [Bar]),
+}
+
+impl Figure<'_> {
+    /// Draws the figure on `area`.
+    fn draw<DB: DrawingBackend>(self, area: DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        match self {
+            Figure::Lines(title, x, y, data) => lines(area, title, x, y, data),
+            Figure::Bars(title, y, data) => bars(area, title, y, data),
+        }
+    }
 }
 
 /// The empirical CDF of the completion times (ms, from opening to the

@@ -327,21 +327,28 @@ impl WireQueue {
     /// or `None`.
     pub fn trace_at(&self, end_ns: u64) -> Option<Vec<OccupancySample>> {
         let mut t = *self.trace.clone()?;
-        let mut waiting_bytes = self.waiting_bytes;
-        let len = self.sched.len() as u32;
-        for (i, s) in self.sched.iter().enumerate().skip(self.started as usize) {
-            if s.start > end_ns {
-                break;
-            }
-            waiting_bytes -= u64::from(s.bytes);
+        for (time_ns, packets, bytes) in self.departures_by(end_ns) {
             let sample = OccupancySample {
-                time_ns: s.start,
-                packets: len - i as u32 - 1,
-                bytes: waiting_bytes,
+                time_ns,
+                packets,
+                bytes,
             };
             qdisc::stats::push_sample(&mut t, sample);
         }
         Some(t)
+    }
+
+    /// The departures not yet recorded that start by `end_ns`, in order:
+    /// (start, frames then waiting, bytes then waiting).
+    fn departures_by(&self, end_ns: u64) -> impl Iterator<Item = (u64, u32, u64)> + '_ {
+        let len = self.sched.len() as u32;
+        let mut waiting_bytes = self.waiting_bytes;
+        (self.sched.iter().enumerate().skip(self.started as usize))
+            .take_while(move |(_, s)| s.start <= end_ns)
+            .map(move |(i, s)| {
+                waiting_bytes -= u64::from(s.bytes);
+                (s.start, len - i as u32 - 1, waiting_bytes)
+            })
     }
 
     /// Returns the discipline (for the report).
@@ -445,14 +452,8 @@ impl WireQueue {
     /// departures lazily: this replays those due by then on a copy).
     pub fn stats_at(&self, end_ns: u64) -> qdisc::stats::QueueStats {
         let mut stats = self.stats.clone();
-        let mut waiting_bytes = self.waiting_bytes;
-        let len = self.sched.len() as u32;
-        for (i, s) in self.sched.iter().enumerate().skip(self.started as usize) {
-            if s.start > end_ns {
-                break;
-            }
-            waiting_bytes -= u64::from(s.bytes);
-            stats.dequeued(s.start, len - i as u32 - 1, waiting_bytes);
+        for (start, packets, bytes) in self.departures_by(end_ns) {
+            stats.dequeued(start, packets, bytes);
         }
         stats
     }

@@ -68,6 +68,24 @@ fn sink(sim: &mut Simulation, m: elvis_sim::MachineId, log: &Log<(u64, usize)>) 
     });
 }
 
+/// Spawns on `from` a sender of 20 bursts of 1 to 7 datagrams of mixed
+/// sizes to `to`'s UDP port 7, at times that make frames queue behind
+/// each other and let the wire go idle between bursts.
+fn bursts(sim: &mut Simulation, from: elvis_sim::MachineId, to: Ipv4Addr) {
+    sim.spawn(from, "bursts", move |host: Host| async move {
+        let sock = host.udp_bind(0)?;
+        for burst in 0..20u64 {
+            for i in 0..(burst % 7 + 1) {
+                let len = 40 + ((burst * 131 + i * 977) % 1400) as usize;
+                sock.send_to(vec![3; len], sa(to, 7)).await?;
+            }
+            host.sleep(std::time::Duration::from_micros(5_000 + burst * 37))
+                .await;
+        }
+        Ok(())
+    });
+}
+
 #[test]
 fn a_link_delivers_at_the_same_instants_whether_departures_are_events_or_not() {
     // Both ends send bursts smaller than the NIC (no back-pressure) of
@@ -80,18 +98,7 @@ fn a_link_delivers_at_the_same_instants_whether_departures_are_events_or_not() {
         sink(&mut sim, a, &log);
         sink(&mut sim, b, &log);
         for (from, to) in [(a, nth_ip(1)), (b, nth_ip(0))] {
-            sim.spawn(from, "bursts", move |host: Host| async move {
-                let sock = host.udp_bind(0)?;
-                for burst in 0..20u64 {
-                    for i in 0..(burst % 7 + 1) {
-                        let len = 40 + ((burst * 131 + i * 977) % 1400) as usize;
-                        sock.send_to(vec![3; len], sa(to, 7)).await?;
-                    }
-                    host.sleep(std::time::Duration::from_micros(5_000 + burst * 37))
-                        .await;
-                }
-                Ok(())
-            });
+            bursts(&mut sim, from, to);
         }
         (sim, log)
     });
@@ -249,18 +256,7 @@ fn queue_traces_are_the_evented_paths_and_change_nothing() {
         }
         let log = log();
         sink(&mut sim, b, &log);
-        sim.spawn(a, "bursts", move |host: Host| async move {
-            let sock = host.udp_bind(0)?;
-            for burst in 0..20u64 {
-                for i in 0..(burst % 7 + 1) {
-                    let len = 40 + ((burst * 131 + i * 977) % 1400) as usize;
-                    sock.send_to(vec![3; len], sa(nth_ip(1), 7)).await?;
-                }
-                host.sleep(std::time::Duration::from_micros(5_000 + burst * 37))
-                    .await;
-            }
-            Ok(())
-        });
+        bursts(&mut sim, a, nth_ip(1));
         let report = sim.run();
         assert_success(&report);
         let events = report.events;
@@ -294,18 +290,7 @@ fn captures_are_the_evented_paths_and_change_nothing() {
         sink(&mut sim, a, &log);
         sink(&mut sim, b, &log);
         for (from, to) in [(a, nth_ip(1)), (b, nth_ip(0))] {
-            sim.spawn(from, "bursts", move |host: Host| async move {
-                let sock = host.udp_bind(0)?;
-                for burst in 0..20u64 {
-                    for i in 0..(burst % 7 + 1) {
-                        let len = 40 + ((burst * 131 + i * 977) % 1400) as usize;
-                        sock.send_to(vec![3; len], sa(to, 7)).await?;
-                    }
-                    host.sleep(std::time::Duration::from_micros(5_000 + burst * 37))
-                        .await;
-                }
-                Ok(())
-            });
+            bursts(&mut sim, from, to);
         }
         let report = sim.run();
         assert_success(&report);
