@@ -151,13 +151,13 @@ impl ForeignCtx<'_> {
     /// Returns the MAC address of interface `iface` (`None` if absent).
     pub fn mac(&self, iface: usize) -> Option<[u8; 6]> {
         let ifc = self.w.machines[self.machine as usize].ifaces.get(iface)?;
-        Some(self.w.networks[ifc.net as usize].mac(ifc.port).0)
+        Some(self.w.fabric.networks[ifc.net as usize].mac(ifc.port).0)
     }
 
     /// Returns the MTU (largest IP packet per frame) of interface `iface`.
     pub fn mtu(&self, iface: usize) -> Option<u32> {
         let ifc = self.w.machines[self.machine as usize].ifaces.get(iface)?;
-        Some(self.w.networks[ifc.net as usize].cfg.mtu)
+        Some(self.w.fabric.networks[ifc.net as usize].cfg.mtu)
     }
 
     /// Returns how many more frames interface `iface` takes now (0 for a
@@ -177,7 +177,7 @@ impl ForeignCtx<'_> {
         }
         if let Some(ifc) = self.w.machines[self.machine as usize].ifaces.get(iface) {
             let (net, port) = (ifc.net, ifc.port);
-            net::wait_for_room_foreign(self.w, net, port);
+            net::wait_for_room_stack(self.w, net, port);
         }
         false
     }
@@ -210,7 +210,7 @@ impl ForeignCtx<'_> {
         if frame.len() < ethernet::HEADER_LEN {
             return Err(TransmitError::TooShort(frame.len()));
         }
-        let mtu = self.w.networks[ifc.net as usize].cfg.mtu;
+        let mtu = self.w.fabric.networks[ifc.net as usize].cfg.mtu;
         if frame.len() - ethernet::HEADER_LEN > mtu as usize {
             return Err(TransmitError::TooLong {
                 iface,

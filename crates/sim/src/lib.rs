@@ -54,9 +54,6 @@ mod api;
 mod executor;
 pub mod foreign;
 mod machine;
-pub mod net;
-pub mod pcap;
-pub mod qdisc;
 pub mod report;
 mod routing;
 mod simulation;
@@ -65,6 +62,10 @@ pub mod stack;
 mod stop;
 pub mod topology;
 mod world;
+
+/// The network layer (the `elvis-net` crate).
+pub use elvis_net as net;
+pub use elvis_net::{pcap, qdisc};
 
 /// Bodies of the cargo-fuzz targets in `fuzz/` that need the simulator's
 /// internals; not a public API. `cargo test -p elvis-sim` runs them over

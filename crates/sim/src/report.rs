@@ -14,12 +14,8 @@ use std::fmt;
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DropReason {
-    /// The network's loss draw.
-    Loss,
-    /// A switch output queue was full (drop-tail).
-    QueueFull,
-    /// A NIC was full for a frame the stack itself originated.
-    NicQueueFull,
+    /// Dropped by the network layer (a loss draw, a full queue, …).
+    Net(elvis_net::DropReason),
     /// A checksum failed (protocol named).
     BadChecksum(&'static str),
     /// A header did not parse or its lengths disagree (protocol named).
@@ -32,8 +28,6 @@ pub enum DropReason {
     NoSocket,
     /// The receiving socket's buffer was full.
     SocketBufferFull,
-    /// No port on the network has the destination MAC.
-    UnknownDestination,
     /// The receiving machine had crashed.
     MachineCrashed,
     /// A fragmented datagram did not complete in time.
@@ -52,30 +46,25 @@ pub enum DropReason {
     NoRoute,
     /// A router had to fragment a datagram with DF set (Frag Needed sent).
     FragNeeded,
-    /// RED dropped an arrival early (average queue between the
-    /// thresholds; see `qdisc::red`).
-    RedEarly,
-    /// RED dropped an arrival because the average queue was above its
-    /// upper threshold (twice it when gentle).
-    RedForced,
-    /// A frame larger than a token bucket's burst (it could never leave).
-    ExceedsBurst,
+}
+
+impl From<elvis_net::DropReason> for DropReason {
+    fn from(r: elvis_net::DropReason) -> Self {
+        DropReason::Net(r)
+    }
 }
 
 impl fmt::Display for DropReason {
     /// Formats as the report key: `bad_checksum(udp)`, `loss`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DropReason::Loss => f.write_str("loss"),
-            DropReason::QueueFull => f.write_str("queue_full"),
-            DropReason::NicQueueFull => f.write_str("nic_queue_full"),
+            DropReason::Net(r) => r.fmt(f),
             DropReason::BadChecksum(p) => write!(f, "bad_checksum({p})"),
             DropReason::Malformed(p) => write!(f, "malformed({p})"),
             DropReason::Unsupported(p) => write!(f, "unsupported({p})"),
             DropReason::NotForUs => f.write_str("not_for_us"),
             DropReason::NoSocket => f.write_str("no_socket"),
             DropReason::SocketBufferFull => f.write_str("socket_buffer_full"),
-            DropReason::UnknownDestination => f.write_str("unknown_destination"),
             DropReason::MachineCrashed => f.write_str("machine_crashed"),
             DropReason::ReassemblyTimeout => f.write_str("reassembly_timeout"),
             DropReason::FragmentOverlap => f.write_str("fragment_overlap"),
@@ -85,9 +74,6 @@ impl fmt::Display for DropReason {
             DropReason::TtlExceeded => f.write_str("ttl_exceeded"),
             DropReason::NoRoute => f.write_str("no_route"),
             DropReason::FragNeeded => f.write_str("frag_needed"),
-            DropReason::RedEarly => f.write_str("red_early"),
-            DropReason::RedForced => f.write_str("red_forced"),
-            DropReason::ExceedsBurst => f.write_str("exceeds_burst"),
         }
     }
 }
@@ -95,7 +81,6 @@ impl fmt::Display for DropReason {
 /// Run-wide packet counters.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Stats {
-    pub frames_sent: u64,
     pub frames_delivered: u64,
     pub ip_sent: u64,
     pub ip_delivered: u64,
@@ -333,10 +318,12 @@ pub struct PacketReport {
     pub dropped: BTreeMap<String, u64>,
 }
 
-impl From<&Stats> for PacketReport {
-    fn from(s: &Stats) -> Self {
+impl PacketReport {
+    /// Aggregates the stack's counters `s` and the network layer's
+    /// `frames_sent`.
+    pub(crate) fn new(s: &Stats, frames_sent: u64) -> Self {
         PacketReport {
-            frames_sent: s.frames_sent,
+            frames_sent,
             frames_delivered: s.frames_delivered,
             ip_sent: s.ip_sent,
             ip_delivered: s.ip_delivered,

@@ -151,7 +151,7 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
                 machine
                     .ifaces
                     .iter()
-                    .position(|i| w.networks[i.net as usize].ip_to_port.contains_key(&via))
+                    .position(|i| w.fabric.networks[i.net as usize].ip_to_port.contains_key(&via))
             });
             let Some(iface) = iface else {
                 return Err(SimError::BadRoute {
@@ -175,8 +175,8 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
 
 /// Returns the prefixes that route to each network.
 fn network_prefixes(w: &World) -> Vec<Vec<(u32, u8)>> {
-    let mut covering: Vec<Option<(u32, u8)>> = Vec::with_capacity(w.networks.len());
-    for n in &w.networks {
+    let mut covering: Vec<Option<(u32, u8)>> = Vec::with_capacity(w.fabric.networks.len());
+    for n in &w.fabric.networks {
         let lo = n.ip_to_port.keys().min();
         let hi = n.ip_to_port.keys().max();
         covering.push(match (lo, hi) {
@@ -201,8 +201,8 @@ fn network_prefixes(w: &World) -> Vec<Vec<(u32, u8)>> {
         }
     }
     let table = Table::new(&owner);
-    let mut out: Vec<Vec<(u32, u8)>> = Vec::with_capacity(w.networks.len());
-    for (i, n) in w.networks.iter().enumerate() {
+    let mut out: Vec<Vec<(u32, u8)>> = Vec::with_capacity(w.fabric.networks.len());
+    for (i, n) in w.fabric.networks.iter().enumerate() {
         let mut list = Vec::new();
         if let Some(c) = covering[i] {
             if owner.get(&c).is_some_and(|h| h[0].gateway == i as u32) {
@@ -232,8 +232,9 @@ type Computed = (
 /// network, and per multi-homed host.
 fn compute(w: &World, metric: Metric) -> Computed {
     let prefixes = network_prefixes(w);
-    let nets = w.networks.len();
+    let nets = w.fabric.networks.len();
     let cost: Vec<u64> = w
+        .fabric
         .networks
         .iter()
         .map(|n| match metric {
@@ -268,7 +269,7 @@ fn compute(w: &World, metric: Metric) -> Computed {
     // depend on the destination. (Hosts behind a single router get a
     // default route through it, see `single_router_defaults`.)
     let shared: Vec<usize> = (0..nets)
-        .filter(|&n| on_net[n].len() > 1 && w.networks[n].ports.len() > on_net[n].len())
+        .filter(|&n| on_net[n].len() > 1 && w.fabric.networks[n].ports.len() > on_net[n].len())
         .collect();
     let mut router_routes: Vec<RouteVec> = vec![RouteVec::new(); routers.len()];
     let mut host_routes = single_router_defaults(w, &prefixes, &on_net, &routers);
@@ -487,7 +488,7 @@ fn single_router_defaults(
         let [(r, ip)] = on.as_slice() else {
             continue;
         };
-        if w.networks[n].ports.len() <= 1 {
+        if w.fabric.networks[n].ports.len() <= 1 {
             continue;
         }
         let c = find(&mut parent, *r);

@@ -313,15 +313,15 @@ impl Simulation {
     /// knows its count: the list would otherwise grow by doubling, each
     /// step copying every network added so far.
     pub fn reserve_networks(&mut self, additional: usize) {
-        self.w().networks.reserve_exact(additional);
+        self.w().fabric.networks.reserve_exact(additional);
     }
 
     /// Adds a network; returns its id.
     pub fn add_network(&mut self, cfg: NetworkConfig) -> NetId {
         let w = self.w();
-        let id = w.networks.len() as NetId;
+        let id = w.fabric.networks.len() as NetId;
         let seed = w.seed;
-        w.networks.push(Network::new(id, cfg, seed));
+        w.fabric.networks.push(Network::new(id, cfg, seed));
         id
     }
 
@@ -409,7 +409,7 @@ impl Simulation {
     pub fn mac_address(&self, m: MachineId, iface: usize) -> Option<[u8; 6]> {
         let w = self.world.as_ref()?;
         let ifc = w.machines.get(m as usize)?.ifaces.get(iface)?;
-        Some(w.networks[ifc.net as usize].mac(ifc.port).0)
+        Some(w.fabric.networks[ifc.net as usize].mac(ifc.port).0)
     }
 
     /// Returns each machine's first address, by machine id.
@@ -421,7 +421,7 @@ impl Simulation {
 
     /// Returns the number of networks.
     pub fn network_count(&self) -> usize {
-        self.world.as_ref().map_or(0, |w| w.networks.len())
+        self.world.as_ref().map_or(0, |w| w.fabric.networks.len())
     }
 
     /// Returns the configuration network `net` runs with (on a link with
@@ -429,7 +429,7 @@ impl Simulation {
     /// [`NetworkConfig::queue`]).
     pub fn network_config(&self, net: NetId) -> Option<&NetworkConfig> {
         let w = self.world.as_ref()?;
-        w.networks.get(net as usize).map(|n| &n.cfg)
+        w.fabric.networks.get(net as usize).map(|n| &n.cfg)
     }
 
     /// Returns the number of machines.
@@ -447,7 +447,7 @@ impl Simulation {
         if m as usize >= w.machines.len() {
             return Err(SimError::NoSuchMachine(m));
         }
-        let Some(n) = w.networks.get(net as usize) else {
+        let Some(n) = w.fabric.networks.get(net as usize) else {
             return Err(SimError::NoSuchNetwork(net));
         };
         if let Some(&port) = n.ip_to_port.get(&u32::from(ip)) {
@@ -468,7 +468,7 @@ impl Simulation {
                 })?;
         }
         let iface = w.machines[m as usize].ifaces.len() as IfaceId;
-        let n = &mut w.networks[net as usize];
+        let n = &mut w.fabric.networks[net as usize];
         let port = n.add_port(m, iface);
         n.ip_to_port.insert(u32::from(ip), port);
         if n.cfg.kind == crate::net::NetworkKind::Link {
@@ -499,7 +499,7 @@ impl Simulation {
         cfg: Option<crate::qdisc::QdiscConfig>,
     ) -> Result<(), SimError> {
         let w = self.w();
-        let Some(n) = w.networks.get_mut(net as usize) else {
+        let Some(n) = w.fabric.networks.get_mut(net as usize) else {
             return Err(SimError::NoSuchNetwork(net));
         };
         if let Some(c) = &cfg {
@@ -544,11 +544,11 @@ impl Simulation {
         let Some(ifc) = w.machines[m as usize].ifaces.get(iface).copied() else {
             return Err(bad("no such interface".into()));
         };
-        let n = &mut w.networks[ifc.net as usize];
+        let n = &mut w.fabric.networks[ifc.net as usize];
         cfg.validate(n.cfg.bandwidth_bps)
             .map_err(|e| bad(e.to_string()))?;
         let now = w.now().as_nanos();
-        let n = &mut w.networks[ifc.net as usize];
+        let n = &mut w.fabric.networks[ifc.net as usize];
         n.set_nic_qdisc(ifc.port, cfg, now).map_err(bad)
     }
 
@@ -558,7 +558,7 @@ impl Simulation {
     /// [`Simulation::write_queue_series`]. Off by default, and free when
     /// off.
     pub fn trace_queues(&mut self) {
-        self.w().queue_trace = true;
+        self.w().fabric.config.trace_queues = true;
     }
 
     /// Runs every egress queue on the evented path (`true`): a frame's
@@ -568,7 +568,7 @@ impl Simulation {
     /// to test that it is.
     #[doc(hidden)]
     pub fn set_evented_queues(&mut self, on: bool) {
-        self.w().evented_queues = on;
+        self.w().fabric.config.evented_queues = on;
     }
 
     /// Returns the occupancy series recorded so far, by (network, port,
@@ -581,9 +581,9 @@ impl Simulation {
         // Queues run event by event keep their series in the world; those
         // run on the departure-time path keep it themselves, departures
         // recorded lazily (see `crate::net`).
-        let mut all = w.queue_series.clone();
+        let mut all = w.fabric.queue_series.clone();
         let end = w.now().as_nanos();
-        for (net, n) in w.networks.iter().enumerate() {
+        for (net, n) in w.fabric.networks.iter().enumerate() {
             for (port, p) in n.ports.iter().enumerate() {
                 let Some(q) = p.queues.as_deref() else {
                     continue;
@@ -642,7 +642,7 @@ impl Simulation {
         let w = self.world.as_ref().expect("world is present outside run");
         let end = w.now().as_nanos();
         let mut all = Vec::new();
-        for (ni, n) in w.networks.iter().enumerate() {
+        for (ni, n) in w.fabric.networks.iter().enumerate() {
             for (pi, p) in n.ports.iter().enumerate() {
                 let Some(q) = p.queues.as_deref() else {
                     continue;
@@ -674,7 +674,7 @@ impl Simulation {
             .map(|(net, pd, wq)| {
                 let (network, machine, dir) = queue_names(w, net, pd);
                 let s = &wq.stats_at(end);
-                let dropped_by = (w.queue_drops.range((net, pd, report::DropReason::Loss)..))
+                let dropped_by = (w.fabric.queue_drops.range((net, pd, elvis_net::DropReason::Loss)..))
                     .take_while(|((n, p, _), _)| (*n, *p) == (net, pd))
                     .map(|((_, _, r), c)| (r.to_string(), *c))
                     .collect();
@@ -768,7 +768,7 @@ impl Simulation {
             return Err(bad(format!("{prefix}/{len} is not a network prefix")));
         }
         let on_net = machine.ifaces.iter().any(|i| {
-            w.networks[i.net as usize]
+            w.fabric.networks[i.net as usize]
                 .ip_to_port
                 .contains_key(&u32::from(via))
         });
@@ -825,7 +825,7 @@ impl Simulation {
             )));
         }
         let found = machine.ifaces.iter().enumerate().find_map(|(i, ifc)| {
-            let port = w.networks[ifc.net as usize]
+            let port = w.fabric.networks[ifc.net as usize]
                 .ip_to_port
                 .get(&u32::from(via))?;
             Some((i as IfaceId, *port))
@@ -969,7 +969,7 @@ impl Simulation {
             }
             for &(iface, via) in hops {
                 let ok = machine.ifaces.get(iface as usize).is_some_and(|i| {
-                    w.networks[i.net as usize]
+                    w.fabric.networks[i.net as usize]
                         .ip_to_port
                         .contains_key(&u32::from(via))
                 });
@@ -1104,9 +1104,9 @@ impl Simulation {
     /// If the directory or a file cannot be created.
     pub fn capture_pcap(&mut self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
         let w = self.w();
-        let names: Vec<String> = w.networks.iter().map(|n| n.cfg.name.clone()).collect();
-        w.pcap = PcapSet::open(dir, &names)?;
-        Ok(w.pcap.files.clone())
+        let names: Vec<String> = w.fabric.networks.iter().map(|n| n.cfg.name.clone()).collect();
+        w.fabric.pcap = PcapSet::open(dir, &names)?;
+        Ok(w.fabric.pcap.files.clone())
     }
 
     /// Calls `on_stuck(machine name)` from another thread when one poll of an
@@ -1192,7 +1192,7 @@ impl Simulation {
         IN_SIM.with(|c| *c.borrow_mut() = None);
         let mut world = world::uninstall().expect("world installed for the run");
         let end_time = world.now();
-        world.pcap.close(end_time);
+        world.fabric.pcap.close(end_time);
         self.world = Some(world);
         let mut r = self.report(end);
         if let Some(e) = route_error {
@@ -1397,8 +1397,8 @@ impl Simulation {
                 .map(Time::as_nanos),
             events,
             machines: w.machines.len() as u64,
-            packets: (&w.stats).into(),
-            networks_total: w.networks.len() as u64,
+            packets: report::PacketReport::new(&w.stats, w.fabric.frames_sent),
+            networks_total: w.fabric.networks.len() as u64,
             networks: self.network_reports(),
             routers: self.router_reports(),
             queues_total,
@@ -1557,7 +1557,7 @@ impl Simulation {
                 .map(|k| {
                     let i = &machine.ifaces[k];
                     RouterIfaceReport {
-                        network: w.networks[i.net as usize].cfg.name.clone(),
+                        network: w.fabric.networks[i.net as usize].cfg.name.clone(),
                         address: i.ip.to_string(),
                         counters: of(k),
                     }
@@ -1577,14 +1577,14 @@ impl Simulation {
     fn network_reports(&self) -> Vec<NetworkReport> {
         let w = self.world.as_ref().expect("world is present outside run");
         let max = Report::MAX_NETWORKS_LISTED;
-        let listed = report::busiest(w.networks.len(), max, |k| {
-            let s = &w.networks[k].stats;
+        let listed = report::busiest(w.fabric.networks.len(), max, |k| {
+            let s = &w.fabric.networks[k].stats;
             (s.frames_sent, s.queue_drops)
         });
         listed
             .into_iter()
             .map(|k| {
-                let n = &w.networks[k];
+                let n = &w.fabric.networks[k];
                 NetworkReport {
                     name: n.cfg.name.clone(),
                     kind: n.cfg.kind,
@@ -1599,7 +1599,7 @@ impl Simulation {
 
     /// Returns the pcap write error of the run, if any.
     pub fn pcap_error(&self) -> Option<String> {
-        self.world.as_ref().and_then(|w| w.pcap.error.clone())
+        self.world.as_ref().and_then(|w| w.fabric.pcap.error.clone())
     }
 }
 
@@ -1607,7 +1607,7 @@ impl Simulation {
 /// machine's NIC; `switch`: the switch port towards the machine) of a
 /// queue.
 fn queue_names(w: &World, net: NetId, port_dir: u32) -> (String, String, &'static str) {
-    let n = &w.networks[net as usize];
+    let n = &w.fabric.networks[net as usize];
     let machine = n.ports[(port_dir >> 1) as usize].machine;
     let dir = if port_dir & 1 == 0 { "nic" } else { "switch" };
     (n.cfg.name.clone(), w.machine_name(machine), dir)

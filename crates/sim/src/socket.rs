@@ -407,7 +407,7 @@ pub(crate) fn join_multicast(
         return Err(SocketError::AddrNotAvailable(group));
     };
     let mac = elvis_wire::EthernetAddress::from_ipv4_multicast(group).0;
-    let members = w.networks[iface.net as usize]
+    let members = w.fabric.networks[iface.net as usize]
         .multicast
         .entry(mac)
         .or_default();

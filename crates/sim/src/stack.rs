@@ -32,7 +32,10 @@ pub mod udp;
 
 use crate::machine::IfaceId;
 use crate::machine::MachineId;
+use crate::net::{FrameId, NetId};
+use crate::report::DropReason;
 use crate::world::World;
+use elvis_message::Message;
 
 /// A protocol timer of a machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,4 +73,78 @@ pub(crate) fn on_timer(w: &mut World, m: MachineId, timer: Timer) {
         Timer::ForeignRoom => crate::foreign::on_poll(w, m, true),
         Timer::NapiPoll => offload::poll(w, m),
     }
+}
+
+/// A frame in the network's slab reached the machine on `port` of `net`
+/// (a delivery event): a router forwards most transit frames without
+/// moving them out of the slab (`forward::forward_in_slab`), a NIC that
+/// coalesces takes it into its ring (`offload::on_arrival`), anything
+/// else goes up the machine's stack.
+pub(crate) fn frame_arrived(w: &mut World, net: NetId, port: u32, id: FrameId) {
+    let Some((machine, iface)) = arrive(w, net, port) else {
+        w.fabric.frames.remove(id as usize);
+        return;
+    };
+    let m = &w.machines[machine as usize];
+    let router = m.forward && w.fast_forward && !m.foreign;
+    if router && forward::forward_in_slab(w, machine, iface, id) {
+        return;
+    }
+    if w.fabric.config.early_takers && offload::on_arrival(w, machine, iface, id) {
+        return;
+    }
+    let mut frame = w.fabric.frames.remove(id as usize);
+    hand_to_stack(w, machine, iface, &mut frame);
+}
+
+/// `frame` reached the machine on `port` of `net` without an event.
+pub(crate) fn frame_received(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
+    if let Some((machine, iface)) = arrive(w, net, port) {
+        hand_to_stack(w, machine, iface, frame);
+    }
+}
+
+/// [`frame_received`] in the middle of the sender's work (a zero-delay
+/// network): a panic in the receiver's stack crashes the receiver, not
+/// the sender.
+pub(crate) fn frame_received_nested(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
+    let caller = w.current_machine;
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        frame_received(w, net, port, frame)
+    }));
+    if r.is_err() {
+        let m = w.fabric.networks[net as usize].ports[port as usize].machine;
+        let msg = crate::simulation::take_panic_message();
+        w.crashed.push((m, msg));
+    }
+    w.current_machine = caller;
+}
+
+/// Returns the machine and interface on `port` of `net`, counting the
+/// frame's arrival; `None` (the frame dropped) if the machine crashed.
+#[inline]
+fn arrive(w: &mut World, net: NetId, port: u32) -> Option<(MachineId, IfaceId)> {
+    let p = &w.fabric.networks[net as usize].ports[port as usize];
+    let (machine, iface) = (p.machine, p.iface);
+    if w.machines[machine as usize].crashed {
+        w.drop_packet(DropReason::MachineCrashed);
+        return None;
+    }
+    w.stats.frames_delivered += 1;
+    w.current_machine = Some(machine);
+    Some((machine, iface))
+}
+
+/// Hands a frame that arrived on `iface` to the stack of `machine` (or to
+/// the foreign stack that replaces it).
+pub(crate) fn hand_to_stack(
+    w: &mut World,
+    machine: MachineId,
+    iface: IfaceId,
+    frame: &mut Message,
+) {
+    if w.machines[machine as usize].foreign {
+        return crate::foreign::receive(w, machine, iface, frame);
+    }
+    ethernet::receive(w, machine, iface, frame);
 }

@@ -8,8 +8,7 @@
 use crate::executor::{TaskId, TaskState, TaskTable};
 use crate::machine::IfaceId;
 use crate::machine::{Group, Machine, MachineId};
-use crate::net::{FrameId, NetId, Network, QueueRef};
-use crate::pcap::PcapSet;
+use crate::net::{FrameId, NetEvent, NetId, QueueRef};
 use crate::report::{DropReason, Stats};
 use elvis_kernel::{EventQueue, Time};
 use elvis_message::Message;
@@ -38,6 +37,9 @@ pub(crate) enum Event {
     /// A frame reached the machine attached to `port` of `net`.
     /// `from` is the sender's port when its NIC slot is freed by the
     /// delivery (ideal networks), else `net::NO_PORT`.
+    ///
+    /// (The network layer's events, [`NetEvent`], are kept flat here:
+    /// an event queue entry stays as small as before the split.)
     Deliver {
         net: NetId,
         port: u32,
@@ -60,9 +62,8 @@ pub(crate) struct World {
     /// Group name → group index; looked up, never iterated (a star of a
     /// million one-machine groups inserts a million names).
     pub group_by_name: rustc_hash::FxHashMap<String, u32>,
-    pub networks: Vec<Network>,
-    /// Frames in flight (queued or propagating), by id.
-    pub frames: slab::Slab<Message>,
+    /// The network layer: networks, frames in flight, captures, queues.
+    pub fabric: elvis_net::Fabric,
     pub tasks: TaskTable,
     /// Tasks woken and not yet polled, in wake order.
     pub ready: crate::executor::ReadyQueue,
@@ -70,13 +71,10 @@ pub(crate) struct World {
     pub current_machine: Option<MachineId>,
     pub stats: Stats,
     pub counters: BTreeMap<String, Counter>,
-    pub pcap: PcapSet,
     /// TCP settings.
     pub tcp: std::rc::Rc<crate::stack::tcp::TcpConfig>,
     /// TCP connections: ids, ended connections, time series.
     pub conns: crate::stack::tcp::trace::ConnLog,
-    /// Nesting depth of zero-delay deliveries in progress.
-    pub sync_depth: u8,
     /// Results published by applications.
     pub metrics: Vec<Metric>,
     /// Machines that crashed this event and still need cleaning up.
@@ -99,15 +97,6 @@ pub(crate) struct World {
     /// does not index. With both, such a machine finds a neighbour or one
     /// of its own addresses without looking at every interface.
     pub nonlink_ifaces: rustc_hash::FxHashMap<MachineId, smallvec::SmallVec<[IfaceId; 2]>>,
-    /// Egress-queue drops by (network, `port << 1 | dir`, reason).
-    pub queue_drops: BTreeMap<(NetId, u32, DropReason), u64>,
-    /// Record egress-queue occupancy time series.
-    pub queue_trace: bool,
-    /// Run every queue on the evented path (no departure-time FIFOs; a
-    /// debugging and testing switch, see `net`).
-    pub evented_queues: bool,
-    /// Occupancy series by (network, `port << 1 | dir`), when tracing.
-    pub queue_series: BTreeMap<(NetId, u32), Vec<crate::qdisc::stats::OccupancySample>>,
     /// ICMP error rate limits (Linux's defaults).
     pub icmp_limit: crate::stack::icmp_limit::IcmpRateLimit,
     /// Routers use their fast path (`stack::forward::forward_frame`).
@@ -117,9 +106,6 @@ pub(crate) struct World {
     /// Departure-time queues put frames for a coalescing host into its
     /// receive ring when they are queued (`stack::offload`).
     pub rx_ring_ahead: bool,
-    /// Some machine coalesces receive interrupts (`stack::offload`): until
-    /// one does, arrivals skip the offload checks.
-    pub coalescing: bool,
     /// NIC offload settings and receive states (`stack::offload`).
     pub nics: crate::stack::offload::NicTable,
     /// Counts the changes of routes and interfaces made between runs: a
@@ -158,33 +144,25 @@ impl World {
             machines: Vec::new(),
             groups: Vec::new(),
             group_by_name: Default::default(),
-            networks: Vec::new(),
-            frames: slab::Slab::new(),
+            fabric: Default::default(),
             tasks: TaskTable::default(),
             ready: Default::default(),
             current_machine: None,
             stats: Stats::default(),
             counters: BTreeMap::new(),
-            pcap: PcapSet::default(),
             crashed: Vec::new(),
             tcp_out: Vec::new(),
             metrics: Vec::new(),
-            sync_depth: 0,
             tcp: Default::default(),
             conns: Default::default(),
             routing: Default::default(),
             default_ttl: crate::stack::ipv4::DEFAULT_TTL,
             link_neighbours: Default::default(),
             nonlink_ifaces: Default::default(),
-            queue_drops: BTreeMap::new(),
-            queue_trace: false,
-            evented_queues: false,
-            queue_series: BTreeMap::new(),
             icmp_limit: Default::default(),
             fast_forward: true,
             fast_forwarded: 0,
             rx_ring_ahead: true,
-            coalescing: false,
             nics: Default::default(),
             dst_epoch: 0,
             tcp_fast_path: true,
@@ -260,21 +238,109 @@ impl World {
     pub fn handle(&mut self, event: Event) {
         match event {
             Event::Wake(task) => self.wake(task),
-            Event::TxDone(q) => crate::net::tx_done(self, q),
-            Event::TxRetry(q) => crate::net::tx_retry(self, q),
-            Event::NicRoom { net, port } => crate::net::nic_room_ready(self, net, port),
-            Event::AtSwitch { net, from, frame } => crate::net::at_switch(self, net, from, frame),
+            Event::TxDone(q) => elvis_net::tx_done(self, q),
+            Event::TxRetry(q) => elvis_net::tx_retry(self, q),
+            Event::NicRoom { net, port } => elvis_net::nic_room_ready(self, net, port),
+            Event::AtSwitch { net, from, frame } => elvis_net::at_switch(self, net, from, frame),
             Event::Deliver {
                 net,
                 port,
                 frame,
                 from,
-            } => crate::net::deliver(self, net, port, frame, from),
+            } => elvis_net::deliver(self, net, port, frame, from),
             Event::Timer { machine, timer } => {
                 self.current_machine = Some(machine);
                 crate::stack::on_timer(self, machine, timer);
             }
         }
+    }
+}
+
+impl From<NetEvent> for Event {
+    #[inline(always)]
+    fn from(e: NetEvent) -> Event {
+        match e {
+            NetEvent::TxDone(q) => Event::TxDone(q),
+            NetEvent::TxRetry(q) => Event::TxRetry(q),
+            NetEvent::NicRoom { net, port } => Event::NicRoom { net, port },
+            NetEvent::AtSwitch { net, from, frame } => Event::AtSwitch { net, from, frame },
+            NetEvent::Deliver {
+                net,
+                port,
+                frame,
+                from,
+            } => Event::Deliver {
+                net,
+                port,
+                frame,
+                from,
+            },
+        }
+    }
+}
+
+/// The network layer runs on the world: its state is `fabric`, its events
+/// go on the one event queue (each network on its own lane, after the
+/// machines'), and what reaches a machine goes to its stack.
+impl elvis_net::Context for World {
+    #[inline(always)]
+    fn fabric(&self) -> &elvis_net::Fabric {
+        &self.fabric
+    }
+
+    #[inline(always)]
+    fn fabric_mut(&mut self) -> &mut elvis_net::Fabric {
+        &mut self.fabric
+    }
+
+    #[inline(always)]
+    fn now(&self) -> Time {
+        self.queue.now()
+    }
+
+    #[inline(always)]
+    fn schedule(&mut self, at: Time, event: NetEvent) {
+        let lane = (self.machines.len() as u32).wrapping_add(event.net());
+        self.queue.schedule(at, lane, event.into());
+    }
+
+    #[inline]
+    fn dropped(&mut self, reason: elvis_net::DropReason) {
+        self.stats.drop(DropReason::Net(reason));
+    }
+
+    #[inline]
+    fn arrived(&mut self, net: NetId, port: u32, id: FrameId) {
+        crate::stack::frame_arrived(self, net, port, id);
+    }
+
+    #[inline]
+    fn received(&mut self, net: NetId, port: u32, frame: &mut Message, nested: bool) {
+        if nested {
+            crate::stack::frame_received_nested(self, net, port, frame);
+        } else {
+            crate::stack::frame_received(self, net, port, frame);
+        }
+    }
+
+    #[inline]
+    fn take_early(&mut self, machine: MachineId, iface: IfaceId, id: FrameId, at_ns: u64) -> bool {
+        crate::stack::offload::arrives_later(self, machine, iface, id, at_ns)
+    }
+
+    #[inline]
+    fn wake_task(&mut self, task: TaskId) {
+        self.wake(task);
+    }
+
+    fn room_for_stack(&mut self, machine: MachineId) {
+        let timer = crate::stack::Timer::ForeignRoom;
+        self.queue.schedule_now(Event::Timer { machine, timer });
+    }
+
+    fn room_for_endpoint(&mut self, machine: MachineId, slot: u32) {
+        let timer = crate::stack::Timer::TcpKick { slot };
+        self.queue.schedule_now(Event::Timer { machine, timer });
     }
 }
 

@@ -97,7 +97,7 @@ fn send_request(w: &mut World, m: MachineId, iface: IfaceId, ip: Ipv4Addr) {
     let ifc = w.machines[m as usize].ifaces[iface as usize];
     let repr = arp::Repr::EthernetIpv4 {
         operation: arp::Operation::Request,
-        source_hardware_addr: w.networks[ifc.net as usize].mac(ifc.port),
+        source_hardware_addr: w.fabric.networks[ifc.net as usize].mac(ifc.port),
         source_protocol_addr: ifc.ip,
         target_hardware_addr: EthernetAddress([0; 6]),
         target_protocol_addr: ip,
@@ -120,7 +120,7 @@ fn send_request(w: &mut World, m: MachineId, iface: IfaceId, ip: Ipv4Addr) {
 fn send_repr(w: &mut World, m: MachineId, iface: IfaceId, dst: EthernetAddress, repr: &arp::Repr) {
     let ifc = w.machines[m as usize].ifaces[iface as usize];
     if net::nic_room(w, ifc.net, ifc.port) == 0 {
-        return w.drop_packet(DropReason::NicQueueFull);
+        return w.drop_packet(DropReason::Net(elvis_net::DropReason::NicQueueFull));
     }
     let mut msg = Message::new();
     let buf = msg.push_front(repr.buffer_len());
@@ -188,7 +188,7 @@ fn reply(w: &mut World, m: MachineId, iface: IfaceId, mac: EthernetAddress, ip: 
     let ifc = w.machines[m as usize].ifaces[iface as usize];
     let reply = arp::Repr::EthernetIpv4 {
         operation: arp::Operation::Reply,
-        source_hardware_addr: w.networks[ifc.net as usize].mac(ifc.port),
+        source_hardware_addr: w.fabric.networks[ifc.net as usize].mac(ifc.port),
         source_protocol_addr: ifc.ip,
         target_hardware_addr: mac,
         target_protocol_addr: ip,

@@ -111,7 +111,7 @@ pub(crate) fn push(
     let found = super::ipv4::route(w, m, dst);
     let route = found.as_ref().map_err(Clone::clone)?;
     if super::ipv4::room(w, m, route) < super::ipv4::frames_needed(route, msg.len()) {
-        w.drop_packet(crate::report::DropReason::NicQueueFull);
+        w.drop_packet(crate::report::DropReason::Net(elvis_net::DropReason::NicQueueFull));
         return Ok(());
     }
     super::ipv4::send(w, m, *route, dst, IpProtocol::from(proto), &mut msg);

@@ -24,7 +24,7 @@ pub(crate) fn send(
     let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else {
         return;
     };
-    let src = w.networks[ifc.net as usize].mac(ifc.port);
+    let src = w.fabric.networks[ifc.net as usize].mac(ifc.port);
     let repr = ethernet::Repr {
         src_addr: src,
         dst_addr: dst,
@@ -62,7 +62,7 @@ pub(crate) fn receive(w: &mut World, m: MachineId, iface: IfaceId, frame: &mut M
         return w.drop_packet(DropReason::Malformed("ethernet"));
     };
     let ifc = w.machines[m as usize].ifaces[iface as usize];
-    let own = w.networks[ifc.net as usize].mac(ifc.port);
+    let own = w.fabric.networks[ifc.net as usize].mac(ifc.port);
     if repr.dst_addr != own && !repr.dst_addr.is_broadcast() && !repr.dst_addr.is_multicast() {
         return w.drop_packet(DropReason::NotForUs);
     }

@@ -166,7 +166,7 @@ pub(crate) fn forward_frame(
 /// [`forward_frame`] would (the caller then takes the frame out of the
 /// slab and hands it to the stack).
 pub(crate) fn forward_in_slab(w: &mut World, m: MachineId, iface: IfaceId, id: FrameId) -> bool {
-    let frame = &mut w.frames[id as usize];
+    let frame = &mut w.fabric.frames[id as usize];
     let len = frame.len();
     let Some(h) = frame.front(ETH + 24) else {
         return false;
@@ -175,7 +175,7 @@ pub(crate) fn forward_in_slab(w: &mut World, m: MachineId, iface: IfaceId, id: F
     let Some(hop) = fast_hop(w, m, iface, &h, len) else {
         return false;
     };
-    let Some(h) = w.frames[id as usize].front_mut(ETH + 20) else {
+    let Some(h) = w.fabric.frames[id as usize].front_mut(ETH + 20) else {
         unreachable!("the frame is longer than its header");
     };
     hop.rewrite(h);
@@ -300,7 +300,7 @@ fn fast_route(
         },
     };
     let ifc = machine.ifaces.get(iface as usize)?;
-    let n = &w.networks[ifc.net as usize];
+    let n = &w.fabric.networks[ifc.net as usize];
     let full =
         n.nic_qdisc_config(ifc.port).is_none() && crate::net::nic_room(w, ifc.net, ifc.port) < 1;
     if len > n.cfg.mtu as usize || full {
@@ -416,8 +416,8 @@ fn forward_parsed(
     if !ipv4::qdisc_decides(w, m, route) && ipv4::room(w, m, route) < frames {
         counters(w, m, route.iface).nic_full += 1;
         let ifc = w.machines[m as usize].ifaces[route.iface as usize];
-        crate::net::count_nic_drop(w, ifc.net, ifc.port, DropReason::NicQueueFull);
-        return w.drop_packet(DropReason::NicQueueFull);
+        crate::net::count_nic_drop(w, ifc.net, ifc.port, elvis_net::DropReason::NicQueueFull);
+        return w.drop_packet(DropReason::Net(elvis_net::DropReason::NicQueueFull));
     }
     let out = counters(w, m, route.iface);
     out.forwarded += 1;

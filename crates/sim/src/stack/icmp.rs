@@ -62,7 +62,7 @@ fn nic_full(w: &World, m: MachineId, route: &ipv4::Route, need: u32) -> bool {
     let Some(ifc) = w.machines[m as usize].ifaces.get(route.iface as usize) else {
         return true;
     };
-    let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
+    let cap = w.fabric.networks[ifc.net as usize].cfg.txqueuelen;
     room < need.min(cap)
 }
 
@@ -77,7 +77,7 @@ fn send_own(
     let found = ipv4::route(w, m, to);
     let route = found.as_ref().map_err(Clone::clone)?;
     if nic_full(w, m, route, ipv4::frames_needed(route, msg.len())) {
-        w.drop_packet(DropReason::NicQueueFull);
+        w.drop_packet(DropReason::Net(elvis_net::DropReason::NicQueueFull));
         return Ok(());
     }
     ipv4::send(w, m, *route, to, IpProtocol::Icmp, &mut msg);
@@ -105,7 +105,7 @@ pub(crate) fn send_echo_request(
         return Err(SocketError::MessageTooLong(data.len()));
     }
     if nic_full(w, m, route, ipv4::frames_needed(route, data.len())) {
-        w.drop_packet(DropReason::NicQueueFull);
+        w.drop_packet(DropReason::Net(elvis_net::DropReason::NicQueueFull));
         return Ok(());
     }
     let ttl = opts.ttl.unwrap_or(w.default_ttl);

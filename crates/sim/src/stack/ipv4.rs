@@ -71,7 +71,7 @@ pub(crate) const MANY_IFACES: usize = 8;
 /// networks that are not point-to-point links are listed.
 pub(crate) fn index_ifaces(w: &mut World, m: MachineId) {
     let ifaces = &w.machines[m as usize].ifaces;
-    let nonlink = |i: usize| w.networks[ifaces[i].net as usize].cfg.kind != NetworkKind::Link;
+    let nonlink = |i: usize| w.fabric.networks[ifaces[i].net as usize].cfg.kind != NetworkKind::Link;
     let new: smallvec::SmallVec<[IfaceId; 2]> = match ifaces.len() {
         n if n <= MANY_IFACES => return,
         n if n == MANY_IFACES + 1 => (0..n)
@@ -102,7 +102,7 @@ pub(crate) fn owns(w: &World, m: MachineId, dst: Ipv4Addr) -> bool {
     let on_link = w.link_neighbours.get(&u32::from(dst)).is_some_and(|links| {
         links
             .iter()
-            .any(|&(net, port)| w.networks[net as usize].ports[port as usize].machine == m)
+            .any(|&(net, port)| w.fabric.networks[net as usize].ports[port as usize].machine == m)
     });
     on_link
         || w.nonlink_ifaces
@@ -121,7 +121,7 @@ fn neighbour_of_many(w: &World, m: MachineId, dst: u32) -> Option<(IfaceId, u32)
         }
     };
     for &(net, port) in w.link_neighbours.get(&dst).into_iter().flatten() {
-        let n = &w.networks[net as usize];
+        let n = &w.fabric.networks[net as usize];
         for (p, ours) in n.ports.iter().enumerate() {
             if p as u32 != port && ours.machine == m {
                 consider(ours.iface, port);
@@ -130,7 +130,7 @@ fn neighbour_of_many(w: &World, m: MachineId, dst: u32) -> Option<(IfaceId, u32)
     }
     let ifaces = &w.machines[m as usize].ifaces;
     for &i in w.nonlink_ifaces.get(&m).into_iter().flatten() {
-        let n = &w.networks[ifaces[i as usize].net as usize];
+        let n = &w.fabric.networks[ifaces[i as usize].net as usize];
         if let Some(&port) = n.ip_to_port.get(&dst) {
             consider(i, port);
         }
@@ -164,7 +164,7 @@ pub(crate) fn route_flow(
         .ifaces
         .first()
         .ok_or(SocketError::HostUnreachable(dst))?;
-    let mtu_of = |net: u32| w.networks[net as usize].cfg.mtu;
+    let mtu_of = |net: u32| w.fabric.networks[net as usize].cfg.mtu;
     if owns(w, m, dst) || dst.is_loopback() {
         return Ok(Route {
             iface: 0,
@@ -197,7 +197,7 @@ pub(crate) fn route_flow(
         neighbour_of_many(w, m, u32::from(dst))
     } else {
         machine.ifaces.iter().enumerate().find_map(|(i, ifc)| {
-            let n = &w.networks[ifc.net as usize];
+            let n = &w.fabric.networks[ifc.net as usize];
             n.ip_to_port
                 .get(&u32::from(dst))
                 .map(|&port| (i as IfaceId, port))
@@ -232,7 +232,7 @@ pub(crate) fn route_flow(
     } else {
         hop.gateway
     };
-    let net = &w.networks[ifc.net as usize];
+    let net = &w.fabric.networks[ifc.net as usize];
     let Some(&port) = net.ip_to_port.get(&gw) else {
         return Err(SocketError::HostUnreachable(dst));
     };
@@ -254,7 +254,7 @@ pub(crate) fn flow_route(w: &World, m: MachineId, flow: &FlowKey) -> Option<Rout
         iface: hop.iface,
         src: ifc.ip,
         next: NextHop::Neighbour(Ipv4Addr::from(hop.via), hop.port),
-        mtu: w.networks[ifc.net as usize].cfg.mtu,
+        mtu: w.fabric.networks[ifc.net as usize].cfg.mtu,
     })
 }
 
@@ -284,7 +284,7 @@ pub(crate) fn qdisc_decides(w: &World, m: MachineId, route: &Route) -> bool {
         return false;
     }
     let ifc = w.machines[m as usize].ifaces[route.iface as usize];
-    w.networks[ifc.net as usize]
+    w.fabric.networks[ifc.net as usize]
         .nic_qdisc_config(ifc.port)
         .is_some()
 }

@@ -366,7 +366,7 @@ pub(crate) fn set(w: &mut World, m: MachineId, cfg: Offloads) -> bool {
     let Some(i) = w.nics.intern(cfg) else {
         return false;
     };
-    w.coalescing |= cfg.coalesces();
+    w.fabric.config.early_takers |= cfg.coalesces();
     w.machines[m as usize].offloads = i;
     true
 }
@@ -571,14 +571,15 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
             if let Some(n) = nic_mut(w, m) {
                 n.ring.pop_front();
             }
-            (w.frames.remove(slot.id as usize), slot.segs)
+            (w.fabric.frames.remove(slot.id as usize), slot.segs)
         } else {
             (split_train(w, m, slot, due), due)
         };
         if slot.early {
             let ifc = w.machines[m as usize].ifaces[slot.iface as usize];
             for _ in 0..segs {
-                crate::net::count_arrival(w, ifc.net);
+                crate::net::count_arrival(&mut w.fabric, ifc.net);
+                w.stats.frames_delivered += 1;
             }
         }
         if w.machines[m as usize].crashed {
@@ -595,7 +596,7 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
         if gro && receive(w, m, slot.iface, &mut frame) {
             continue;
         }
-        crate::net::hand_to_stack(w, m, slot.iface, &mut frame);
+        crate::stack::hand_to_stack(w, m, slot.iface, &mut frame);
     }
     flush_all(w, m);
     if let Some(first) = nic_mut(w, m).and_then(|n| n.ring.front().map(|s| s.at)) {
@@ -608,7 +609,7 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
 /// (the others arrive later): returns them as a train message, and leaves
 /// the rest in the ring as a train starting `due` frames later.
 fn split_train(w: &mut World, m: MachineId, slot: Slot, due: u32) -> Message {
-    let train = &mut w.frames[slot.id as usize];
+    let train = &mut w.fabric.frames[slot.id as usize];
     let mut header = [0u8; ETH_IP + 60];
     let hlen = train
         .front(ETH_IP + tcp::HEADER_LEN)
@@ -760,7 +761,7 @@ fn receive(w: &mut World, m: MachineId, iface: IfaceId, frame: &mut Message) -> 
     if super::tcp::check_tcp_enabled(w, m).is_err() {
         return false;
     }
-    let own = w.networks[ifc.net as usize].mac(ifc.port);
+    let own = w.fabric.networks[ifc.net as usize].mac(ifc.port);
     let frame_len = frame.len();
     let Some(h) = frame.front(ETH_IP + tcp::HEADER_LEN) else {
         return false;
@@ -926,7 +927,7 @@ mod tests {
         w.machines.push(crate::machine::Machine::new(0));
         assert!(set(&mut w, 0, Offloads::LINUX));
         assert_eq!((w.machines[0].nic, holding(&w)), (0, 0));
-        let id = w.frames.insert(Message::zeros(60)) as FrameId;
+        let id = w.fabric.frames.insert(Message::zeros(60)) as FrameId;
         assert!(on_arrival(&mut w, 0, 0, id));
         // The state is an entry of the shared table: the host's rarely
         // used extension is not allocated for it.

@@ -505,7 +505,7 @@ pub(crate) fn drive(
     let held = nic.map(|ifc| crate::net::nic_frames(w, ifc.net, ifc.port));
     sock.tcb.budget = match (nic, held) {
         (Some(ifc), Some(held)) => {
-            let txqueuelen = w.networks[ifc.net as usize].cfg.txqueuelen;
+            let txqueuelen = w.fabric.networks[ifc.net as usize].cfg.txqueuelen;
             txqueuelen.saturating_sub(held)
         }
         _ => u32::MAX,
@@ -526,7 +526,7 @@ pub(crate) fn drive(
     }
     let blocked = nic.filter(|_| sock.tcb.nic_blocked);
     if let Some(ifc) = blocked {
-        crate::net::wait_for_room(w, ifc.net, ifc.port, m, slot);
+        crate::net::wait_for_room_endpoint(w, ifc.net, ifc.port, m, slot);
     }
     let (local, remote) = (sock.tcb.local, sock.tcb.remote);
     // Listener bookkeeping and wake-ups.
@@ -732,9 +732,9 @@ fn transmit(
     route.src = *local.ip();
     if route.next != super::ipv4::NextHop::Local {
         let ifc = w.machines[m as usize].ifaces[route.iface as usize];
-        let limit = w.networks[ifc.net as usize].cfg.txqueuelen.max(NIC_LIMIT);
+        let limit = w.fabric.networks[ifc.net as usize].cfg.txqueuelen.max(NIC_LIMIT);
         if crate::net::nic_frames(w, ifc.net, ifc.port) >= limit {
-            return w.drop_packet(DropReason::NicQueueFull);
+            return w.drop_packet(DropReason::Net(elvis_net::DropReason::NicQueueFull));
         }
     }
     let msg = &mut seg.payload;

@@ -118,7 +118,7 @@ fn nic_full(w: &World, m: MachineId, route: &ipv4::Route, need: u32) -> Option<(
         return None;
     }
     let ifc = w.machines[m as usize].ifaces.get(route.iface as usize)?;
-    let cap = w.networks[ifc.net as usize].cfg.txqueuelen;
+    let cap = w.fabric.networks[ifc.net as usize].cfg.txqueuelen;
     (room < need.min(cap)).then_some((ifc.net, ifc.port))
 }
 

@@ -138,7 +138,7 @@ fn link_of(w: &World, m: MachineId, route: &Route) -> Option<Link> {
         return None;
     }
     let ifc = *machine.ifaces.get(route.iface as usize)?;
-    let net = &w.networks[ifc.net as usize];
+    let net = &w.fabric.networks[ifc.net as usize];
     Some(Link {
         net: ifc.net,
         port: ifc.port,
@@ -159,7 +159,7 @@ fn link_of(w: &World, m: MachineId, route: &Route) -> Option<Link> {
 /// frames, so its NIC is always asked.
 pub(crate) fn certain_room(w: &World, dst: &Dst, held: Option<u32>) -> u32 {
     match (&dst.link, held) {
-        (Some(link), Some(held)) if w.networks[link.net as usize].cfg.bandwidth_bps.is_some() => {
+        (Some(link), Some(held)) if w.fabric.networks[link.net as usize].cfg.bandwidth_bps.is_some() => {
             link.limit.saturating_sub(held)
         }
         _ => 0,
@@ -183,7 +183,7 @@ pub(crate) fn transmit_linked(
     room_known: bool,
 ) {
     if !room_known && crate::net::nic_frames(w, link.net, link.port) >= link.limit {
-        return w.drop_packet(DropReason::NicQueueFull);
+        return w.drop_packet(DropReason::Net(elvis_net::DropReason::NicQueueFull));
     }
     let msg = &mut seg.payload;
     let mut sum = Checksum::new();
@@ -287,7 +287,7 @@ pub(crate) fn transmit_tso(
         let n = size.min(total - off);
         let last = off + n == total;
         if *room == 0 && crate::net::nic_frames(w, link.net, link.port) >= link.limit {
-            w.drop_packet(DropReason::NicQueueFull);
+            w.drop_packet(DropReason::Net(elvis_net::DropReason::NicQueueFull));
             off += n;
             continue;
         }
@@ -348,7 +348,7 @@ fn train(
     if frames < 2 || *room < frames || seg.ect || seg.repr.ece || seg.repr.cwr {
         return false;
     }
-    let n = &w.networks[link.net as usize];
+    let n = &w.fabric.networks[link.net as usize];
     let other = if link.port == 0 { 1 } else { 0 };
     let Some(peer) = n.ports.get(other as usize) else {
         return false;
@@ -386,7 +386,7 @@ fn train(
     }
     let mut msg = seg.payload.clone();
     msg.push_front_slice(header);
-    let id = w.frames.insert(msg) as crate::net::FrameId;
+    let id = w.fabric.frames.insert(msg) as crate::net::FrameId;
     let n = u64::from(frames);
     w.stats.tcp_sent += n;
     w.stats.ip_sent += n;

@@ -42,7 +42,7 @@ pub(crate) fn receive_frame(
     let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else {
         return false;
     };
-    let own = w.networks[ifc.net as usize].mac(ifc.port);
+    let own = w.fabric.networks[ifc.net as usize].mac(ifc.port);
     let Some(h) = frame.front(ETH_IP) else {
         return false;
     };

@@ -36,7 +36,7 @@
 
 use super::tagged::Tagged;
 use super::{ClassParams, ClassStats, Dequeue, Discipline, Enqueue, Queued};
-use crate::report::DropReason;
+use crate::DropReason;
 use elvis_kernel::rng::Rng;
 
 /// Fractional bits of the fixed-point stamps.

@@ -20,7 +20,7 @@
 use super::config::{check_limit, QdiscError};
 use super::droptail::{DropTail, Limit};
 use super::{Dequeue, Discipline, Enqueue, Queued};
-use crate::report::DropReason;
+use crate::DropReason;
 use elvis_kernel::rng::Rng;
 use serde::Serialize;
 

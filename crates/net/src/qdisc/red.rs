@@ -55,7 +55,7 @@
 use super::config::{check_limit, QdiscError};
 use super::droptail::{DropTail, Limit};
 use super::{Dequeue, Discipline, Enqueue, Queued};
-use crate::report::DropReason;
+use crate::DropReason;
 use elvis_kernel::rng::Rng;
 use rand::Rng as _;
 use serde::Serialize;

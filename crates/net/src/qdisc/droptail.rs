@@ -4,7 +4,7 @@
 //! `pfifo`/`bfifo` and ns-3's `DropTailQueue` count what they hold).
 
 use super::{Dequeue, Discipline, Enqueue, Queued};
-use crate::report::DropReason;
+use crate::DropReason;
 use elvis_kernel::rng::Rng;
 use std::collections::VecDeque;
 

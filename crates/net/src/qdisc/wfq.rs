@@ -50,7 +50,7 @@
 
 use super::tagged::Tagged;
 use super::{ClassParams, ClassStats, Dequeue, Discipline, Enqueue, Queued};
-use crate::report::DropReason;
+use crate::DropReason;
 use elvis_kernel::rng::Rng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

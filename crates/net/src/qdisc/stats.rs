@@ -10,7 +10,7 @@ use serde::Serialize;
 
 /// Counters of one egress queue (see the module docs).
 #[derive(Clone, Debug)]
-pub(crate) struct QueueStats {
+pub struct QueueStats {
     pub enqueued: u64,
     pub dequeued: u64,
     /// Frames the discipline refused (by reason: `World::queue_drops`).
@@ -141,7 +141,7 @@ pub struct OccupancySample {
 /// Appends a sample to a series, compressed: several changes at one
 /// instant keep only the last, a sample equal to the previous one is not
 /// repeated, and the series starts when a frame first waits.
-pub(crate) fn push_sample(series: &mut Vec<OccupancySample>, s: OccupancySample) {
+pub fn push_sample(series: &mut Vec<OccupancySample>, s: OccupancySample) {
     if series.is_empty() && s.packets == 0 {
         return; // Frames went straight to an idle wire: nothing waited yet.
     }
@@ -201,7 +201,7 @@ mod tests {
         // The departure schedule of the analytic drop-tail path (an empty
         // `VecDeque` and two counters) takes 40 of these bytes, its
         // occupancy trace (a pointer, null when not traced) 8.
-        let size = std::mem::size_of::<crate::net::WireQueue>();
+        let size = std::mem::size_of::<crate::WireQueue>();
         assert!(size <= 208, "{size}");
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Frames are recorded when they start onto the wire at the sender's NIC
 //! (on ideal networks: when sent). A NIC run as a departure-time FIFO
-//! (`crate::net`) knows that instant when the frame is queued, possibly
+//! (the network code (`crate::transmit`)) knows that instant when the frame is queued, possibly
 //! ahead of the present: such a record waits in a per-network buffer,
 //! ordered by time, until the clock reaches it, so each file is in time
 //! order; records due after the end of the run are dropped, as the
@@ -10,7 +10,7 @@
 //! zeros. Files are written with `pcap-file` in the nanosecond-resolution
 //! pcap format, link type Ethernet, so Wireshark and `tshark` read them.
 
-use crate::net::NetId;
+use crate::NetId;
 use elvis_kernel::Time;
 use elvis_message::Message;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
@@ -35,7 +35,7 @@ struct Pending {
 
 /// The capture files of a run (empty when capturing is off).
 #[derive(Default)]
-pub(crate) struct PcapSet {
+pub struct PcapSet {
     writers: Vec<Option<PcapWriter<BufWriter<File>>>>,
     /// Per network, the records due later than the present (see the
     /// module documentation).

@@ -4,7 +4,7 @@
 //! A discipline sees only [`Queued`] descriptors (the frame's index in the
 //! world's frame arena, its length and the header fields it classifies
 //! on); the frames themselves stay where they are, so no discipline copies
-//! or allocates per packet. The network code (`crate::net`) asks
+//! or allocates per packet. The network code (the network code (`crate::transmit`)) asks
 //! [`Discipline::enqueue`] when a frame arrives at an egress queue and
 //! [`Discipline::dequeue`] whenever the wire goes idle; a discipline that
 //! shapes (token bucket, virtual clock with a rate cap) answers
@@ -43,7 +43,7 @@ pub mod vclock;
 pub mod wfq;
 pub mod wrr;
 
-use crate::report::DropReason;
+use crate::DropReason;
 use elvis_kernel::rng::Rng;
 
 pub use config::{QdiscConfig, QdiscError};

@@ -18,7 +18,7 @@
 
 use super::classes::Classes;
 use super::{ClassParams, ClassStats, Dequeue, Discipline, Enqueue, Queued};
-use crate::report::DropReason;
+use crate::DropReason;
 use elvis_kernel::rng::Rng;
 
 /// A strict-priority scheduler.
