@@ -392,13 +392,13 @@ impl Opts<'_> {
 
     fn port(&self, key: &str) -> Result<u16, ParamError> {
         let p = self.required(key)?;
-        elvis_ndl::parse_port(&p.value).map_err(|e| ParamError::new(p.loc, e))
+        elvis_scenario::parse_port(&p.value).map_err(|e| ParamError::new(p.loc, e))
     }
 
     fn port_or(&self, key: &str, default: u16) -> Result<u16, ParamError> {
         match self.params.get(key) {
             None => Ok(default),
-            Some(p) => elvis_ndl::parse_port(&p.value).map_err(|e| ParamError::new(p.loc, e)),
+            Some(p) => elvis_scenario::parse_port(&p.value).map_err(|e| ParamError::new(p.loc, e)),
         }
     }
 
@@ -429,7 +429,7 @@ impl Opts<'_> {
     fn duration_or(&self, key: &str, default: Duration) -> Result<Duration, ParamError> {
         match self.params.get(key) {
             None => Ok(default),
-            Some(p) => elvis_ndl::parse_duration_ns(&p.value)
+            Some(p) => elvis_scenario::parse_duration_ns(&p.value)
                 .map(Duration::from_nanos)
                 .map_err(|e| ParamError::new(p.loc, e)),
         }
@@ -461,7 +461,7 @@ impl Opts<'_> {
     }
 
     fn size(&self, p: &elvis_scenario::Param) -> Result<u64, ParamError> {
-        elvis_ndl::parse_size_bytes(&p.value).map_err(|e| ParamError::new(p.loc, e))
+        elvis_scenario::parse_size_bytes(&p.value).map_err(|e| ParamError::new(p.loc, e))
     }
 
     /// A socket buffer size (`SO_SNDBUF`/`SO_RCVBUF`): 2 KiB to 1 GiB.

@@ -65,7 +65,8 @@ impl Timing {
         let stop = match params.get("stop") {
             None => None,
             Some(p) => Some(
-                elvis_ndl::parse_duration_ns(&p.value).map_err(|e| err(p.loc, e, "stop='60s'"))?,
+                elvis_scenario::parse_duration_ns(&p.value)
+                    .map_err(|e| err(p.loc, e, "stop='60s'"))?,
             ),
         };
         if let (Some(Start::At(s)), Some(e), Some(p)) = (start, stop, params.get("stop")) {
@@ -164,17 +165,17 @@ fn parse_start(v: &str) -> Result<Start, String> {
             .split_once(',')
             .ok_or_else(|| format!("'{v}': uniform takes two times, uniform(LOW,HIGH)"))?;
         let (lo, hi) = (
-            elvis_ndl::parse_duration_ns(lo.trim())?,
-            elvis_ndl::parse_duration_ns(hi.trim())?,
+            elvis_scenario::parse_duration_ns(lo.trim())?,
+            elvis_scenario::parse_duration_ns(hi.trim())?,
         );
         if hi < lo {
             return Err(format!("'{v}': the upper bound is below the lower one"));
         }
         Ok(Start::Uniform(lo, hi))
     } else if let Some(mean) = call("exp") {
-        Ok(Start::Exp(elvis_ndl::parse_duration_ns(mean.trim())?))
+        Ok(Start::Exp(elvis_scenario::parse_duration_ns(mean.trim())?))
     } else {
-        Ok(Start::At(elvis_ndl::parse_duration_ns(v)?))
+        Ok(Start::At(elvis_scenario::parse_duration_ns(v)?))
     }
 }
 

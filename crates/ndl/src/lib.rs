@@ -39,14 +39,13 @@ mod lexer;
 mod lower;
 mod parser;
 mod text;
-mod units;
 
+pub use elvis_scenario::units::{
+    parse_bandwidth, parse_duration_ns, parse_port, parse_probability, parse_size_bytes, parse_u64,
+};
 pub use error::{ErrorKind, NdlError};
 pub use parser::{Block, Param, Span, Spanned, Text, MAX_DEPTH};
 pub use text::{decode, shorten_message};
-pub use units::{
-    parse_bandwidth, parse_duration_ns, parse_port, parse_probability, parse_size_bytes, parse_u64,
-};
 
 use elvis_scenario::{Loc, Scenario};
 use std::path::Path;

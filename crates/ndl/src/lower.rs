@@ -15,8 +15,8 @@
 
 use crate::error::{ErrorKind, NdlError};
 use crate::parser::{Block, Param, Span};
-use crate::units::{parse_duration_ns, parse_u64};
 use crate::{suggest, SourceMap};
+use elvis_scenario::units::{parse_duration_ns, parse_u64};
 use elvis_scenario::{Loc, Scenario};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeMap;

@@ -12,10 +12,16 @@
 //! # Units
 //! Time is integer nanoseconds, bandwidth integer bits per second, sizes
 //! bytes. `None` for bandwidth means infinite (an ideal network, Elvis'
-//! default).
+//! default). [`units`] reads the written forms (`2ms`, `100Mbps`,
+//! `64KiB`) for NDL, the applications' options and the command line alike.
 #![forbid(unsafe_code)]
 
 pub mod files;
+pub mod units;
+
+pub use units::{
+    parse_bandwidth, parse_duration_ns, parse_port, parse_probability, parse_size_bytes, parse_u64,
+};
 
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;

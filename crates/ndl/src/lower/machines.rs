@@ -4,8 +4,8 @@
 use super::{at, take, Lower, MACHINE_SECTIONS};
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
-use crate::units::{parse_port, parse_u64};
 use elvis_scenario as sc;
+use elvis_scenario::units::{parse_port, parse_u64};
 use elvis_scenario::{MachineGroup, Ref};
 use std::net::Ipv4Addr;
 

@@ -5,7 +5,7 @@ use super::{at, take, Lower, NETWORK_KEYS};
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
 use crate::suggest;
-use crate::units::{
+use elvis_scenario::units::{
     parse_bandwidth, parse_duration_ns, parse_probability, parse_size_bytes, parse_u64,
 };
 use elvis_scenario::{AddressEntry, Loc, NetworkKind, NetworkSpec};

@@ -14,7 +14,7 @@ use super::Lower;
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param, Span};
 use crate::suggest;
-use crate::units::parse_duration_ns;
+use elvis_scenario::units::parse_duration_ns;
 use elvis_scenario::{MachineGroup, OffloadSpec};
 
 /// The words `offload=` takes.

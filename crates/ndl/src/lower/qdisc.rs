@@ -12,7 +12,7 @@ use super::Lower;
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
 use crate::suggest;
-use crate::units::{parse_bandwidth, parse_probability, parse_size_bytes, parse_u64};
+use elvis_scenario::units::{parse_bandwidth, parse_probability, parse_size_bytes, parse_u64};
 use elvis_scenario::{ClassifySpec, NetworkSpec, QdiscKind, QdiscSpec, QueueLimit};
 
 /// Disciplines by NDL name.

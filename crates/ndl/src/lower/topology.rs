@@ -7,7 +7,7 @@ use super::Lower;
 use crate::error::ErrorKind;
 use crate::parser::Block;
 use crate::suggest;
-use crate::units::{
+use elvis_scenario::units::{
     parse_bandwidth, parse_duration_ns, parse_probability, parse_size_bytes, parse_u64,
 };
 use elvis_scenario::{LinkSpec, TopologyKind, TopologySpec};

@@ -1,6 +1,7 @@
 //! Parsers for the values with units: bandwidth, durations, probabilities,
-//! ports and sizes. They are public so that the CLI and the builder read
-//! `--until 10s` or `port='0xbeef'` exactly as NDL does.
+//! ports and sizes. NDL reads its values with them, and so do the
+//! applications' options and the command line, so that `--until 10s` or
+//! `port='0xbeef'` means the same everywhere.
 //!
 //! Numbers are read exactly (no floating point for time or rates): a
 //! decimal like `2.5Gbps` is accepted when it comes to a whole number of

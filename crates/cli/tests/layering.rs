@@ -1,0 +1,213 @@
+//! The workspace's crates depend on one another only downwards, as the
+//! layers of the architecture allow.
+//!
+//! `cargo metadata` lists every workspace package and its dependencies;
+//! each `elvis-*` normal or build dependency (dev-dependencies are free) is
+//! checked against [`LAYERS`]. A workspace crate missing from the table is
+//! a failure too, so a new crate has to be placed before it builds green.
+//! A table entry for a crate that does not exist (yet) is not an error.
+#![forbid(unsafe_code)]
+
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The elvis crates a crate may depend on.
+enum May {
+    /// Exactly these (an empty list: no elvis crate at all).
+    Only(&'static [&'static str]),
+    /// Any elvis crate: the top of the stack.
+    Any,
+}
+
+/// Every elvis crate and what it may depend on, from the bottom up.
+const LAYERS: &[(&str, May)] = &[
+    // Foundation: virtual time, the event queue, seeded random streams.
+    ("elvis-kernel", May::Only(&[])),
+    // Foundation: zero-copy views and value types of the wire formats.
+    ("elvis-wire", May::Only(&[])),
+    // Foundation: the packet buffer with header room and a payload rope.
+    ("elvis-message", May::Only(&[])),
+    // Foundation: TCP congestion control as pure functions of ACKs and time.
+    ("elvis-tcpcc", May::Only(&[])),
+    // Foundation: a scenario as plain data, and the parsers of its units.
+    ("elvis-scenario", May::Only(&[])),
+    // Front end: NDL text to a scenario.
+    ("elvis-ndl", May::Only(&["elvis-scenario"])),
+    // Networks, below the machines (to be split out of elvis-sim).
+    (
+        "elvis-net",
+        May::Only(&["elvis-kernel", "elvis-wire", "elvis-message"]),
+    ),
+    // Simulation core: machines, protocol stacks, sockets, the executor.
+    (
+        "elvis-sim",
+        May::Only(&[
+            "elvis-kernel",
+            "elvis-wire",
+            "elvis-message",
+            "elvis-tcpcc",
+            "elvis-net",
+        ]),
+    ),
+    // Applications, written against the socket API, and their options.
+    (
+        "elvis-apps",
+        May::Only(&[
+            "elvis-sim",
+            "elvis-scenario",
+            "elvis-kernel",
+            "elvis-wire",
+            "elvis-message",
+        ]),
+    ),
+    // Builder: a scenario to a runnable simulation.
+    (
+        "elvis-build",
+        May::Only(&[
+            "elvis-scenario",
+            "elvis-sim",
+            "elvis-apps",
+            "elvis-kernel",
+            "elvis-net",
+        ]),
+    ),
+    // Top: the command line.
+    ("elvis-cli", May::Any),
+    // Top: whole-process benchmarks.
+    ("elvis-bench", May::Any),
+];
+
+/// Returns the breaches of [`LAYERS`] in `metadata` (the JSON of
+/// `cargo metadata --format-version 1`), one message each, sorted: an
+/// edge that is not allowed, or an elvis crate that is not in the table.
+fn violations(metadata: &Value) -> Vec<String> {
+    let mut found = BTreeSet::new();
+    let packages = metadata["packages"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    for package in packages {
+        let Some(name) = package["name"].as_str().filter(|n| n.starts_with("elvis-")) else {
+            continue;
+        };
+        let Some((_, may)) = LAYERS.iter().find(|(layer, _)| *layer == name) else {
+            found.insert(format!(
+                "{name} is not in LAYERS: place it in crates/cli/tests/layering.rs"
+            ));
+            continue;
+        };
+        let May::Only(allowed) = may else { continue };
+        let deps = package["dependencies"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice);
+        for dep in deps {
+            let kind = dep["kind"].as_str();
+            let Some(to) = dep["name"].as_str().filter(|n| n.starts_with("elvis-")) else {
+                continue;
+            };
+            if kind == Some("dev") || allowed.contains(&to) {
+                continue;
+            }
+            let may = if allowed.is_empty() {
+                format!("{name} may depend on no elvis crate")
+            } else {
+                format!("{name} may depend only on: {}", allowed.join(", "))
+            };
+            found.insert(format!("{name} depends on {to}, but {may}"));
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// Returns the workspace's `cargo metadata`, run once for all the tests.
+fn metadata() -> &'static Value {
+    static METADATA: OnceLock<Value> = OnceLock::new();
+    METADATA.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["metadata", "--format-version", "1", "--no-deps"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo metadata runs");
+        assert!(
+            out.status.success(),
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
+    })
+}
+
+/// Returns the metadata's package called `name`, for planting changes.
+fn package<'a>(metadata: &'a mut Value, name: &str) -> &'a mut Value {
+    metadata["packages"]
+        .as_array_mut()
+        .expect("metadata has packages")
+        .iter_mut()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("the workspace has {name}"))
+}
+
+#[test]
+fn the_workspace_follows_the_layers() {
+    let found = violations(metadata());
+    assert!(
+        found.is_empty(),
+        "layering violations:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_planted_upward_dependency_is_caught() {
+    let mut metadata = metadata().clone();
+    let kernel = package(&mut metadata, "elvis-kernel");
+    kernel["dependencies"]
+        .as_array_mut()
+        .expect("a package has a dependencies array")
+        .push(json!({
+            "name": "elvis-apps",
+            "source": null,
+            "req": "*",
+            "kind": null,
+            "rename": null,
+            "optional": false,
+            "uses_default_features": true,
+            "features": [],
+            "target": null,
+            "registry": null,
+            "path": "crates/apps",
+        }));
+    assert_eq!(
+        violations(&metadata),
+        ["elvis-kernel depends on elvis-apps, but elvis-kernel may depend on no elvis crate"]
+    );
+}
+
+#[test]
+fn a_planted_dev_dependency_is_allowed() {
+    let mut metadata = metadata().clone();
+    let kernel = package(&mut metadata, "elvis-kernel");
+    kernel["dependencies"]
+        .as_array_mut()
+        .expect("a package has a dependencies array")
+        .push(json!({ "name": "elvis-apps", "kind": "dev", "rename": null }));
+    assert_eq!(violations(&metadata), Vec::<String>::new());
+}
+
+#[test]
+fn an_unplaced_crate_is_caught() {
+    let mut metadata = metadata().clone();
+    let mut new = package(&mut metadata, "elvis-kernel").clone();
+    new["name"] = json!("elvis-new");
+    new["id"] = json!("path+file:///elvis/crates/new#elvis-new@0.1.0");
+    metadata["packages"]
+        .as_array_mut()
+        .expect("metadata has packages")
+        .push(new);
+    assert_eq!(
+        violations(&metadata),
+        ["elvis-new is not in LAYERS: place it in crates/cli/tests/layering.rs"]
+    );
+}
