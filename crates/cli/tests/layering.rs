@@ -35,7 +35,8 @@ const LAYERS: &[(&str, May)] = &[
     ("elvis-scenario", May::Only(&[])),
     // Front end: NDL text to a scenario.
     ("elvis-ndl", May::Only(&["elvis-scenario"])),
-    // Networks, below the machines (to be split out of elvis-sim).
+    // Network layer: networks, queues, disciplines, impairments, frame
+    // timing; frames, ports and time, no protocols.
     (
         "elvis-net",
         May::Only(&["elvis-kernel", "elvis-wire", "elvis-message"]),
