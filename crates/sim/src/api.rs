@@ -168,7 +168,7 @@ impl Host {
     /// Returns 64 random bits from the machine's own stream.
     pub fn random_u64(&self) -> u64 {
         try_with_world(|w| {
-            let seed = w.seed;
+            let seed = w.config.seed;
             let m = self.machine;
             let ext = w.machines[m as usize].ext();
             ext.rng
@@ -188,8 +188,8 @@ impl Host {
     /// goodput) in the run report's `metrics`.
     pub fn publish(&self, name: &str, value: f64) {
         let _ = try_with_world(|w| {
-            let app = current_task().map(|t| w.tasks.meta[t as usize].app);
-            w.metrics.push(crate::world::Metric {
+            let app = current_task().map(|t| w.sched.tasks.meta[t as usize].app);
+            w.obs.metrics.push(crate::world::Metric {
                 machine: self.machine,
                 app,
                 name: name.to_string(),
@@ -245,7 +245,7 @@ impl Future for Sleep {
             }
             if !armed {
                 if let Some(task) = current_task() {
-                    w.queue.schedule(deadline, machine, Event::Wake(task));
+                    w.sched.queue.schedule(deadline, machine, Event::Wake(task));
                 }
             }
             false

@@ -244,7 +244,7 @@ impl ForeignCtx<'_> {
         slot.next_poll = Some(at);
         let timer = Timer::ForeignPoll;
         self.w
-            .queue
+            .sched.queue
             .schedule(at, m, Event::Timer { machine: m, timer });
     }
 }

@@ -70,11 +70,11 @@ struct RouterInfo {
 /// `BadRoute` for a static route whose gateway is on none of the machine's
 /// networks.
 pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
-    w.routing.dirty = false;
-    let auto = w.routing.auto;
-    if auto.is_none() && w.routing.statics.is_empty() {
-        w.routing.tables.clear();
-        w.routing.of_machine.clear();
+    w.stack.routing.dirty = false;
+    let auto = w.stack.routing.auto;
+    if auto.is_none() && w.stack.routing.statics.is_empty() {
+        w.stack.routing.tables.clear();
+        w.stack.routing.of_machine.clear();
         return Ok(());
     }
     let statics = resolve_statics(w)?;
@@ -134,15 +134,15 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
             _ => NO_TABLE,
         };
     }
-    w.routing.tables = interner.tables;
-    w.routing.of_machine = of_machine;
+    w.stack.routing.tables = interner.tables;
+    w.stack.routing.of_machine = of_machine;
     Ok(())
 }
 
 /// Checks every static route and turns its gateway into (iface, address).
 fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError> {
     let mut out = BTreeMap::new();
-    for (&m, routes) in &w.routing.statics {
+    for (&m, routes) in &w.stack.routing.statics {
         let machine = &w.machines[m as usize];
         let mut list = RouteList::new();
         for r in routes {

@@ -76,8 +76,8 @@ const EVENT_BATCH: u32 = 64;
 /// poll is the task's machine's, found from the task: `current_machine`
 /// is for events.)
 fn next_ready(w: &mut World) -> Option<Step> {
-    let task = w.ready.pop()?;
-    let meta = &mut w.tasks.meta[task as usize];
+    let task = w.sched.ready.pop()?;
+    let meta = &mut w.sched.tasks.meta[task as usize];
     meta.queued = false;
     Some(Step::Poll(task, meta.machine))
 }
@@ -91,24 +91,24 @@ fn run_events(w: &mut World, until: Time) -> Result<Step, End> {
         return Ok(step);
     }
     for _ in 0..EVENT_BATCH {
-        if w.queue.peek_time().is_none_or(|t| t > until) {
-            return Err(if w.queue.is_empty() {
+        if w.sched.queue.peek_time().is_none_or(|t| t > until) {
+            return Err(if w.sched.queue.is_empty() {
                 End::Idle
             } else {
                 End::TimeLimit
             });
         }
-        let Some((_, ev)) = w.queue.pop() else {
+        let Some((_, ev)) = w.sched.queue.pop() else {
             return Err(End::Idle);
         };
-        w.current_machine = None;
+        w.sched.current_machine = None;
         if catch_unwind(AssertUnwindSafe(|| w.handle(ev))).is_err() {
             let msg = take_panic_message();
-            if let Some(m) = w.current_machine {
-                w.crashed.push((m, msg));
+            if let Some(m) = w.sched.current_machine {
+                w.sched.crashed.push((m, msg));
             }
         }
-        if !w.crashed.is_empty() {
+        if !w.sched.crashed.is_empty() {
             return Ok(Step::Crashed);
         }
         // A woken task runs right away (one borrow of the world per
@@ -136,7 +136,7 @@ fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
     let mut entries: Vec<AppReport> = Vec::new();
     let mut index: rustc_hash::FxHashMap<(u32, u32), usize> = Default::default();
     let mut last = usize::MAX;
-    for meta in &w.tasks.meta {
+    for meta in &w.sched.tasks.meta {
         let key = (w.machines[meta.machine as usize].group, meta.app);
         let found = if keys.get(last) == Some(&key) {
             Some(last)
@@ -191,7 +191,7 @@ fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
             let (group, app) = keys[i];
             let mut e = std::mem::take(&mut entries[i]);
             e.group = w.groups[group as usize].name.clone();
-            e.application = w.tasks.app_names[app as usize].clone();
+            e.application = w.sched.tasks.app_names[app as usize].clone();
             ((group, app), e)
         })
         .collect();
@@ -305,7 +305,7 @@ impl Simulation {
         let w = self.world.as_mut().expect("world is present outside run");
         // Whatever changes now (routes, interfaces, networks) leaves the
         // TCP connections' cached routes stale.
-        w.dst_epoch = w.dst_epoch.wrapping_add(1);
+        w.stack.dst_epoch = w.stack.dst_epoch.wrapping_add(1);
         w
     }
 
@@ -320,7 +320,7 @@ impl Simulation {
     pub fn add_network(&mut self, cfg: NetworkConfig) -> NetId {
         let w = self.w();
         let id = w.fabric.networks.len() as NetId;
-        let seed = w.seed;
+        let seed = w.config.seed;
         w.fabric.networks.push(Network::new(id, cfg, seed));
         id
     }
@@ -472,15 +472,15 @@ impl Simulation {
         let port = n.add_port(m, iface);
         n.ip_to_port.insert(u32::from(ip), port);
         if n.cfg.kind == crate::net::NetworkKind::Link {
-            w.link_neighbours
+            w.stack.link_neighbours
                 .entry(u32::from(ip))
                 .or_default()
                 .push((net, port));
         }
         w.machines[m as usize].ifaces.push(Iface { net, port, ip });
         crate::stack::ipv4::index_ifaces(w, m);
-        if w.routing.auto.is_some() {
-            w.routing.dirty = true;
+        if w.stack.routing.auto.is_some() {
+            w.stack.routing.dirty = true;
         }
         Ok(())
     }
@@ -712,7 +712,7 @@ impl Simulation {
             .get_mut(m as usize)
             .ok_or(SimError::NoSuchMachine(m))?;
         machine.forward = on;
-        w.routing.dirty = true;
+        w.stack.routing.dirty = true;
         Ok(())
     }
 
@@ -777,7 +777,7 @@ impl Simulation {
                 "gateway {via} is on none of its networks (attach the machine first)"
             )));
         }
-        w.routing
+        w.stack.routing
             .statics
             .entry(m)
             .or_default()
@@ -787,7 +787,7 @@ impl Simulation {
                 via,
                 iface: None,
             });
-        w.routing.dirty = true;
+        w.stack.routing.dirty = true;
         Ok(())
     }
 
@@ -840,7 +840,7 @@ impl Simulation {
             via: u32::from(via),
             port,
         };
-        w.routing
+        w.stack.routing
             .flows
             .insert(m, u32::from(src), u32::from(dst), dport, hop);
         Ok(())
@@ -867,7 +867,7 @@ impl Simulation {
         if !crate::stack::offload::set(w, m, offloads) {
             return Err(SimError::TooManyOffloads(w.machine_name(m)));
         }
-        w.dst_epoch = w.dst_epoch.wrapping_add(1);
+        w.stack.dst_epoch = w.stack.dst_epoch.wrapping_add(1);
         Ok(())
     }
 
@@ -877,7 +877,7 @@ impl Simulation {
     /// depend on it: tests compare runs with and without it.
     #[doc(hidden)]
     pub fn set_rx_ring_ahead(&mut self, on: bool) {
-        self.w().rx_ring_ahead = on;
+        self.w().config.rx_ring_ahead = on;
     }
 
     /// Returns how many NIC receive states (`stack::offload`) were created
@@ -885,7 +885,7 @@ impl Simulation {
     #[doc(hidden)]
     pub fn nic_states(&self) -> (u64, usize) {
         self.world.as_ref().map_or((0, 0), |w| {
-            (w.nics.created(), crate::stack::offload::holding(w))
+            (w.stack.nics.created(), crate::stack::offload::holding(w))
         })
     }
 
@@ -894,13 +894,13 @@ impl Simulation {
     /// depend on it: tests compare runs with and without it.
     #[doc(hidden)]
     pub fn set_nic_keep(&mut self, keep: bool) {
-        self.w().nics.keep = keep;
+        self.w().stack.nics.keep = keep;
     }
 
     /// Returns how many frames GRO merged into an earlier frame's segment.
     #[doc(hidden)]
     pub fn gro_merged(&self) -> u64 {
-        self.world.as_ref().map_or(0, |w| w.stats.gro_merged)
+        self.world.as_ref().map_or(0, |w| w.obs.stats.gro_merged)
     }
 
     /// Turns the routers' fast path ([`crate::stack::forward`]) off
@@ -908,7 +908,7 @@ impl Simulation {
     /// tests compare runs with and without it.
     #[doc(hidden)]
     pub fn set_forward_fast_path(&mut self, on: bool) {
-        self.w().fast_forward = on;
+        self.w().config.fast_forward = on;
     }
 
     /// Turns TCP's one-pass send and receive paths
@@ -917,7 +917,7 @@ impl Simulation {
     /// without it.
     #[doc(hidden)]
     pub fn set_tcp_fast_path(&mut self, on: bool) {
-        self.w().tcp_fast_path = on;
+        self.w().config.tcp_fast_path = on;
     }
 
     /// Returns how many TCP segments were sent and received on the
@@ -926,18 +926,18 @@ impl Simulation {
     pub fn tcp_fast_segments(&self) -> (u64, u64) {
         self.world
             .as_ref()
-            .map_or((0, 0), |w| (w.tcp_fast_sent, w.tcp_fast_received))
+            .map_or((0, 0), |w| (w.obs.tcp_fast_sent, w.obs.tcp_fast_received))
     }
 
     /// Returns how many frames routers forwarded through their fast path.
     #[doc(hidden)]
     pub fn fast_forwarded(&self) -> u64 {
-        self.world.as_ref().map_or(0, |w| w.fast_forwarded)
+        self.world.as_ref().map_or(0, |w| w.obs.fast_forwarded)
     }
 
     /// Returns the number of per-flow explicit routes of all machines.
     pub fn flow_route_count(&self) -> usize {
-        self.world.as_ref().map_or(0, |w| w.routing.flows.len())
+        self.world.as_ref().map_or(0, |w| w.stack.routing.flows.len())
     }
 
     /// Adds static routes to machine `m` whose gateways are known to be on
@@ -984,8 +984,8 @@ impl Simulation {
                 });
             }
         }
-        w.routing.statics.entry(m).or_default().extend(list);
-        w.routing.dirty = true;
+        w.stack.routing.statics.entry(m).or_default().extend(list);
+        w.stack.routing.dirty = true;
         Ok(())
     }
 
@@ -1003,8 +1003,8 @@ impl Simulation {
     /// See [`crate::stack::route`] and the `routing` module docs.
     pub fn set_auto_routes(&mut self, metric: Option<crate::stack::route::Metric>) {
         let w = self.w();
-        w.routing.auto = metric;
-        w.routing.dirty = true;
+        w.stack.routing.auto = metric;
+        w.stack.routing.dirty = true;
     }
 
     /// Builds the routing tables now (the run does it when needed);
@@ -1016,7 +1016,7 @@ impl Simulation {
     pub fn build_routes(&mut self) -> Result<usize, SimError> {
         let w = self.w();
         crate::routing::build(w)?;
-        Ok(w.routing.tables.len())
+        Ok(w.stack.routing.tables.len())
     }
 
     /// Sets the TTL of the datagrams every machine originates (Linux's
@@ -1024,7 +1024,7 @@ impl Simulation {
     /// datagram crosses more than 254 routers that decrement it: see
     /// [`Simulation::set_ttl_decrement`] for longer paths).
     pub fn set_default_ttl(&mut self, ttl: u8) {
-        self.w().default_ttl = ttl;
+        self.w().stack.default_ttl = ttl;
     }
 
     /// Sets the ICMP error rate limits of every machine (Linux's
@@ -1034,12 +1034,12 @@ impl Simulation {
     ///
     /// [`IcmpRateLimit::OFF`]: crate::stack::icmp_limit::IcmpRateLimit::OFF
     pub fn set_icmp_rate_limit(&mut self, limit: crate::stack::icmp_limit::IcmpRateLimit) {
-        self.w().icmp_limit = limit;
+        self.w().stack.icmp_limit = limit;
     }
 
     /// Sets the TCP settings of every connection opened from now on.
     pub fn set_tcp_config(&mut self, cfg: crate::stack::tcp::TcpConfig) {
-        self.w().tcp = std::rc::Rc::new(cfg);
+        self.w().stack.tcp = std::rc::Rc::new(cfg);
     }
 
     /// Adds a user-defined protocol above IPv4 to machine `m`.
@@ -1081,9 +1081,9 @@ impl Simulation {
 
     fn spawn_task(&mut self, m: MachineId, app: &str, daemon: bool, fut: TaskFuture) {
         let w = self.w();
-        let app = w.tasks.app_index(app);
-        let id = w.tasks.meta.len() as TaskId;
-        w.tasks.meta.push(TaskMeta {
+        let app = w.sched.tasks.app_index(app);
+        let id = w.sched.tasks.meta.len() as TaskId;
+        w.sched.tasks.meta.push(TaskMeta {
             machine: m,
             app,
             state: TaskState::Pending,
@@ -1093,7 +1093,7 @@ impl Simulation {
         // Start through the event queue, so that tasks woken by the first
         // ones run before later tasks start (what they send is consumed as
         // it arrives instead of piling up).
-        w.queue.schedule_now(crate::world::Event::Wake(id));
+        w.sched.queue.schedule_now(crate::world::Event::Wake(id));
         self.futures.push(Some(fut));
     }
 
@@ -1147,7 +1147,7 @@ impl Simulation {
     pub fn run_with(&mut self, limits: RunLimits, progress: &mut dyn FnMut(&Progress)) -> Report {
         install_panic_hook();
         let mut route_error = None;
-        if self.w().routing.dirty {
+        if self.w().stack.routing.dirty {
             route_error = self.build_routes().err();
         }
         let Some(world) = self.world.take() else {
@@ -1246,7 +1246,7 @@ impl Simulation {
                 }
                 Err(end) => {
                     if end == End::TimeLimit && until != Time::MAX {
-                        let _ = world::try_with_world(|w| w.queue.advance_to(until));
+                        let _ = world::try_with_world(|w| w.sched.queue.advance_to(until));
                     }
                     return end;
                 }
@@ -1264,7 +1264,7 @@ impl Simulation {
                     last_progress = Instant::now();
                     if let Ok(p) = world::try_with_world(|w| Progress {
                         sim_time: w.now(),
-                        events: w.queue.popped(),
+                        events: w.sched.queue.popped(),
                         wall: start.elapsed(),
                     }) {
                         progress(&p);
@@ -1315,17 +1315,17 @@ impl Simulation {
         let crashed = world::try_with_world(|w| {
             crate::executor::set_current_task(None);
             let now = w.now();
-            w.tasks.last_end = Some(now);
-            let meta = &mut w.tasks.meta[task as usize];
+            w.sched.tasks.last_end = Some(now);
+            let meta = &mut w.sched.tasks.meta[task as usize];
             meta.state = outcome.0;
             let machine = meta.machine;
             if let Some(msg) = outcome.1 {
-                w.tasks.errors.push((task, msg.clone()));
+                w.sched.tasks.errors.push((task, msg.clone()));
                 if outcome.0 == TaskState::Crashed {
-                    w.crashed.push((machine, msg));
+                    w.sched.crashed.push((machine, msg));
                 }
             }
-            !w.crashed.is_empty()
+            !w.sched.crashed.is_empty()
         });
         if crashed == Ok(true) {
             self.reap_crashed();
@@ -1349,22 +1349,22 @@ impl Simulation {
     pub fn report(&self, end: End) -> Report {
         let w = self.world.as_ref().expect("world is present outside run");
         let mut problems: Vec<Problem> = w
-            .tasks
+            .sched.tasks
             .errors
             .iter()
             .take(Report::MAX_LISTED)
             .map(|(t, msg)| {
-                let meta = &w.tasks.meta[*t as usize];
+                let meta = &w.sched.tasks.meta[*t as usize];
                 Problem {
                     machine: w.machine_name(meta.machine),
-                    application: w.tasks.app_names[meta.app as usize].clone(),
+                    application: w.sched.tasks.app_names[meta.app as usize].clone(),
                     state: meta.state,
                     message: msg.clone(),
                 }
             })
             .collect();
         for meta in w
-            .tasks
+            .sched.tasks
             .meta
             .iter()
             .filter(|m| m.state == TaskState::Pending && !m.daemon)
@@ -1374,56 +1374,56 @@ impl Simulation {
             }
             problems.push(Problem {
                 machine: w.machine_name(meta.machine),
-                application: w.tasks.app_names[meta.app as usize].clone(),
+                application: w.sched.tasks.app_names[meta.app as usize].clone(),
                 state: TaskState::Pending,
                 message: "still waiting when the run ended".into(),
             });
         }
-        let events = w.queue.popped() + self.polls;
+        let events = w.sched.queue.popped() + self.polls;
         let wall = self.wall.as_secs_f64();
         let (queues_total, queues) = self.queue_reports();
         let (applications_total, applications) = app_reports(w);
         Report {
-            seed: w.seed,
+            seed: w.config.seed,
             end,
             sim_time_ns: w.now().as_nanos(),
             apps_ended_ns: w
-                .tasks
+                .sched.tasks
                 .meta
                 .iter()
                 .all(|m| m.daemon || m.state != TaskState::Pending)
-                .then_some(w.tasks.last_end)
+                .then_some(w.sched.tasks.last_end)
                 .flatten()
                 .map(Time::as_nanos),
             events,
             machines: w.machines.len() as u64,
-            packets: report::PacketReport::new(&w.stats, w.fabric.frames_sent),
+            packets: report::PacketReport::new(&w.obs.stats, w.fabric.frames_sent),
             networks_total: w.fabric.networks.len() as u64,
             networks: self.network_reports(),
             routers: self.router_reports(),
             queues_total,
             queues,
             routing: report::RoutingReport {
-                tables: w.routing.tables.len() as u64,
-                routes: w.routing.tables.iter().map(|t| t.len() as u64).sum(),
+                tables: w.stack.routing.tables.len() as u64,
+                routes: w.stack.routing.tables.iter().map(|t| t.len() as u64).sum(),
             },
             applications_total,
             applications,
             problems,
             metrics: w
-                .metrics
+                .obs.metrics
                 .iter()
                 .take(10_000)
                 .map(|m| MetricReport {
                     machine: w.machine_name(m.machine),
                     application: m
                         .app
-                        .map_or(String::new(), |a| w.tasks.app_names[a as usize].clone()),
+                        .map_or(String::new(), |a| w.sched.tasks.app_names[a as usize].clone()),
                     name: m.name.clone(),
                     value: m.value,
                 })
                 .collect(),
-            tcp_connections_total: w.conns.created,
+            tcp_connections_total: w.obs.conns.created,
             tcp_connections: self.connection_reports(),
             tcp_shares: self.congestion_shares(),
             performance: Performance {
@@ -1449,7 +1449,7 @@ impl Simulation {
     fn connection_reports(&self) -> Vec<report::ConnectionReport> {
         use crate::socket::SocketSlot;
         let w = self.world.as_ref().expect("world is present outside run");
-        let mut recs = w.conns.ended.clone();
+        let mut recs = w.obs.conns.ended.clone();
         for (m, machine) in w.machines.iter().enumerate() {
             for s in &machine.sockets {
                 if let SocketSlot::Tcp(t) = s {
@@ -1490,7 +1490,7 @@ impl Simulation {
     fn congestion_shares(&self) -> Vec<report::CongestionShare> {
         use crate::socket::SocketSlot;
         let w = self.world.as_ref().expect("world is present outside run");
-        let mut totals = w.conns.ended_totals.clone();
+        let mut totals = w.obs.conns.ended_totals.clone();
         for machine in &w.machines {
             for s in &machine.sockets {
                 if let SocketSlot::Tcp(t) = s {
@@ -1512,7 +1512,7 @@ impl Simulation {
     /// with [`Simulation::write_tcp_series`]. Off by default, and free
     /// when off.
     pub fn trace_tcp(&mut self, sampling: Sampling) {
-        self.w().conns.enable_trace(sampling);
+        self.w().obs.conns.enable_trace(sampling);
     }
 
     /// Returns the TCP time series recorded so far (empty unless
@@ -1521,7 +1521,7 @@ impl Simulation {
         let Some(w) = self.world.as_ref() else {
             return Vec::new();
         };
-        w.conns
+        w.obs.conns
             .trace
             .as_ref()
             .map_or(Vec::new(), |t| t.series(|m| w.machine_name(m)))

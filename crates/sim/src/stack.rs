@@ -86,7 +86,7 @@ pub(crate) fn frame_arrived(w: &mut World, net: NetId, port: u32, id: FrameId) {
         return;
     };
     let m = &w.machines[machine as usize];
-    let router = m.forward && w.fast_forward && !m.foreign;
+    let router = m.forward && w.config.fast_forward && !m.foreign;
     if router && forward::forward_in_slab(w, machine, iface, id) {
         return;
     }
@@ -108,16 +108,16 @@ pub(crate) fn frame_received(w: &mut World, net: NetId, port: u32, frame: &mut M
 /// network): a panic in the receiver's stack crashes the receiver, not
 /// the sender.
 pub(crate) fn frame_received_nested(w: &mut World, net: NetId, port: u32, frame: &mut Message) {
-    let caller = w.current_machine;
+    let caller = w.sched.current_machine;
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         frame_received(w, net, port, frame)
     }));
     if r.is_err() {
         let m = w.fabric.networks[net as usize].ports[port as usize].machine;
         let msg = crate::simulation::take_panic_message();
-        w.crashed.push((m, msg));
+        w.sched.crashed.push((m, msg));
     }
-    w.current_machine = caller;
+    w.sched.current_machine = caller;
 }
 
 /// Returns the machine and interface on `port` of `net`, counting the
@@ -130,8 +130,8 @@ fn arrive(w: &mut World, net: NetId, port: u32) -> Option<(MachineId, IfaceId)> 
         w.drop_packet(DropReason::MachineCrashed);
         return None;
     }
-    w.stats.frames_delivered += 1;
-    w.current_machine = Some(machine);
+    w.obs.stats.frames_delivered += 1;
+    w.sched.current_machine = Some(machine);
     Some((machine, iface))
 }
 

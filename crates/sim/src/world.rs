@@ -53,10 +53,12 @@ pub(crate) enum Event {
     },
 }
 
-/// The state of a run.
+/// The state of a run, in named parts: scheduling, the arenas (machines
+/// here, networks and frames in `fabric`), what the protocol stacks
+/// share, the observers, and the run's configuration.
 pub(crate) struct World {
-    pub seed: u64,
-    pub queue: EventQueue<Event>,
+    /// The event queue and the application tasks.
+    pub sched: Scheduling,
     pub machines: Vec<Machine>,
     pub groups: Vec<Group>,
     /// Group name → group index; looked up, never iterated (a star of a
@@ -64,25 +66,39 @@ pub(crate) struct World {
     pub group_by_name: rustc_hash::FxHashMap<String, u32>,
     /// The network layer: networks, frames in flight, captures, queues.
     pub fabric: elvis_net::Fabric,
+    /// State the machines' stacks share, read-only while a run goes on
+    /// except for TCP's scratch list and the NIC receive states.
+    pub stack: StackShared,
+    /// Counters shared across machines (the `capture` app's `counter=`),
+    /// an explicitly shared object.
+    pub counters: BTreeMap<String, Counter>,
+    /// What the run records for its report.
+    pub obs: Observers,
+    /// Settings that change how the run is computed, never its results.
+    pub config: RunConfig,
+}
+
+/// The event queue and the application tasks.
+pub(crate) struct Scheduling {
+    pub queue: EventQueue<Event>,
     pub tasks: TaskTable,
     /// Tasks woken and not yet polled, in wake order.
     pub ready: crate::executor::ReadyQueue,
     /// The machine whose code is running (for crash attribution).
     pub current_machine: Option<MachineId>,
-    pub stats: Stats,
-    pub counters: BTreeMap<String, Counter>,
-    /// TCP settings.
-    pub tcp: std::rc::Rc<crate::stack::tcp::TcpConfig>,
-    /// TCP connections: ids, ended connections, time series.
-    pub conns: crate::stack::tcp::trace::ConnLog,
-    /// Results published by applications.
-    pub metrics: Vec<Metric>,
     /// Machines that crashed this event and still need cleaning up.
     pub crashed: Vec<(MachineId, String)>,
+}
+
+/// State the machines' protocol stacks share.
+pub(crate) struct StackShared {
+    /// TCP settings.
+    pub tcp: std::rc::Rc<crate::stack::tcp::TcpConfig>,
     /// Scratch list for the segments a TCP connection produces, kept to
     /// save an allocation per call (taken while in use).
     pub tcp_out: Vec<crate::stack::tcp::tcb::Segment>,
-    /// Routing tables (empty unless routes or routers were configured).
+    /// Routing tables (empty unless routes or routers were configured),
+    /// shared read-only.
     pub routing: crate::stack::route::Routing,
     /// TTL of datagrams machines originate (`net.ipv4.ip_default_ttl`).
     pub default_ttl: u8,
@@ -99,25 +115,43 @@ pub(crate) struct World {
     pub nonlink_ifaces: rustc_hash::FxHashMap<MachineId, smallvec::SmallVec<[IfaceId; 2]>>,
     /// ICMP error rate limits (Linux's defaults).
     pub icmp_limit: crate::stack::icmp_limit::IcmpRateLimit,
-    /// Routers use their fast path (`stack::forward::forward_frame`).
-    pub fast_forward: bool,
-    /// Frames forwarded through the fast path.
-    pub fast_forwarded: u64,
-    /// Departure-time queues put frames for a coalescing host into its
-    /// receive ring when they are queued (`stack::offload`).
-    pub rx_ring_ahead: bool,
     /// NIC offload settings and receive states (`stack::offload`).
     pub nics: crate::stack::offload::NicTable,
     /// Counts the changes of routes and interfaces made between runs: a
     /// TCP connection's cached route (`stack::tcp::dst`) is good
     /// while the epoch it was resolved in lasts.
     pub dst_epoch: u32,
-    /// TCP sends and receives common segments on its one-pass paths
-    /// (`stack::tcp::dst`, `stack::tcp::receive_frame`).
-    pub tcp_fast_path: bool,
+}
+
+/// What a run records for its report.
+#[derive(Default)]
+pub(crate) struct Observers {
+    /// Packet counters and drops of the stacks.
+    pub stats: Stats,
+    /// Results published by applications.
+    pub metrics: Vec<Metric>,
+    /// TCP connections: ids, ended connections, time series.
+    pub conns: crate::stack::tcp::trace::ConnLog,
+    /// Frames forwarded through the routers' fast path.
+    pub fast_forwarded: u64,
     /// Segments TCP sent and received on its one-pass paths.
     pub tcp_fast_sent: u64,
     pub tcp_fast_received: u64,
+}
+
+/// Settings that change how a run is computed, never what it computes
+/// (each fast path is checked against the path it short-cuts).
+pub(crate) struct RunConfig {
+    /// The seed every random stream derives from.
+    pub seed: u64,
+    /// Routers use their fast path (`stack::forward::forward_frame`).
+    pub fast_forward: bool,
+    /// Departure-time queues put frames for a coalescing host into its
+    /// receive ring when they are queued (`stack::offload`).
+    pub rx_ring_ahead: bool,
+    /// TCP sends and receives common segments on its one-pass paths
+    /// (`stack::tcp::dst`, `stack::tcp::receive_frame`).
+    pub tcp_fast_path: bool,
 }
 
 /// A value published by an application.
@@ -139,55 +173,56 @@ pub(crate) struct Counter {
 impl World {
     pub fn new(seed: u64) -> Self {
         World {
-            seed,
-            queue: EventQueue::new(),
+            sched: Scheduling {
+                queue: EventQueue::new(),
+                tasks: TaskTable::default(),
+                ready: Default::default(),
+                current_machine: None,
+                crashed: Vec::new(),
+            },
             machines: Vec::new(),
             groups: Vec::new(),
             group_by_name: Default::default(),
             fabric: Default::default(),
-            tasks: TaskTable::default(),
-            ready: Default::default(),
-            current_machine: None,
-            stats: Stats::default(),
+            stack: StackShared {
+                tcp: Default::default(),
+                tcp_out: Vec::new(),
+                routing: Default::default(),
+                default_ttl: crate::stack::ipv4::DEFAULT_TTL,
+                link_neighbours: Default::default(),
+                nonlink_ifaces: Default::default(),
+                icmp_limit: Default::default(),
+                nics: Default::default(),
+                dst_epoch: 0,
+            },
             counters: BTreeMap::new(),
-            crashed: Vec::new(),
-            tcp_out: Vec::new(),
-            metrics: Vec::new(),
-            tcp: Default::default(),
-            conns: Default::default(),
-            routing: Default::default(),
-            default_ttl: crate::stack::ipv4::DEFAULT_TTL,
-            link_neighbours: Default::default(),
-            nonlink_ifaces: Default::default(),
-            icmp_limit: Default::default(),
-            fast_forward: true,
-            fast_forwarded: 0,
-            rx_ring_ahead: true,
-            nics: Default::default(),
-            dst_epoch: 0,
-            tcp_fast_path: true,
-            tcp_fast_sent: 0,
-            tcp_fast_received: 0,
+            obs: Observers::default(),
+            config: RunConfig {
+                seed,
+                fast_forward: true,
+                rx_ring_ahead: true,
+                tcp_fast_path: true,
+            },
         }
     }
 
     /// Returns the current virtual time.
     pub fn now(&self) -> Time {
-        self.queue.now()
+        self.sched.queue.now()
     }
 
     /// Marks `task` runnable (once, however often it is woken). Woken tasks
     /// are polled right after the event that woke them.
     #[inline(always)]
     pub fn wake(&mut self, task: TaskId) {
-        if self.tasks.mark_queued(task) {
-            self.ready.push(task);
+        if self.sched.tasks.mark_queued(task) {
+            self.sched.ready.push(task);
         }
     }
 
     /// Counts a dropped packet.
     pub fn drop_packet(&mut self, reason: DropReason) {
-        self.stats.drop(reason);
+        self.obs.stats.drop(reason);
     }
 
     /// Returns the printable name of a machine (`name` or `name-i`).
@@ -202,7 +237,7 @@ impl World {
     /// returns those tasks so that the caller drops their futures.
     pub fn mark_crashed(&mut self) -> Vec<TaskId> {
         let mut dead = Vec::new();
-        for (m, msg) in std::mem::take(&mut self.crashed) {
+        for (m, msg) in std::mem::take(&mut self.sched.crashed) {
             let machine = &mut self.machines[m as usize];
             if machine.crashed {
                 continue;
@@ -211,7 +246,7 @@ impl World {
             // Its connections end here: keep their records for the report.
             for slot in machine.sockets.iter_mut() {
                 if let crate::socket::SocketSlot::Tcp(t) = slot {
-                    self.conns.end(t.id, m, &mut t.tcb, t.life);
+                    self.obs.conns.end(t.id, m, &mut t.tcb, t.life);
                 }
             }
             machine.sockets.clear();
@@ -220,11 +255,11 @@ impl World {
                 e.free_hint = 0;
             }
             let now = self.now();
-            for (i, meta) in self.tasks.meta.iter_mut().enumerate() {
+            for (i, meta) in self.sched.tasks.meta.iter_mut().enumerate() {
                 if meta.machine == m && meta.state == TaskState::Pending {
                     meta.state = TaskState::Crashed;
-                    self.tasks.last_end = Some(now);
-                    self.tasks
+                    self.sched.tasks.last_end = Some(now);
+                    self.sched.tasks
                         .errors
                         .push((i as TaskId, format!("machine crashed: {msg}")));
                     dead.push(i as TaskId);
@@ -249,7 +284,7 @@ impl World {
                 from,
             } => elvis_net::deliver(self, net, port, frame, from),
             Event::Timer { machine, timer } => {
-                self.current_machine = Some(machine);
+                self.sched.current_machine = Some(machine);
                 crate::stack::on_timer(self, machine, timer);
             }
         }
@@ -295,18 +330,18 @@ impl elvis_net::Context for World {
 
     #[inline(always)]
     fn now(&self) -> Time {
-        self.queue.now()
+        self.sched.queue.now()
     }
 
     #[inline(always)]
     fn schedule(&mut self, at: Time, event: NetEvent) {
         let lane = (self.machines.len() as u32).wrapping_add(event.net());
-        self.queue.schedule(at, lane, event.into());
+        self.sched.queue.schedule(at, lane, event.into());
     }
 
     #[inline]
     fn dropped(&mut self, reason: elvis_net::DropReason) {
-        self.stats.drop(DropReason::Net(reason));
+        self.obs.stats.drop(DropReason::Net(reason));
     }
 
     #[inline]
@@ -335,12 +370,12 @@ impl elvis_net::Context for World {
 
     fn room_for_stack(&mut self, machine: MachineId) {
         let timer = crate::stack::Timer::ForeignRoom;
-        self.queue.schedule_now(Event::Timer { machine, timer });
+        self.sched.queue.schedule_now(Event::Timer { machine, timer });
     }
 
     fn room_for_endpoint(&mut self, machine: MachineId, slot: u32) {
         let timer = crate::stack::Timer::TcpKick { slot };
-        self.queue.schedule_now(Event::Timer { machine, timer });
+        self.sched.queue.schedule_now(Event::Timer { machine, timer });
     }
 }
 

@@ -552,7 +552,7 @@ impl Future for Close {
                     tcp::tcb::Effects::default()
                 });
                 if let Some(task) = task {
-                    w.queue.schedule(deadline, m, Event::Wake(task));
+                    w.sched.queue.schedule(deadline, m, Event::Wake(task));
                 }
             }
             let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize)

@@ -104,7 +104,7 @@ fn send_request(w: &mut World, m: MachineId, iface: IfaceId, ip: Ipv4Addr) {
     };
     send_repr(w, m, iface, EthernetAddress::BROADCAST, &repr);
     let at = w.now() + RETRY;
-    w.queue.schedule(
+    w.sched.queue.schedule(
         at,
         m,
         Event::Timer {
@@ -125,7 +125,7 @@ fn send_repr(w: &mut World, m: MachineId, iface: IfaceId, dst: EthernetAddress, 
     let mut msg = Message::new();
     let buf = msg.push_front(repr.buffer_len());
     repr.emit(&mut arp::Packet::new_unchecked(buf));
-    w.stats.arp_sent += 1;
+    w.obs.stats.arp_sent += 1;
     super::ethernet::send(w, m, iface, dst, EtherType::Arp, &mut msg);
 }
 

@@ -83,7 +83,7 @@ impl ProtocolCtx<'_> {
             proto: self.proto,
             token,
         };
-        self.w.queue.schedule(
+        self.w.sched.queue.schedule(
             at,
             self.machine,
             Event::Timer {

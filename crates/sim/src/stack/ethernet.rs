@@ -49,10 +49,10 @@ pub(crate) fn send(
 /// addressed to it.
 pub(crate) fn receive(w: &mut World, m: MachineId, iface: IfaceId, frame: &mut Message) {
     if w.machines[m as usize].forward {
-        if w.fast_forward && super::forward::forward_frame(w, m, iface, frame) {
+        if w.config.fast_forward && super::forward::forward_frame(w, m, iface, frame) {
             return;
         }
-    } else if w.tcp_fast_path && super::tcp::rx::receive_frame(w, m, iface, frame) {
+    } else if w.config.tcp_fast_path && super::tcp::rx::receive_frame(w, m, iface, frame) {
         return;
     }
     let Some(header) = frame.front(ethernet::HEADER_LEN) else {

@@ -254,7 +254,7 @@ fn fast_hop(
     }
     c[iface as usize].received += 1;
     c[out.iface as usize].forwarded += 1;
-    w.fast_forwarded += 1;
+    w.obs.fast_forwarded += 1;
     Some(FastHop {
         out,
         peer,
@@ -288,7 +288,7 @@ fn fast_route(
     if w.groups[machine.group as usize].protocols.arp {
         return None;
     }
-    let (iface, peer) = match w.routing.flows.lookup(m, flow) {
+    let (iface, peer) = match w.stack.routing.flows.lookup(m, flow) {
         Some(hop) => (hop.iface, hop.port),
         None => match ipv4::route_flow(w, m, dst, Some(flow)).ok()? {
             ipv4::Route {

@@ -108,7 +108,7 @@ pub(crate) fn send_echo_request(
         w.drop_packet(DropReason::Net(elvis_net::DropReason::NicQueueFull));
         return Ok(());
     }
-    let ttl = opts.ttl.unwrap_or(w.default_ttl);
+    let ttl = opts.ttl.unwrap_or(w.stack.default_ttl);
     ipv4::send_opts(
         w,
         m,
@@ -157,10 +157,10 @@ pub(crate) fn send_error(
         }
     }
     if !rate_allows(w, m, src, ty, code) {
-        w.stats.icmp_errors_rate_limited += 1;
+        w.obs.stats.icmp_errors_rate_limited += 1;
         return;
     }
-    w.stats.icmp_errors_sent += 1;
+    w.obs.stats.icmp_errors_sent += 1;
     let n = (ihl + 8).min(datagram.len());
     let mut msg = Message::from_vec(datagram.slice(0..n).to_vec());
     push_header(&mut msg, ty, code, rest);
@@ -170,7 +170,7 @@ pub(crate) fn send_error(
 /// Asks machine `m`'s rate limiter whether an error to `to` may go now
 /// ([`super::icmp_limit`]).
 fn rate_allows(w: &mut World, m: MachineId, to: Ipv4Addr, ty: u8, code: u8) -> bool {
-    let (cfg, now) = (w.icmp_limit, w.now().as_nanos());
+    let (cfg, now) = (w.stack.icmp_limit, w.now().as_nanos());
     if cfg == super::icmp_limit::IcmpRateLimit::OFF {
         return true;
     }
@@ -191,10 +191,10 @@ pub(crate) fn send_port_unreachable(
     }
     let to = Ipv4Addr::new(ip_header[12], ip_header[13], ip_header[14], ip_header[15]);
     if !rate_allows(w, m, to, DST_UNREACHABLE, PORT_UNREACHABLE) {
-        w.stats.icmp_errors_rate_limited += 1;
+        w.obs.stats.icmp_errors_rate_limited += 1;
         return;
     }
-    w.stats.icmp_errors_sent += 1;
+    w.obs.stats.icmp_errors_sent += 1;
     let mut body = Vec::with_capacity(ip_header.len() + 8);
     body.extend_from_slice(ip_header);
     body.extend_from_slice(udp_header);
@@ -235,7 +235,7 @@ pub(crate) fn receive(
             let i = ident.to_be_bytes();
             let s = seq.to_be_bytes();
             push_header(msg, ECHO_REPLY, 0, [i[0], i[1], s[0], s[1]]);
-            w.stats.icmp_echo_replied += 1;
+            w.obs.stats.icmp_echo_replied += 1;
             let _ = send_own(w, m, src, std::mem::take(msg));
         }
         ECHO_REPLY => {

@@ -82,7 +82,7 @@ pub(crate) fn index_ifaces(w: &mut World, m: MachineId) {
         _ => return,
     };
     if !new.is_empty() {
-        w.nonlink_ifaces.entry(m).or_default().extend(new);
+        w.stack.nonlink_ifaces.entry(m).or_default().extend(new);
     }
 }
 
@@ -99,13 +99,13 @@ pub(crate) fn owns(w: &World, m: MachineId, dst: Ipv4Addr) -> bool {
     if machine.ifaces.len() <= 2 * MANY_IFACES {
         return machine.owns(dst);
     }
-    let on_link = w.link_neighbours.get(&u32::from(dst)).is_some_and(|links| {
+    let on_link = w.stack.link_neighbours.get(&u32::from(dst)).is_some_and(|links| {
         links
             .iter()
             .any(|&(net, port)| w.fabric.networks[net as usize].ports[port as usize].machine == m)
     });
     on_link
-        || w.nonlink_ifaces
+        || w.stack.nonlink_ifaces
             .get(&m)
             .is_some_and(|l| l.iter().any(|&i| machine.ifaces[i as usize].ip == dst))
 }
@@ -120,7 +120,7 @@ fn neighbour_of_many(w: &World, m: MachineId, dst: u32) -> Option<(IfaceId, u32)
             best = Some((iface, port));
         }
     };
-    for &(net, port) in w.link_neighbours.get(&dst).into_iter().flatten() {
+    for &(net, port) in w.stack.link_neighbours.get(&dst).into_iter().flatten() {
         let n = &w.fabric.networks[net as usize];
         for (p, ours) in n.ports.iter().enumerate() {
             if p as u32 != port && ours.machine == m {
@@ -129,7 +129,7 @@ fn neighbour_of_many(w: &World, m: MachineId, dst: u32) -> Option<(IfaceId, u32)
         }
     }
     let ifaces = &w.machines[m as usize].ifaces;
-    for &i in w.nonlink_ifaces.get(&m).into_iter().flatten() {
+    for &i in w.stack.nonlink_ifaces.get(&m).into_iter().flatten() {
         let n = &w.fabric.networks[ifaces[i as usize].net as usize];
         if let Some(&port) = n.ip_to_port.get(&dst) {
             consider(i, port);
@@ -212,17 +212,17 @@ pub(crate) fn route_flow(
             mtu: mtu_of(ifc.net),
         });
     }
-    let Some(hops) = w.routing.table(m).and_then(|t| t.lookup(u32::from(dst))) else {
+    let Some(hops) = w.stack.routing.table(m).and_then(|t| t.lookup(u32::from(dst))) else {
         return Err(SocketError::HostUnreachable(dst));
     };
     let hop = match flow {
-        Some(f) if hops.len() > 1 => hops[route::pick(hops.len(), w.seed, m, f)],
+        Some(f) if hops.len() > 1 => hops[route::pick(hops.len(), w.config.seed, m, f)],
         None if hops.len() > 1 => {
             let f = FlowKey {
                 dst: u32::from(dst),
                 ..FlowKey::default()
             };
-            hops[route::pick(hops.len(), w.seed, m, &f)]
+            hops[route::pick(hops.len(), w.config.seed, m, &f)]
         }
         _ => hops[0],
     };
@@ -248,7 +248,7 @@ pub(crate) fn route_flow(
 /// holds a per-flow explicit route for it ([`route::FlowRoutes`]).
 #[inline]
 pub(crate) fn flow_route(w: &World, m: MachineId, flow: &FlowKey) -> Option<Route> {
-    let hop = w.routing.flows.lookup(m, flow)?;
+    let hop = w.stack.routing.flows.lookup(m, flow)?;
     let ifc = w.machines[m as usize].ifaces[hop.iface as usize];
     Some(Route {
         iface: hop.iface,
@@ -312,7 +312,7 @@ pub(crate) fn send_ecn(
     ecn: u8,
     payload: &mut Message,
 ) {
-    let ttl = w.default_ttl;
+    let ttl = w.stack.default_ttl;
     send_tos(w, m, route, dst, proto, ttl, false, ecn & 0b11, payload);
 }
 
@@ -346,7 +346,7 @@ pub(crate) fn send_tos(
     tos: u8,
     payload: &mut Message,
 ) {
-    w.stats.ip_sent += 1;
+    w.obs.stats.ip_sent += 1;
     if route.next == NextHop::Local {
         deliver_up(w, m, &[], route.src, dst, proto, payload);
         return;
@@ -483,7 +483,7 @@ pub(crate) fn receive(w: &mut World, m: MachineId, iface: IfaceId, msg: &mut Mes
             None => return,
         }
     }
-    w.stats.ip_delivered += 1;
+    w.obs.stats.ip_delivered += 1;
     deliver_up(w, m, header, src, dst, proto, msg);
 }
 
@@ -551,7 +551,7 @@ fn reassemble(
                 parts: Vec::new(),
                 total: None,
             });
-            w.queue.schedule(
+            w.sched.queue.schedule(
                 now + REASSEMBLY_TIMEOUT,
                 m,
                 Event::Timer {

@@ -357,13 +357,13 @@ impl Held {
 
 /// Returns the offloads of machine `m` (none unless set).
 pub(crate) fn of(w: &World, m: MachineId) -> Offloads {
-    w.nics.cfg(w.machines[m as usize].offloads)
+    w.stack.nics.cfg(w.machines[m as usize].offloads)
 }
 
 /// Sets the offloads of machine `m`; returns false, changing nothing,
 /// when the simulation already has 65,536 distinct settings.
 pub(crate) fn set(w: &mut World, m: MachineId, cfg: Offloads) -> bool {
-    let Some(i) = w.nics.intern(cfg) else {
+    let Some(i) = w.stack.nics.intern(cfg) else {
         return false;
     };
     w.fabric.config.early_takers |= cfg.coalesces();
@@ -378,7 +378,7 @@ fn nic_mut(w: &mut World, m: MachineId) -> Option<&mut Nic> {
     if n == 0 {
         return None;
     }
-    w.nics.states.get_mut(n as usize - 1)
+    w.stack.nics.states.get_mut(n as usize - 1)
 }
 
 /// Returns the receive state of host `m` when it coalesces receive
@@ -386,7 +386,7 @@ fn nic_mut(w: &mut World, m: MachineId) -> Option<&mut Nic> {
 /// holds none.
 #[inline]
 fn coalescing(w: &mut World, m: MachineId) -> Option<&mut Nic> {
-    let nics = &mut w.nics;
+    let nics = &mut w.stack.nics;
     let machine = &mut w.machines[m as usize];
     if machine.forward || machine.foreign || !nics.cfg(machine.offloads).coalesces() {
         return None;
@@ -400,11 +400,11 @@ fn coalescing(w: &mut World, m: MachineId) -> Option<&mut Nic> {
 /// Gives back the receive state of host `m` when its ring is empty and
 /// no interrupt is due (see [`NicTable`]).
 fn release(w: &mut World, m: MachineId) {
-    if w.nics.keep || !nic_mut(w, m).is_some_and(|n| n.is_empty()) {
+    if w.stack.nics.keep || !nic_mut(w, m).is_some_and(|n| n.is_empty()) {
         return;
     }
     let n = std::mem::take(&mut w.machines[m as usize].nic);
-    w.nics.give(n);
+    w.stack.nics.give(n);
 }
 
 /// Returns the number of machines holding a receive state (tests).
@@ -457,7 +457,7 @@ pub(crate) fn arrives_later(
     id: FrameId,
     at: u64,
 ) -> bool {
-    if !w.rx_ring_ahead || w.machines[m as usize].crashed {
+    if !w.config.rx_ring_ahead || w.machines[m as usize].crashed {
         return false;
     }
     let Some(nic) = coalescing(w, m) else {
@@ -493,13 +493,13 @@ pub(crate) fn takes_trains(
     first: u64,
 ) -> bool {
     let machine = &w.machines[m as usize];
-    if !w.rx_ring_ahead || machine.crashed || machine.forward || machine.foreign {
+    if !w.config.rx_ring_ahead || machine.crashed || machine.forward || machine.foreign {
         return false;
     }
-    let cfg = w.nics.cfg(machine.offloads);
+    let cfg = w.stack.nics.cfg(machine.offloads);
     let ring = match machine.nic {
         0 => None,
-        n => w.nics.states.get(n as usize - 1),
+        n => w.stack.nics.states.get(n as usize - 1),
     };
     cfg.coalesces()
         && cfg.gro
@@ -548,10 +548,10 @@ fn raise(w: &mut World, m: MachineId, first: u64) {
         return;
     }
     nic.irq = true;
-    let usecs = w.nics.cfg(w.machines[m as usize].offloads).rx_usecs;
+    let usecs = w.stack.nics.cfg(w.machines[m as usize].offloads).rx_usecs;
     let at = elvis_kernel::Time::from_nanos(first + u64::from(usecs) * 1_000);
     let timer = super::Timer::NapiPoll;
-    w.queue.schedule(at, m, Event::Timer { machine: m, timer });
+    w.sched.queue.schedule(at, m, Event::Timer { machine: m, timer });
 }
 
 /// The interrupt of machine `m`'s NIC: handles every frame that arrived
@@ -561,7 +561,7 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
     let now = w.now().as_nanos();
     let Some(nic) = nic_mut(w, m) else { return };
     nic.irq = false;
-    let gro = w.nics.cfg(w.machines[m as usize].offloads).gro;
+    let gro = w.stack.nics.cfg(w.machines[m as usize].offloads).gro;
     while let Some(slot) = nic_mut(w, m).and_then(|n| n.ring.front().copied()) {
         let due = slot.due(now);
         if due == 0 {
@@ -579,7 +579,7 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
             let ifc = w.machines[m as usize].ifaces[slot.iface as usize];
             for _ in 0..segs {
                 crate::net::count_arrival(&mut w.fabric, ifc.net);
-                w.stats.frames_delivered += 1;
+                w.obs.stats.frames_delivered += 1;
             }
         }
         if w.machines[m as usize].crashed {
@@ -588,7 +588,7 @@ pub(crate) fn poll(w: &mut World, m: MachineId) {
             }
             continue;
         }
-        w.current_machine = Some(m);
+        w.sched.current_machine = Some(m);
         if slot.gso > 0 {
             receive_train(w, m, slot.iface, frame, segs, slot.gso as usize);
             continue;
@@ -883,10 +883,10 @@ fn flush(w: &mut World, m: MachineId, i: usize) {
         repr.control = tcp::Control::Psh;
     }
     let segs = u64::from(x.segs);
-    w.stats.ip_delivered += segs;
-    w.stats.tcp_received += segs;
-    w.tcp_fast_received += segs;
-    w.stats.gro_merged += segs - 1;
+    w.obs.stats.ip_delivered += segs;
+    w.obs.stats.tcp_received += segs;
+    w.obs.tcp_fast_received += segs;
+    w.obs.stats.gro_merged += segs - 1;
     let ecn = x.tos & 0b11;
     super::tcp::demux(w, m, x.src, x.dst, ecn, &repr, &mut x.payload, x.segs);
 }
@@ -941,7 +941,7 @@ mod tests {
         nic.irq = false;
         release(&mut w, 0);
         assert_eq!(
-            (w.machines[0].nic, holding(&w), w.nics.free.len()),
+            (w.machines[0].nic, holding(&w), w.stack.nics.free.len()),
             (0, 0, 1)
         );
     }

@@ -177,9 +177,9 @@ impl SockOpts {
             && self.ecn.is_none()
             && self.loss_detection.is_none()
         {
-            return w.tcp.clone();
+            return w.stack.tcp.clone();
         }
-        let mut cfg = TcpConfig::clone(&w.tcp);
+        let mut cfg = TcpConfig::clone(&w.stack.tcp);
         cfg.sndbuf = self.sndbuf.unwrap_or(cfg.sndbuf);
         cfg.rcvbuf = self.rcvbuf.unwrap_or(cfg.rcvbuf);
         cfg.congestion = self.congestion.unwrap_or(cfg.congestion);
@@ -354,14 +354,14 @@ pub(crate) struct Listener {
 /// Returns the ISN for a 4-tuple (RFC 6528: ISN = M + F(4-tuple, secret)).
 fn initial_seq(w: &World, m: MachineId, local: SocketAddrV4, remote: SocketAddrV4) -> SeqNumber {
     let clock = (w.now().as_nanos() / 4_000) as u32;
-    let key = mix(w.seed ^ mix(u64::from(m) ^ 0x7463_7000));
+    let key = mix(w.config.seed ^ mix(u64::from(m) ^ 0x7463_7000));
     let tuple = (u64::from(u32::from(*local.ip())) << 32 | u64::from(u32::from(*remote.ip())))
         ^ (u64::from(local.port()) << 16 | u64::from(remote.port())) << 7;
     SeqNumber(clock.wrapping_add(mix(key ^ tuple) as u32))
 }
 
 fn new_cc(w: &World, alg: Algorithm, mss: usize) -> elvis_tcpcc::Controller {
-    elvis_tcpcc::new(alg, mss as u64, w.tcp.initial_window_segments)
+    elvis_tcpcc::new(alg, mss as u64, w.stack.tcp.initial_window_segments)
 }
 
 fn mtu_towards(w: &World, m: MachineId, dst: Ipv4Addr) -> Result<usize, SocketError> {
@@ -456,7 +456,7 @@ pub(crate) fn connect(
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let mut tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
     opts.apply(&mut tcb);
-    let id = w.conns.open(m, &tcb);
+    let id = w.obs.conns.open(m, &tcb);
     let sock = TcpSock::new(tcb, id, w.now());
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     add_conn(w, m, local.port(), remote, slot);
@@ -485,10 +485,10 @@ pub(crate) fn drive(
         return;
     };
     let now = w.now();
-    let mut out = std::mem::take(&mut w.tcp_out);
+    let mut out = std::mem::take(&mut w.stack.tcp_out);
     // One route lookup (cached per connection, see `dst`) serves the NIC
     // check and every segment sent.
-    let dst = if w.tcp_fast_path {
+    let dst = if w.config.tcp_fast_path {
         dst::lookup(w, m, slot, sock.tcb.local, sock.tcb.remote)
     } else {
         let flow = tcp_flow(sock.tcb.local, sock.tcb.remote);
@@ -521,7 +521,7 @@ pub(crate) fn drive(
     if sock.tcb.stats.bytes_acked != acked {
         sock.life.last_ack_ns = now.as_nanos();
     }
-    if let Some(trace) = w.conns.trace.as_mut() {
+    if let Some(trace) = w.obs.conns.trace.as_mut() {
         trace.observe(sock.id, now, &mut sock.tcb);
     }
     let blocked = nic.filter(|_| sock.tcb.nic_blocked);
@@ -567,11 +567,11 @@ pub(crate) fn drive(
                 slot,
                 gen: sock.timer_gen,
             };
-            w.queue.schedule(at, m, Event::Timer { machine: m, timer });
+            w.sched.queue.schedule(at, m, Event::Timer { machine: m, timer });
         }
     }
     if free {
-        w.conns.end(sock.id, m, &mut sock.tcb, sock.life);
+        w.obs.conns.end(sock.id, m, &mut sock.tcb, sock.life);
         w.machines[m as usize].sockets[slot as usize] = SocketSlot::Free;
         w.machines[m as usize].slot_freed(slot);
         index(w, m).remove_conn(local.port(), remote, slot);
@@ -604,8 +604,8 @@ pub(crate) fn drive(
         // Now that the NIC holds what fitted: wake when it drains.
         crate::net::arm_room_wake(w, ifc.net, ifc.port);
     }
-    if w.tcp_out.capacity() < out.capacity() {
-        w.tcp_out = out;
+    if w.stack.tcp_out.capacity() < out.capacity() {
+        w.stack.tcp_out = out;
     }
     for t in wake {
         w.wake(t);
@@ -749,7 +749,7 @@ fn transmit(
         len,
         sum,
     );
-    w.stats.tcp_sent += 1;
+    w.obs.stats.tcp_sent += 1;
     let ecn = ecn::EcnState::codepoint(seg.ect);
     super::ipv4::send_ecn(w, m, route, *remote.ip(), IpProtocol::Tcp, ecn, msg);
 }
@@ -819,7 +819,7 @@ pub(crate) fn receive(
     };
     let _ = msg.pop_front(hlen);
     repr.payload_len = msg.len();
-    w.stats.tcp_received += 1;
+    w.obs.stats.tcp_received += 1;
     demux(w, m, src, dst, ip_ecn, &repr, msg, 1);
 }
 
@@ -897,7 +897,7 @@ fn passive_open(
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let mut tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
     opts.apply(&mut tcb);
-    let id = w.conns.open(m, &tcb);
+    let id = w.obs.conns.open(m, &tcb);
     let sock = TcpSock {
         listener: Some(l),
         orphan: true,

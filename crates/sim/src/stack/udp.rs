@@ -99,8 +99,8 @@ pub(crate) fn send(
         len,
         sum,
     );
-    w.stats.udp_sent += 1;
-    let (dst, ttl) = (*to.ip(), w.default_ttl);
+    w.obs.stats.udp_sent += 1;
+    let (dst, ttl) = (*to.ip(), w.stack.default_ttl);
     ipv4::send_tos(w, m, *route, dst, IpProtocol::Udp, ttl, false, tos, msg);
     *payload = None;
     Poll::Ready(Ok(()))
@@ -187,7 +187,7 @@ pub(crate) fn receive(
     let Some(waiter) = pushed else {
         return w.drop_packet(DropReason::SocketBufferFull);
     };
-    w.stats.udp_delivered += 1;
+    w.obs.stats.udp_delivered += 1;
     if let Some(t) = waiter {
         w.wake(t);
     }

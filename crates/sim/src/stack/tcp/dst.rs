@@ -91,7 +91,7 @@ pub(crate) fn lookup(
     local: SocketAddrV4,
     remote: SocketAddrV4,
 ) -> Dst {
-    let epoch = w.dst_epoch;
+    let epoch = w.stack.dst_epoch;
     let way = slot as usize % WAYS;
     let cached = w.machines[m as usize]
         .ext
@@ -203,7 +203,7 @@ pub(crate) fn transmit_linked(
     let machine = &mut w.machines[m as usize];
     let ident = machine.ip_ident;
     machine.ip_ident = ident.wrapping_add(1);
-    let ttl = w.default_ttl;
+    let ttl = w.stack.default_ttl;
     let (src, dst) = (*local.ip(), *remote.ip());
     let ip_payload = tcp_len + tcp_payload;
     emit_eth_ip(
@@ -219,9 +219,9 @@ pub(crate) fn transmit_linked(
     if msg.len() < ethernet::MIN_FRAME_LEN {
         msg.pad_to(ethernet::MIN_FRAME_LEN);
     }
-    w.stats.tcp_sent += 1;
-    w.stats.ip_sent += 1;
-    w.tcp_fast_sent += 1;
+    w.obs.stats.tcp_sent += 1;
+    w.obs.stats.ip_sent += 1;
+    w.obs.tcp_fast_sent += 1;
     crate::net::transmit(w, link.net, link.port, msg);
 }
 
@@ -263,7 +263,7 @@ pub(crate) fn transmit_tso(
         Checksum::new(),
     );
     tpl[TCP_AT + 16..TCP_AT + 18].fill(0);
-    let ttl = w.default_ttl;
+    let ttl = w.stack.default_ttl;
     emit_eth_ip(
         link,
         src,
@@ -321,9 +321,9 @@ pub(crate) fn transmit_tso(
         if frame.len() < ethernet::MIN_FRAME_LEN {
             frame.pad_to(ethernet::MIN_FRAME_LEN);
         }
-        w.stats.tcp_sent += 1;
-        w.stats.ip_sent += 1;
-        w.tcp_fast_sent += 1;
+        w.obs.stats.tcp_sent += 1;
+        w.obs.stats.ip_sent += 1;
+        w.obs.tcp_fast_sent += 1;
         crate::net::transmit(w, link.net, link.port, &mut frame);
         off += n;
     }
@@ -388,9 +388,9 @@ fn train(
     msg.push_front_slice(header);
     let id = w.fabric.frames.insert(msg) as crate::net::FrameId;
     let n = u64::from(frames);
-    w.stats.tcp_sent += n;
-    w.stats.ip_sent += n;
-    w.tcp_fast_sent += n;
+    w.obs.stats.tcp_sent += n;
+    w.obs.stats.ip_sent += n;
+    w.obs.tcp_fast_sent += n;
     super::super::offload::arrives_later_train(
         w,
         peer_m,

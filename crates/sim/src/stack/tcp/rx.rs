@@ -58,8 +58,8 @@ pub(crate) fn receive_frame(
     }
     frame.truncate(ETH + total);
     let _ = frame.pop_front(ETH_IP);
-    w.stats.ip_delivered += 1;
-    w.tcp_fast_received += 1;
+    w.obs.stats.ip_delivered += 1;
+    w.obs.tcp_fast_received += 1;
     super::receive(w, m, src, ifc.ip, ecn, frame);
     true
 }
