@@ -140,6 +140,9 @@ mod queue;
 mod room;
 mod transmit;
 
+#[cfg(test)]
+mod tests;
+
 pub use config::{NetStats, NetworkConfig, NetworkKind};
 pub use delivery::{at_switch, count_arrival, deliver};
 pub use network::{port_mac, Network, Port, PortQueues, QueueRef};
