@@ -41,7 +41,20 @@ const LAYERS: &[(&str, May)] = &[
         "elvis-net",
         May::Only(&["elvis-kernel", "elvis-wire", "elvis-message"]),
     ),
-    // Simulation core: machines, protocol stacks, sockets, the executor.
+    // Protocol stack: Ethernet, ARP, IPv4, ICMP, UDP, TCP, offloads, on
+    // the hosts; endpoints and task ids, no sockets or tasks.
+    (
+        "elvis-stack",
+        May::Only(&[
+            "elvis-kernel",
+            "elvis-wire",
+            "elvis-message",
+            "elvis-tcpcc",
+            "elvis-net",
+        ]),
+    ),
+    // Facade: sockets and the application API, the executor and run loop,
+    // routes, topologies, reports and traces.
     (
         "elvis-sim",
         May::Only(&[
@@ -50,6 +63,7 @@ const LAYERS: &[(&str, May)] = &[
             "elvis-message",
             "elvis-tcpcc",
             "elvis-net",
+            "elvis-stack",
         ]),
     ),
     // Applications, written against the socket API, and their options.

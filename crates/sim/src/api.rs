@@ -188,8 +188,8 @@ impl Host {
     /// goodput) in the run report's `metrics`.
     pub fn publish(&self, name: &str, value: f64) {
         let _ = try_with_world(|w| {
-            let app = current_task().map(|t| w.sched.tasks.meta[t as usize].app);
-            w.obs.metrics.push(crate::world::Metric {
+            let app = current_task().map(|t| w.tasks.meta[t as usize].app);
+            w.metrics.push(crate::world::Metric {
                 machine: self.machine,
                 app,
                 name: name.to_string(),

@@ -12,34 +12,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
-/// Index of a task.
-pub(crate) type TaskId = u32;
-
-/// `CURRENT` while no task is being polled.
-const NO_TASK: u32 = u32::MAX;
-
-thread_local! {
-    /// The task being polled on this thread (`NO_TASK` between polls).
-    ///
-    /// Kept out of the world, in a `Cell` of a plain integer: such a
-    /// thread-local needs no destructor and no lazy initialisation, so
-    /// reading it is one load. A future that parks (a `recv_from` finding
-    /// its queue empty) learns whom to wake without borrowing the world.
-    static CURRENT: std::cell::Cell<u32> = const { std::cell::Cell::new(NO_TASK) };
-}
-
-/// Returns the task being polled on this thread, if any.
-#[inline]
-pub(crate) fn current_task() -> Option<TaskId> {
-    let t = CURRENT.with(std::cell::Cell::get);
-    (t != NO_TASK).then_some(t)
-}
-
-/// Makes `task` the one being polled (`None`: none is).
-#[inline]
-pub(crate) fn set_current_task(task: Option<TaskId>) {
-    CURRENT.with(|c| c.set(task.unwrap_or(NO_TASK)));
-}
+pub(crate) use elvis_stack::hosts::{current_task, set_current_task, TaskId};
 
 /// What an application returns.
 pub type AppResult = Result<(), AppError>;
@@ -94,46 +67,9 @@ pub(crate) struct TaskMeta {
     /// Index into the simulation's application-name table.
     pub app: u32,
     pub state: TaskState,
-    pub queued: bool,
     /// A daemon (a server, a forwarder) may still be waiting at the end of
     /// a run without that counting as a failure.
     pub daemon: bool,
-}
-
-/// Tasks woken and not yet polled, in wake order.
-///
-/// The oldest lies in an inline slot, the rest in a `VecDeque` used only
-/// while one already waits: an event almost always wakes a single task
-/// (the one parked on the socket that received), and handing it to the run
-/// loop is then a write and a read of `first`, without the ring buffer's
-/// index arithmetic. `first` is always older than all of `rest`.
-#[derive(Default)]
-pub(crate) struct ReadyQueue {
-    first: Option<TaskId>,
-    rest: std::collections::VecDeque<TaskId>,
-}
-
-impl ReadyQueue {
-    /// Appends `task` (the caller keeps a task from being queued twice).
-    #[inline]
-    pub fn push(&mut self, task: TaskId) {
-        if self.first.is_none() && self.rest.is_empty() {
-            self.first = Some(task);
-        } else {
-            self.rest.push_back(task);
-        }
-    }
-
-    /// Takes the task woken first.
-    #[inline]
-    pub fn pop(&mut self) -> Option<TaskId> {
-        match self.first.take() {
-            Some(t) => Some(t),
-            // Checked here so that the common empty case makes no call.
-            None if self.rest.is_empty() => None,
-            None => self.rest.pop_front(),
-        }
-    }
 }
 
 /// Task records, indexed by [`TaskId`].
@@ -148,19 +84,6 @@ pub(crate) struct TaskTable {
 }
 
 impl TaskTable {
-    /// Marks `task` queued; returns false if it already was (or is over).
-    #[inline]
-    pub fn mark_queued(&mut self, task: TaskId) -> bool {
-        let Some(m) = self.meta.get_mut(task as usize) else {
-            return false;
-        };
-        if m.queued || m.state != TaskState::Pending {
-            return false;
-        }
-        m.queued = true;
-        true
-    }
-
     /// Returns the index of `name` in the application-name table.
     pub fn app_index(&mut self, name: &str) -> u32 {
         if let Some(i) = self.app_names.iter().position(|n| n == name) {
@@ -168,37 +91,5 @@ impl TaskTable {
         }
         self.app_names.push(name.to_string());
         (self.app_names.len() - 1) as u32
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::VecDeque;
-
-    #[test]
-    fn the_ready_queue_pops_in_wake_order_like_a_plain_fifo() {
-        // A second implementation (a plain `VecDeque`) as the model, driven
-        // by a fixed pseudo-random mix of pushes and pops.
-        let mut q = ReadyQueue::default();
-        let mut model = VecDeque::new();
-        let mut x = 0x9e37_79b9_u32;
-        let mut next = 0;
-        for _ in 0..10_000 {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            if x.is_multiple_of(3) {
-                assert_eq!(q.pop(), model.pop_front());
-            } else {
-                q.push(next);
-                model.push_back(next);
-                next += 1;
-            }
-        }
-        while let Some(t) = model.pop_front() {
-            assert_eq!(q.pop(), Some(t));
-        }
-        assert_eq!(q.pop(), None);
     }
 }

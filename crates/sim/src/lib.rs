@@ -52,19 +52,20 @@
 
 mod api;
 mod executor;
-pub mod foreign;
-mod machine;
 pub mod report;
 mod routing;
 mod simulation;
 pub mod socket;
-pub mod stack;
 mod stop;
 pub mod topology;
 mod world;
 
 /// The network layer (the `elvis-net` crate).
 pub use elvis_net as net;
+/// The protocol stack (the `elvis-stack` crate).
+pub use elvis_stack as stack;
+pub use elvis_stack::foreign;
+use elvis_stack::machine;
 pub use elvis_net::{pcap, qdisc};
 
 /// Bodies of the cargo-fuzz targets in `fuzz/` that need the simulator's
@@ -72,7 +73,7 @@ pub use elvis_net::{pcap, qdisc};
 /// their seed corpus and as property tests.
 #[doc(hidden)]
 pub mod fuzz_bodies {
-    pub use crate::stack::tcp::tcb::fuzz::tcp_input;
+    pub use elvis_stack::tcp::tcb::fuzz::tcp_input;
 }
 
 pub use api::{Host, Sleep};

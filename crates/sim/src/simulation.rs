@@ -13,7 +13,6 @@ use crate::report::{
 use crate::stack::tcp::trace::{self, Sampling, Series};
 use crate::world::{self, World};
 use elvis_kernel::Time;
-use std::cell::RefCell;
 use std::future::Future;
 use std::net::Ipv4Addr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -76,10 +75,8 @@ const EVENT_BATCH: u32 = 64;
 /// poll is the task's machine's, found from the task: `current_machine`
 /// is for events.)
 fn next_ready(w: &mut World) -> Option<Step> {
-    let task = w.sched.ready.pop()?;
-    let meta = &mut w.sched.tasks.meta[task as usize];
-    meta.queued = false;
-    Some(Step::Poll(task, meta.machine))
+    let task = w.hosts.sched.wakeups.pop()?;
+    Some(Step::Poll(task, w.tasks.meta[task as usize].machine))
 }
 
 /// One turn of the run loop inside the world: the next task woken, if
@@ -103,7 +100,7 @@ fn run_events(w: &mut World, until: Time) -> Result<Step, End> {
         };
         w.sched.current_machine = None;
         if catch_unwind(AssertUnwindSafe(|| w.handle(ev))).is_err() {
-            let msg = take_panic_message();
+            let msg = elvis_stack::crash::take_panic_message();
             if let Some(m) = w.sched.current_machine {
                 w.sched.crashed.push((m, msg));
             }
@@ -136,7 +133,7 @@ fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
     let mut entries: Vec<AppReport> = Vec::new();
     let mut index: rustc_hash::FxHashMap<(u32, u32), usize> = Default::default();
     let mut last = usize::MAX;
-    for meta in &w.sched.tasks.meta {
+    for meta in &w.tasks.meta {
         let key = (w.machines[meta.machine as usize].group, meta.app);
         let found = if keys.get(last) == Some(&key) {
             Some(last)
@@ -191,7 +188,7 @@ fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
             let (group, app) = keys[i];
             let mut e = std::mem::take(&mut entries[i]);
             e.group = w.groups[group as usize].name.clone();
-            e.application = w.sched.tasks.app_names[app as usize].clone();
+            e.application = w.tasks.app_names[app as usize].clone();
             ((group, app), e)
         })
         .collect();
@@ -240,52 +237,6 @@ struct Heartbeat {
 struct Watchdog {
     limit: Duration,
     on_stuck: Arc<dyn Fn(&str) + Send + Sync>,
-}
-
-thread_local! {
-    static IN_SIM: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-/// Installs (once) a panic hook that records panics raised inside a
-/// simulation on this thread instead of printing them.
-fn install_panic_hook() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let captured = IN_SIM.with(|c| {
-                let mut c = c.borrow_mut();
-                match c.as_mut() {
-                    Some(slot) => {
-                        let msg = info
-                            .payload()
-                            .downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "panic".into());
-                        *slot = match info.location() {
-                            Some(l) => format!("panicked at {}:{}: {msg}", l.file(), l.line()),
-                            None => format!("panicked: {msg}"),
-                        };
-                        true
-                    }
-                    None => false,
-                }
-            });
-            if !captured {
-                previous(info);
-            }
-        }));
-    });
-}
-
-pub(crate) fn take_panic_message() -> String {
-    IN_SIM.with(|c| {
-        c.borrow_mut()
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
-    })
 }
 
 impl Simulation {
@@ -1081,15 +1032,15 @@ impl Simulation {
 
     fn spawn_task(&mut self, m: MachineId, app: &str, daemon: bool, fut: TaskFuture) {
         let w = self.w();
-        let app = w.sched.tasks.app_index(app);
-        let id = w.sched.tasks.meta.len() as TaskId;
-        w.sched.tasks.meta.push(TaskMeta {
+        let app = w.tasks.app_index(app);
+        let id = w.tasks.meta.len() as TaskId;
+        w.tasks.meta.push(TaskMeta {
             machine: m,
             app,
             state: TaskState::Pending,
-            queued: false,
             daemon,
         });
+        w.hosts.sched.wakeups.add(id);
         // Start through the event queue, so that tasks woken by the first
         // ones run before later tasks start (what they send is consumed as
         // it arrives instead of piling up).
@@ -1145,7 +1096,7 @@ impl Simulation {
     /// Runs within `limits`, calling `progress` about every 100 ms of wall
     /// time; returns the report. A later call continues the same run.
     pub fn run_with(&mut self, limits: RunLimits, progress: &mut dyn FnMut(&Progress)) -> Report {
-        install_panic_hook();
+        elvis_stack::crash::install_panic_hook();
         let mut route_error = None;
         if self.w().stack.routing.dirty {
             route_error = self.build_routes().err();
@@ -1170,7 +1121,7 @@ impl Simulation {
             });
             return r;
         }
-        IN_SIM.with(|c| *c.borrow_mut() = Some(String::new()));
+        elvis_stack::crash::capture_panics(true);
         let beat = Arc::new(Heartbeat {
             ticks: AtomicU64::new(2 * self.polls),
             machine: AtomicU32::new(0),
@@ -1189,7 +1140,7 @@ impl Simulation {
             h.thread().unpark();
             let _ = h.join();
         }
-        IN_SIM.with(|c| *c.borrow_mut() = None);
+        elvis_stack::crash::capture_panics(false);
         let mut world = world::uninstall().expect("world installed for the run");
         let end_time = world.now();
         world.fabric.pcap.close(end_time);
@@ -1307,7 +1258,7 @@ impl Simulation {
             Ok(Poll::Pending) => return,
             Ok(Poll::Ready(Ok(()))) => (TaskState::Finished, None),
             Ok(Poll::Ready(Err(e))) => (TaskState::Failed, Some(e.message)),
-            Err(_) => (TaskState::Crashed, Some(take_panic_message())),
+            Err(_) => (TaskState::Crashed, Some(elvis_stack::crash::take_panic_message())),
         };
         // Dropping the future runs its sockets' destructors, which reach
         // the world.
@@ -1315,12 +1266,13 @@ impl Simulation {
         let crashed = world::try_with_world(|w| {
             crate::executor::set_current_task(None);
             let now = w.now();
-            w.sched.tasks.last_end = Some(now);
-            let meta = &mut w.sched.tasks.meta[task as usize];
+            w.tasks.last_end = Some(now);
+            let meta = &mut w.tasks.meta[task as usize];
             meta.state = outcome.0;
+            w.hosts.sched.wakeups.retire(task);
             let machine = meta.machine;
             if let Some(msg) = outcome.1 {
-                w.sched.tasks.errors.push((task, msg.clone()));
+                w.tasks.errors.push((task, msg.clone()));
                 if outcome.0 == TaskState::Crashed {
                     w.sched.crashed.push((machine, msg));
                 }
@@ -1349,22 +1301,22 @@ impl Simulation {
     pub fn report(&self, end: End) -> Report {
         let w = self.world.as_ref().expect("world is present outside run");
         let mut problems: Vec<Problem> = w
-            .sched.tasks
+            .tasks
             .errors
             .iter()
             .take(Report::MAX_LISTED)
             .map(|(t, msg)| {
-                let meta = &w.sched.tasks.meta[*t as usize];
+                let meta = &w.tasks.meta[*t as usize];
                 Problem {
                     machine: w.machine_name(meta.machine),
-                    application: w.sched.tasks.app_names[meta.app as usize].clone(),
+                    application: w.tasks.app_names[meta.app as usize].clone(),
                     state: meta.state,
                     message: msg.clone(),
                 }
             })
             .collect();
         for meta in w
-            .sched.tasks
+            .tasks
             .meta
             .iter()
             .filter(|m| m.state == TaskState::Pending && !m.daemon)
@@ -1374,7 +1326,7 @@ impl Simulation {
             }
             problems.push(Problem {
                 machine: w.machine_name(meta.machine),
-                application: w.sched.tasks.app_names[meta.app as usize].clone(),
+                application: w.tasks.app_names[meta.app as usize].clone(),
                 state: TaskState::Pending,
                 message: "still waiting when the run ended".into(),
             });
@@ -1388,11 +1340,11 @@ impl Simulation {
             end,
             sim_time_ns: w.now().as_nanos(),
             apps_ended_ns: w
-                .sched.tasks
+                .tasks
                 .meta
                 .iter()
                 .all(|m| m.daemon || m.state != TaskState::Pending)
-                .then_some(w.sched.tasks.last_end)
+                .then_some(w.tasks.last_end)
                 .flatten()
                 .map(Time::as_nanos),
             events,
@@ -1411,14 +1363,14 @@ impl Simulation {
             applications,
             problems,
             metrics: w
-                .obs.metrics
+                .metrics
                 .iter()
                 .take(10_000)
                 .map(|m| MetricReport {
                     machine: w.machine_name(m.machine),
                     application: m
                         .app
-                        .map_or(String::new(), |a| w.sched.tasks.app_names[a as usize].clone()),
+                        .map_or(String::new(), |a| w.tasks.app_names[a as usize].clone()),
                     name: m.name.clone(),
                     value: m.value,
                 })

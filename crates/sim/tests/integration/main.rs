@@ -6,12 +6,14 @@
 
 mod chain;
 mod common;
+mod custom_protocol;
 mod delivery;
 mod departure;
 mod determinism;
 mod dsack;
 mod ecn;
 mod fast_path;
+mod foreign_stack;
 mod faults;
 mod fragmentation;
 mod fuzz_corpus;

@@ -1,0 +1,97 @@
+//! What the stacks count: packets by kind, and drops by reason (the
+//! network layer's reasons among them). The report aggregates these.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DropReason {
+    /// Dropped by the network layer (a loss draw, a full queue, …).
+    Net(elvis_net::DropReason),
+    /// A checksum failed (protocol named).
+    BadChecksum(&'static str),
+    /// A header did not parse or its lengths disagree (protocol named).
+    Malformed(&'static str),
+    /// A protocol, ethertype or message type this machine does not handle.
+    Unsupported(&'static str),
+    /// Addressed to another machine (no forwarding on hosts).
+    NotForUs,
+    /// No socket bound to the destination port or ICMP identifier.
+    NoSocket,
+    /// The receiving socket's buffer was full.
+    SocketBufferFull,
+    /// The receiving machine had crashed.
+    MachineCrashed,
+    /// A fragmented datagram did not complete in time.
+    ReassemblyTimeout,
+    /// A fragment overlapped one already received.
+    FragmentOverlap,
+    /// Too many datagrams waiting for one ARP resolution.
+    ArpQueueFull,
+    /// ARP got no answer.
+    ArpFailed,
+    /// A SYN found the listener's backlog full.
+    ListenQueueFull,
+    /// A router got a datagram whose TTL ran out (Time Exceeded sent).
+    TtlExceeded,
+    /// A router (or host) had no route to the destination.
+    NoRoute,
+    /// A router had to fragment a datagram with DF set (Frag Needed sent).
+    FragNeeded,
+}
+
+impl From<elvis_net::DropReason> for DropReason {
+    fn from(r: elvis_net::DropReason) -> Self {
+        DropReason::Net(r)
+    }
+}
+
+impl fmt::Display for DropReason {
+    /// Formats as the report key: `bad_checksum(udp)`, `loss`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DropReason::Net(r) => r.fmt(f),
+            DropReason::BadChecksum(p) => write!(f, "bad_checksum({p})"),
+            DropReason::Malformed(p) => write!(f, "malformed({p})"),
+            DropReason::Unsupported(p) => write!(f, "unsupported({p})"),
+            DropReason::NotForUs => f.write_str("not_for_us"),
+            DropReason::NoSocket => f.write_str("no_socket"),
+            DropReason::SocketBufferFull => f.write_str("socket_buffer_full"),
+            DropReason::MachineCrashed => f.write_str("machine_crashed"),
+            DropReason::ReassemblyTimeout => f.write_str("reassembly_timeout"),
+            DropReason::FragmentOverlap => f.write_str("fragment_overlap"),
+            DropReason::ArpQueueFull => f.write_str("arp_queue_full"),
+            DropReason::ArpFailed => f.write_str("arp_failed"),
+            DropReason::ListenQueueFull => f.write_str("listen_queue_full"),
+            DropReason::TtlExceeded => f.write_str("ttl_exceeded"),
+            DropReason::NoRoute => f.write_str("no_route"),
+            DropReason::FragNeeded => f.write_str("frag_needed"),
+        }
+    }
+}
+
+/// Run-wide packet counters.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub frames_delivered: u64,
+    pub ip_sent: u64,
+    pub ip_delivered: u64,
+    pub udp_sent: u64,
+    pub udp_delivered: u64,
+    pub icmp_echo_replied: u64,
+    pub icmp_errors_sent: u64,
+    pub icmp_errors_rate_limited: u64,
+    pub arp_sent: u64,
+    pub tcp_sent: u64,
+    pub tcp_received: u64,
+    pub gro_merged: u64,
+    pub drops: BTreeMap<DropReason, u64>,
+}
+
+impl Stats {
+    pub fn drop(&mut self, reason: DropReason) {
+        *self.drops.entry(reason).or_insert(0) += 1;
+    }
+}
+

@@ -1,0 +1,75 @@
+//! Ethernet II framing (IEEE 802.3 with EtherType), on a simulated NIC.
+//!
+//! Outgoing frames are padded to the 60-byte minimum with a virtual zero
+//! chunk (no copy). Incoming frames are accepted when addressed to the
+//! interface, to broadcast, or to a multicast group.
+
+use crate::machine::IfaceId;
+use crate::machine::MachineId;
+use elvis_net as net;
+use crate::counters::DropReason;
+use crate::hosts::Hosts;
+use elvis_message::Message;
+use elvis_wire::{ethernet, EtherType, EthernetAddress};
+
+/// Pushes an Ethernet header and hands the frame to the NIC of `iface`.
+pub fn send(
+    w: &mut Hosts,
+    m: MachineId,
+    iface: IfaceId,
+    dst: EthernetAddress,
+    ty: EtherType,
+    msg: &mut Message,
+) {
+    let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else {
+        return;
+    };
+    let src = w.fabric.networks[ifc.net as usize].mac(ifc.port);
+    let repr = ethernet::Repr {
+        src_addr: src,
+        dst_addr: dst,
+        ethertype: ty,
+    };
+    let header = msg.push_front(ethernet::HEADER_LEN);
+    repr.emit(&mut ethernet::Frame::new_unchecked(header));
+    if msg.len() < ethernet::MIN_FRAME_LEN {
+        msg.pad_to(ethernet::MIN_FRAME_LEN);
+    }
+    net::transmit(w, ifc.net, ifc.port, msg);
+}
+
+/// Demuxes an incoming frame to IPv4 or ARP.
+///
+/// A router first offers the frame to its fast path
+/// ([`super::forward::forward_frame`]), which forwards most transit
+/// datagrams without taking the frame apart.
+///
+/// A host first offers the frame to TCP's receive fast path
+/// ([`super::tcp::rx::receive_frame`]), which takes common TCP segments
+/// addressed to it.
+pub fn receive(w: &mut Hosts, m: MachineId, iface: IfaceId, frame: &mut Message) {
+    if w.machines[m as usize].forward {
+        if w.config.fast_forward && super::forward::forward_frame(w, m, iface, frame) {
+            return;
+        }
+    } else if w.config.tcp_fast_path && super::tcp::rx::receive_frame(w, m, iface, frame) {
+        return;
+    }
+    let Some(header) = frame.front(ethernet::HEADER_LEN) else {
+        return w.drop_packet(DropReason::Malformed("ethernet"));
+    };
+    let Ok(repr) = ethernet::Repr::parse(&ethernet::Frame::new_unchecked(header)) else {
+        return w.drop_packet(DropReason::Malformed("ethernet"));
+    };
+    let ifc = w.machines[m as usize].ifaces[iface as usize];
+    let own = w.fabric.networks[ifc.net as usize].mac(ifc.port);
+    if repr.dst_addr != own && !repr.dst_addr.is_broadcast() && !repr.dst_addr.is_multicast() {
+        return w.drop_packet(DropReason::NotForUs);
+    }
+    let _ = frame.pop_front(ethernet::HEADER_LEN);
+    match repr.ethertype {
+        EtherType::Ipv4 => super::ipv4::receive(w, m, iface, frame),
+        EtherType::Arp => super::arp::receive(w, m, iface, frame),
+        _ => w.drop_packet(DropReason::Unsupported("ethertype")),
+    }
+}
