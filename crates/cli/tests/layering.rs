@@ -6,10 +6,14 @@
 //! checked against [`LAYERS`]. A workspace crate missing from the table is
 //! a failure too, so a new crate has to be placed before it builds green.
 //! A table entry for a crate that does not exist (yet) is not an error.
+//!
+//! The same test binary keeps the source files small: no non-test part of
+//! a file under `crates/*/src` may exceed [`MAX_SOURCE_LINES`].
 #![forbid(unsafe_code)]
 
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -224,5 +228,72 @@ fn an_unplaced_crate_is_caught() {
     assert_eq!(
         violations(&metadata),
         ["elvis-new is not in LAYERS: place it in crates/cli/tests/layering.rs"]
+    );
+}
+
+/// Most lines the non-test part of a source file may have.
+const MAX_SOURCE_LINES: usize = 1200;
+
+/// Pushes every `.rs` file under `dir` (recursively) onto `out`, except
+/// test code (files named `tests.rs`, files under a `tests` folder) and
+/// the bodies of fuzz targets (`fuzz.rs`, `fuzz_bodies.rs`).
+fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("a directory entry reads").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() {
+            if name != "tests" {
+                source_files(&path, out);
+            }
+        } else if name.ends_with(".rs")
+            && !matches!(name, "tests.rs" | "fuzz.rs" | "fuzz_bodies.rs")
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// Returns the lines of `text` before its test code: the first line that
+/// starts with `#[cfg(test)]` at column 0, or the end.
+fn non_test_lines(text: &str) -> usize {
+    let lines = text.lines().collect::<Vec<_>>();
+    (lines.iter())
+        .position(|l| l.starts_with("#[cfg(test)]"))
+        .unwrap_or(lines.len())
+}
+
+#[test]
+fn no_source_file_is_over_1200_lines() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let crates = std::fs::read_dir(root.join("crates")).expect("the workspace has crates/");
+    let mut files = Vec::new();
+    for krate in crates {
+        let src = krate.expect("a directory entry reads").path().join("src");
+        if src.is_dir() {
+            source_files(&src, &mut files);
+        }
+    }
+    assert!(
+        !files.is_empty(),
+        "no source files under {}",
+        root.display()
+    );
+    files.sort();
+    let over: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", f.display()));
+            let n = non_test_lines(&text);
+            let shown = f.strip_prefix(root).unwrap_or(f);
+            (n > MAX_SOURCE_LINES).then(|| format!("{}: {n} lines", shown.display()))
+        })
+        .collect();
+    assert!(
+        over.is_empty(),
+        "source files over {MAX_SOURCE_LINES} lines (not counting tests); split them:\n{}",
+        over.join("\n")
     );
 }
