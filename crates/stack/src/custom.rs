@@ -51,9 +51,9 @@ pub trait Protocol: 'static {
 
 /// What a protocol may do while it runs.
 pub struct ProtocolCtx<'a> {
-    pub w: &'a mut Hosts,
-    pub machine: MachineId,
-    pub proto: u8,
+    w: &'a mut Hosts,
+    machine: MachineId,
+    proto: u8,
 }
 
 impl ProtocolCtx<'_> {
