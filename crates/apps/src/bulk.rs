@@ -11,7 +11,7 @@
 //! `-w`); the receive buffer is the window the receiver advertises.
 
 use crate::Host;
-use elvis_sim::{AppError, AppResult, Congestion, Message};
+use elvis_api::{AppError, AppResult, Congestion, Message};
 use std::net::SocketAddrV4;
 use std::rc::Rc;
 

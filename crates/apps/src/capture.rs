@@ -5,7 +5,7 @@
 //! each until it closes.
 
 use crate::Host;
-use elvis_sim::{AppError, AppResult, Message};
+use elvis_api::{AppError, AppResult, Message};
 use std::rc::Rc;
 
 /// Options of `capture`.
@@ -71,11 +71,11 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
 /// Returns the next message, or `None` once the shared counter reached
 /// `target` first.
 async fn first_of(
-    sock: &elvis_sim::UdpSocket,
+    sock: &elvis_api::UdpSocket,
     host: &Host,
     counter: &str,
     target: u64,
-) -> Option<Result<Message, elvis_sim::SocketError>> {
+) -> Option<Result<Message, elvis_api::SocketError>> {
     use std::future::Future;
     use std::pin::pin;
     use std::task::Poll;

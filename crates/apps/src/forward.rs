@@ -2,7 +2,7 @@
 //! destination (a daemon: it never finishes by itself).
 
 use crate::Host;
-use elvis_sim::AppResult;
+use elvis_api::AppResult;
 use std::net::SocketAddrV4;
 use std::rc::Rc;
 

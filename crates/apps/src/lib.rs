@@ -1,7 +1,8 @@
 //! The applications that ship with elvis, written against the socket API.
 //!
 //! Each application is a plain sequential `async fn` taking a [`Host`] and a
-//! shared configuration. [`registry`] maps NDL names and options to them.
+//! shared configuration. The builder (`elvis-build`, its `apps::registry`)
+//! maps NDL names and options to them.
 //!
 //! | NDL name | what it does | ends when |
 //! |---|---|---|
@@ -16,8 +17,9 @@
 //! | `tcp_echo_server` | echoes every TCP connection | never (daemon) |
 //! | `tcp_echo_client` | sends `message` `message_count` times over TCP and checks the echoes | all echoed |
 //!
-//! Every one also takes `start` and `stop` ([`timing`]): when it begins
-//! (a time, or one drawn per machine) and when it is stopped.
+//! Every one also takes `start` and `stop` (the builder's `apps::timing`):
+//! when it begins (a time, or one drawn per machine) and when it is
+//! stopped.
 #![forbid(unsafe_code)]
 
 pub mod bulk;
@@ -25,12 +27,8 @@ pub mod capture;
 pub mod forward;
 pub mod ping;
 pub mod ping_pong;
-pub mod registry;
 pub mod send_message;
 pub mod tcp_echo;
-pub mod timing;
 pub mod traceroute;
 
-pub use registry::{AppFactory, BuildCtx, ParamError};
-
-use elvis_sim::Host;
+use elvis_api::Host;

@@ -6,7 +6,7 @@
 //! run report. It fails when no reply came back at all.
 
 use crate::Host;
-use elvis_sim::{AppError, AppResult, Message, Time};
+use elvis_api::{AppError, AppResult, Message, Time};
 use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! `n > 0` replies `n − 1`; whoever sends or receives 0 is done.
 
 use crate::Host;
-use elvis_sim::{AppError, AppResult, Message};
+use elvis_api::{AppError, AppResult, Message};
 use std::net::SocketAddrV4;
 use std::rc::Rc;
 

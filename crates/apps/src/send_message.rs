@@ -6,7 +6,7 @@
 //! `capture` can find message boundaries in the byte stream), and closes.
 
 use crate::Host;
-use elvis_sim::{AppResult, Congestion, Message};
+use elvis_api::{AppResult, Congestion, Message};
 use std::net::SocketAddrV4;
 use std::rc::Rc;
 

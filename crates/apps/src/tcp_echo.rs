@@ -4,7 +4,7 @@
 //! `message_count` times and checks each echo.
 
 use crate::Host;
-use elvis_sim::{AppError, AppResult, Message};
+use elvis_api::{AppError, AppResult, Message};
 use std::net::SocketAddrV4;
 use std::rc::Rc;
 

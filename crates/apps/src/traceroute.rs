@@ -16,7 +16,7 @@
 //! UDP sockets do not receive ICMP errors other than Port Unreachable.
 
 use crate::Host;
-use elvis_sim::{AppError, AppResult, EchoOptions, Message, Time};
+use elvis_api::{AppError, AppResult, EchoOptions, Message, Time};
 use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -84,10 +84,10 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
 /// Waits for the answer to probe `seq` until `deadline`.
 async fn answer(
     host: &Host,
-    sock: &elvis_sim::IcmpSocket,
+    sock: &elvis_api::IcmpSocket,
     seq: u16,
     deadline: Time,
-) -> Result<Option<(Ipv4Addr, Option<elvis_sim::IcmpError>)>, AppError> {
+) -> Result<Option<(Ipv4Addr, Option<elvis_api::IcmpError>)>, AppError> {
     loop {
         match crate::ping::timeout_at(host, deadline, sock.recv_echo()).await {
             Some(Ok(r)) if r.seq == seq => return Ok(Some((r.from, r.error))),

@@ -32,7 +32,7 @@
 //! are refused by the NDL lowering already).
 #![forbid(unsafe_code)]
 
-use elvis_apps::registry::{self, BuildCtx, ParamError};
+use apps::registry::{self, BuildCtx, ParamError};
 use elvis_kernel::Time;
 use elvis_scenario::{
     AppSpec, Loc, MachineGroup, NetworkKind, OffloadSpec, Param, Params, RoutingMode, Scenario,
@@ -42,6 +42,7 @@ use elvis_sim::{NetworkConfig, Protocols, Simulation};
 use std::borrow::Cow;
 use std::net::Ipv4Addr;
 
+pub mod apps;
 pub mod estimate;
 mod topology;
 
@@ -763,7 +764,7 @@ fn spawn_apps<'a>(
         addresses.get(id as usize).copied().flatten()
     };
     // Receivers start before senders at the same instant (see crate docs).
-    let mut spawns: Vec<(elvis_apps::AppFactory, u32, u32)> = Vec::new();
+    let mut spawns: Vec<(apps::AppFactory, u32, u32)> = Vec::new();
     // An owned group is dropped once its applications are configured.
     for (k, (g, (_, first, len))) in machines.zip(groups).enumerate() {
         // The machines of this group that take its applications.

@@ -57,10 +57,9 @@ const LAYERS: &[(&str, May)] = &[
             "elvis-net",
         ]),
     ),
-    // Facade: sockets and the application API, the executor and run loop,
-    // routes, topologies, reports and traces.
+    // Application API: a Host's sockets, tasks, the running world.
     (
-        "elvis-sim",
+        "elvis-api",
         May::Only(&[
             "elvis-kernel",
             "elvis-wire",
@@ -70,18 +69,24 @@ const LAYERS: &[(&str, May)] = &[
             "elvis-stack",
         ]),
     ),
-    // Applications, written against the socket API, and their options.
+    // Facade: builds and runs simulations; routes, topologies, reports
+    // and traces.
     (
-        "elvis-apps",
+        "elvis-sim",
         May::Only(&[
-            "elvis-sim",
-            "elvis-scenario",
             "elvis-kernel",
             "elvis-wire",
             "elvis-message",
+            "elvis-tcpcc",
+            "elvis-net",
+            "elvis-stack",
+            "elvis-api",
         ]),
     ),
-    // Builder: a scenario to a runnable simulation.
+    // Applications, written against the application API only.
+    ("elvis-apps", May::Only(&["elvis-api"])),
+    // Builder: a scenario to a runnable simulation; the NDL names of the
+    // applications.
     (
         "elvis-build",
         May::Only(&[

@@ -50,15 +50,11 @@
 //!   tasks by id when a socket or timer they wait on is ready.
 #![forbid(unsafe_code)]
 
-mod api;
-mod executor;
 pub mod report;
 mod routing;
 mod simulation;
-pub mod socket;
 mod stop;
 pub mod topology;
-mod world;
 
 /// The network layer (the `elvis-net` crate).
 pub use elvis_net as net;
@@ -66,6 +62,9 @@ pub use elvis_net as net;
 pub use elvis_stack as stack;
 pub use elvis_stack::foreign;
 use elvis_stack::machine;
+/// Sockets: the application API's socket types (the `elvis-api` crate).
+pub use elvis_api::socket;
+use elvis_api::{executor, world};
 pub use elvis_net::{pcap, qdisc};
 
 /// Bodies of the cargo-fuzz targets in `fuzz/` that need the simulator's
@@ -76,7 +75,7 @@ pub mod fuzz_bodies {
     pub use elvis_stack::tcp::tcb::fuzz::tcp_input;
 }
 
-pub use api::{Host, Sleep};
+pub use elvis_api::host::{Host, Sleep};
 pub use elvis_kernel::Time;
 pub use elvis_message::Message;
 pub use elvis_tcpcc::Algorithm as Congestion;

@@ -4,7 +4,7 @@
 //! protocols, and the applications spawned on the machines.
 
 use super::{SimError, Simulation};
-use crate::api::Host;
+use elvis_api::host::Host;
 use crate::executor::{AppResult, TaskFuture, TaskId, TaskMeta, TaskState};
 use crate::machine::IfaceId;
 use crate::machine::{Group, Iface, Machine, MachineId, Protocols};

@@ -10,7 +10,7 @@
 //! `stop` time is an event: the run's clock reaches it even when the
 //! application ended before.
 
-use crate::registry::ParamError;
+use super::registry::ParamError;
 use elvis_scenario::{Loc, Params};
 use elvis_sim::{AppResult, Host, MachineId, Simulation, Time};
 use std::future::Future;

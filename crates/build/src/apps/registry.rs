@@ -8,8 +8,8 @@
 //! Every application also accepts `ip` (the machine's own address, used by
 //! the builder) and `start` / `stop` (when it runs, `timing.rs`).
 
-use crate::timing::Timing;
-use crate::{bulk, capture, forward, ping, ping_pong, send_message, tcp_echo, traceroute};
+use super::timing::Timing;
+use elvis_apps::{bulk, capture, forward, ping, ping_pong, send_message, tcp_echo, traceroute};
 use elvis_scenario::{Loc, Params};
 use elvis_sim::{Host, MachineId, Message, Simulation};
 use std::net::{Ipv4Addr, SocketAddrV4};

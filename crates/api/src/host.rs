@@ -18,7 +18,7 @@ use std::time::Duration;
 /// A handle to the machine an application runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Host {
-    pub(crate) machine: MachineId,
+    pub machine: MachineId,
 }
 
 impl Host {
@@ -223,7 +223,7 @@ impl Host {
 }
 
 /// Returns the task being polled.
-pub(crate) use crate::executor::current_task;
+pub use crate::executor::current_task;
 
 /// A future that completes at a virtual instant.
 #[derive(Debug)]

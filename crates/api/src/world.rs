@@ -14,10 +14,10 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::mem::ManuallyDrop;
 
-pub(crate) use elvis_stack::hosts::Event;
+pub use elvis_stack::hosts::Event;
 
 /// The state of a run: the hosts and the applications on them.
-pub(crate) struct World {
+pub struct World {
     /// Machines, networks, the clock and everything protocol code runs on.
     pub hosts: Hosts,
     /// The applications' task records.
@@ -48,7 +48,7 @@ impl std::ops::DerefMut for World {
 }
 
 /// A value published by an application.
-pub(crate) struct Metric {
+pub struct Metric {
     pub machine: MachineId,
     pub app: Option<u32>,
     pub name: String,
@@ -58,7 +58,7 @@ pub(crate) struct Metric {
 /// A counter shared across machines (the Elvis `capture` app's
 /// `counter=` option).
 #[derive(Default)]
-pub(crate) struct Counter {
+pub struct Counter {
     pub value: u64,
     pub waiters: Vec<TaskId>,
 }
@@ -127,7 +127,7 @@ thread_local! {
 
 /// Why the world could not be reached from application code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Unavailable {
+pub enum Unavailable {
     /// No simulation is running on this thread.
     NotRunning,
     /// The world is already borrowed (a socket call made from inside
@@ -136,7 +136,7 @@ pub(crate) enum Unavailable {
 }
 
 /// Runs `f` with the running world, if any.
-pub(crate) fn try_with_world<R>(f: impl FnOnce(&mut World) -> R) -> Result<R, Unavailable> {
+pub fn try_with_world<R>(f: impl FnOnce(&mut World) -> R) -> Result<R, Unavailable> {
     WORLD.with(|cell| {
         let mut guard = cell.try_borrow_mut().map_err(|_| Unavailable::Busy)?;
         let world = guard.as_mut().ok_or(Unavailable::NotRunning)?;
@@ -151,7 +151,7 @@ pub(crate) fn try_with_world<R>(f: impl FnOnce(&mut World) -> R) -> Result<R, Un
 /// socket call returning a received message): the result is built in
 /// place, not wrapped in a `Result` and moved out again.
 #[inline]
-pub(crate) fn with_world_or<R>(
+pub fn with_world_or<R>(
     f: impl FnOnce(&mut World) -> R,
     unavailable: impl FnOnce(Unavailable) -> R,
 ) -> R {
@@ -166,14 +166,14 @@ pub(crate) fn with_world_or<R>(
 
 /// Runs `f` with this thread's world cell itself (for the run loop, which
 /// borrows it once per turn and lets go of it while a task is polled).
-pub(crate) fn with_cell<R>(f: impl FnOnce(&RefCell<Option<Box<World>>>) -> R) -> R {
+pub fn with_cell<R>(f: impl FnOnce(&RefCell<Option<Box<World>>>) -> R) -> R {
     WORLD.with(|cell| f(cell))
 }
 
 /// Puts `world` into this thread's slot for the duration of a run.
 ///
 /// Returns the world back if another simulation is already running here.
-pub(crate) fn install(world: Box<World>) -> Result<(), Box<World>> {
+pub fn install(world: Box<World>) -> Result<(), Box<World>> {
     WORLD.with(|cell| {
         let Ok(mut guard) = cell.try_borrow_mut() else {
             return Err(world);
@@ -187,6 +187,6 @@ pub(crate) fn install(world: Box<World>) -> Result<(), Box<World>> {
 }
 
 /// Takes the world back out of this thread's slot.
-pub(crate) fn uninstall() -> Option<Box<World>> {
+pub fn uninstall() -> Option<Box<World>> {
     WORLD.with(|cell| cell.borrow_mut().take())
 }

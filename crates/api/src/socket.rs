@@ -20,7 +20,7 @@
 //! | any call on a closed socket | `EBADF` → [`SocketError::BadDescriptor`] |
 //! | UDP on a machine without UDP | `EPROTONOSUPPORT` → [`SocketError::ProtocolNotAvailable`] |
 
-use crate::api::{current_task, Host};
+use crate::host::{current_task, Host};
 use crate::stack::udp as udp_send;
 use crate::world::{try_with_world, with_world_or, Unavailable};
 use elvis_message::Message;
@@ -65,7 +65,7 @@ pub struct UdpSocket {
 }
 
 impl UdpSocket {
-    pub(crate) fn bind(host: Host, port: u16) -> Result<UdpSocket, SocketError> {
+    pub fn bind(host: Host, port: u16) -> Result<UdpSocket, SocketError> {
         try_with_world(|w| {
             let m = host.machine;
             let group = w.machines[m as usize].group;
@@ -304,7 +304,7 @@ pub struct IcmpSocket {
 }
 
 impl IcmpSocket {
-    pub(crate) fn open(host: Host, ident: u16) -> Result<IcmpSocket, SocketError> {
+    pub fn open(host: Host, ident: u16) -> Result<IcmpSocket, SocketError> {
         try_with_world(|w| {
             let m = host.machine;
             let taken = w.machines[m as usize]
@@ -326,7 +326,7 @@ impl IcmpSocket {
 
     /// Opens a socket with the first free identifier from `preferred` up
     /// (wrapping).
-    pub(crate) fn open_free(host: Host, preferred: u16) -> Result<IcmpSocket, SocketError> {
+    pub fn open_free(host: Host, preferred: u16) -> Result<IcmpSocket, SocketError> {
         let ident = try_with_world(|w| {
             let taken: std::collections::BTreeSet<u16> = w.machines[host.machine as usize]
                 .sockets

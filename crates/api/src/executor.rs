@@ -12,7 +12,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
-pub(crate) use elvis_stack::hosts::{current_task, set_current_task, TaskId};
+pub use elvis_stack::hosts::{current_task, set_current_task, TaskId};
 
 /// What an application returns.
 pub type AppResult = Result<(), AppError>;
@@ -45,7 +45,7 @@ impl<E: std::error::Error> From<E> for AppError {
 }
 
 /// The boxed body of an application.
-pub(crate) type TaskFuture = Pin<Box<dyn Future<Output = AppResult>>>;
+pub type TaskFuture = Pin<Box<dyn Future<Output = AppResult>>>;
 
 /// How a task ended (or why it has not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -62,7 +62,7 @@ pub enum TaskState {
 }
 
 /// The record of one task.
-pub(crate) struct TaskMeta {
+pub struct TaskMeta {
     pub machine: MachineId,
     /// Index into the simulation's application-name table.
     pub app: u32,
@@ -74,7 +74,7 @@ pub(crate) struct TaskMeta {
 
 /// Task records, indexed by [`TaskId`].
 #[derive(Default)]
-pub(crate) struct TaskTable {
+pub struct TaskTable {
     pub meta: Vec<TaskMeta>,
     /// Application names; tasks refer to them by index.
     pub app_names: Vec<String>,

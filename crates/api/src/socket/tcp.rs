@@ -38,7 +38,7 @@
 //! Non-blocking mode, `MSG_PEEK`, `TCP_MAXSEG`, `TCP_USER_TIMEOUT`,
 //! `TCP_CORK`, `SO_RCVLOWAT`, binding to a specific local address.
 
-use crate::api::{current_task, Host};
+use crate::host::{current_task, Host};
 use crate::socket::{SocketError, SocketSlot};
 use crate::stack::tcp::ecn::EcnMode;
 use crate::stack::tcp::keepalive::{Keepalive, KeepaliveTimer};
@@ -62,7 +62,8 @@ const MAX_BUF: usize = 1 << 30;
 /// `setsockopt(2)` + `bind(2)`), as `tokio::net::TcpSocket`.
 ///
 /// ```no_run
-/// # use elvis_sim::{Host, Keepalive, SocketError};
+/// # use elvis_api::stack::tcp::keepalive::Keepalive;
+/// # use elvis_api::{Host, SocketError};
 /// # async fn f(host: Host) -> Result<(), SocketError> {
 /// let mut sock = host.tcp_socket()?;
 /// sock.set_recv_buffer_size(256 * 1024);
@@ -78,7 +79,7 @@ pub struct TcpSocket {
 }
 
 impl TcpSocket {
-    pub(crate) fn new(host: Host) -> Result<TcpSocket, SocketError> {
+    pub fn new(host: Host) -> Result<TcpSocket, SocketError> {
         try_with_world(|w| tcp::check_tcp_enabled(w, host.machine))??;
         Ok(TcpSocket {
             host,
@@ -241,7 +242,7 @@ fn with_sock<R>(
 }
 
 impl TcpListener {
-    pub(crate) fn open(
+    pub fn open(
         host: Host,
         port: u16,
         backlog: usize,
@@ -319,7 +320,7 @@ impl Future for Accept<'_> {
 }
 
 impl TcpStream {
-    pub(crate) fn connect(host: Host, to: SocketAddrV4, alg: Option<Algorithm>) -> Connect {
+    pub fn connect(host: Host, to: SocketAddrV4, alg: Option<Algorithm>) -> Connect {
         Connect {
             host,
             to,
