@@ -216,3 +216,216 @@ pub fn on_retry(w: &mut Hosts, m: MachineId, iface: IfaceId, ip: u32) {
     cache.pending[i].tries += 1;
     send_request(w, m, iface, Ipv4Addr::from(ip));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_QUEUED, MAX_TRIES, RETRY};
+    use crate::machine::{MachineId, Protocols};
+    use crate::testing::{arp, drops, eth, padded, Captured, Lab, Tap, ARP, BROADCAST, LATENCY};
+    use elvis_kernel::Time;
+    use std::net::Ipv4Addr;
+    use std::time::Duration;
+
+    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    const REQUEST: u16 = 1;
+    const REPLY: u16 = 2;
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A host (`protocols`) at 10.0.0.1 and a tap at 10.0.0.2 on one LAN.
+    fn lan(protocols: Protocols) -> (Lab, MachineId, Tap) {
+        let mut lab = Lab::new();
+        let net = lab.lan("lan");
+        let h = lab.host("h", protocols, net, HOST);
+        let peer = lab.tap("peer", net, PEER);
+        (lab, h, peer)
+    }
+
+    /// The broadcast request of `h` for the tap's address.
+    fn request_for_peer(lab: &Lab, h: MachineId) -> Vec<u8> {
+        let hmac = lab.mac(h, 0);
+        padded(eth(
+            BROADCAST,
+            hmac,
+            0x0806,
+            &arp(REQUEST, hmac, HOST, [0; 6], PEER),
+        ))
+    }
+
+    /// The tap answers `h`'s request.
+    fn peer_replies(lab: &mut Lab, h: MachineId, peer: &Tap) {
+        let hmac = lab.mac(h, 0);
+        let reply = arp(REPLY, peer.mac, PEER, hmac, HOST);
+        lab.send(peer, eth(hmac, peer.mac, 0x0806, &reply));
+    }
+
+    /// Checks that `f` is the UDP datagram `payload` from the host to the
+    /// tap, sent to the tap's MAC.
+    fn is_datagram_to_peer(f: &Captured, peer: &Tap, payload: &[u8]) {
+        assert_eq!(f.bytes[0..6], peer.mac, "to the tap's MAC");
+        let d = f.datagram();
+        assert_eq!(
+            (d[9], &d[12..16], &d[16..20]),
+            (17, &HOST.octets()[..], &PEER.octets()[..])
+        );
+        assert_eq!(&d[28..], payload);
+    }
+
+    #[test]
+    fn a_request_for_our_address_gets_a_reply_built_as_rfc_826_says() {
+        let (mut lab, h, peer) = lan(ARP);
+        let hmac = lab.mac(h, 0);
+        let request = arp(REQUEST, peer.mac, PEER, [0; 6], HOST);
+        lab.send(&peer, eth(BROADCAST, peer.mac, 0x0806, &request));
+        lab.run_for(MS);
+        let got = peer.take();
+        assert_eq!(got.len(), 1);
+        // RFC 826: swap the sender and target fields, put our hardware
+        // address in the sender's, set the opcode to reply, and send it to
+        // the requester's hardware address.
+        let a = &got[0].bytes[14..42];
+        assert_eq!(a[6..8], [0, 2], "opcode reply");
+        assert_eq!(
+            (&a[8..14], &a[14..18]),
+            (&hmac[..], &HOST.octets()[..]),
+            "sender: us"
+        );
+        assert_eq!(
+            (&a[18..24], &a[24..28]),
+            (&peer.mac[..], &PEER.octets()[..]),
+            "target: the asker"
+        );
+        let want = eth(
+            peer.mac,
+            hmac,
+            0x0806,
+            &arp(REPLY, hmac, HOST, peer.mac, PEER),
+        );
+        assert_eq!(got[0].bytes, padded(want), "byte for byte, padded to 60");
+        assert_eq!(lab.w.obs.stats.arp_sent, 1);
+        assert_eq!(lab.drops(), drops(&[]));
+    }
+
+    #[test]
+    fn a_machine_without_arp_still_answers_requests_for_its_own_address() {
+        let (mut lab, h, peer) = lan(Protocols::UDP);
+        let hmac = lab.mac(h, 0);
+        let request = arp(REQUEST, peer.mac, PEER, [0; 6], HOST);
+        lab.send(&peer, eth(BROADCAST, peer.mac, 0x0806, &request));
+        lab.run_for(MS);
+        let want = eth(
+            peer.mac,
+            hmac,
+            0x0806,
+            &arp(REPLY, hmac, HOST, peer.mac, PEER),
+        );
+        let got: Vec<Vec<u8>> = peer.take().into_iter().map(|c| c.bytes).collect();
+        assert_eq!(got, [padded(want)]);
+    }
+
+    #[test]
+    fn a_request_for_us_teaches_us_the_askers_address() {
+        let (mut lab, h, peer) = lan(ARP);
+        let request = arp(REQUEST, peer.mac, PEER, [0; 6], HOST);
+        lab.send(&peer, eth(BROADCAST, peer.mac, 0x0806, &request));
+        lab.run_for(MS);
+        assert_eq!(peer.take().len(), 1, "the reply");
+        // RFC 826: the target adds the sender's pair to its table, so a
+        // datagram to it needs no request of its own.
+        lab.send_udp(h, PEER, b"straight");
+        lab.run_for(MS);
+        let got = peer.take();
+        assert_eq!(got.len(), 1);
+        is_datagram_to_peer(&got[0], &peer, b"straight");
+    }
+
+    #[test]
+    fn a_request_for_another_address_gets_no_reply_and_teaches_nothing() {
+        let (mut lab, h, peer) = lan(ARP);
+        let other = Ipv4Addr::new(10, 0, 0, 77);
+        let request = arp(REQUEST, peer.mac, PEER, [0; 6], other);
+        lab.send(&peer, eth(BROADCAST, peer.mac, 0x0806, &request));
+        lab.run_for(MS);
+        assert!(peer.take().is_empty(), "not ours to answer");
+        // RFC 826 merges a sender only into an entry it already has, or
+        // when it is the target: the host still has to ask.
+        lab.send_udp(h, PEER, b"x");
+        lab.run_for(MS);
+        let got: Vec<Vec<u8>> = peer.take().into_iter().map(|c| c.bytes).collect();
+        assert_eq!(got, [request_for_peer(&lab, h)]);
+    }
+
+    #[test]
+    fn a_datagram_to_an_unresolved_neighbour_waits_for_the_reply_to_its_broadcast_request() {
+        let (mut lab, h, peer) = lan(ARP);
+        lab.send_udp(h, PEER, b"queued");
+        lab.run_for(MS);
+        let got: Vec<Vec<u8>> = peer.take().into_iter().map(|c| c.bytes).collect();
+        assert_eq!(
+            got,
+            [request_for_peer(&lab, h)],
+            "a request, and no datagram yet"
+        );
+        peer_replies(&mut lab, h, &peer);
+        lab.run_for(MS);
+        let got = peer.take();
+        assert_eq!(got.len(), 1, "the queued datagram");
+        assert_eq!(got[0].bytes[6..12], lab.mac(h, 0));
+        is_datagram_to_peer(&got[0], &peer, b"queued");
+        // Resolved: the retry timer finds nothing to do.
+        lab.run_for(10 * RETRY);
+        assert!(peer.take().is_empty());
+        assert_eq!(lab.drops(), drops(&[]));
+    }
+
+    #[test]
+    fn an_unanswered_request_is_retried_then_its_queued_datagrams_fail() {
+        let (mut lab, h, peer) = lan(ARP);
+        for i in 0..=MAX_QUEUED {
+            lab.send_udp(h, PEER, &[i as u8]);
+        }
+        assert_eq!(lab.drops(), drops(&[("arp_queue_full", 1)]), "one too many");
+        // Requests at 0, RETRY, 2 RETRY … (MAX_TRIES of them), each
+        // arriving LATENCY later; the last try's timer gives up.
+        let give_up = Time::ZERO + RETRY * u32::from(MAX_TRIES);
+        lab.run_until(Time::from_nanos(give_up.as_nanos() - 1));
+        let got = peer.take();
+        let times: Vec<Time> = got.iter().map(|c| c.at).collect();
+        let want: Vec<Time> = (0..u32::from(MAX_TRIES))
+            .map(|k| Time::ZERO + RETRY * k + LATENCY)
+            .collect();
+        assert_eq!(times, want);
+        assert!(got.iter().all(|c| c.bytes == request_for_peer(&lab, h)));
+        assert_eq!(
+            lab.drops(),
+            drops(&[("arp_queue_full", 1)]),
+            "still waiting"
+        );
+        lab.run_until(give_up);
+        let failed = MAX_QUEUED as u64;
+        assert_eq!(
+            lab.drops(),
+            drops(&[("arp_failed", failed), ("arp_queue_full", 1)])
+        );
+        lab.run_for(10 * RETRY);
+        assert!(peer.take().is_empty(), "no more requests");
+    }
+
+    #[test]
+    fn a_resolved_neighbour_is_still_cached_an_hour_later() {
+        // The module's documented gap: cache entries never expire (Linux
+        // would have let this one go stale long before an hour).
+        let (mut lab, h, peer) = lan(ARP);
+        lab.send_udp(h, PEER, b"first");
+        lab.run_for(MS);
+        peer_replies(&mut lab, h, &peer);
+        lab.run_for(MS);
+        assert_eq!(peer.take().len(), 2, "the request and the datagram");
+        lab.run_until(Time::from_secs(3600));
+        lab.send_udp(h, PEER, b"an hour later");
+        lab.run_for(MS);
+        let got = peer.take();
+        assert_eq!(got.len(), 1, "no new request");
+        is_datagram_to_peer(&got[0], &peer, b"an hour later");
+    }
+}

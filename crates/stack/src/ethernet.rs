@@ -73,3 +73,71 @@ pub fn receive(w: &mut Hosts, m: MachineId, iface: IfaceId, frame: &mut Message)
         _ => w.drop_packet(DropReason::Unsupported("ethertype")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::machine::{MachineId, Protocols};
+    use crate::testing::{drops, eth, icmp, Ip, Lab, Tap};
+    use std::net::Ipv4Addr;
+    use std::time::Duration;
+
+    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+    fn lan() -> (Lab, MachineId, Tap) {
+        let mut lab = Lab::new();
+        let net = lab.lan("lan");
+        let h = lab.host("h", Protocols::UDP, net, HOST);
+        let peer = lab.tap("peer", net, PEER);
+        (lab, h, peer)
+    }
+
+    /// An echo request from the tap to the host, in a frame to `dst`.
+    fn ping(peer: &Tap, dst: [u8; 6]) -> Vec<u8> {
+        let echo = icmp(8, 0, [0, 1, 0, 1], b"ping");
+        eth(
+            dst,
+            peer.mac,
+            0x0800,
+            &Ip::new(PEER, HOST, 1).datagram(&echo),
+        )
+    }
+
+    #[test]
+    fn a_frame_for_another_unicast_mac_is_dropped_as_not_for_us() {
+        let (mut lab, h, peer) = lan();
+        let stranger = [0x02, 0x55, 0, 0, 0, 9];
+        lab.hand(h, 0, ping(&peer, stranger));
+        lab.run_for(Duration::from_millis(1));
+        assert_eq!(lab.drops(), drops(&[("not_for_us", 1)]));
+        assert!(peer.take().is_empty(), "not answered");
+        assert_eq!(lab.w.obs.stats.ip_delivered, 0);
+        // The same frame to the host's own MAC is taken (and answered).
+        let own = lab.mac(h, 0);
+        lab.hand(h, 0, ping(&peer, own));
+        lab.run_for(Duration::from_millis(1));
+        assert_eq!(peer.take().len(), 1);
+        assert_eq!(lab.drops(), drops(&[("not_for_us", 1)]));
+    }
+
+    #[test]
+    fn an_unknown_ethertype_is_counted_unsupported() {
+        let (mut lab, h, peer) = lan();
+        let own = lab.mac(h, 0);
+        // IPv6 (0x86dd) and a made-up type: neither is demuxed.
+        lab.hand(h, 0, eth(own, peer.mac, 0x86dd, &[0x60; 40]));
+        lab.hand(h, 0, eth(own, peer.mac, 0x1234, &[0; 46]));
+        assert_eq!(lab.drops(), drops(&[("unsupported(ethertype)", 2)]));
+    }
+
+    #[test]
+    fn a_runt_frame_is_counted_malformed() {
+        let (mut lab, h, peer) = lan();
+        let own = lab.mac(h, 0);
+        // 13 bytes: one short of a header.
+        let mut runt = eth(own, peer.mac, 0x0800, &[]);
+        runt.pop();
+        lab.hand(h, 0, runt);
+        assert_eq!(lab.drops(), drops(&[("malformed(ethernet)", 1)]));
+    }
+}

@@ -488,7 +488,9 @@ fn refragment(
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::testing::{checksum as rfc1071, drops, eth, icmp, udp, Ip, Lab, Tap};
     use elvis_wire::checksum;
+    use std::time::Duration;
 
     #[test]
     fn the_incremental_checksum_matches_a_recomputed_one() {
@@ -509,5 +511,96 @@ mod test {
                 assert_eq!(after[10..12], want, "ttl {ttl} proto {proto}");
             }
         }
+    }
+
+    const A: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
+    const B: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
+    const MS: Duration = Duration::from_millis(1);
+
+    /// Tap `a` — router (10.0.1.1 | 10.0.2.1) — tap `b`, a LAN each side.
+    fn two_lans() -> (Lab, MachineId, Tap, Tap) {
+        let mut lab = Lab::new();
+        let (n0, n1) = (lab.lan("n0"), lab.lan("n1"));
+        let r = lab.router(
+            "r",
+            &[
+                (n0, Ipv4Addr::new(10, 0, 1, 1)),
+                (n1, Ipv4Addr::new(10, 0, 2, 1)),
+            ],
+        );
+        let a = lab.tap("a", n0, A);
+        let b = lab.tap("b", n1, B);
+        (lab, r, a, b)
+    }
+
+    /// A UDP datagram from `a` to `dst` with time to live `ttl`.
+    fn datagram(dst: Ipv4Addr, ttl: u8) -> Vec<u8> {
+        let mut ip = Ip::new(A, dst, 17);
+        ip.ttl = ttl;
+        ip.datagram(&udp(A, dst, 4000, 7, b"through the router"))
+    }
+
+    #[test]
+    fn a_router_forwards_with_the_ttl_one_less_and_a_correctly_updated_checksum() {
+        for fast in [true, false] {
+            for ttl in [64, 2] {
+                let (mut lab, r, a, b) = two_lans();
+                lab.w.config.fast_forward = fast;
+                let sent = datagram(B, ttl);
+                lab.send(&a, eth(lab.mac(r, 0), a.mac, 0x0800, &sent));
+                lab.run_for(MS);
+                let got = b.take();
+                assert_eq!(got.len(), 1, "fast {fast} ttl {ttl}");
+                assert_eq!(got[0].bytes[0..12], [b.mac, lab.mac(r, 1)].concat());
+                // RFC 1812 §5.3.1: TTL one less; the header checksum that
+                // of the new header (recomputed here from scratch).
+                let mut want = sent.clone();
+                want[8] = ttl - 1;
+                want[10..12].copy_from_slice(&[0, 0]);
+                let c = rfc1071(&want[..20]);
+                want[10..12].copy_from_slice(&c.to_be_bytes());
+                assert_eq!(got[0].datagram(), &want[..], "fast {fast} ttl {ttl}");
+                assert_eq!(lab.w.obs.fast_forwarded, u64::from(fast), "the path taken");
+                assert!(a.take().is_empty());
+                assert_eq!(lab.drops(), drops(&[]));
+            }
+        }
+    }
+
+    #[test]
+    fn a_router_answers_a_datagram_whose_ttl_would_run_out_with_time_exceeded() {
+        let (mut lab, r, a, b) = two_lans();
+        let sent = datagram(B, 1);
+        lab.send(&a, eth(lab.mac(r, 0), a.mac, 0x0800, &sent));
+        lab.run_for(MS);
+        assert!(b.take().is_empty(), "not forwarded");
+        let got = a.take();
+        assert_eq!(got.len(), 1);
+        let d = got[0].datagram();
+        assert_eq!(rfc1071(&d[..20]), 0);
+        assert_eq!(
+            (&d[12..16], &d[16..20]),
+            (&[10, 0, 1, 1][..], &A.octets()[..])
+        );
+        // RFC 792: type 11 code 0 (in transit), quoting the header and 8
+        // bytes of the datagram as it arrived.
+        assert_eq!(&d[20..], &icmp(11, 0, [0; 4], &sent[..28])[..]);
+        assert_eq!(lab.drops(), drops(&[("ttl_exceeded", 1)]));
+    }
+
+    #[test]
+    fn a_router_without_a_route_drops_as_no_route_and_answers_net_unreachable() {
+        let (mut lab, r, a, b) = two_lans();
+        let sent = datagram(Ipv4Addr::new(192, 168, 9, 9), 64);
+        lab.send(&a, eth(lab.mac(r, 0), a.mac, 0x0800, &sent));
+        lab.run_for(MS);
+        assert!(b.take().is_empty());
+        let got = a.take();
+        assert_eq!(got.len(), 1);
+        let d = got[0].datagram();
+        assert_eq!(rfc1071(&d[..20]), 0);
+        // RFC 792: Destination Unreachable (3), net unreachable (0).
+        assert_eq!(&d[20..], &icmp(3, 0, [0; 4], &sent[..28])[..]);
+        assert_eq!(lab.drops(), drops(&[("no_route", 1)]));
     }
 }

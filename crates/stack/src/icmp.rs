@@ -348,3 +348,137 @@ fn port_unreachable(w: &mut Hosts, m: MachineId, body: &mut Message) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::machine::{MachineId, Protocols};
+    use crate::testing::{checksum, drops, eth, icmp, udp, Ip, Lab, Tap};
+    use elvis_kernel::Time;
+    use std::net::Ipv4Addr;
+    use std::time::Duration;
+
+    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    const MS: Duration = Duration::from_millis(1);
+
+    fn lan() -> (Lab, MachineId, Tap) {
+        let mut lab = Lab::new();
+        let net = lab.lan("lan");
+        let h = lab.host("h", Protocols::UDP, net, HOST);
+        let peer = lab.tap("peer", net, PEER);
+        (lab, h, peer)
+    }
+
+    /// A UDP datagram from the tap to port 9 of the host (nothing bound).
+    fn to_closed_port(payload: &[u8]) -> Vec<u8> {
+        Ip::new(PEER, HOST, 17).datagram(&udp(PEER, HOST, 4000, 9, payload))
+    }
+
+    #[test]
+    fn an_echo_request_gets_a_reply_with_its_id_seq_and_payload_and_a_valid_checksum() {
+        let (mut lab, h, peer) = lan();
+        let hmac = lab.mac(h, 0);
+        let data: Vec<u8> = (0..56u8).collect();
+        let request = icmp(8, 0, [0x12, 0x34, 0x00, 0x07], &data);
+        lab.send(
+            &peer,
+            eth(
+                hmac,
+                peer.mac,
+                0x0800,
+                &Ip::new(PEER, HOST, 1).datagram(&request),
+            ),
+        );
+        lab.run_for(MS);
+        let got = peer.take();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].bytes[0..12], [peer.mac, hmac].concat());
+        let d = got[0].datagram();
+        assert_eq!(checksum(&d[..20]), 0, "IPv4 header checksum");
+        assert_eq!((d[8], d[9]), (64, 1), "default TTL, ICMP");
+        assert_eq!(
+            (&d[12..16], &d[16..20]),
+            (&HOST.octets()[..], &PEER.octets()[..])
+        );
+        let reply = &d[20..];
+        assert_eq!(reply[0..2], [0, 0], "echo reply, code 0");
+        assert_eq!(reply[4..8], [0x12, 0x34, 0x00, 0x07], "same id and seq");
+        assert_eq!(&reply[8..], &data[..], "same data");
+        assert_eq!(checksum(reply), 0, "RFC 792 checksum");
+        assert_eq!(lab.w.obs.stats.icmp_echo_replied, 1);
+        assert_eq!(lab.drops(), drops(&[]));
+    }
+
+    #[test]
+    fn an_echo_request_with_a_bad_checksum_is_dropped_unanswered() {
+        let (mut lab, h, peer) = lan();
+        let hmac = lab.mac(h, 0);
+        let mut request = icmp(8, 0, [0, 1, 0, 1], b"abcd");
+        request[2] ^= 0x01;
+        lab.send(
+            &peer,
+            eth(
+                hmac,
+                peer.mac,
+                0x0800,
+                &Ip::new(PEER, HOST, 1).datagram(&request),
+            ),
+        );
+        lab.run_for(MS);
+        assert!(peer.take().is_empty());
+        assert_eq!(lab.drops(), drops(&[("bad_checksum(icmp)", 1)]));
+    }
+
+    #[test]
+    fn a_datagram_to_a_closed_port_gets_port_unreachable_quoting_its_header_and_8_bytes() {
+        let (mut lab, h, peer) = lan();
+        let hmac = lab.mac(h, 0);
+        let sent = to_closed_port(b"is anyone there?");
+        lab.send(&peer, eth(hmac, peer.mac, 0x0800, &sent));
+        lab.run_for(MS);
+        let got = peer.take();
+        assert_eq!(got.len(), 1);
+        let d = got[0].datagram();
+        assert_eq!(checksum(&d[..20]), 0);
+        assert_eq!(
+            (d[9], &d[16..20]),
+            (1, &PEER.octets()[..]),
+            "ICMP to the sender"
+        );
+        // RFC 792: type 3 code 3, an unused word of zeros, then the
+        // internet header and the first 64 bits of the datagram's data
+        // (RFC 1122 §4.1.3.1: a host SHOULD send it).
+        let want = icmp(3, 3, [0; 4], &sent[..28]);
+        assert_eq!(&d[20..], &want[..]);
+        assert_eq!(lab.drops(), drops(&[("no_socket", 1)]));
+        assert_eq!(lab.w.obs.stats.icmp_errors_sent, 1);
+    }
+
+    #[test]
+    fn errors_to_one_source_stop_after_a_burst_of_six_then_come_one_per_second() {
+        // Linux's defaults: a destination's bucket holds XRLIM_BURST_FACTOR
+        // = 6 errors and refills one per icmp_ratelimit = 1000 ms.
+        let (mut lab, h, peer) = lan();
+        let hmac = lab.mac(h, 0);
+        let frame = eth(hmac, peer.mac, 0x0800, &to_closed_port(b"x"));
+        for _ in 0..10 {
+            lab.send(&peer, frame.clone());
+        }
+        lab.run_for(MS);
+        assert_eq!(peer.take().len(), 6, "the burst");
+        // The first error left at LATENCY; one more is allowed a second
+        // after, not a nanosecond sooner.
+        lab.run_until(Time::from_nanos(999_999_999));
+        lab.send(&peer, frame.clone());
+        lab.run_for(MS);
+        assert_eq!(peer.take().len(), 0, "too soon");
+        lab.run_until(Time::from_secs(1));
+        lab.send(&peer, frame.clone());
+        lab.send(&peer, frame);
+        lab.run_for(MS);
+        assert_eq!(peer.take().len(), 1, "one per second");
+        let s = &lab.w.obs.stats;
+        assert_eq!((s.icmp_errors_sent, s.icmp_errors_rate_limited), (7, 6));
+        assert_eq!(lab.drops(), drops(&[("no_socket", 13)]));
+    }
+}

@@ -604,3 +604,153 @@ pub fn on_reassembly_timer(w: &mut Hosts, m: MachineId, gen: u32) {
         w.drop_packet(DropReason::ReassemblyTimeout);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::REASSEMBLY_TIMEOUT;
+    use crate::endpoint::UdpShared;
+    use crate::machine::{MachineId, Protocols};
+    use crate::testing::{drops, eth, icmp, udp, Ip, Lab, Tap, LATENCY};
+    use elvis_kernel::Time;
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    use std::rc::Rc;
+    use std::time::Duration;
+
+    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A host with UDP port 7 bound and a tap, on one LAN.
+    fn lan() -> (Lab, MachineId, Tap, Rc<UdpShared>) {
+        let mut lab = Lab::new();
+        let net = lab.lan("lan");
+        let h = lab.host("h", Protocols::UDP, net, HOST);
+        let peer = lab.tap("peer", net, PEER);
+        let sock = lab.bind_udp(h, 7);
+        (lab, h, peer, sock)
+    }
+
+    /// The payload of the fragmented datagram of these tests.
+    fn payload() -> Vec<u8> {
+        (0..100u8).collect()
+    }
+
+    /// The UDP datagram (108 bytes) cut at `cuts` (multiples of 8) into
+    /// frames to `h`, in order of offset.
+    fn fragments(lab: &Lab, h: MachineId, peer: &Tap, cuts: &[usize]) -> Vec<Vec<u8>> {
+        let whole = udp(PEER, HOST, 4000, 7, &payload());
+        let mut bounds = vec![0];
+        bounds.extend_from_slice(cuts);
+        bounds.push(whole.len());
+        let hmac = lab.mac(h, 0);
+        (bounds.windows(2))
+            .map(|b| {
+                let mut ip = Ip::new(PEER, HOST, 17);
+                ip.offset = b[0] as u16;
+                ip.more_frags = b[1] < whole.len();
+                eth(hmac, peer.mac, 0x0800, &ip.datagram(&whole[b[0]..b[1]]))
+            })
+            .collect()
+    }
+
+    /// Returns the payload queued on `sock`, if any, and from whom.
+    fn received(sock: &UdpShared) -> Option<(Vec<u8>, SocketAddrV4)> {
+        let rx = sock.rx.borrow();
+        rx.head.as_ref().map(|(m, from)| (m.to_vec(), *from))
+    }
+
+    #[test]
+    fn a_bad_header_checksum_is_dropped_unanswered() {
+        let (mut lab, h, peer, _) = lan();
+        let hmac = lab.mac(h, 0);
+        let mut d = Ip::new(PEER, HOST, 1).datagram(&icmp(8, 0, [0, 1, 0, 1], b"ping"));
+        d[11] ^= 0x80;
+        lab.send(&peer, eth(hmac, peer.mac, 0x0800, &d));
+        lab.run_for(MS);
+        assert!(peer.take().is_empty(), "no echo reply");
+        assert_eq!(lab.w.obs.stats.ip_delivered, 0);
+        assert_eq!(lab.drops(), drops(&[("bad_checksum(ipv4)", 1)]));
+    }
+
+    #[test]
+    fn a_host_drops_a_datagram_for_another_address_as_not_for_us() {
+        let (mut lab, h, peer, sock) = lan();
+        let hmac = lab.mac(h, 0);
+        let other = Ipv4Addr::new(10, 0, 0, 50);
+        let d = Ip::new(PEER, other, 17).datagram(&udp(PEER, other, 4000, 7, b"lost"));
+        lab.send(&peer, eth(hmac, peer.mac, 0x0800, &d));
+        lab.run_for(MS);
+        assert_eq!(lab.drops(), drops(&[("not_for_us", 1)]));
+        assert!(
+            peer.take().is_empty(),
+            "a host forwards nothing and sends no error"
+        );
+        assert_eq!(received(&sock), None);
+    }
+
+    #[test]
+    fn fragments_arriving_out_of_order_are_reassembled_into_the_original_datagram() {
+        let (mut lab, h, peer, sock) = lan();
+        let f = fragments(&lab, h, &peer, &[48, 96]);
+        for (i, k) in [2, 0].into_iter().enumerate() {
+            lab.send(&peer, f[k].clone());
+            lab.run_for(MS);
+            assert_eq!(
+                received(&sock),
+                None,
+                "incomplete after {} fragments",
+                i + 1
+            );
+            assert_eq!(lab.w.obs.stats.ip_delivered, 0);
+        }
+        lab.send(&peer, f[1].clone());
+        lab.run_for(MS);
+        let from = SocketAddrV4::new(PEER, 4000);
+        assert_eq!(received(&sock), Some((payload(), from)));
+        assert_eq!(lab.w.obs.stats.ip_delivered, 1);
+        assert_eq!(lab.drops(), drops(&[]));
+        // Done: no timeout fires for it.
+        lab.run_for(2 * REASSEMBLY_TIMEOUT);
+        assert_eq!(lab.drops(), drops(&[]));
+    }
+
+    #[test]
+    fn an_incomplete_reassembly_expires_thirty_seconds_after_its_first_fragment() {
+        assert_eq!(
+            REASSEMBLY_TIMEOUT,
+            Duration::from_secs(30),
+            "Linux's ipfrag_time"
+        );
+        let (mut lab, h, peer, sock) = lan();
+        let f = fragments(&lab, h, &peer, &[48, 96]);
+        lab.send(&peer, f[0].clone());
+        lab.send(&peer, f[2].clone());
+        let expiry = Time::ZERO + LATENCY + REASSEMBLY_TIMEOUT;
+        lab.run_until(Time::from_nanos(expiry.as_nanos() - 1));
+        assert_eq!(lab.drops(), drops(&[]));
+        lab.run_until(expiry);
+        assert_eq!(lab.drops(), drops(&[("reassembly_timeout", 1)]));
+        // What arrived before is gone: the missing piece completes nothing.
+        lab.send(&peer, f[1].clone());
+        lab.run_for(MS);
+        assert_eq!(received(&sock), None);
+    }
+
+    #[test]
+    fn an_overlapping_fragment_is_dropped_as_fragment_overlap() {
+        let (mut lab, h, peer, sock) = lan();
+        let f = fragments(&lab, h, &peer, &[48]);
+        // Bytes 40..56 of the same datagram: they overlap 40..48.
+        let g = fragments(&lab, h, &peer, &[40, 56]);
+        lab.send(&peer, f[0].clone());
+        lab.send(&peer, g[1].clone());
+        lab.run_for(MS);
+        assert_eq!(lab.drops(), drops(&[("fragment_overlap", 1)]));
+        assert_eq!(received(&sock), None);
+        // Only the overlapping fragment is dropped: the rest still
+        // completes the datagram.
+        lab.send(&peer, f[1].clone());
+        lab.run_for(MS);
+        assert_eq!(received(&sock).map(|r| r.0), Some(payload()));
+    }
+}

@@ -43,6 +43,8 @@ pub mod machine;
 pub mod offload;
 pub mod route;
 pub mod tcp;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod udp;
 
 use crate::machine::IfaceId;

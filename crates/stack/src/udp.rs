@@ -192,3 +192,119 @@ pub fn receive(
         w.wake(t);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::endpoint::UdpShared;
+    use crate::machine::{MachineId, Protocols};
+    use crate::testing::{drops, eth, udp, Ip, Lab, Tap, BROADCAST};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    use std::rc::Rc;
+    use std::time::Duration;
+
+    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A host with UDP port 7 bound and a tap, on one LAN.
+    fn lan() -> (Lab, MachineId, Tap, Rc<UdpShared>) {
+        let mut lab = Lab::new();
+        let net = lab.lan("lan");
+        let h = lab.host("h", Protocols::UDP, net, HOST);
+        let peer = lab.tap("peer", net, PEER);
+        let sock = lab.bind_udp(h, 7);
+        (lab, h, peer, sock)
+    }
+
+    /// A frame from the tap to the host holding the UDP `segment`.
+    fn frame(lab: &Lab, h: MachineId, peer: &Tap, segment: &[u8]) -> Vec<u8> {
+        let d = Ip::new(PEER, HOST, 17).datagram(segment);
+        eth(lab.mac(h, 0), peer.mac, 0x0800, &d)
+    }
+
+    /// Returns the payloads queued on `sock`, oldest first, with senders.
+    fn queued(sock: &UdpShared) -> Vec<(Vec<u8>, SocketAddrV4)> {
+        let mut rx = sock.rx.borrow_mut();
+        std::iter::from_fn(|| rx.pop().map(|(m, from)| (m.to_vec(), from))).collect()
+    }
+
+    #[test]
+    fn a_datagram_for_a_bound_port_lands_in_its_receive_queue() {
+        let (mut lab, h, peer, sock) = lan();
+        let seg = udp(PEER, HOST, 4000, 7, b"hello, port 7");
+        lab.send(&peer, frame(&lab, h, &peer, &seg));
+        lab.run_for(MS);
+        assert_eq!(sock.rx.borrow().bytes, 13, "payload bytes queued");
+        let from = SocketAddrV4::new(PEER, 4000);
+        assert_eq!(queued(&sock), [(b"hello, port 7".to_vec(), from)]);
+        assert_eq!(lab.w.obs.stats.udp_delivered, 1);
+        assert_eq!(lab.drops(), drops(&[]));
+    }
+
+    #[test]
+    fn a_datagram_for_an_unbound_port_is_counted_no_socket() {
+        let (mut lab, h, peer, sock) = lan();
+        let seg = udp(PEER, HOST, 4000, 8, b"wrong door");
+        lab.send(&peer, frame(&lab, h, &peer, &seg));
+        lab.run_for(MS);
+        assert_eq!(lab.drops(), drops(&[("no_socket", 1)]));
+        assert!(queued(&sock).is_empty());
+        assert_eq!(peer.take().len(), 1, "a Port Unreachable");
+    }
+
+    #[test]
+    fn a_broadcast_to_an_unbound_port_is_counted_no_socket_and_draws_no_error() {
+        // RFC 1122 §3.2.2: no ICMP error about a datagram to a broadcast
+        // address.
+        let (mut lab, _, peer, _) = lan();
+        let bcast = Ipv4Addr::BROADCAST;
+        let d = Ip::new(PEER, bcast, 17).datagram(&udp(PEER, bcast, 4000, 8, b"anyone?"));
+        lab.send(&peer, eth(BROADCAST, peer.mac, 0x0800, &d));
+        lab.run_for(MS);
+        assert_eq!(lab.drops(), drops(&[("no_socket", 1)]));
+        assert!(peer.take().is_empty());
+    }
+
+    #[test]
+    fn a_bad_checksum_is_counted_and_the_datagram_not_queued() {
+        let (mut lab, h, peer, sock) = lan();
+        let mut seg = udp(PEER, HOST, 4000, 7, b"garbled");
+        seg[8] ^= 0x20; // a payload bit flipped after the checksum
+        lab.send(&peer, frame(&lab, h, &peer, &seg));
+        lab.run_for(MS);
+        assert_eq!(lab.drops(), drops(&[("bad_checksum(udp)", 1)]));
+        assert!(queued(&sock).is_empty());
+        assert!(peer.take().is_empty(), "no error about a corrupt datagram");
+    }
+
+    #[test]
+    fn a_zero_checksum_means_none_and_the_datagram_is_accepted() {
+        // RFC 768: "an all zero transmitted checksum value means that the
+        // transmitter generated no checksum".
+        let (mut lab, h, peer, sock) = lan();
+        let mut seg = udp(PEER, HOST, 4000, 7, b"unchecked");
+        seg[6..8].copy_from_slice(&[0, 0]);
+        lab.send(&peer, frame(&lab, h, &peer, &seg));
+        lab.run_for(MS);
+        assert_eq!(
+            queued(&sock),
+            [(b"unchecked".to_vec(), SocketAddrV4::new(PEER, 4000))]
+        );
+        assert_eq!(lab.drops(), drops(&[]));
+    }
+
+    #[test]
+    fn a_datagram_that_overflows_the_receive_buffer_is_counted_socket_buffer_full() {
+        let (mut lab, h, peer, sock) = lan();
+        sock.rx.borrow_mut().cap = 100;
+        // 60 + 60 > 100: the second does not fit; 60 + 40 = 100 does.
+        for len in [60, 60, 40] {
+            let seg = udp(PEER, HOST, 4000, 7, &vec![len as u8; len]);
+            lab.send(&peer, frame(&lab, h, &peer, &seg));
+        }
+        lab.run_for(MS);
+        assert_eq!(lab.drops(), drops(&[("socket_buffer_full", 1)]));
+        let lens: Vec<usize> = queued(&sock).iter().map(|(p, _)| p.len()).collect();
+        assert_eq!(lens, [60, 40]);
+    }
+}
