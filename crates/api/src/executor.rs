@@ -12,7 +12,33 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
-pub use elvis_stack::hosts::{current_task, set_current_task, TaskId};
+pub use elvis_stack::hosts::TaskId;
+
+/// `CURRENT` while no task is being polled.
+const NO_TASK: u32 = u32::MAX;
+
+thread_local! {
+    /// The task being polled on this thread (`NO_TASK` between polls).
+    ///
+    /// Kept out of the world, in a `Cell` of a plain integer: such a
+    /// thread-local needs no destructor and no lazy initialisation, so
+    /// reading it is one load. A future that parks (a `recv_from` finding
+    /// its queue empty) learns whom to wake without borrowing the world.
+    static CURRENT: std::cell::Cell<u32> = const { std::cell::Cell::new(NO_TASK) };
+}
+
+/// Returns the task being polled on this thread, if any.
+#[inline]
+pub fn current_task() -> Option<TaskId> {
+    let t = CURRENT.with(std::cell::Cell::get);
+    (t != NO_TASK).then_some(t)
+}
+
+/// Makes `task` the one being polled (`None`: none is).
+#[inline]
+pub fn set_current_task(task: Option<TaskId>) {
+    CURRENT.with(|c| c.set(task.unwrap_or(NO_TASK)));
+}
 
 /// What an application returns.
 pub type AppResult = Result<(), AppError>;

@@ -272,7 +272,7 @@ fn send_in_world(
     payload: &mut Option<Message>,
 ) -> Poll<Result<(), Box<SocketError>>> {
     with_world_or(
-        |w| crate::stack::udp::send(w, src, to, payload),
+        |w| crate::stack::udp::send(w, src, to, payload, current_task),
         |u| Poll::Ready(Err(Box::new(u.into()))),
     )
 }
@@ -289,7 +289,7 @@ impl Future for RecvFrom<'_> {
     #[inline]
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.sock.shared.rx.try_borrow_mut() {
-            Ok(mut q) => q.poll_recv(self.sock.shared.closed.get()),
+            Ok(mut q) => q.poll_recv(self.sock.shared.closed.get(), current_task),
             Err(_) => Poll::Ready(Err(SocketError::Reentrant)),
         }
     }

@@ -60,14 +60,6 @@
 //! already has the events of one instant (FatTree: about 50 per spread),
 //! a run when it has few of several (`tcp-bulk`: about 6).
 //!
-//! Measured with `callgrind`, instructions per event popped, the queue's
-//! entry points kept out of line to count them: `elvis-bench tcp-bulk
-//! --bytes 50000000` 248 → 171 (the lone-event and `u64`-mask changes
-//! made it 220, runs the rest); `fattree --k 8` 158 → 168 (the extra
-//! checks for the run). In the normal, inlined build the program totals
-//! fell on both: 260.7 M → 255.9 M and 935.3 M → 929.3 M (with the NIC
-//! offload work in the tree: 269.4 M → 258.3 M and 982.7 M → 926.1 M).
-//!
 //! The order is exactly the binary heap's it replaced, `(time, lane, seq)`
 //! then FIFO: the tests check it against that heap on random interleavings
 //! of every operation, with workloads that make runs, fill and overflow

@@ -3,7 +3,7 @@
 //! parks its tasks here; the stack fills receive queues and wakes those
 //! tasks by id (`Hosts::wake`), knowing nothing of what a task is.
 
-use crate::hosts::{current_task, Hosts, TaskId};
+use crate::hosts::{Hosts, TaskId};
 use std::rc::Rc;
 use crate::machine::MachineId;
 use elvis_message::Message;
@@ -215,7 +215,11 @@ impl UdpRx {
     /// in the `Poll`), else registers the task being polled to be woken by
     /// the next datagram (`NotInSimulation` when no task is being polled).
     #[inline]
-    pub fn poll_recv(&mut self, closed: bool) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
+    pub fn poll_recv(
+        &mut self,
+        closed: bool,
+        task: impl Fn() -> Option<TaskId> + Copy,
+    ) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
         // The common case first: a datagram waiting in `head` goes straight
         // into the caller's result.
         if self.error.is_none() && !closed {
@@ -225,13 +229,13 @@ impl UdpRx {
             }
             // Nothing queued (no overflow queue was ever needed): park.
             if self.rest.is_none() {
-                if let Some(task) = current_task() {
+                if let Some(task) = task() {
                     self.waiter = Some(task);
                     return Poll::Pending;
                 }
             }
         }
-        self.poll_recv_slow(closed)
+        self.poll_recv_slow(closed, task)
     }
 
     /// [`UdpRx::poll_recv`] without a datagram in `head`, or with an error
@@ -239,6 +243,7 @@ impl UdpRx {
     pub fn poll_recv_slow(
         &mut self,
         closed: bool,
+        task: impl FnOnce() -> Option<TaskId>,
     ) -> Poll<Result<(Message, SocketAddrV4), SocketError>> {
         if let Some(e) = self.error.take() {
             return Poll::Ready(Err(e));
@@ -250,7 +255,7 @@ impl UdpRx {
             Some(d) => Poll::Ready(Ok(d)),
             // The task's id is a thread-local integer: parking does not
             // borrow the world either.
-            None => match current_task() {
+            None => match task() {
                 Some(task) => {
                     self.waiter = Some(task);
                     Poll::Pending

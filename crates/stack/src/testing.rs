@@ -242,7 +242,7 @@ impl Lab {
             tos: 0,
         };
         let mut p = Some(Message::from_vec(payload.to_vec()));
-        let r = crate::udp::send(&mut self.w, src, SocketAddrV4::new(to, 7), &mut p);
+        let r = crate::udp::send(&mut self.w, src, SocketAddrV4::new(to, 7), &mut p, || None);
         assert!(matches!(r, Poll::Ready(Ok(()))), "{r:?}");
     }
 

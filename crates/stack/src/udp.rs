@@ -6,7 +6,7 @@
 //! sent as 0xffff; a received checksum of zero means "none".
 
 use super::ipv4;
-use crate::hosts::current_task;
+use crate::hosts::TaskId;
 use crate::machine::MachineId;
 use crate::counters::DropReason;
 use crate::endpoint::{SocketError, SocketSlot, MAX_UDP_PAYLOAD};
@@ -37,8 +37,8 @@ pub struct Source {
 
 /// Sends the datagram in `payload` from `src` to `to`.
 ///
-/// Returns `Pending` (and registers the calling task) when the NIC is
-/// full; the payload stays in `payload` for the next try. (The result is
+/// Returns `Pending` (and registers the calling task, `task()`) when the
+/// NIC is full; the payload stays in `payload` for the next try. (The result is
 /// the `send_to` future's, with the rare error boxed so that the whole
 /// result is one word, returned in a register: a larger one comes back
 /// through memory, written as one word and copied out in wider loads,
@@ -48,6 +48,7 @@ pub fn send(
     src: Source,
     to: SocketAddrV4,
     payload: &mut Option<Message>,
+    task: impl FnOnce() -> Option<TaskId>,
 ) -> Poll<Result<(), Box<SocketError>>> {
     let Some(len) = payload.as_ref().map(Message::len) else {
         return Poll::Ready(Ok(()));
@@ -76,7 +77,7 @@ pub fn send(
     if route.next != ipv4::NextHop::Local {
         let need = ipv4::frames_needed(route, len + udp::HEADER_LEN);
         if let Some((net, port)) = nic_full(w, m, route, need) {
-            let task = current_task();
+            let task = task();
             elvis_net::wait_for_room_task(w, net, port, task);
             return Poll::Pending;
         }
