@@ -285,8 +285,11 @@ pub struct RecvFrom<'a> {
 impl Future for RecvFrom<'_> {
     type Output = Result<(Message, SocketAddrV4), SocketError>;
     /// Works on the socket's shared receive queue alone (one `RefCell`
-    /// borrow), without entering the world.
-    #[inline]
+    /// borrow), without entering the world. Always inlined into the task,
+    /// so that the received message is written where the task keeps it:
+    /// returned from a call, its 150-odd bytes come back through memory
+    /// and are copied again (a `memcpy` per datagram).
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.sock.shared.rx.try_borrow_mut() {
             Ok(mut q) => q.poll_recv(self.sock.shared.closed.get(), current_task),

@@ -214,7 +214,7 @@ impl UdpRx {
     /// socket-table entry is gone, else the oldest datagram (built in place
     /// in the `Poll`), else registers the task being polled to be woken by
     /// the next datagram (`NotInSimulation` when no task is being polled).
-    #[inline]
+    #[inline(always)]
     pub fn poll_recv(
         &mut self,
         closed: bool,
