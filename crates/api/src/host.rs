@@ -29,17 +29,17 @@ impl Host {
 
     /// Returns the current virtual time (`Time::ZERO` outside a run).
     pub fn now(&self) -> Time {
-        try_with_world(|w| w.now()).unwrap_or(Time::ZERO)
+        try_with_world(|w| w.hosts.now()).unwrap_or(Time::ZERO)
     }
 
     /// Returns the machine's name (`capturer`, `sender-17`).
     pub fn name(&self) -> String {
-        try_with_world(|w| w.machine_name(self.machine)).unwrap_or_default()
+        try_with_world(|w| w.hosts.machine_name(self.machine)).unwrap_or_default()
     }
 
     /// Returns the machine's first IPv4 address.
     pub fn ip(&self) -> Option<Ipv4Addr> {
-        try_with_world(|w| w.machines[self.machine as usize].primary_ip())
+        try_with_world(|w| w.hosts.machines[self.machine as usize].primary_ip())
             .ok()
             .flatten()
     }
@@ -77,7 +77,7 @@ impl Host {
         if let Ok(ip) = name.parse::<Ipv4Addr>() {
             return Ok(ip);
         }
-        try_with_world(|w| socket::resolve(w, name))?
+        try_with_world(|w| socket::resolve(&w.hosts, name))?
     }
 
     /// Opens a UDP socket bound to `port` on every local address (0 picks
@@ -162,15 +162,15 @@ impl Host {
         msg: impl Into<elvis_message::Message>,
     ) -> Result<(), SocketError> {
         let msg = msg.into();
-        try_with_world(|w| crate::stack::custom::push(w, self.machine, proto, dst, msg))?
+        try_with_world(|w| crate::stack::custom::push(&mut w.hosts, self.machine, proto, dst, msg))?
     }
 
     /// Returns 64 random bits from the machine's own stream.
     pub fn random_u64(&self) -> u64 {
         try_with_world(|w| {
-            let seed = w.config.seed;
+            let seed = w.hosts.config.seed;
             let m = self.machine;
-            let ext = w.machines[m as usize].ext();
+            let ext = w.hosts.machines[m as usize].ext();
             ext.rng
                 .get_or_insert_with(|| rng::stream(seed, StreamKind::Machine, u64::from(m)))
                 .next_u64()
@@ -181,7 +181,7 @@ impl Host {
     /// Joins an IPv4 multicast group on the machine's first interface
     /// (static membership).
     pub fn join_multicast(&self, group: Ipv4Addr) -> Result<(), SocketError> {
-        try_with_world(|w| socket::join_multicast(w, self.machine, group))?
+        try_with_world(|w| socket::join_multicast(&mut w.hosts, self.machine, group))?
     }
 
     /// Publishes a named result of this application (an RTT average, a
@@ -206,7 +206,7 @@ impl Host {
             let v = c.value;
             let waiters = std::mem::take(&mut c.waiters);
             for t in waiters {
-                w.wake(t);
+                w.hosts.wake(t);
             }
             v
         })
@@ -240,12 +240,12 @@ impl Future for Sleep {
         let armed = self.armed;
         let machine = self.machine;
         let r = try_with_world(|w| {
-            if w.now() >= deadline {
+            if w.hosts.now() >= deadline {
                 return true;
             }
             if !armed {
                 if let Some(task) = current_task() {
-                    w.sched.queue.schedule(deadline, machine, Event::Wake(task));
+                    w.hosts.sched.queue.schedule(deadline, machine, Event::Wake(task));
                 }
             }
             false
@@ -275,7 +275,7 @@ impl Future for YieldNow {
         self.yielded = true;
         let _ = try_with_world(|w| {
             if let Some(t) = current_task() {
-                w.wake(t);
+                w.hosts.wake(t);
             }
         });
         Poll::Pending

@@ -68,15 +68,15 @@ impl UdpSocket {
     pub fn bind(host: Host, port: u16) -> Result<UdpSocket, SocketError> {
         try_with_world(|w| {
             let m = host.machine;
-            let group = w.machines[m as usize].group;
-            if !w.groups[group as usize].protocols.udp {
+            let group = w.hosts.machines[m as usize].group;
+            if !w.hosts.groups[group as usize].protocols.udp {
                 return Err(SocketError::ProtocolNotAvailable("UDP"));
             }
             let port = if port == 0 {
                 (EPHEMERAL..=u16::MAX)
-                    .find(|&p| !udp_port_taken(w, m, p))
+                    .find(|&p| !udp_port_taken(&w.hosts, m, p))
                     .ok_or(SocketError::NoPortsLeft)?
-            } else if udp_port_taken(w, m, port) {
+            } else if udp_port_taken(&w.hosts, m, port) {
                 return Err(SocketError::AddrInUse(port));
             } else {
                 port
@@ -88,7 +88,7 @@ impl UdpSocket {
                 closed: Cell::new(false),
                 rx: RefCell::new(UdpRx::new()),
             });
-            let slot = alloc_slot(w, m, SocketSlot::Udp(UdpEntry(shared.clone())));
+            let slot = alloc_slot(&mut w.hosts, m, SocketSlot::Udp(UdpEntry(shared.clone())));
             Ok(UdpSocket {
                 host,
                 slot,
@@ -192,9 +192,9 @@ impl Drop for UdpSocket {
     fn drop(&mut self) {
         let (m, slot) = (self.host.machine, self.slot as usize);
         let _ = try_with_world(|w| {
-            if let Some(s) = w.machines[m as usize].sockets.get_mut(slot) {
+            if let Some(s) = w.hosts.machines[m as usize].sockets.get_mut(slot) {
                 *s = SocketSlot::Free;
-                w.machines[m as usize].slot_freed(slot as u32);
+                w.hosts.machines[m as usize].slot_freed(slot as u32);
             }
         });
     }
@@ -272,7 +272,7 @@ fn send_in_world(
     payload: &mut Option<Message>,
 ) -> Poll<Result<(), Box<SocketError>>> {
     with_world_or(
-        |w| crate::stack::udp::send(w, src, to, payload, current_task),
+        |w| crate::stack::udp::send(&mut w.hosts, src, to, payload, current_task),
         |u| Poll::Ready(Err(Box::new(u.into()))),
     )
 }
@@ -310,7 +310,7 @@ impl IcmpSocket {
     pub fn open(host: Host, ident: u16) -> Result<IcmpSocket, SocketError> {
         try_with_world(|w| {
             let m = host.machine;
-            let taken = w.machines[m as usize]
+            let taken = w.hosts.machines[m as usize]
                 .sockets
                 .iter()
                 .any(|s| matches!(s, SocketSlot::Icmp(i) if i.ident == ident));
@@ -322,7 +322,7 @@ impl IcmpSocket {
                 rx: VecDeque::new(),
                 waiter: None,
             };
-            let slot = alloc_slot(w, m, SocketSlot::Icmp(Box::new(state)));
+            let slot = alloc_slot(&mut w.hosts, m, SocketSlot::Icmp(Box::new(state)));
             Ok(IcmpSocket { host, slot, ident })
         })?
     }
@@ -331,7 +331,7 @@ impl IcmpSocket {
     /// (wrapping).
     pub fn open_free(host: Host, preferred: u16) -> Result<IcmpSocket, SocketError> {
         let ident = try_with_world(|w| {
-            let taken: std::collections::BTreeSet<u16> = w.machines[host.machine as usize]
+            let taken: std::collections::BTreeSet<u16> = w.hosts.machines[host.machine as usize]
                 .sockets
                 .iter()
                 .filter_map(|s| match s {
@@ -376,7 +376,7 @@ impl IcmpSocket {
         let m = self.host.machine;
         let ident = self.ident;
         let data = data.into();
-        try_with_world(|w| crate::stack::icmp::send_echo_request(w, m, to, ident, seq, opts, data))?
+        try_with_world(|w| crate::stack::icmp::send_echo_request(&mut w.hosts, m, to, ident, seq, opts, data))?
     }
 
     /// Waits for the next echo reply addressed to this socket.
@@ -389,9 +389,9 @@ impl Drop for IcmpSocket {
     fn drop(&mut self) {
         let (m, slot) = (self.host.machine, self.slot as usize);
         let _ = try_with_world(|w| {
-            if let Some(s) = w.machines[m as usize].sockets.get_mut(slot) {
+            if let Some(s) = w.hosts.machines[m as usize].sockets.get_mut(slot) {
                 *s = SocketSlot::Free;
-                w.machines[m as usize].slot_freed(slot as u32);
+                w.hosts.machines[m as usize].slot_freed(slot as u32);
             }
         });
     }
@@ -408,7 +408,7 @@ impl Future for RecvEcho<'_> {
         let (m, slot) = (self.sock.host.machine, self.sock.slot);
         let r = try_with_world(|w| {
             let task = current_task();
-            match w.machines[m as usize].sockets.get_mut(slot as usize) {
+            match w.hosts.machines[m as usize].sockets.get_mut(slot as usize) {
                 Some(SocketSlot::Icmp(s)) => match s.rx.pop_front() {
                     Some(r) => Some(Ok(r)),
                     None => {

@@ -29,24 +29,6 @@ pub struct World {
     pub metrics: Vec<Metric>,
 }
 
-/// The socket layer and the run loop reach the hosts' parts through the
-/// world (`w.machines`, `w.fabric`), and hand the world to the stack's
-/// functions where they take the hosts.
-impl std::ops::Deref for World {
-    type Target = Hosts;
-    #[inline(always)]
-    fn deref(&self) -> &Hosts {
-        &self.hosts
-    }
-}
-
-impl std::ops::DerefMut for World {
-    #[inline(always)]
-    fn deref_mut(&mut self) -> &mut Hosts {
-        &mut self.hosts
-    }
-}
-
 /// A value published by an application.
 pub struct Metric {
     pub machine: MachineId,

@@ -121,10 +121,12 @@
 //! membership, like IGMP snooping), unknown unicast is dropped.
 //!
 //! # Layer
-//! This crate knows frames, ports and time, not protocols (the one
-//! exception is what a queue discipline classifies on and marks: the
+//! This crate knows frames, ports and time, not protocols. Two
+//! exceptions: what a queue discipline classifies on and marks (the
 //! DSCP, ECN field and flow of an IPv4 header, as Linux's qdiscs read
-//! them from the packet). Its state is one [`Fabric`]; the simulation
+//! them from the packet), and each network's static neighbour table
+//! (`Network::ip_to_port`, IPv4 address → port), which the builder fills
+//! and the stack reads instead of running ARP. Its state is one [`Fabric`]; the simulation
 //! that owns it implements [`Context`]: the clock, the event queue, and
 //! the hand-offs up to whatever runs on the machines (a frame arrived, a
 //! NIC has room again). The network layer never calls the protocol stack.

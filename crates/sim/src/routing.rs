@@ -70,16 +70,16 @@ struct RouterInfo {
 /// `BadRoute` for a static route whose gateway is on none of the machine's
 /// networks.
 pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
-    w.stack.routing.dirty = false;
-    let auto = w.stack.routing.auto;
-    if auto.is_none() && w.stack.routing.statics.is_empty() {
-        w.stack.routing.tables.clear();
-        w.stack.routing.of_machine.clear();
+    w.hosts.stack.routing.dirty = false;
+    let auto = w.hosts.stack.routing.auto;
+    if auto.is_none() && w.hosts.stack.routing.statics.is_empty() {
+        w.hosts.stack.routing.tables.clear();
+        w.hosts.stack.routing.of_machine.clear();
         return Ok(());
     }
     let statics = resolve_statics(w)?;
     let mut interner = Interner::default();
-    let mut of_machine = vec![NO_TABLE; w.machines.len()];
+    let mut of_machine = vec![NO_TABLE; w.hosts.machines.len()];
     let (mut router_routes, mut host_routes, mut multi_routes) = match auto {
         Some(metric) => compute(w, metric),
         None => Default::default(),
@@ -88,7 +88,7 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
     // a copy of those lists before the shared ones are interned.
     let mut merge_base: BTreeMap<u32, RouteVec> = BTreeMap::new();
     for &m in statics.keys() {
-        let machine = &w.machines[m as usize];
+        let machine = &w.hosts.machines[m as usize];
         if !machine.forward && machine.ifaces.len() == 1 {
             let net = machine.ifaces[0].net;
             if let Some(r) = host_routes.get(&net) {
@@ -97,7 +97,7 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
         }
     }
     let mut per_net_table: FxHashMap<u32, u32> = FxHashMap::default();
-    for (m, machine) in w.machines.iter().enumerate() {
+    for (m, machine) in w.hosts.machines.iter().enumerate() {
         let m = m as MachineId;
         let own = statics.get(&m);
         let base: Option<RouteVec> = if let Some(r) = router_routes.remove(&m) {
@@ -134,16 +134,16 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
             _ => NO_TABLE,
         };
     }
-    w.stack.routing.tables = interner.tables;
-    w.stack.routing.of_machine = of_machine;
+    w.hosts.stack.routing.tables = interner.tables;
+    w.hosts.stack.routing.of_machine = of_machine;
     Ok(())
 }
 
 /// Checks every static route and turns its gateway into (iface, address).
 fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError> {
     let mut out = BTreeMap::new();
-    for (&m, routes) in &w.stack.routing.statics {
-        let machine = &w.machines[m as usize];
+    for (&m, routes) in &w.hosts.stack.routing.statics {
+        let machine = &w.hosts.machines[m as usize];
         let mut list = RouteList::new();
         for r in routes {
             let via = u32::from(r.via);
@@ -151,11 +151,11 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
                 machine
                     .ifaces
                     .iter()
-                    .position(|i| w.fabric.networks[i.net as usize].ip_to_port.contains_key(&via))
+                    .position(|i| w.hosts.fabric.networks[i.net as usize].ip_to_port.contains_key(&via))
             });
             let Some(iface) = iface else {
                 return Err(SimError::BadRoute {
-                    machine: w.machine_name(m),
+                    machine: w.hosts.machine_name(m),
                     message: format!("gateway {} is on none of its networks", r.via),
                 });
             };
@@ -175,8 +175,8 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
 
 /// Returns the prefixes that route to each network.
 fn network_prefixes(w: &World) -> Vec<Vec<(u32, u8)>> {
-    let mut covering: Vec<Option<(u32, u8)>> = Vec::with_capacity(w.fabric.networks.len());
-    for n in &w.fabric.networks {
+    let mut covering: Vec<Option<(u32, u8)>> = Vec::with_capacity(w.hosts.fabric.networks.len());
+    for n in &w.hosts.fabric.networks {
         let lo = n.ip_to_port.keys().min();
         let hi = n.ip_to_port.keys().max();
         covering.push(match (lo, hi) {
@@ -201,8 +201,8 @@ fn network_prefixes(w: &World) -> Vec<Vec<(u32, u8)>> {
         }
     }
     let table = Table::new(&owner);
-    let mut out: Vec<Vec<(u32, u8)>> = Vec::with_capacity(w.fabric.networks.len());
-    for (i, n) in w.fabric.networks.iter().enumerate() {
+    let mut out: Vec<Vec<(u32, u8)>> = Vec::with_capacity(w.hosts.fabric.networks.len());
+    for (i, n) in w.hosts.fabric.networks.iter().enumerate() {
         let mut list = Vec::new();
         if let Some(c) = covering[i] {
             if owner.get(&c).is_some_and(|h| h[0].gateway == i as u32) {
@@ -232,9 +232,9 @@ type Computed = (
 /// network, and per multi-homed host.
 fn compute(w: &World, metric: Metric) -> Computed {
     let prefixes = network_prefixes(w);
-    let nets = w.fabric.networks.len();
+    let nets = w.hosts.fabric.networks.len();
     let cost: Vec<u64> = w
-        .fabric
+        .hosts.fabric
         .networks
         .iter()
         .map(|n| match metric {
@@ -244,7 +244,7 @@ fn compute(w: &World, metric: Metric) -> Computed {
         .collect();
     let mut routers: Vec<RouterInfo> = Vec::new();
     let mut multi: Vec<MachineId> = Vec::new();
-    for (m, machine) in w.machines.iter().enumerate() {
+    for (m, machine) in w.hosts.machines.iter().enumerate() {
         if machine.forward {
             routers.push(RouterInfo {
                 machine: m as MachineId,
@@ -260,7 +260,7 @@ fn compute(w: &World, metric: Metric) -> Computed {
     let mut on_net: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nets];
     for (r, info) in routers.iter().enumerate() {
         for &(net, k) in &info.nets {
-            let ip = w.machines[info.machine as usize].ifaces[k as usize].ip;
+            let ip = w.hosts.machines[info.machine as usize].ifaces[k as usize].ip;
             on_net[net as usize].push((r as u32, u32::from(ip)));
         }
     }
@@ -269,7 +269,7 @@ fn compute(w: &World, metric: Metric) -> Computed {
     // depend on the destination. (Hosts behind a single router get a
     // default route through it, see `single_router_defaults`.)
     let shared: Vec<usize> = (0..nets)
-        .filter(|&n| on_net[n].len() > 1 && w.fabric.networks[n].ports.len() > on_net[n].len())
+        .filter(|&n| on_net[n].len() > 1 && w.hosts.fabric.networks[n].ports.len() > on_net[n].len())
         .collect();
     let mut router_routes: Vec<RouteVec> = vec![RouteVec::new(); routers.len()];
     let mut host_routes = single_router_defaults(w, &prefixes, &on_net, &routers);
@@ -375,7 +375,7 @@ fn compute(w: &World, metric: Metric) -> Computed {
             }
         }
         for &m in &multi {
-            let machine = &w.machines[m as usize];
+            let machine = &w.hosts.machines[m as usize];
             let Some((k, n)) = (machine.ifaces.iter().enumerate())
                 .map(|(k, i)| (k, i.net as usize))
                 .filter(|&(_, n)| best[n] != INF)
@@ -488,7 +488,7 @@ fn single_router_defaults(
         let [(r, ip)] = on.as_slice() else {
             continue;
         };
-        if w.fabric.networks[n].ports.len() <= 1 {
+        if w.hosts.fabric.networks[n].ports.len() <= 1 {
             continue;
         }
         let c = find(&mut parent, *r);

@@ -97,7 +97,7 @@ impl Simulation {
         let w = self.world.as_mut().expect("world is present outside run");
         // Whatever changes now (routes, interfaces, networks) leaves the
         // TCP connections' cached routes stale.
-        w.stack.dst_epoch = w.stack.dst_epoch.wrapping_add(1);
+        w.hosts.stack.dst_epoch = w.hosts.stack.dst_epoch.wrapping_add(1);
         w
     }
 }

@@ -80,7 +80,7 @@ pub struct TcpSocket {
 
 impl TcpSocket {
     pub fn new(host: Host) -> Result<TcpSocket, SocketError> {
-        try_with_world(|w| tcp::check_tcp_enabled(w, host.machine))??;
+        try_with_world(|w| tcp::check_tcp_enabled(&w.hosts, host.machine))??;
         Ok(TcpSocket {
             host,
             opts: SockOpts::default(),
@@ -167,7 +167,7 @@ impl TcpSocket {
             ));
         }
         let (m, reuse) = (self.host.machine, self.opts.reuseaddr);
-        if try_with_world(|w| tcp::port_taken(w, m, port, reuse))? {
+        if try_with_world(|w| tcp::port_taken(&w.hosts, m, port, reuse))? {
             return Err(SocketError::AddrInUse(port));
         }
         self.opts.local_port = Some(port);
@@ -231,7 +231,7 @@ fn with_sock<R>(
     f: impl FnOnce(&mut TcpSock) -> R,
 ) -> Result<R, SocketError> {
     try_with_world(|w| {
-        match w.machines[host.machine as usize]
+        match w.hosts.machines[host.machine as usize]
             .sockets
             .get_mut(slot as usize)
         {
@@ -249,7 +249,7 @@ impl TcpListener {
         opts: SockOpts,
         linger: Option<Duration>,
     ) -> Result<TcpListener, SocketError> {
-        let slot = try_with_world(|w| tcp::listen(w, host.machine, port, backlog, opts))??;
+        let slot = try_with_world(|w| tcp::listen(&mut w.hosts, host.machine, port, backlog, opts))??;
         Ok(TcpListener {
             host,
             slot,
@@ -272,7 +272,7 @@ impl TcpListener {
 impl Drop for TcpListener {
     fn drop(&mut self) {
         let (m, slot) = (self.host.machine, self.slot);
-        let _ = try_with_world(|w| tcp::close_listener(w, m, slot));
+        let _ = try_with_world(|w| tcp::close_listener(&mut w.hosts, m, slot));
     }
 }
 
@@ -289,7 +289,7 @@ impl Future for Accept<'_> {
             let task = current_task();
             let m = host.machine as usize;
             loop {
-                let next = match w.machines[m].sockets.get_mut(slot as usize) {
+                let next = match w.hosts.machines[m].sockets.get_mut(slot as usize) {
                     Some(SocketSlot::TcpListener(l)) => match l.ready.pop_front() {
                         Some(c) => c,
                         None => {
@@ -299,7 +299,7 @@ impl Future for Accept<'_> {
                     },
                     _ => return Some(Err(SocketError::BadDescriptor)),
                 };
-                if let Some(SocketSlot::Tcp(t)) = w.machines[m].sockets.get_mut(next as usize) {
+                if let Some(SocketSlot::Tcp(t)) = w.hosts.machines[m].sockets.get_mut(next as usize) {
                     t.orphan = false;
                     let peer = t.tcb.remote;
                     let s = TcpStream {
@@ -369,8 +369,8 @@ impl TcpStream {
         }
         let (m, slot) = (self.host.machine, self.slot);
         try_with_world(|w| {
-            let now = w.now();
-            tcp::drive(w, m, slot, |tcb, _, _| {
+            let now = w.hosts.now();
+            tcp::drive(&mut w.hosts, m, slot, |tcb, _, _| {
                 tcb.keepalive = k.map(|k| Box::new(KeepaliveTimer::new(k, Some(now))));
                 tcp::tcb::Effects::default()
             })
@@ -435,7 +435,7 @@ impl TcpStream {
     pub fn shutdown(&self, how: Shutdown) -> Result<(), SocketError> {
         let (m, slot) = (self.host.machine, self.slot);
         try_with_world(|w| {
-            match w.machines[m as usize].sockets.get(slot as usize) {
+            match w.hosts.machines[m as usize].sockets.get(slot as usize) {
                 Some(SocketSlot::Tcp(t)) if t.tcb.state == State::Closed => {
                     return Err(SocketError::NotConnected)
                 }
@@ -443,7 +443,7 @@ impl TcpStream {
                 _ => return Err(SocketError::BadDescriptor),
             }
             if matches!(how, Shutdown::Write | Shutdown::Both) {
-                tcp::drive(w, m, slot, |tcb, now, out| {
+                tcp::drive(&mut w.hosts, m, slot, |tcb, now, out| {
                     tcb.shutdown_write();
                     tcb.output(now, out);
                     tcp::tcb::Effects::default()
@@ -451,7 +451,7 @@ impl TcpStream {
             }
             if matches!(how, Shutdown::Read | Shutdown::Both) {
                 if let Some(SocketSlot::Tcp(t)) =
-                    w.machines[m as usize].sockets.get_mut(slot as usize)
+                    w.hosts.machines[m as usize].sockets.get_mut(slot as usize)
                 {
                     let n = t.tcb.rcvbuf.ready_len();
                     let _ = t.tcb.read(n);
@@ -515,7 +515,7 @@ impl Drop for TcpStream {
     fn drop(&mut self) {
         let (m, slot) = (self.host.machine, self.slot);
         let abortive = self.linger == Some(Duration::ZERO);
-        let _ = try_with_world(|w| tcp::release(w, m, slot, abortive));
+        let _ = try_with_world(|w| tcp::release(&mut w.hosts, m, slot, abortive));
     }
 }
 
@@ -543,20 +543,20 @@ impl Future for Close {
         let (m, slot) = (s.host.machine, s.slot);
         let first = this.deadline.is_none();
         let r = try_with_world(|w| {
-            let now = w.now();
+            let now = w.hosts.now();
             let task = current_task();
             let deadline = *this.deadline.get_or_insert(now + linger);
             if first {
-                tcp::drive(w, m, slot, |tcb, now, out| {
+                tcp::drive(&mut w.hosts, m, slot, |tcb, now, out| {
                     tcb.shutdown_write();
                     tcb.output(now, out);
                     tcp::tcb::Effects::default()
                 });
                 if let Some(task) = task {
-                    w.sched.queue.schedule(deadline, m, Event::Wake(task));
+                    w.hosts.sched.queue.schedule(deadline, m, Event::Wake(task));
                 }
             }
-            let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize)
+            let Some(SocketSlot::Tcp(t)) = w.hosts.machines[m as usize].sockets.get_mut(slot as usize)
             else {
                 return Some(Err(SocketError::BadDescriptor));
             };
@@ -609,13 +609,13 @@ impl Future for Connect {
             let task = current_task();
             let slot = match this.slot {
                 Some(s) => s,
-                None => match tcp::connect(w, host.machine, this.to, &this.opts) {
+                None => match tcp::connect(&mut w.hosts, host.machine, this.to, &this.opts) {
                     Ok(s) => s,
                     Err(e) => return Some(Err(e)),
                 },
             };
             this.slot = Some(slot);
-            match w.machines[host.machine as usize]
+            match w.hosts.machines[host.machine as usize]
                 .sockets
                 .get_mut(slot as usize)
             {
@@ -685,7 +685,7 @@ impl Future for Send<'_> {
         let r = try_with_world(|w| {
             let task = current_task();
             let m = host.machine;
-            let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize)
+            let Some(SocketSlot::Tcp(t)) = w.hosts.machines[m as usize].sockets.get_mut(slot as usize)
             else {
                 return Some(Err(SocketError::BadDescriptor));
             };
@@ -710,7 +710,7 @@ impl Future for Send<'_> {
             if n < data.len() {
                 data.truncate(n);
             }
-            tcp::drive(w, m, slot, |tcb, now, out| {
+            tcp::drive(&mut w.hosts, m, slot, |tcb, now, out| {
                 tcb.write(data);
                 tcb.output(now, out);
                 tcp::tcb::Effects::default()
@@ -738,7 +738,7 @@ impl Future for Recv<'_> {
         let r = try_with_world(|w| {
             let task = current_task();
             let m = host.machine;
-            let Some(SocketSlot::Tcp(t)) = w.machines[m as usize].sockets.get_mut(slot as usize)
+            let Some(SocketSlot::Tcp(t)) = w.hosts.machines[m as usize].sockets.get_mut(slot as usize)
             else {
                 return Some(Err(SocketError::BadDescriptor));
             };
@@ -748,7 +748,7 @@ impl Future for Recv<'_> {
                 // (the only thing a read can make the TCB send); otherwise
                 // the TCB has nothing new to say, so skip the call.
                 if t.tcb.state != State::Closed && t.tcb.ack_due() {
-                    tcp::drive(w, m, slot, |tcb, now, out| {
+                    tcp::drive(&mut w.hosts, m, slot, |tcb, now, out| {
                         tcb.output(now, out);
                         tcp::tcb::Effects::default()
                     });

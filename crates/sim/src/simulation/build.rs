@@ -17,15 +17,15 @@ impl Simulation {
     /// knows its count: the list would otherwise grow by doubling, each
     /// step copying every network added so far.
     pub fn reserve_networks(&mut self, additional: usize) {
-        self.w().fabric.networks.reserve_exact(additional);
+        self.w().hosts.fabric.networks.reserve_exact(additional);
     }
 
     /// Adds a network; returns its id.
     pub fn add_network(&mut self, cfg: NetworkConfig) -> NetId {
         let w = self.w();
-        let id = w.fabric.networks.len() as NetId;
-        let seed = w.config.seed;
-        w.fabric.networks.push(Network::new(id, cfg, seed));
+        let id = w.hosts.fabric.networks.len() as NetId;
+        let seed = w.hosts.config.seed;
+        w.hosts.fabric.networks.push(Network::new(id, cfg, seed));
         id
     }
 
@@ -42,23 +42,23 @@ impl Simulation {
         protocols: Protocols,
     ) -> Result<MachineId, SimError> {
         let w = self.w();
-        if w.group_by_name.contains_key(name) {
+        if w.hosts.group_by_name.contains_key(name) {
             return Err(SimError::DuplicateName(name.to_string()));
         }
-        let gid = w.groups.len() as u32;
-        let first = w.machines.len() as MachineId;
+        let gid = w.hosts.groups.len() as u32;
+        let first = w.hosts.machines.len() as MachineId;
         let len = count.unwrap_or(1);
-        w.groups.push(Group {
+        w.hosts.groups.push(Group {
             name: name.to_string(),
             counted: count.is_some(),
             first,
             len,
             protocols,
         });
-        w.group_by_name.insert(name.to_string(), gid);
-        w.machines.reserve(len as usize);
+        w.hosts.group_by_name.insert(name.to_string(), gid);
+        w.hosts.machines.reserve(len as usize);
         for _ in 0..len {
-            w.machines.push(Machine::new(gid));
+            w.hosts.machines.push(Machine::new(gid));
         }
         Ok(first)
     }
@@ -67,7 +67,7 @@ impl Simulation {
     pub fn has_group(&self, name: &str) -> bool {
         self.world
             .as_ref()
-            .is_some_and(|w| w.group_by_name.contains_key(name))
+            .is_some_and(|w| w.hosts.group_by_name.contains_key(name))
     }
 
     /// Adds one machine running IPv4 and UDP; returns its id.
@@ -101,10 +101,10 @@ impl Simulation {
         };
         let m = self.add_group(name, None, none)?;
         let w = self.w();
-        let machine = &mut w.machines[m as usize];
+        let machine = &mut w.hosts.machines[m as usize];
         machine.foreign = true;
         machine.ext().foreign = Some(crate::foreign::ForeignSlot::new(stack));
-        crate::foreign::start(w, m);
+        crate::foreign::start(&mut w.hosts, m);
         Ok(m)
     }
 
@@ -112,20 +112,20 @@ impl Simulation {
     /// order of [`Simulation::attach`] calls), if it has one.
     pub fn mac_address(&self, m: MachineId, iface: usize) -> Option<[u8; 6]> {
         let w = self.world.as_ref()?;
-        let ifc = w.machines.get(m as usize)?.ifaces.get(iface)?;
-        Some(w.fabric.networks[ifc.net as usize].mac(ifc.port).0)
+        let ifc = w.hosts.machines.get(m as usize)?.ifaces.get(iface)?;
+        Some(w.hosts.fabric.networks[ifc.net as usize].mac(ifc.port).0)
     }
 
     /// Returns each machine's first address, by machine id.
     pub fn primary_addresses(&self) -> Vec<Option<Ipv4Addr>> {
         self.world.as_ref().map_or(Vec::new(), |w| {
-            w.machines.iter().map(|m| m.primary_ip()).collect()
+            w.hosts.machines.iter().map(|m| m.primary_ip()).collect()
         })
     }
 
     /// Returns the number of networks.
     pub fn network_count(&self) -> usize {
-        self.world.as_ref().map_or(0, |w| w.fabric.networks.len())
+        self.world.as_ref().map_or(0, |w| w.hosts.fabric.networks.len())
     }
 
     /// Returns the configuration network `net` runs with (on a link with
@@ -133,12 +133,12 @@ impl Simulation {
     /// [`NetworkConfig::queue`]).
     pub fn network_config(&self, net: NetId) -> Option<&NetworkConfig> {
         let w = self.world.as_ref()?;
-        w.fabric.networks.get(net as usize).map(|n| &n.cfg)
+        w.hosts.fabric.networks.get(net as usize).map(|n| &n.cfg)
     }
 
     /// Returns the number of machines.
     pub fn machine_count(&self) -> usize {
-        self.world.as_ref().map_or(0, |w| w.machines.len())
+        self.world.as_ref().map_or(0, |w| w.hosts.machines.len())
     }
 
     /// Plugs machine `m` into network `net` with address `ip`.
@@ -148,17 +148,17 @@ impl Simulation {
     /// `LinkFull` if `net` is a link that already joins two machines.
     pub fn attach(&mut self, m: MachineId, net: NetId, ip: Ipv4Addr) -> Result<(), SimError> {
         let w = self.w();
-        if m as usize >= w.machines.len() {
+        if m as usize >= w.hosts.machines.len() {
             return Err(SimError::NoSuchMachine(m));
         }
-        let Some(n) = w.fabric.networks.get(net as usize) else {
+        let Some(n) = w.hosts.fabric.networks.get(net as usize) else {
             return Err(SimError::NoSuchNetwork(net));
         };
         if let Some(&port) = n.ip_to_port.get(&u32::from(ip)) {
             let owner = n.ports[port as usize].machine;
             return Err(SimError::AddressConflict {
                 ip,
-                owner: w.machine_name(owner),
+                owner: w.hosts.machine_name(owner),
             });
         }
         if n.cfg.kind == NetworkKind::Link && n.ports.len() >= 2 {
@@ -171,20 +171,20 @@ impl Simulation {
                     message: e.to_string(),
                 })?;
         }
-        let iface = w.machines[m as usize].ifaces.len() as IfaceId;
-        let n = &mut w.fabric.networks[net as usize];
+        let iface = w.hosts.machines[m as usize].ifaces.len() as IfaceId;
+        let n = &mut w.hosts.fabric.networks[net as usize];
         let port = n.add_port(m, iface);
         n.ip_to_port.insert(u32::from(ip), port);
         if n.cfg.kind == crate::net::NetworkKind::Link {
-            w.stack.link_neighbours
+            w.hosts.stack.link_neighbours
                 .entry(u32::from(ip))
                 .or_default()
                 .push((net, port));
         }
-        w.machines[m as usize].ifaces.push(Iface { net, port, ip });
-        crate::stack::ipv4::index_ifaces(w, m);
-        if w.stack.routing.auto.is_some() {
-            w.stack.routing.dirty = true;
+        w.hosts.machines[m as usize].ifaces.push(Iface { net, port, ip });
+        crate::stack::ipv4::index_ifaces(&mut w.hosts, m);
+        if w.hosts.stack.routing.auto.is_some() {
+            w.hosts.stack.routing.dirty = true;
         }
         Ok(())
     }
@@ -203,7 +203,7 @@ impl Simulation {
         cfg: Option<crate::qdisc::QdiscConfig>,
     ) -> Result<(), SimError> {
         let w = self.w();
-        let Some(n) = w.fabric.networks.get_mut(net as usize) else {
+        let Some(n) = w.hosts.fabric.networks.get_mut(net as usize) else {
             return Err(SimError::NoSuchNetwork(net));
         };
         if let Some(c) = &cfg {
@@ -237,22 +237,22 @@ impl Simulation {
         cfg: crate::qdisc::QdiscConfig,
     ) -> Result<(), SimError> {
         let w = self.w();
-        if m as usize >= w.machines.len() {
+        if m as usize >= w.hosts.machines.len() {
             return Err(SimError::NoSuchMachine(m));
         }
-        let place = format!("machine '{}' interface {iface}", w.machine_name(m));
+        let place = format!("machine '{}' interface {iface}", w.hosts.machine_name(m));
         let bad = |message: String| SimError::BadQdisc {
             place: place.clone(),
             message,
         };
-        let Some(ifc) = w.machines[m as usize].ifaces.get(iface).copied() else {
+        let Some(ifc) = w.hosts.machines[m as usize].ifaces.get(iface).copied() else {
             return Err(bad("no such interface".into()));
         };
-        let n = &mut w.fabric.networks[ifc.net as usize];
+        let n = &mut w.hosts.fabric.networks[ifc.net as usize];
         cfg.validate(n.cfg.bandwidth_bps)
             .map_err(|e| bad(e.to_string()))?;
-        let now = w.now().as_nanos();
-        let n = &mut w.fabric.networks[ifc.net as usize];
+        let now = w.hosts.now().as_nanos();
+        let n = &mut w.hosts.fabric.networks[ifc.net as usize];
         n.set_nic_qdisc(ifc.port, cfg, now).map_err(bad)
     }
 
@@ -266,11 +266,11 @@ impl Simulation {
     pub fn set_forwarding(&mut self, m: MachineId, on: bool) -> Result<(), SimError> {
         let w = self.w();
         let machine = w
-            .machines
+            .hosts.machines
             .get_mut(m as usize)
             .ok_or(SimError::NoSuchMachine(m))?;
         machine.forward = on;
-        w.stack.routing.dirty = true;
+        w.hosts.stack.routing.dirty = true;
         Ok(())
     }
 
@@ -288,13 +288,13 @@ impl Simulation {
     /// forward (call [`Simulation::set_forwarding`] first).
     pub fn set_ttl_decrement(&mut self, m: MachineId, on: bool) -> Result<(), SimError> {
         let w = self.w();
-        let Some(machine) = w.machines.get(m as usize) else {
+        let Some(machine) = w.hosts.machines.get(m as usize) else {
             return Err(SimError::NoSuchMachine(m));
         };
         if !machine.forward {
-            return Err(SimError::NotARouter(w.machine_name(m)));
+            return Err(SimError::NotARouter(w.hosts.machine_name(m)));
         }
-        w.machines[m as usize].keep_ttl = !on;
+        w.hosts.machines[m as usize].keep_ttl = !on;
         Ok(())
     }
 
@@ -315,18 +315,18 @@ impl Simulation {
         via: Ipv4Addr,
     ) -> Result<(), SimError> {
         let w = self.w();
-        let Some(machine) = w.machines.get(m as usize) else {
+        let Some(machine) = w.hosts.machines.get(m as usize) else {
             return Err(SimError::NoSuchMachine(m));
         };
         let bad = |message: String| SimError::BadRoute {
-            machine: w.machine_name(m),
+            machine: w.hosts.machine_name(m),
             message,
         };
         if len > 32 || u32::from(prefix) & !crate::stack::route::mask(len) != 0 {
             return Err(bad(format!("{prefix}/{len} is not a network prefix")));
         }
         let on_net = machine.ifaces.iter().any(|i| {
-            w.fabric.networks[i.net as usize]
+            w.hosts.fabric.networks[i.net as usize]
                 .ip_to_port
                 .contains_key(&u32::from(via))
         });
@@ -335,7 +335,7 @@ impl Simulation {
                 "gateway {via} is on none of its networks (attach the machine first)"
             )));
         }
-        w.stack.routing
+        w.hosts.stack.routing
             .statics
             .entry(m)
             .or_default()
@@ -345,7 +345,7 @@ impl Simulation {
                 via,
                 iface: None,
             });
-        w.stack.routing.dirty = true;
+        w.hosts.stack.routing.dirty = true;
         Ok(())
     }
 
@@ -370,11 +370,11 @@ impl Simulation {
         via: Ipv4Addr,
     ) -> Result<(), SimError> {
         let w = self.w();
-        let Some(machine) = w.machines.get(m as usize) else {
+        let Some(machine) = w.hosts.machines.get(m as usize) else {
             return Err(SimError::NoSuchMachine(m));
         };
         let bad = |message: String| SimError::BadRoute {
-            machine: w.machine_name(m),
+            machine: w.hosts.machine_name(m),
             message,
         };
         if machine.owns(via) {
@@ -383,7 +383,7 @@ impl Simulation {
             )));
         }
         let found = machine.ifaces.iter().enumerate().find_map(|(i, ifc)| {
-            let port = w.fabric.networks[ifc.net as usize]
+            let port = w.hosts.fabric.networks[ifc.net as usize]
                 .ip_to_port
                 .get(&u32::from(via))?;
             Some((i as IfaceId, *port))
@@ -398,7 +398,7 @@ impl Simulation {
             via: u32::from(via),
             port,
         };
-        w.stack.routing
+        w.hosts.stack.routing
             .flows
             .insert(m, u32::from(src), u32::from(dst), dport, hop);
         Ok(())
@@ -419,13 +419,13 @@ impl Simulation {
         offloads: crate::Offloads,
     ) -> Result<(), SimError> {
         let w = self.w();
-        if m as usize >= w.machines.len() {
+        if m as usize >= w.hosts.machines.len() {
             return Err(SimError::NoSuchMachine(m));
         }
-        if !crate::stack::offload::set(w, m, offloads) {
-            return Err(SimError::TooManyOffloads(w.machine_name(m)));
+        if !crate::stack::offload::set(&mut w.hosts, m, offloads) {
+            return Err(SimError::TooManyOffloads(w.hosts.machine_name(m)));
         }
-        w.stack.dst_epoch = w.stack.dst_epoch.wrapping_add(1);
+        w.hosts.stack.dst_epoch = w.hosts.stack.dst_epoch.wrapping_add(1);
         Ok(())
     }
 
@@ -444,11 +444,11 @@ impl Simulation {
         routes: &[crate::stack::route::IfaceRoute<'_>],
     ) -> Result<(), SimError> {
         let w = self.w();
-        let Some(machine) = w.machines.get(m as usize) else {
+        let Some(machine) = w.hosts.machines.get(m as usize) else {
             return Err(SimError::NoSuchMachine(m));
         };
         let bad = |message: String| SimError::BadRoute {
-            machine: w.machine_name(m),
+            machine: w.hosts.machine_name(m),
             message,
         };
         let mut list = Vec::with_capacity(routes.iter().map(|r| r.2.len()).sum());
@@ -458,7 +458,7 @@ impl Simulation {
             }
             for &(iface, via) in hops {
                 let ok = machine.ifaces.get(iface as usize).is_some_and(|i| {
-                    w.fabric.networks[i.net as usize]
+                    w.hosts.fabric.networks[i.net as usize]
                         .ip_to_port
                         .contains_key(&u32::from(via))
                 });
@@ -473,8 +473,8 @@ impl Simulation {
                 });
             }
         }
-        w.stack.routing.statics.entry(m).or_default().extend(list);
-        w.stack.routing.dirty = true;
+        w.hosts.stack.routing.statics.entry(m).or_default().extend(list);
+        w.hosts.stack.routing.dirty = true;
         Ok(())
     }
 
@@ -492,8 +492,8 @@ impl Simulation {
     /// See [`crate::stack::route`] and the `routing` module docs.
     pub fn set_auto_routes(&mut self, metric: Option<crate::stack::route::Metric>) {
         let w = self.w();
-        w.stack.routing.auto = metric;
-        w.stack.routing.dirty = true;
+        w.hosts.stack.routing.auto = metric;
+        w.hosts.stack.routing.dirty = true;
     }
 
     /// Builds the routing tables now (the run does it when needed);
@@ -505,7 +505,7 @@ impl Simulation {
     pub fn build_routes(&mut self) -> Result<usize, SimError> {
         let w = self.w();
         crate::routing::build(w)?;
-        Ok(w.stack.routing.tables.len())
+        Ok(w.hosts.stack.routing.tables.len())
     }
 
     /// Sets the TTL of the datagrams every machine originates (Linux's
@@ -513,7 +513,7 @@ impl Simulation {
     /// datagram crosses more than 254 routers that decrement it: see
     /// [`Simulation::set_ttl_decrement`] for longer paths).
     pub fn set_default_ttl(&mut self, ttl: u8) {
-        self.w().stack.default_ttl = ttl;
+        self.w().hosts.stack.default_ttl = ttl;
     }
 
     /// Sets the ICMP error rate limits of every machine (Linux's
@@ -523,12 +523,12 @@ impl Simulation {
     ///
     /// [`IcmpRateLimit::OFF`]: crate::stack::icmp_limit::IcmpRateLimit::OFF
     pub fn set_icmp_rate_limit(&mut self, limit: crate::stack::icmp_limit::IcmpRateLimit) {
-        self.w().stack.icmp_limit = limit;
+        self.w().hosts.stack.icmp_limit = limit;
     }
 
     /// Sets the TCP settings of every connection opened from now on.
     pub fn set_tcp_config(&mut self, cfg: crate::stack::tcp::TcpConfig) {
-        self.w().stack.tcp = std::rc::Rc::new(cfg);
+        self.w().hosts.stack.tcp = std::rc::Rc::new(cfg);
     }
 
     /// Adds a user-defined protocol above IPv4 to machine `m`.
@@ -542,7 +542,7 @@ impl Simulation {
     ) -> Result<(), SimError> {
         let w = self.w();
         let machine = w
-            .machines
+            .hosts.machines
             .get_mut(m as usize)
             .ok_or(SimError::NoSuchMachine(m))?;
         machine.ext().protocols.push(p);
@@ -582,7 +582,7 @@ impl Simulation {
         // Start through the event queue, so that tasks woken by the first
         // ones run before later tasks start (what they send is consumed as
         // it arrives instead of piling up).
-        w.sched.queue.schedule_now(crate::world::Event::Wake(id));
+        w.hosts.sched.queue.schedule_now(crate::world::Event::Wake(id));
         self.futures.push(Some(fut));
     }
 }

@@ -16,7 +16,7 @@ impl Simulation {
     /// [`Simulation::write_queue_series`]. Off by default, and free when
     /// off.
     pub fn trace_queues(&mut self) {
-        self.w().fabric.config.trace_queues = true;
+        self.w().hosts.fabric.config.trace_queues = true;
     }
 
     /// Runs every egress queue on the evented path (`true`): a frame's
@@ -26,7 +26,7 @@ impl Simulation {
     /// to test that it is.
     #[doc(hidden)]
     pub fn set_evented_queues(&mut self, on: bool) {
-        self.w().fabric.config.evented_queues = on;
+        self.w().hosts.fabric.config.evented_queues = on;
     }
 
     /// Returns the occupancy series recorded so far, by (network, port,
@@ -39,9 +39,9 @@ impl Simulation {
         // Queues run event by event keep their series in the world; those
         // run on the departure-time path keep it themselves, departures
         // recorded lazily (see `crate::net`).
-        let mut all = w.fabric.queue_series.clone();
-        let end = w.now().as_nanos();
-        for (net, n) in w.fabric.networks.iter().enumerate() {
+        let mut all = w.hosts.fabric.queue_series.clone();
+        let end = w.hosts.now().as_nanos();
+        for (net, n) in w.hosts.fabric.networks.iter().enumerate() {
             for (port, p) in n.ports.iter().enumerate() {
                 let Some(q) = p.queues.as_deref() else {
                     continue;
@@ -99,7 +99,7 @@ impl Simulation {
     /// depend on it: tests compare runs with and without it.
     #[doc(hidden)]
     pub fn set_rx_ring_ahead(&mut self, on: bool) {
-        self.w().config.rx_ring_ahead = on;
+        self.w().hosts.config.rx_ring_ahead = on;
     }
 
     /// Returns how many NIC receive states (`stack::offload`) were created
@@ -107,7 +107,7 @@ impl Simulation {
     #[doc(hidden)]
     pub fn nic_states(&self) -> (u64, usize) {
         self.world.as_ref().map_or((0, 0), |w| {
-            (w.stack.nics.created(), crate::stack::offload::holding(w))
+            (w.hosts.stack.nics.created(), crate::stack::offload::holding(&w.hosts))
         })
     }
 
@@ -116,13 +116,13 @@ impl Simulation {
     /// depend on it: tests compare runs with and without it.
     #[doc(hidden)]
     pub fn set_nic_keep(&mut self, keep: bool) {
-        self.w().stack.nics.keep = keep;
+        self.w().hosts.stack.nics.keep = keep;
     }
 
     /// Returns how many frames GRO merged into an earlier frame's segment.
     #[doc(hidden)]
     pub fn gro_merged(&self) -> u64 {
-        self.world.as_ref().map_or(0, |w| w.obs.stats.gro_merged)
+        self.world.as_ref().map_or(0, |w| w.hosts.obs.stats.gro_merged)
     }
 
     /// Turns the routers' fast path ([`crate::stack::forward`]) off
@@ -130,7 +130,7 @@ impl Simulation {
     /// tests compare runs with and without it.
     #[doc(hidden)]
     pub fn set_forward_fast_path(&mut self, on: bool) {
-        self.w().config.fast_forward = on;
+        self.w().hosts.config.fast_forward = on;
     }
 
     /// Turns TCP's one-pass send and receive paths
@@ -139,7 +139,7 @@ impl Simulation {
     /// without it.
     #[doc(hidden)]
     pub fn set_tcp_fast_path(&mut self, on: bool) {
-        self.w().config.tcp_fast_path = on;
+        self.w().hosts.config.tcp_fast_path = on;
     }
 
     /// Returns how many TCP segments were sent and received on the
@@ -148,18 +148,18 @@ impl Simulation {
     pub fn tcp_fast_segments(&self) -> (u64, u64) {
         self.world
             .as_ref()
-            .map_or((0, 0), |w| (w.obs.tcp_fast_sent, w.obs.tcp_fast_received))
+            .map_or((0, 0), |w| (w.hosts.obs.tcp_fast_sent, w.hosts.obs.tcp_fast_received))
     }
 
     /// Returns how many frames routers forwarded through their fast path.
     #[doc(hidden)]
     pub fn fast_forwarded(&self) -> u64 {
-        self.world.as_ref().map_or(0, |w| w.obs.fast_forwarded)
+        self.world.as_ref().map_or(0, |w| w.hosts.obs.fast_forwarded)
     }
 
     /// Returns the number of per-flow explicit routes of all machines.
     pub fn flow_route_count(&self) -> usize {
-        self.world.as_ref().map_or(0, |w| w.stack.routing.flows.len())
+        self.world.as_ref().map_or(0, |w| w.hosts.stack.routing.flows.len())
     }
 
     /// Writes one pcap per network into `dir` during the next run (the
@@ -169,9 +169,9 @@ impl Simulation {
     /// If the directory or a file cannot be created.
     pub fn capture_pcap(&mut self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
         let w = self.w();
-        let names: Vec<String> = w.fabric.networks.iter().map(|n| n.cfg.name.clone()).collect();
-        w.fabric.pcap = PcapSet::open(dir, &names)?;
-        Ok(w.fabric.pcap.files.clone())
+        let names: Vec<String> = w.hosts.fabric.networks.iter().map(|n| n.cfg.name.clone()).collect();
+        w.hosts.fabric.pcap = PcapSet::open(dir, &names)?;
+        Ok(w.hosts.fabric.pcap.files.clone())
     }
 
     /// Records a time series of every TCP connection opened from now on
@@ -180,7 +180,7 @@ impl Simulation {
     /// with [`Simulation::write_tcp_series`]. Off by default, and free
     /// when off.
     pub fn trace_tcp(&mut self, sampling: Sampling) {
-        self.w().obs.conns.enable_trace(sampling);
+        self.w().hosts.obs.conns.enable_trace(sampling);
     }
 
     /// Returns the TCP time series recorded so far (empty unless
@@ -189,10 +189,10 @@ impl Simulation {
         let Some(w) = self.world.as_ref() else {
             return Vec::new();
         };
-        w.obs.conns
+        w.hosts.obs.conns
             .trace
             .as_ref()
-            .map_or(Vec::new(), |t| t.series(|m| w.machine_name(m)))
+            .map_or(Vec::new(), |t| t.series(|m| w.hosts.machine_name(m)))
     }
 
     /// Writes the TCP time series as one CSV per connection into `dir`
@@ -206,6 +206,6 @@ impl Simulation {
 
     /// Returns the pcap write error of the run, if any.
     pub fn pcap_error(&self) -> Option<String> {
-        self.world.as_ref().and_then(|w| w.fabric.pcap.error.clone())
+        self.world.as_ref().and_then(|w| w.hosts.fabric.pcap.error.clone())
     }
 }

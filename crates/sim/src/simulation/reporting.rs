@@ -31,7 +31,7 @@ fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
     let mut index: rustc_hash::FxHashMap<(u32, u32), usize> = Default::default();
     let mut last = usize::MAX;
     for meta in &w.tasks.meta {
-        let key = (w.machines[meta.machine as usize].group, meta.app);
+        let key = (w.hosts.machines[meta.machine as usize].group, meta.app);
         let found = if keys.get(last) == Some(&key) {
             Some(last)
         } else if keys.len() <= SCAN {
@@ -84,7 +84,7 @@ fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
         .map(|i| {
             let (group, app) = keys[i];
             let mut e = std::mem::take(&mut entries[i]);
-            e.group = w.groups[group as usize].name.clone();
+            e.group = w.hosts.groups[group as usize].name.clone();
             e.application = w.tasks.app_names[app as usize].clone();
             ((group, app), e)
         })
@@ -101,9 +101,9 @@ impl Simulation {
     /// direction order) and how many saw traffic in all.
     fn queue_reports(&self) -> (u64, Vec<report::QueueReport>) {
         let w = self.world.as_ref().expect("world is present outside run");
-        let end = w.now().as_nanos();
+        let end = w.hosts.now().as_nanos();
         let mut all = Vec::new();
-        for (ni, n) in w.fabric.networks.iter().enumerate() {
+        for (ni, n) in w.hosts.fabric.networks.iter().enumerate() {
             for (pi, p) in n.ports.iter().enumerate() {
                 let Some(q) = p.queues.as_deref() else {
                     continue;
@@ -135,7 +135,7 @@ impl Simulation {
             .map(|(net, pd, wq)| {
                 let (network, machine, dir) = queue_names(w, net, pd);
                 let s = &wq.stats_at(end);
-                let dropped_by = (w.fabric.queue_drops.range((net, pd, elvis_net::DropReason::Loss)..))
+                let dropped_by = (w.hosts.fabric.queue_drops.range((net, pd, elvis_net::DropReason::Loss)..))
                     .take_while(|((n, p, _), _)| (*n, *p) == (net, pd))
                     .map(|((_, _, r), c)| (r.to_string(), *c))
                     .collect();
@@ -170,7 +170,7 @@ impl Simulation {
             .map(|(t, msg)| {
                 let meta = &w.tasks.meta[*t as usize];
                 Problem {
-                    machine: w.machine_name(meta.machine),
+                    machine: w.hosts.machine_name(meta.machine),
                     application: w.tasks.app_names[meta.app as usize].clone(),
                     state: meta.state,
                     message: msg.clone(),
@@ -187,20 +187,20 @@ impl Simulation {
                 break;
             }
             problems.push(Problem {
-                machine: w.machine_name(meta.machine),
+                machine: w.hosts.machine_name(meta.machine),
                 application: w.tasks.app_names[meta.app as usize].clone(),
                 state: TaskState::Pending,
                 message: "still waiting when the run ended".into(),
             });
         }
-        let events = w.sched.queue.popped() + self.polls;
+        let events = w.hosts.sched.queue.popped() + self.polls;
         let wall = self.wall.as_secs_f64();
         let (queues_total, queues) = self.queue_reports();
         let (applications_total, applications) = app_reports(w);
         Report {
-            seed: w.config.seed,
+            seed: w.hosts.config.seed,
             end,
-            sim_time_ns: w.now().as_nanos(),
+            sim_time_ns: w.hosts.now().as_nanos(),
             apps_ended_ns: w
                 .tasks
                 .meta
@@ -210,16 +210,16 @@ impl Simulation {
                 .flatten()
                 .map(Time::as_nanos),
             events,
-            machines: w.machines.len() as u64,
-            packets: report::PacketReport::new(&w.obs.stats, w.fabric.frames_sent),
-            networks_total: w.fabric.networks.len() as u64,
+            machines: w.hosts.machines.len() as u64,
+            packets: report::PacketReport::new(&w.hosts.obs.stats, w.hosts.fabric.frames_sent),
+            networks_total: w.hosts.fabric.networks.len() as u64,
             networks: self.network_reports(),
             routers: self.router_reports(),
             queues_total,
             queues,
             routing: report::RoutingReport {
-                tables: w.stack.routing.tables.len() as u64,
-                routes: w.stack.routing.tables.iter().map(|t| t.len() as u64).sum(),
+                tables: w.hosts.stack.routing.tables.len() as u64,
+                routes: w.hosts.stack.routing.tables.iter().map(|t| t.len() as u64).sum(),
             },
             applications_total,
             applications,
@@ -229,7 +229,7 @@ impl Simulation {
                 .iter()
                 .take(10_000)
                 .map(|m| MetricReport {
-                    machine: w.machine_name(m.machine),
+                    machine: w.hosts.machine_name(m.machine),
                     application: m
                         .app
                         .map_or(String::new(), |a| w.tasks.app_names[a as usize].clone()),
@@ -237,7 +237,7 @@ impl Simulation {
                     value: m.value,
                 })
                 .collect(),
-            tcp_connections_total: w.obs.conns.created,
+            tcp_connections_total: w.hosts.obs.conns.created,
             tcp_connections: self.connection_reports(),
             tcp_shares: self.congestion_shares(),
             performance: Performance {
@@ -248,7 +248,7 @@ impl Simulation {
                     0.0
                 },
                 speedup: if wall > 0.0 {
-                    w.now().as_secs_f64() / wall
+                    w.hosts.now().as_secs_f64() / wall
                 } else {
                     0.0
                 },
@@ -263,8 +263,8 @@ impl Simulation {
     fn connection_reports(&self) -> Vec<report::ConnectionReport> {
         use crate::socket::SocketSlot;
         let w = self.world.as_ref().expect("world is present outside run");
-        let mut recs = w.obs.conns.ended.clone();
-        for (m, machine) in w.machines.iter().enumerate() {
+        let mut recs = w.hosts.obs.conns.ended.clone();
+        for (m, machine) in w.hosts.machines.iter().enumerate() {
             for s in &machine.sockets {
                 if let SocketSlot::Tcp(t) = s {
                     if t.id < trace::MAX_LISTED {
@@ -287,7 +287,7 @@ impl Simulation {
         recs.into_iter()
             .map(|r| report::ConnectionReport {
                 id: r.id,
-                machine: w.machine_name(r.machine),
+                machine: w.hosts.machine_name(r.machine),
                 local: r.local.to_string(),
                 remote: r.remote.to_string(),
                 congestion: r.congestion,
@@ -304,8 +304,8 @@ impl Simulation {
     fn congestion_shares(&self) -> Vec<report::CongestionShare> {
         use crate::socket::SocketSlot;
         let w = self.world.as_ref().expect("world is present outside run");
-        let mut totals = w.obs.conns.ended_totals.clone();
-        for machine in &w.machines {
+        let mut totals = w.hosts.obs.conns.ended_totals.clone();
+        for machine in &w.hosts.machines {
             for s in &machine.sockets {
                 if let SocketSlot::Tcp(t) = s {
                     trace::add_total(
@@ -324,7 +324,7 @@ impl Simulation {
     fn router_reports(&self) -> Vec<RouterReport> {
         let w = self.world.as_ref().expect("world is present outside run");
         let mut out = Vec::new();
-        for (m, machine) in w.machines.iter().enumerate() {
+        for (m, machine) in w.hosts.machines.iter().enumerate() {
             if !machine.forward {
                 continue;
             }
@@ -341,14 +341,14 @@ impl Simulation {
                 .map(|k| {
                     let i = &machine.ifaces[k];
                     RouterIfaceReport {
-                        network: w.fabric.networks[i.net as usize].cfg.name.clone(),
+                        network: w.hosts.fabric.networks[i.net as usize].cfg.name.clone(),
                         address: i.ip.to_string(),
                         counters: of(k),
                     }
                 })
                 .collect();
             out.push(RouterReport {
-                machine: w.machine_name(m as MachineId),
+                machine: w.hosts.machine_name(m as MachineId),
                 interfaces_total: machine.ifaces.len() as u64,
                 interfaces,
             });
@@ -361,14 +361,14 @@ impl Simulation {
     fn network_reports(&self) -> Vec<NetworkReport> {
         let w = self.world.as_ref().expect("world is present outside run");
         let max = Report::MAX_NETWORKS_LISTED;
-        let listed = report::busiest(w.fabric.networks.len(), max, |k| {
-            let s = &w.fabric.networks[k].stats;
+        let listed = report::busiest(w.hosts.fabric.networks.len(), max, |k| {
+            let s = &w.hosts.fabric.networks[k].stats;
             (s.frames_sent, s.queue_drops)
         });
         listed
             .into_iter()
             .map(|k| {
-                let n = &w.fabric.networks[k];
+                let n = &w.hosts.fabric.networks[k];
                 NetworkReport {
                     name: n.cfg.name.clone(),
                     kind: n.cfg.kind,
@@ -387,8 +387,8 @@ impl Simulation {
 /// machine's NIC; `switch`: the switch port towards the machine) of a
 /// queue.
 pub(super) fn queue_names(w: &World, net: NetId, port_dir: u32) -> (String, String, &'static str) {
-    let n = &w.fabric.networks[net as usize];
+    let n = &w.hosts.fabric.networks[net as usize];
     let machine = n.ports[(port_dir >> 1) as usize].machine;
     let dir = if port_dir & 1 == 0 { "nic" } else { "switch" };
-    (n.cfg.name.clone(), w.machine_name(machine), dir)
+    (n.cfg.name.clone(), w.hosts.machine_name(machine), dir)
 }

@@ -48,24 +48,24 @@ fn run_events(w: &mut World, until: Time) -> Result<Step, End> {
         return Ok(step);
     }
     for _ in 0..EVENT_BATCH {
-        if w.sched.queue.peek_time().is_none_or(|t| t > until) {
-            return Err(if w.sched.queue.is_empty() {
+        if w.hosts.sched.queue.peek_time().is_none_or(|t| t > until) {
+            return Err(if w.hosts.sched.queue.is_empty() {
                 End::Idle
             } else {
                 End::TimeLimit
             });
         }
-        let Some((_, ev)) = w.sched.queue.pop() else {
+        let Some((_, ev)) = w.hosts.sched.queue.pop() else {
             return Err(End::Idle);
         };
-        w.sched.current_machine = None;
-        if catch_unwind(AssertUnwindSafe(|| w.handle(ev))).is_err() {
+        w.hosts.sched.current_machine = None;
+        if catch_unwind(AssertUnwindSafe(|| w.hosts.handle(ev))).is_err() {
             let msg = elvis_stack::crash::take_panic_message();
-            if let Some(m) = w.sched.current_machine {
-                w.sched.crashed.push((m, msg));
+            if let Some(m) = w.hosts.sched.current_machine {
+                w.hosts.sched.crashed.push((m, msg));
             }
         }
-        if !w.sched.crashed.is_empty() {
+        if !w.hosts.sched.crashed.is_empty() {
             return Ok(Step::Crashed);
         }
         // A woken task runs right away (one borrow of the world per
@@ -130,14 +130,14 @@ impl Simulation {
     pub fn run_with(&mut self, limits: RunLimits, progress: &mut dyn FnMut(&Progress)) -> Report {
         elvis_stack::crash::install_panic_hook();
         let mut route_error = None;
-        if self.w().stack.routing.dirty {
+        if self.w().hosts.stack.routing.dirty {
             route_error = self.build_routes().err();
         }
         let Some(world) = self.world.take() else {
             unreachable!("world is present outside run")
         };
         let group_names: Vec<(MachineId, u32, bool, String)> = world
-            .groups
+            .hosts.groups
             .iter()
             .map(|g| (g.first, g.len, g.counted, g.name.clone()))
             .collect();
@@ -174,8 +174,8 @@ impl Simulation {
         }
         elvis_stack::crash::capture_panics(false);
         let mut world = world::uninstall().expect("world installed for the run");
-        let end_time = world.now();
-        world.fabric.pcap.close(end_time);
+        let end_time = world.hosts.now();
+        world.hosts.fabric.pcap.close(end_time);
         self.world = Some(world);
         let mut r = self.report(end);
         if let Some(e) = route_error {
@@ -229,7 +229,7 @@ impl Simulation {
                 }
                 Err(end) => {
                     if end == End::TimeLimit && until != Time::MAX {
-                        let _ = world::try_with_world(|w| w.sched.queue.advance_to(until));
+                        let _ = world::try_with_world(|w| w.hosts.sched.queue.advance_to(until));
                     }
                     return end;
                 }
@@ -246,8 +246,8 @@ impl Simulation {
                 if last_progress.elapsed() >= Duration::from_millis(100) {
                     last_progress = Instant::now();
                     if let Ok(p) = world::try_with_world(|w| Progress {
-                        sim_time: w.now(),
-                        events: w.sched.queue.popped(),
+                        sim_time: w.hosts.now(),
+                        events: w.hosts.sched.queue.popped(),
                         wall: start.elapsed(),
                     }) {
                         progress(&p);
@@ -297,7 +297,7 @@ impl Simulation {
         self.futures[task as usize] = None;
         let crashed = world::try_with_world(|w| {
             crate::executor::set_current_task(None);
-            let now = w.now();
+            let now = w.hosts.now();
             w.tasks.last_end = Some(now);
             let meta = &mut w.tasks.meta[task as usize];
             meta.state = outcome.0;
@@ -306,10 +306,10 @@ impl Simulation {
             if let Some(msg) = outcome.1 {
                 w.tasks.errors.push((task, msg.clone()));
                 if outcome.0 == TaskState::Crashed {
-                    w.sched.crashed.push((machine, msg));
+                    w.hosts.sched.crashed.push((machine, msg));
                 }
             }
-            !w.sched.crashed.is_empty()
+            !w.hosts.sched.crashed.is_empty()
         });
         if crashed == Ok(true) {
             self.reap_crashed();
