@@ -280,6 +280,13 @@ struct Measurement {
     extra: serde_json::Value,
 }
 
+/// Runs the subcommand given and prints its measurement as a JSON line;
+/// exits with 1 when it failed (`sweep` and the comparisons print their
+/// own tables).
+///
+/// Long because it is the flat dispatch of the subcommands, one arm each,
+/// most of them only taking a variant's fields apart for the function
+/// that runs it.
 fn main() {
     let cli = Cli::parse();
     let start = Instant::now();
@@ -654,6 +661,9 @@ fn routes(n: u64) -> Measurement {
     }
 }
 
+/// `elvis-bench tcp-bulk`: one TCP bulk transfer of `bytes` between two
+/// hosts on a point-to-point link; reports the simulated goodput and the
+/// wall time per simulated gigabyte.
 #[allow(clippy::too_many_arguments)] // one per command-line option
 fn tcp_bulk(
     bytes: u64,
@@ -700,46 +710,8 @@ fn tcp_bulk(
             sim.set_offloads(m, o).expect("machine");
         }
     }
-    let done = std::rc::Rc::new(std::cell::Cell::new(0u64));
-    let done2 = done.clone();
-    sim.spawn(b, "bulk_receive", move |h: Host| async move {
-        let l = h.tcp_listen(5001, 1)?;
-        let (s, _) = l.accept().await?;
-        let mut got = 0u64;
-        while got < bytes {
-            let m = s.recv(1 << 22).await?;
-            if m.is_empty() {
-                break;
-            }
-            got += m.len() as u64;
-        }
-        done2.set(h.now().as_nanos());
-        if got == bytes {
-            Ok(())
-        } else {
-            Err(elvis_sim::AppError::new(format!("got {got} of {bytes}")))
-        }
-    });
-    sim.spawn(a, "bulk_send", move |h: Host| async move {
-        let s = h
-            .tcp_connect_with(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 5001), alg)
-            .await?;
-        // With real bytes, one 4 MiB buffer is written again and again (as
-        // iperf does), so the run measures the simulator rather than the
-        // application filling a gigabyte of memory.
-        let buffer = real.then(|| elvis_sim::Message::from_vec(vec![0x5a; 1 << 22]));
-        let mut sent = 0u64;
-        while sent < bytes {
-            let n = (bytes - sent).min(1 << 22);
-            let piece = match &buffer {
-                Some(b) => b.slice(..n as usize),
-                None => elvis_sim::Message::zeros(n),
-            };
-            s.write_all(piece).await?;
-            sent += n;
-        }
-        Ok(())
-    });
+    let done = spawn_bulk_receive(&mut sim, b, bytes);
+    spawn_bulk_send(&mut sim, a, bytes, alg, real);
     let build_s = t0.elapsed().as_secs_f64();
     let report = sim.run();
     let sim_s = done.get() as f64 / 1e9;
@@ -769,6 +741,68 @@ fn tcp_bulk(
         }),
         ..Default::default()
     }
+}
+
+/// Spawns tcp-bulk's receiver on machine `b`: accepts one connection on
+/// port 5001 and reads `bytes`; returns the cell where it leaves the
+/// simulated time (ns) it finished at.
+fn spawn_bulk_receive(
+    sim: &mut Simulation,
+    b: elvis_sim::MachineId,
+    bytes: u64,
+) -> std::rc::Rc<std::cell::Cell<u64>> {
+    let done = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let done2 = done.clone();
+    sim.spawn(b, "bulk_receive", move |h: Host| async move {
+        let l = h.tcp_listen(5001, 1)?;
+        let (s, _) = l.accept().await?;
+        let mut got = 0u64;
+        while got < bytes {
+            let m = s.recv(1 << 22).await?;
+            if m.is_empty() {
+                break;
+            }
+            got += m.len() as u64;
+        }
+        done2.set(h.now().as_nanos());
+        if got == bytes {
+            Ok(())
+        } else {
+            Err(elvis_sim::AppError::new(format!("got {got} of {bytes}")))
+        }
+    });
+    done
+}
+
+/// Spawns tcp-bulk's sender on machine `a`: connects to 10.0.0.2:5001
+/// with congestion control `alg` and writes `bytes`, real or virtual.
+fn spawn_bulk_send(
+    sim: &mut Simulation,
+    a: elvis_sim::MachineId,
+    bytes: u64,
+    alg: elvis_sim::Congestion,
+    real: bool,
+) {
+    sim.spawn(a, "bulk_send", move |h: Host| async move {
+        let s = h
+            .tcp_connect_with(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 5001), alg)
+            .await?;
+        // With real bytes, one 4 MiB buffer is written again and again (as
+        // iperf does), so the run measures the simulator rather than the
+        // application filling a gigabyte of memory.
+        let buffer = real.then(|| elvis_sim::Message::from_vec(vec![0x5a; 1 << 22]));
+        let mut sent = 0u64;
+        while sent < bytes {
+            let n = (bytes - sent).min(1 << 22);
+            let piece = match &buffer {
+                Some(b) => b.slice(..n as usize),
+                None => elvis_sim::Message::zeros(n),
+            };
+            s.write_all(piece).await?;
+            sent += n;
+        }
+        Ok(())
+    });
 }
 
 /// Runs each N in a child process; the parent measures whole-process wall

@@ -5,7 +5,10 @@
 
 use crate::Measurement;
 use elvis_sim::topology::{self, FatTreeParams};
-use elvis_sim::{Host, Message, Simulation};
+use elvis_sim::{Host, MachineId, Message, Simulation};
+use std::cell::Cell;
+use std::net::SocketAddrV4;
+use std::rc::Rc;
 use std::time::Instant;
 
 /// Builds FatTree(k) with 10 Gbit/s, 1 µs links; pings `pings` pairs
@@ -89,9 +92,6 @@ pub fn fat_tree(k: u32, pings: u32) -> Measurement {
 /// `rate_bps` (it writes `rate × 10 ms` every 10 ms) for `duration_s`
 /// simulated seconds. Reports wall time, peak RSS and the goodput.
 pub fn fat_tree_cubic(k: u32, flows: u32, rate_bps: u64, duration_s: u64) -> Measurement {
-    use std::cell::Cell;
-    use std::net::SocketAddrV4;
-    use std::rc::Rc;
     let t0 = Instant::now();
     let mut sim = Simulation::new(1);
     let p = FatTreeParams::new(k).with_rate(100_000_000, 10_000);
@@ -105,14 +105,7 @@ pub fn fat_tree_cubic(k: u32, flows: u32, rate_bps: u64, duration_s: u64) -> Mea
     sim.build_routes().expect("routes");
     let n = topo.hosts.len() as u64;
     // Seeded pairs (splitmix64), source ≠ destination.
-    let mut state = 0x5eed_u64;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut next = splitmix64(0x5eed);
     let received = Rc::new(Cell::new(0u64));
     let chunk = rate_bps / 8 / 100; // bytes per 10 ms
     let end = std::time::Duration::from_secs(duration_s);
@@ -124,30 +117,8 @@ pub fn fat_tree_cubic(k: u32, flows: u32, rate_bps: u64, duration_s: u64) -> Mea
         }
         let port = 5000 + f as u16;
         let to = SocketAddrV4::new(topo.addresses[dst], port);
-        let got = received.clone();
-        sim.spawn_daemon(topo.hosts[dst], "cubic-sink", move |h: Host| async move {
-            let l = h.tcp_listen(port, 1)?;
-            let (s, _) = l.accept().await?;
-            loop {
-                let m = s.recv(1 << 20).await?;
-                if m.is_empty() {
-                    return Ok(());
-                }
-                got.set(got.get() + m.len() as u64);
-            }
-        });
-        sim.spawn_daemon(topo.hosts[src], "cubic-source", move |h: Host| async move {
-            let s = h.tcp_connect_with(to, elvis_sim::Congestion::Cubic).await?;
-            let tick = std::time::Duration::from_millis(10);
-            let t0 = h.now();
-            let mut at = t0;
-            while at.as_nanos() - t0.as_nanos() < end.as_nanos() as u64 {
-                s.write_all(Message::zeros(chunk)).await?;
-                at += tick;
-                h.sleep_until(at).await;
-            }
-            Ok(())
-        });
+        spawn_cubic_sink(&mut sim, topo.hosts[dst], port, received.clone());
+        spawn_cubic_source(&mut sim, topo.hosts[src], to, chunk, end);
     }
     let build_s = t0.elapsed().as_secs_f64();
     let limits = elvis_sim::RunLimits {
@@ -189,4 +160,54 @@ pub fn fat_tree_cubic(k: u32, flows: u32, rate_bps: u64, duration_s: u64) -> Mea
         }),
         ..Default::default()
     }
+}
+
+/// Returns the splitmix64 sequence from `state`.
+fn splitmix64(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// Spawns a fattree-cubic sink on `machine`: accepts one connection on
+/// `port` and adds the bytes it reads to `got`.
+fn spawn_cubic_sink(sim: &mut Simulation, machine: MachineId, port: u16, got: Rc<Cell<u64>>) {
+    sim.spawn_daemon(machine, "cubic-sink", move |h: Host| async move {
+        let l = h.tcp_listen(port, 1)?;
+        let (s, _) = l.accept().await?;
+        loop {
+            let m = s.recv(1 << 20).await?;
+            if m.is_empty() {
+                return Ok(());
+            }
+            got.set(got.get() + m.len() as u64);
+        }
+    });
+}
+
+/// Spawns a fattree-cubic source on `machine`: a CUBIC connection to
+/// `to` that writes `chunk` bytes every 10 ms for `end`.
+fn spawn_cubic_source(
+    sim: &mut Simulation,
+    machine: MachineId,
+    to: SocketAddrV4,
+    chunk: u64,
+    end: std::time::Duration,
+) {
+    sim.spawn_daemon(machine, "cubic-source", move |h: Host| async move {
+        let s = h.tcp_connect_with(to, elvis_sim::Congestion::Cubic).await?;
+        let tick = std::time::Duration::from_millis(10);
+        let t0 = h.now();
+        let mut at = t0;
+        while at.as_nanos() - t0.as_nanos() < end.as_nanos() as u64 {
+            s.write_all(Message::zeros(chunk)).await?;
+            at += tick;
+            h.sleep_until(at).await;
+        }
+        Ok(())
+    });
 }

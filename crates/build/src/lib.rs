@@ -274,6 +274,61 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         sim.set_default_ttl(ttl);
     }
     icmp_limits(&mut sim, &scenario.sim);
+    let (mut pools, net_ids) = add_networks(&mut sim, scenario)?;
+    let skip = claimed_addresses(scenario)?;
+    let generated = topology::build_all(&mut sim, scenario)?;
+    let mut groups = Vec::new();
+    // Blocks that add applications to generated machines run as groups
+    // of those machines (counted when they name a whole generated group).
+    // A block naming one generated machine replaces, on that machine, the
+    // applications of a block naming its whole group.
+    // Counts given to blocks that name a whole generated group (the
+    // machines are copied only when there are any).
+    let mut counted_groups: Vec<(usize, u32)> = Vec::new();
+    let mut apps_from = AppsFrom::default();
+    for (k, g) in scenario.machines.iter().enumerate() {
+        if let topology::Role::Attach {
+            first,
+            len,
+            counted,
+        } = topology::role(g, &generated)?
+        {
+            protocols(g)?;
+            if counted {
+                counted_groups.push((k, len));
+                apps_from.whole_groups.insert(k);
+            } else {
+                apps_from.own_block.insert(first);
+            }
+            groups.push((g.name.clone(), first, len));
+            continue;
+        }
+        let protocols = protocols(g)?;
+        let first = sim
+            .add_group(&g.name, g.count, protocols)
+            .map_err(|e| err(g.loc, e.to_string()))?;
+        groups.push((g.name.clone(), first, g.instances()));
+        attach_group(&mut sim, g, first, &net_ids, &mut pools, &skip)?;
+    }
+    check_links(scenario)?;
+    let generated = (generated.iter())
+        .map(|x| (x.name.clone(), x.first, x.len))
+        .collect();
+    Ok(Attached {
+        sim,
+        groups,
+        generated,
+        counted_groups,
+        apps_from,
+    })
+}
+
+/// Adds the networks of `scenario` to `sim`; returns their address pools
+/// and their ids by name.
+fn add_networks<'s>(
+    sim: &mut Simulation,
+    scenario: &'s Scenario,
+) -> Result<(Vec<Pool>, rustc_hash::FxHashMap<&'s str, u32>), BuildError> {
     let n = scenario.networks.len();
     sim.reserve_networks(n);
     let mut pools: Vec<Pool> = Vec::with_capacity(n);
@@ -307,6 +362,15 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         net_ids.insert(spec.id.as_str(), id);
         pools.push(Pool::new(spec));
     }
+    Ok((pools, net_ids))
+}
+
+/// Returns the addresses claimed by applications' `ip=` options and by
+/// machines' pinned interface addresses, which the pools skip.
+///
+/// # Errors
+/// An address claimed twice.
+fn claimed_addresses(scenario: &Scenario) -> Result<rustc_hash::FxHashSet<u32>, BuildError> {
     // Addresses claimed by applications' `ip=` options.
     // Looked up, never iterated in order: a hash map (a million pinned
     // addresses cost a B-tree a million ordered inserts).
@@ -338,72 +402,57 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
     // One set for every network: claimed addresses are skipped wherever
     // they would be handed out (a copy per network would cost networks ×
     // pins).
-    let skip: rustc_hash::FxHashSet<u32> = claimed.keys().copied().collect();
-    let generated = topology::build_all(&mut sim, scenario)?;
-    let mut groups = Vec::new();
-    // Blocks that add applications to generated machines run as groups
-    // of those machines (counted when they name a whole generated group).
-    // A block naming one generated machine replaces, on that machine, the
-    // applications of a block naming its whole group.
-    // Counts given to blocks that name a whole generated group (the
-    // machines are copied only when there are any).
-    let mut counted_groups: Vec<(usize, u32)> = Vec::new();
-    let mut apps_from = AppsFrom::default();
-    for (k, g) in scenario.machines.iter().enumerate() {
-        if let topology::Role::Attach {
-            first,
-            len,
-            counted,
-        } = topology::role(g, &generated)?
-        {
-            protocols(g)?;
-            if counted {
-                counted_groups.push((k, len));
-                apps_from.whole_groups.insert(k);
-            } else {
-                apps_from.own_block.insert(first);
-            }
-            groups.push((g.name.clone(), first, len));
-            continue;
-        }
-        let protocols = protocols(g)?;
-        let first = sim
-            .add_group(&g.name, g.count, protocols)
-            .map_err(|e| err(g.loc, e.to_string()))?;
-        groups.push((g.name.clone(), first, g.instances()));
-        let own_ips = claimed_ips(g)?;
-        // The pinned address of each interface, by interface index.
-        let mut pinned_at: Vec<Option<&Param>> = vec![None; g.networks.len()];
-        for (k, p) in &g.pinned {
-            if let Some(slot) = pinned_at.get_mut(*k as usize) {
-                slot.get_or_insert(p);
-            }
-        }
-        for i in 0..g.instances() {
-            let own = match own_ips.first() {
-                Some((None, (ip, _))) => Some(*ip),
-                Some(_) => own_ips.get(i as usize).map(|(_, (ip, _))| *ip),
-                None => None,
-            };
-            for (k, r) in g.networks.iter().enumerate() {
-                let Some(&net) = net_ids.get(r.name.as_str()) else {
-                    return Err(err(r.loc, format!("unknown network '{}'", r.name)));
-                };
-                let pinned = match pinned_at[k] {
-                    Some(p) => Some(parse_ip(&instance_value(&p.value, g, i), p.loc)?),
-                    None => None,
-                };
-                let pool = &mut pools[net as usize];
-                let ip = match (pinned, own) {
-                    (Some(ip), _) => ip,
-                    (None, Some(ip)) if pool.lists(ip) || g.networks.len() == 1 || k == 0 => ip,
-                    _ => pool.next(&skip),
-                };
-                sim.attach(first + i, net, ip)
-                    .map_err(|e| err(r.loc, format!("machine '{}': {e}", g.name)))?;
-            }
+    Ok(claimed.keys().copied().collect())
+}
+
+/// Attaches each machine of group `g` (the first is `first`) to its
+/// networks, at its pinned address, its application's `ip=` or the next
+/// free address of the network's pool (skipping `skip`).
+fn attach_group(
+    sim: &mut Simulation,
+    g: &MachineGroup,
+    first: elvis_sim::MachineId,
+    net_ids: &rustc_hash::FxHashMap<&str, u32>,
+    pools: &mut [Pool],
+    skip: &rustc_hash::FxHashSet<u32>,
+) -> Result<(), BuildError> {
+    let own_ips = claimed_ips(g)?;
+    // The pinned address of each interface, by interface index.
+    let mut pinned_at: Vec<Option<&Param>> = vec![None; g.networks.len()];
+    for (k, p) in &g.pinned {
+        if let Some(slot) = pinned_at.get_mut(*k as usize) {
+            slot.get_or_insert(p);
         }
     }
+    for i in 0..g.instances() {
+        let own = match own_ips.first() {
+            Some((None, (ip, _))) => Some(*ip),
+            Some(_) => own_ips.get(i as usize).map(|(_, (ip, _))| *ip),
+            None => None,
+        };
+        for (k, r) in g.networks.iter().enumerate() {
+            let Some(&net) = net_ids.get(r.name.as_str()) else {
+                return Err(err(r.loc, format!("unknown network '{}'", r.name)));
+            };
+            let pinned = match pinned_at[k] {
+                Some(p) => Some(parse_ip(&instance_value(&p.value, g, i), p.loc)?),
+                None => None,
+            };
+            let pool = &mut pools[net as usize];
+            let ip = match (pinned, own) {
+                (Some(ip), _) => ip,
+                (None, Some(ip)) if pool.lists(ip) || g.networks.len() == 1 || k == 0 => ip,
+                _ => pool.next(skip),
+            };
+            sim.attach(first + i, net, ip)
+                .map_err(|e| err(r.loc, format!("machine '{}': {e}", g.name)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks that every link of `scenario` joins exactly two machines.
+fn check_links(scenario: &Scenario) -> Result<(), BuildError> {
     let ends = interfaces_per_network(scenario);
     for spec in &scenario.networks {
         if spec.kind == NetworkKind::Link {
@@ -420,16 +469,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
             }
         }
     }
-    let generated = (generated.iter())
-        .map(|x| (x.name.clone(), x.first, x.len))
-        .collect();
-    Ok(Attached {
-        sim,
-        groups,
-        generated,
-        counted_groups,
-        apps_from,
-    })
+    Ok(())
 }
 
 /// Applies the `[Simulation]` ICMP rate limits given (Linux's defaults

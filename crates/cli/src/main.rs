@@ -511,21 +511,11 @@ impl Flags {
     }
 }
 
+/// `elvis run`: loads, checks, builds and runs a scenario, writes its
+/// outputs and prints its summary; returns the exit status.
 fn run(mut args: RunArgs) -> ExitCode {
-    if let Some(dir) = args.plot.clone() {
-        if args.report.as_deref() == Some(Path::new("-")) {
-            eprintln!(
-                "error: --plot reads the report from a file (hint: drop --report - or give a file)"
-            );
-            return ExitCode::from(status::BAD_INPUT);
-        }
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            eprintln!("error: cannot create {}: {e}", dir.display());
-            return ExitCode::from(status::OUTPUT);
-        }
-        args.report.get_or_insert_with(|| dir.join("report.json"));
-        args.tcp_trace.get_or_insert_with(|| dir.join("tcp"));
-        args.queue_trace.get_or_insert_with(|| dir.join("queues"));
+    if let Err(c) = plot_defaults(&mut args) {
+        return c;
     }
     let Flags {
         until,
@@ -567,38 +557,145 @@ fn run(mut args: RunArgs) -> ExitCode {
         Err(c) => return c,
     };
     let build_time = build_start.elapsed();
+    let mut written = match prepare(&mut built.sim, &args, sampling, stop, wall_limit, watchdog) {
+        Ok(w) => w,
+        Err(c) => return c,
+    };
+    let limits = RunLimits {
+        until: until.or(built.until),
+    };
+    let quiet = args.quiet;
+    let mut report = run_with_progress(&mut built.sim, limits, quiet);
+    report.memory_estimate = Some(est);
+    let mut code = run_status(&report);
+    if !write_outputs(&built.sim, &args, &outputs, &report, &mut written) {
+        code = status::OUTPUT;
+    }
+    if !draw_figures(&args, &mut written) {
+        code = status::OUTPUT;
+    }
+    if !quiet {
+        let text = summary::render(&name, &report, build_time) + &summary::files(&written);
+        print_summary(&text, &outputs);
+    }
+    say_why(code, &report);
+    ExitCode::from(code)
+}
+
+/// Returns the exit status a run's applications give: failed (or
+/// crashed) before waiting, else 0.
+fn run_status(report: &elvis_sim::Report) -> u8 {
+    if report.failures() > 0 {
+        status::FAILED
+    } else if report.waiting() > 0 {
+        status::WAITING
+    } else {
+        0
+    }
+}
+
+/// Prints the summary `text` on standard output, or on standard error
+/// when standard output carries the report.
+fn print_summary(text: &str, outputs: &Outputs) {
+    // With `--report -` standard output carries the JSON alone.
+    if outputs.report == Some(output::Target::Stdout) {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+}
+
+/// Prints why a run ends with status `code`, when its applications are
+/// the reason: some failed or crashed, or some still wait.
+fn say_why(code: u8, report: &elvis_sim::Report) {
+    match code {
+        status::FAILED => eprintln!(
+            "error: {} application(s) failed or crashed (see problems above)",
+            report.failures()
+        ),
+        status::WAITING => eprintln!(
+            "error: {} application(s) still waiting when the run ended at {} ({})",
+            report.waiting(),
+            Time::from_nanos(report.sim_time_ns),
+            report.end
+        ),
+        _ => {}
+    }
+}
+
+/// With `--plot DIR`: creates DIR and puts the report and the TCP and
+/// queue traces in it unless they were given; prints the error and
+/// returns `Err(code)` when it cannot.
+fn plot_defaults(args: &mut RunArgs) -> Result<(), ExitCode> {
+    if let Some(dir) = args.plot.clone() {
+        if args.report.as_deref() == Some(Path::new("-")) {
+            eprintln!(
+                "error: --plot reads the report from a file (hint: drop --report - or give a file)"
+            );
+            return Err(ExitCode::from(status::BAD_INPUT));
+        }
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("error: cannot create {}: {e}", dir.display());
+            return Err(ExitCode::from(status::OUTPUT));
+        }
+        args.report.get_or_insert_with(|| dir.join("report.json"));
+        args.tcp_trace.get_or_insert_with(|| dir.join("tcp"));
+        args.queue_trace.get_or_insert_with(|| dir.join("queues"));
+    }
+    Ok(())
+}
+
+/// Readies the built `sim` to run: pcap capture and traces as `args`
+/// ask, the interrupt flag `stop`, the wall-clock limit and the
+/// watchdog. Returns the pcap files it will write; prints the error and
+/// returns `Err(code)` when it cannot create them.
+fn prepare(
+    sim: &mut elvis_sim::Simulation,
+    args: &RunArgs,
+    sampling: elvis_sim::Sampling,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    wall_limit: Option<Duration>,
+    watchdog: Duration,
+) -> Result<Vec<PathBuf>, ExitCode> {
     let mut written: Vec<PathBuf> = Vec::new();
     if let Some(dir) = &args.pcap {
-        match built.sim.capture_pcap(dir) {
+        match sim.capture_pcap(dir) {
             Ok(files) => written.extend(files),
             Err(e) => {
                 eprintln!("error: cannot write pcaps into {}: {e}", dir.display());
-                return ExitCode::from(status::OUTPUT);
+                return Err(ExitCode::from(status::OUTPUT));
             }
         }
     }
     if args.tcp_trace.is_some() {
-        built.sim.trace_tcp(sampling);
+        sim.trace_tcp(sampling);
     }
     if args.queue_trace.is_some() {
-        built.sim.trace_queues();
+        sim.trace_queues();
     }
-    built.sim.set_interrupt_flag(stop);
+    sim.set_interrupt_flag(stop);
     if let Some(limit) = wall_limit {
-        built.sim.set_wall_limit(limit);
+        sim.set_wall_limit(limit);
     }
-    built.sim.set_watchdog(watchdog, |machine| {
+    sim.set_watchdog(watchdog, |machine| {
         eprintln!(
             "error: an application on machine '{machine}' has not yielded for the watchdog limit; \
              it loops without awaiting a socket or timer (hint: await sleep/recv/yield_now in long loops)"
         );
         std::process::exit(i32::from(status::WATCHDOG));
     });
-    let limits = RunLimits {
-        until: until.or(built.until),
-    };
+    Ok(written)
+}
+
+/// Runs `sim` within `limits`, showing a spinner on standard error with
+/// the simulated time and the event rate once the run has taken a second
+/// (unless `quiet`); returns the run's report.
+fn run_with_progress(
+    sim: &mut elvis_sim::Simulation,
+    limits: RunLimits,
+    quiet: bool,
+) -> elvis_sim::Report {
     let mut bar: Option<indicatif::ProgressBar> = None;
-    let quiet = args.quiet;
     let mut on_progress = |p: &Progress| {
         if quiet || p.wall < Duration::from_secs(1) {
             return;
@@ -617,21 +714,17 @@ fn run(mut args: RunArgs) -> ExitCode {
         ));
         b.tick();
     };
-    let mut report = built.sim.run_with(limits, &mut on_progress);
-    report.memory_estimate = Some(est);
+    let report = sim.run_with(limits, &mut on_progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let mut code = if report.failures() > 0 {
-        status::FAILED
-    } else if report.waiting() > 0 {
-        status::WAITING
-    } else {
-        0
-    };
-    if !write_outputs(&built.sim, &args, &outputs, &report, &mut written) {
-        code = status::OUTPUT;
-    }
+    report
+}
+
+/// With `--plot DIR`: draws the figures of the report and traces into
+/// DIR and adds them to `written`; returns false when it could not (the
+/// error is printed).
+fn draw_figures(args: &RunArgs, written: &mut Vec<PathBuf>) -> bool {
     if let (Some(dir), Some(report_file)) = (&args.plot, &args.report) {
         let figures = plot::plot(
             report_file,
@@ -644,33 +737,11 @@ fn run(mut args: RunArgs) -> ExitCode {
             Ok(files) => written.extend(files),
             Err(e) => {
                 eprintln!("error: drawing figures: {e}");
-                code = status::OUTPUT;
+                return false;
             }
         }
     }
-    if !quiet {
-        let text = summary::render(&name, &report, build_time) + &summary::files(&written);
-        // With `--report -` standard output carries the JSON alone.
-        if outputs.report == Some(output::Target::Stdout) {
-            eprint!("{text}");
-        } else {
-            print!("{text}");
-        }
-    }
-    match code {
-        status::FAILED => eprintln!(
-            "error: {} application(s) failed or crashed (see problems above)",
-            report.failures()
-        ),
-        status::WAITING => eprintln!(
-            "error: {} application(s) still waiting when the run ended at {} ({})",
-            report.waiting(),
-            Time::from_nanos(report.sim_time_ns),
-            report.end
-        ),
-        _ => {}
-    }
-    ExitCode::from(code)
+    true
 }
 
 /// Writes the outputs that come after the run (traces, the report) and

@@ -122,8 +122,23 @@ pub fn files(written: &[PathBuf]) -> String {
 /// Returns the summary table of a run.
 pub fn render(name: &str, r: &Report, build: Duration) -> String {
     let mut s = String::new();
-    let p = &r.performance;
     let _ = writeln!(s, "== elvis run: {name} (seed {}) ==", r.seed);
+    simulated_time(&mut s, r);
+    stopped(&mut s, r);
+    costs(&mut s, r, build);
+    let _ = writeln!(s, "  machines         {}", r.machines);
+    packets(&mut s, r);
+    tcp(&mut s, r);
+    queues(&mut s, r);
+    applications(&mut s, r);
+    metrics(&mut s, r);
+    problems(&mut s, r);
+    s
+}
+
+/// Says how long the run lasted in simulated time, and when the
+/// applications were done if timers ran on after them.
+fn simulated_time(s: &mut String, r: &Report) {
     let _ = write!(s, "  simulated time   {}", duration(r.sim_time_ns as f64));
     match r.apps_ended_ns {
         Some(a) if a < r.sim_time_ns => {
@@ -136,7 +151,12 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
         _ => {}
     }
     s.push('\n');
-    stopped(&mut s, r);
+}
+
+/// Says what the run cost: wall time of the run and the build
+/// (`build`), events and their rate, peak memory (and its estimate).
+fn costs(s: &mut String, r: &Report, build: Duration) {
+    let p = &r.performance;
     let _ = writeln!(
         s,
         "  wall time        {:.3} s run + {:.3} s build",
@@ -158,7 +178,11 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
         let _ = write!(s, " (estimated {:.1} MiB)", e.bytes as f64 / 1048576.0);
     }
     s.push('\n');
-    let _ = writeln!(s, "  machines         {}", r.machines);
+}
+
+/// Counts the frames and UDP datagrams sent and delivered, the drops by
+/// reason, and the frames GRO merged (when any were).
+fn packets(s: &mut String, r: &Report) {
     let k = &r.packets;
     let _ = writeln!(
         s,
@@ -189,31 +213,40 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
             k.gro_merged
         );
     }
-    if !r.tcp_shares.is_empty() {
-        let shares: Vec<String> = r
-            .tcp_shares
-            .iter()
-            .map(|c| {
-                format!(
-                    "{} {:.1} % ({} sender{}, {}B, {}bit/s)",
-                    c.congestion,
-                    c.throughput_share * 100.0,
-                    c.senders,
-                    if c.senders == 1 { "" } else { "s" },
-                    si(c.bytes_acked as f64),
-                    si(c.throughput_bps as f64)
-                )
-            })
-            .collect();
-        let _ = writeln!(
-            s,
-            "  TCP              {} connections; throughput shares: {}",
-            r.tcp_connections_total,
-            shares.join(", ")
-        );
+}
+
+/// Lists the TCP connections' throughput shares by congestion control
+/// (nothing without TCP).
+fn tcp(s: &mut String, r: &Report) {
+    if r.tcp_shares.is_empty() {
+        return;
     }
-    queues(&mut s, r);
-    applications(&mut s, r);
+    let shares: Vec<String> = r
+        .tcp_shares
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {:.1} % ({} sender{}, {}B, {}bit/s)",
+                c.congestion,
+                c.throughput_share * 100.0,
+                c.senders,
+                if c.senders == 1 { "" } else { "s" },
+                si(c.bytes_acked as f64),
+                si(c.throughput_bps as f64)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "  TCP              {} connections; throughput shares: {}",
+        r.tcp_connections_total,
+        shares.join(", ")
+    );
+}
+
+/// Lists the first 20 metrics the applications published, each in its
+/// unit.
+fn metrics(s: &mut String, r: &Report) {
     for m in r.metrics.iter().take(20) {
         let _ = writeln!(
             s,
@@ -224,6 +257,11 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
             metric_value(&m.name, m.value)
         );
     }
+}
+
+/// Lists the first 10 problems (applications that failed, crashed or
+/// still wait), and how many more the report holds.
+fn problems(s: &mut String, r: &Report) {
     for pr in r.problems.iter().take(10) {
         let _ = writeln!(
             s,
@@ -234,7 +272,6 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
     if r.problems.len() > 10 {
         let _ = writeln!(s, "  ! … {} more in the report", r.problems.len() - 10);
     }
-    s
 }
 
 /// How many (machine group, application) pairs the summary lists.

@@ -8,7 +8,9 @@
 //! A table entry for a crate that does not exist (yet) is not an error.
 //!
 //! The same test binary keeps the source files small: no non-test part of
-//! a file under `crates/*/src` may exceed [`MAX_SOURCE_LINES`].
+//! a file under `crates/*/src` may exceed [`MAX_SOURCE_LINES`], and a
+//! non-test function over [`MAX_FN_LINES`] lines says why in its doc
+//! comment, with a line containing `Long because`.
 #![forbid(unsafe_code)]
 
 use serde_json::{json, Value};
@@ -269,9 +271,9 @@ fn non_test_lines(text: &str) -> usize {
         .unwrap_or(lines.len())
 }
 
-#[test]
-fn no_source_file_is_over_1200_lines() {
-    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+/// Returns the non-test source files of every crate under `root`'s
+/// `crates/` (see [`source_files`]), sorted.
+fn workspace_source_files(root: &Path) -> Vec<PathBuf> {
     let crates = std::fs::read_dir(root.join("crates")).expect("the workspace has crates/");
     let mut files = Vec::new();
     for krate in crates {
@@ -280,12 +282,19 @@ fn no_source_file_is_over_1200_lines() {
             source_files(&src, &mut files);
         }
     }
+    files.sort();
+    files
+}
+
+#[test]
+fn no_source_file_is_over_1200_lines() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let files = workspace_source_files(root);
     assert!(
         !files.is_empty(),
         "no source files under {}",
         root.display()
     );
-    files.sort();
     let over: Vec<String> = files
         .iter()
         .filter_map(|f| {
@@ -301,4 +310,113 @@ fn no_source_file_is_over_1200_lines() {
         "source files over {MAX_SOURCE_LINES} lines (not counting tests); split them:\n{}",
         over.join("\n")
     );
+}
+
+/// Most lines a non-test function may have before its doc comment has to
+/// say why, with a line containing `Long because`.
+const MAX_FN_LINES: usize = 80;
+
+/// Returns the rest of `line` after its indentation, visibility and
+/// qualifiers if it declares a function (`fn name...`), else `None`.
+fn fn_item(line: &str) -> Option<&str> {
+    let mut rest = line.trim_start();
+    loop {
+        if let Some(r) = rest.strip_prefix("fn ") {
+            return Some(r);
+        }
+        let word = rest.split(' ').next().unwrap_or("");
+        let qualifier = word.starts_with("pub")
+            || word.starts_with("extern")
+            || word.starts_with('"')
+            || matches!(word, "const" | "async" | "unsafe" | "default");
+        if !qualifier || word.is_empty() {
+            return None;
+        }
+        rest = rest[word.len()..].trim_start();
+    }
+}
+
+/// Returns the functions of `lines` (a file's non-test lines) over
+/// [`MAX_FN_LINES`] lines whose doc comment has no `Long because` line,
+/// as (name, lines). A function runs from its `fn` line to the first `}`
+/// line at the same indentation; a declaration without a body (ending in
+/// `;`) and a one-line function are skipped.
+fn long_fns_without_reason(lines: &[&str]) -> Vec<(String, usize)> {
+    let mut found = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let Some(rest) = fn_item(line) else { continue };
+        let name = rest.split(['(', '<', ' ']).next().unwrap_or("").to_string();
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let mut end = None;
+        for (i, l) in lines.iter().enumerate().skip(start) {
+            let at_indent = l
+                .strip_prefix(indent)
+                .is_some_and(|r| !r.starts_with([' ', '\t']));
+            if !at_indent {
+                continue;
+            }
+            let t = l.trim_end();
+            if t.ends_with(';') || (i == start && t.ends_with('}')) {
+                break;
+            }
+            if t.trim_start() == "}" {
+                end = Some(i);
+                break;
+            }
+        }
+        let Some(end) = end else { continue };
+        let n = end - start + 1;
+        if n <= MAX_FN_LINES {
+            continue;
+        }
+        let above = lines[..start].iter().rev().map(|l| l.trim_start());
+        let mut doc = above
+            .filter(|l| !l.starts_with("#["))
+            .take_while(|l| l.starts_with("///"));
+        if !doc.any(|l| l.contains("Long because")) {
+            found.push((name, n));
+        }
+    }
+    found
+}
+
+#[test]
+fn long_functions_give_a_reason() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let mut over = Vec::new();
+    for f in &workspace_source_files(root) {
+        let text = std::fs::read_to_string(f)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", f.display()));
+        let lines = text.lines().collect::<Vec<_>>();
+        let lines = &lines[..non_test_lines(&text)];
+        let shown = f.strip_prefix(root).unwrap_or(f);
+        for (name, n) in long_fns_without_reason(lines) {
+            over.push(format!("{}: {name}: {n} lines", shown.display()));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "functions over {MAX_FN_LINES} lines whose doc comment does not say why \
+         (a line containing `Long because`); split them or say why:\n{}",
+        over.join("\n")
+    );
+}
+
+#[test]
+fn a_long_function_without_a_reason_is_caught() {
+    let body = "        x += 1;\n".repeat(MAX_FN_LINES);
+    let text = format!(
+        "impl A {{\n    /// Does it.\n    #[inline]\n    pub(crate) fn f(\n        x: u8,\n    ) {{\n{body}    }}\n\n    fn g(&self);\n    fn h() {{ x }}\n}}\n"
+    );
+    let lines = text.lines().collect::<Vec<_>>();
+    assert_eq!(
+        long_fns_without_reason(&lines),
+        [("f".to_string(), MAX_FN_LINES + 4)]
+    );
+    let reasoned = text.replace(
+        "/// Does it.",
+        "/// Does it.\n    ///\n    /// Long because it is.",
+    );
+    let lines = reasoned.lines().collect::<Vec<_>>();
+    assert_eq!(long_fns_without_reason(&lines), []);
 }

@@ -242,6 +242,58 @@ fn compute(w: &World, metric: Metric) -> Computed {
             Metric::Latency => n.cfg.latency_ns.saturating_add(1),
         })
         .collect();
+    let (routers, multi) = routers_and_multihomed(w);
+    let on_net = routers_on_networks(w, &routers);
+    let targets = targets(&prefixes, &on_net, routers.len());
+    // Networks with hosts and several routers: their hosts' next hops
+    // depend on the destination. (Hosts behind a single router get a
+    // default route through it, see `single_router_defaults`.)
+    let shared: Vec<usize> = (0..nets)
+        .filter(|&n| on_net[n].len() > 1 && w.hosts.fabric.networks[n].ports.len() > on_net[n].len())
+        .collect();
+    let mut router_routes: Vec<RouteVec> = vec![RouteVec::new(); routers.len()];
+    let mut host_routes = single_router_defaults(w, &prefixes, &on_net, &routers);
+    let mut multi_routes: BTreeMap<MachineId, RouteVec> = BTreeMap::new();
+    let mut search = Search {
+        dist: vec![INF; routers.len()],
+        best: vec![INF; nets],
+        done: vec![false; nets],
+        heap: BinaryHeap::new(),
+    };
+    for target in &targets {
+        search.run(target, &routers, &on_net, &cost);
+        let found = Found {
+            target,
+            prefixes: &prefixes,
+            cost: &cost,
+            on_net: &on_net,
+            dist: &search.dist,
+            best: &search.best,
+        };
+        found.router_routes(&routers, &mut router_routes);
+        found.host_routes(&shared, &mut host_routes);
+        found.multi_routes(w, &multi, &mut multi_routes);
+    }
+    // Each network's prefixes are distinct (one owner per prefix), so
+    // sorting makes the lists canonical.
+    for list in router_routes.iter_mut().chain(multi_routes.values_mut()) {
+        list.sort_unstable_by_key(|(k, _)| *k);
+    }
+    for list in host_routes.values_mut() {
+        compress_to_default(list);
+        list.sort_unstable_by_key(|(k, _)| *k);
+    }
+    let routers = routers
+        .into_iter()
+        .zip(router_routes)
+        .map(|(info, r)| (info.machine, r))
+        .collect();
+    (routers, host_routes, multi_routes)
+}
+
+/// Returns the routers (forwarding machines) with their networks, and
+/// the hosts with more than one interface.
+fn routers_and_multihomed(w: &World) -> (Vec<RouterInfo>, Vec<MachineId>) {
     let mut routers: Vec<RouterInfo> = Vec::new();
     let mut multi: Vec<MachineId> = Vec::new();
     for (m, machine) in w.hosts.machines.iter().enumerate() {
@@ -256,29 +308,50 @@ fn compute(w: &World, metric: Metric) -> Computed {
             multi.push(m as MachineId);
         }
     }
-    // Routers on each network: (router index, its address there).
-    let mut on_net: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nets];
+    (routers, multi)
+}
+
+/// Returns the routers on each network: (router index, its address
+/// there).
+fn routers_on_networks(w: &World, routers: &[RouterInfo]) -> Vec<Vec<(u32, u32)>> {
+    let mut on_net: Vec<Vec<(u32, u32)>> = vec![Vec::new(); w.hosts.fabric.networks.len()];
     for (r, info) in routers.iter().enumerate() {
         for &(net, k) in &info.nets {
             let ip = w.hosts.machines[info.machine as usize].ifaces[k as usize].ip;
             on_net[net as usize].push((r as u32, u32::from(ip)));
         }
     }
-    let targets = targets(&prefixes, &on_net, routers.len());
-    // Networks with hosts and several routers: their hosts' next hops
-    // depend on the destination. (Hosts behind a single router get a
-    // default route through it, see `single_router_defaults`.)
-    let shared: Vec<usize> = (0..nets)
-        .filter(|&n| on_net[n].len() > 1 && w.hosts.fabric.networks[n].ports.len() > on_net[n].len())
-        .collect();
-    let mut router_routes: Vec<RouteVec> = vec![RouteVec::new(); routers.len()];
-    let mut host_routes = single_router_defaults(w, &prefixes, &on_net, &routers);
-    let mut multi_routes: BTreeMap<MachineId, RouteVec> = BTreeMap::new();
-    let mut dist = vec![INF; routers.len()];
-    let mut best = vec![INF; nets];
-    let mut done = vec![false; nets];
-    let mut heap = BinaryHeap::new();
-    for target in &targets {
+    on_net
+}
+
+/// The state of the shortest-path searches of [`compute`], reused by
+/// each search.
+struct Search {
+    /// Each router's distance to the target.
+    dist: Vec<u64>,
+    /// Each network's distance to the target through its closest router.
+    best: Vec<u64>,
+    /// Networks already crossed.
+    done: Vec<bool>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+}
+
+impl Search {
+    /// Dijkstra toward `target` over the routers, crossing a network at
+    /// its cost; fills `dist` and `best`.
+    fn run(
+        &mut self,
+        target: &Target,
+        routers: &[RouterInfo],
+        on_net: &[Vec<(u32, u32)>],
+        cost: &[u64],
+    ) {
+        let Search {
+            dist,
+            best,
+            done,
+            heap,
+        } = self;
         dist.fill(INF);
         done.fill(false);
         match *target {
@@ -323,58 +396,105 @@ fn compute(w: &World, metric: Metric) -> Computed {
                 .min()
                 .unwrap_or(INF);
         }
-        let closest = |n: usize, me: Option<u32>| -> Hops {
-            on_net[n]
-                .iter()
-                .filter(|&&(r, _)| dist[r as usize] == best[n] && Some(r) != me)
-                .map(|&(_, ip)| Hop {
-                    iface: 0,
-                    gateway: ip,
-                })
-                .collect()
-        };
-        let dests: &[usize] = match target {
+    }
+}
+
+/// What one search of [`compute`] found, and the routes it gives.
+struct Found<'a> {
+    target: &'a Target,
+    prefixes: &'a [Vec<(u32, u8)>],
+    cost: &'a [u64],
+    on_net: &'a [Vec<(u32, u32)>],
+    dist: &'a [u64],
+    best: &'a [u64],
+}
+
+impl Found<'_> {
+    /// Returns the routers on network `n` closest to the target (but
+    /// `me`), as next hops by their address there.
+    fn closest(&self, n: usize, me: Option<u32>) -> Hops {
+        self.on_net[n]
+            .iter()
+            .filter(|&&(r, _)| self.dist[r as usize] == self.best[n] && Some(r) != me)
+            .map(|&(_, ip)| Hop {
+                iface: 0,
+                gateway: ip,
+            })
+            .collect()
+    }
+
+    /// Returns the destination networks the search was for.
+    fn dests(&self) -> &[usize] {
+        match self.target {
             Target::Network(d) => std::slice::from_ref(d),
             Target::Router(_, stubs) => stubs,
-        };
-        let on_dest = |r: u32| match *target {
-            Target::Network(d) => on_net[d].iter().any(|&(x, _)| x == r),
+        }
+    }
+
+    /// Returns true if router `r` is on the destination (so has no route
+    /// to it).
+    fn on_dest(&self, r: u32) -> bool {
+        match *self.target {
+            Target::Network(d) => self.on_net[d].iter().any(|&(x, _)| x == r),
             Target::Router(x, _) => x == r,
-        };
+        }
+    }
+
+    /// Adds each router's routes to the destinations: through every
+    /// neighbour on a shortest path (ECMP).
+    fn router_routes(&self, routers: &[RouterInfo], router_routes: &mut [RouteVec]) {
+        let (dist, best, cost) = (self.dist, self.best, self.cost);
         for (r, info) in routers.iter().enumerate() {
-            if dist[r] == INF || on_dest(r as u32) {
+            if dist[r] == INF || self.on_dest(r as u32) {
                 continue;
             }
             let mut hops = Hops::new();
             for &(n, k) in &info.nets {
                 if best[n as usize] != INF && cost[n as usize] + best[n as usize] == dist[r] {
                     hops.extend(
-                        closest(n as usize, Some(r as u32))
+                        self.closest(n as usize, Some(r as u32))
                             .into_iter()
                             .map(|h| Hop { iface: k, ..h }),
                     );
                 }
             }
             hops.sort_unstable();
-            for &d in dests {
-                for p in &prefixes[d] {
+            for &d in self.dests() {
+                for p in &self.prefixes[d] {
                     router_routes[r].push((*p, hops.clone()));
                 }
             }
         }
-        for &n in &shared {
-            if best[n] == INF || dests == [n] {
+    }
+
+    /// Adds the routes of the hosts on each `shared` network (several
+    /// routers) to the destinations: through its routers closest to them.
+    fn host_routes(&self, shared: &[usize], host_routes: &mut BTreeMap<u32, RouteVec>) {
+        let dests = self.dests();
+        for &n in shared {
+            if self.best[n] == INF || dests == [n] {
                 continue;
             }
-            let hops = closest(n, None);
+            let hops = self.closest(n, None);
             let list = host_routes.entry(n as u32).or_default();
             for &d in dests.iter().filter(|&&d| d != n) {
-                for p in &prefixes[d] {
+                for p in &self.prefixes[d] {
                     list.push((*p, hops.clone()));
                 }
             }
         }
-        for &m in &multi {
+    }
+
+    /// Adds the routes of the multi-homed hosts `multi` to the
+    /// destinations: through the interface with the cheapest path.
+    fn multi_routes(
+        &self,
+        w: &World,
+        multi: &[MachineId],
+        multi_routes: &mut BTreeMap<MachineId, RouteVec>,
+    ) {
+        let (best, cost) = (self.best, self.cost);
+        for &m in multi {
             let machine = &w.hosts.machines[m as usize];
             let Some((k, n)) = (machine.ifaces.iter().enumerate())
                 .map(|(k, i)| (k, i.net as usize))
@@ -383,39 +503,25 @@ fn compute(w: &World, metric: Metric) -> Computed {
             else {
                 continue;
             };
-            let hops: Hops = closest(n, None)
+            let hops: Hops = self
+                .closest(n, None)
                 .into_iter()
                 .map(|h| Hop {
                     iface: k as IfaceId,
                     ..h
                 })
                 .collect();
-            for &d in dests {
+            for &d in self.dests() {
                 if machine.ifaces.iter().any(|i| i.net as usize == d) {
                     continue;
                 }
                 let list = multi_routes.entry(m).or_default();
-                for p in &prefixes[d] {
+                for p in &self.prefixes[d] {
                     list.push((*p, hops.clone()));
                 }
             }
         }
     }
-    // Each network's prefixes are distinct (one owner per prefix), so
-    // sorting makes the lists canonical.
-    for list in router_routes.iter_mut().chain(multi_routes.values_mut()) {
-        list.sort_unstable_by_key(|(k, _)| *k);
-    }
-    for list in host_routes.values_mut() {
-        compress_to_default(list);
-        list.sort_unstable_by_key(|(k, _)| *k);
-    }
-    let routers = routers
-        .into_iter()
-        .zip(router_routes)
-        .map(|(info, r)| (info.machine, r))
-        .collect();
-    (routers, host_routes, multi_routes)
 }
 
 /// One shortest-path search of [`compute`]: toward a network, or toward

@@ -153,6 +153,11 @@ pub fn route(w: &Hosts, m: MachineId, dst: Ipv4Addr) -> Result<Route, SocketErro
 /// their bytes from several stores still on their way to the cache, so the
 /// CPU waits for them (a store-forwarding stall: half of a protocol's
 /// `push` time, a third of UDP's send, in `elvis-bench socket-overhead`).
+///
+/// Long because it is one cascade of early returns in order of precedence
+/// (own or loopback address, broadcast, multicast, a directly connected
+/// neighbour, the routing table with its equal-cost pick), each writing
+/// its `Route` in place as the paragraph above asks.
 pub fn route_flow(
     w: &Hosts,
     m: MachineId,

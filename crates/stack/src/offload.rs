@@ -642,6 +642,12 @@ fn split_train(w: &mut Hosts, m: MachineId, slot: Slot, due: u32) -> Message {
 /// possibly shorter; see [`arrives_later_train`]): merges them exactly as
 /// [`receive`] merges the same frames one by one, run by run instead of
 /// frame by frame.
+///
+/// Long because it is one loop over the train's runs that joins each to
+/// the held aggregate or starts a new one, both branches using the header
+/// fields parsed once at the top (`tos`, `ttl`, `src`, `ports`, `hlen`,
+/// `psh`, `header`) and the running `i`, `off` and `seq`, which split
+/// would become a dozen arguments.
 fn receive_train(
     w: &mut Hosts,
     m: MachineId,
@@ -754,6 +760,12 @@ fn receive_train(
 /// frame untouched but for its padding, otherwise. A TCP segment of a
 /// connection with an aggregate that it cannot join first delivers the
 /// aggregate.
+///
+/// Long because it is GRO's per-frame decision in one pass (parse the
+/// headers once, refuse and flush, check the checksum, join or start an
+/// aggregate), every step using the fields read at the top (`src`,
+/// `ports`, `tos`, `ttl`, `hlen`, `len`, `held_at`), and it runs once per
+/// frame received.
 fn receive(w: &mut Hosts, m: MachineId, iface: IfaceId, frame: &mut Message) -> bool {
     let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else {
         return false;

@@ -470,6 +470,12 @@ pub fn connect(
 /// Runs `f` on the connection in `slot` (taken out of the table so that
 /// the world stays usable), then sends what it produced, wakes tasks and
 /// reschedules the connection's timer.
+///
+/// Long because it is the one place a connection is taken out of its slot
+/// and put back, with the NIC's room set before `f` and, after it, the
+/// trace, wake-ups, timer, freeing and sending all working on the taken
+/// socket and the one route lookup (`dst`, `nic`, `held`), which split
+/// would have to be passed between the stages.
 pub fn drive(
     w: &mut Hosts,
     m: MachineId,

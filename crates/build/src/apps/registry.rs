@@ -144,207 +144,242 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
     }
     let timing = Timing::parse(params)?;
     let o = Opts { params, ctx };
-    let f = match *canon {
-        "send_message" => {
-            let udp = o.transport()? == send_message::Transport::Udp;
-            if let (true, Some(m)) = (udp, params.get("message")) {
-                if m.value.len() as u64 > MAX_DATAGRAM_PAYLOAD {
-                    return Err(ParamError::new(
-                        m.loc,
-                        format!(
-                            "the message is {} bytes; a UDP datagram carries 0 to {MAX_DATAGRAM_PAYLOAD} \
-                             (65535 less 20 of IPv4 and 8 of UDP header)",
-                            m.value.len()
-                        ),
-                    )
-                    .hint("use transport='tcp' for longer messages"));
-                }
-            }
-            let message = match (params.get("size"), params.get("message")) {
-                (Some(_), _) if udp => Message::zeros(o.datagram_size_or("size", 0, "UDP")?),
-                (Some(size), _) => Message::zeros(o.size(size)?),
-                (None, Some(m)) => {
-                    Message::from_bytes(bytes::Bytes::from(m.value.clone().into_bytes()))
-                }
-                (None, None) => Message::from_static(b"Hello!"),
-            };
-            let cfg = Rc::new(send_message::Config {
-                message,
-                to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
-                count: o.u64_or("message_count", 1)?,
-                local_port: o.port_or("local_port", 0)?,
-                interval: match params.get("interval") {
-                    None => None,
-                    Some(_) => Some(o.duration_or("interval", Duration::ZERO)?),
-                },
-                transport: o.transport()?,
-                congestion: o.congestion()?,
-            });
-            factory(canon, false, move |sim, m| {
-                let cfg = cfg.clone();
-                timing.spawn(sim, m, "send_message", move |h: Host| {
-                    send_message::run(h, cfg)
-                });
-            })
-        }
-        "capture" => {
-            let cfg = Rc::new(capture::Config {
-                port: o.port("port")?,
-                count: o.u64_or("message_count", 1)?,
-                expect: params
-                    .value("message")
-                    .map(|m| Message::from_bytes(bytes::Bytes::from(m.as_bytes().to_vec()))),
-                counter: params.value("counter").map(str::to_string),
-                transport: o.transport()?,
-            });
-            factory(canon, false, move |sim, m| {
-                let cfg = cfg.clone();
-                timing.spawn(sim, m, "capture", move |h: Host| capture::run(h, cfg));
-            })
-        }
-        "forward" => {
-            let cfg = Rc::new(forward::Config {
-                local_port: o.port("local_port")?,
-                to: SocketAddrV4::new(o.host("to")?, o.port("remote_port")?),
-            });
-            factory(canon, true, move |sim, m| {
-                let cfg = cfg.clone();
-                timing.spawn_daemon(sim, m, "forward", move |h: Host| forward::run(h, cfg));
-            })
-        }
-        "ping_pong" => {
-            let cfg = Rc::new(ping_pong::Config {
-                starter: o.bool_or("starter", false)?,
-                local_port: o.port("local_port")?,
-                remote: SocketAddrV4::new(o.host("to")?, o.port("remote_port")?),
-                count: u8::try_from(o.u64_or("count", 255)?)
-                    .map_err(|_| {
-                        ParamError::new(
-                            o.loc("count"),
-                            "count must be 0 to 255: ping_pong carries its counter in one byte, as in Elvis",
-                        )
-                    })?,
-            });
-            let passive = !cfg.starter;
-            let mut f = factory(canon, false, move |sim, m| {
-                let cfg = cfg.clone();
-                timing.spawn(sim, m, "ping_pong", move |h: Host| ping_pong::run(h, cfg));
-            });
-            f.passive = passive;
-            f
-        }
-        "ping" => {
-            let cfg = Rc::new(ping::Config {
-                to: o.host("to")?,
-                count: u16::try_from(o.u64_or("count", 4)?).map_err(|_| {
-                    ParamError::new(
-                        o.loc("count"),
-                        "count must be 0 to 65535: an ICMP echo sequence number is 16 bits",
-                    )
-                })?,
-                interval: o.duration_or("interval", Duration::from_secs(1))?,
-                timeout: o.duration_or("timeout", Duration::from_secs(1))?,
-                size: o.datagram_size_or("size", 56, "ICMP")? as usize,
-            });
-            factory(canon, false, move |sim, m| {
-                let cfg = cfg.clone();
-                timing.spawn(sim, m, "ping", move |h: Host| ping::run(h, cfg));
-            })
-        }
-        "traceroute" => {
-            let why = |key: &str| match key {
-                "max_hops" => "a TTL is one byte and 0 reaches no router",
-                _ => "each hop is probed at least once and at most 10 times",
-            };
-            let small = |key: &str, default: u64, max: u64| -> Result<u8, ParamError> {
-                let v = o.u64_or(key, default)?;
-                if v == 0 || v > max {
-                    return Err(ParamError::new(
-                        o.loc(key),
-                        format!("{key} must be between 1 and {max}: {}", why(key)),
-                    ));
-                }
-                Ok(v as u8)
-            };
-            let cfg = Rc::new(traceroute::Config {
-                to: o.host("to")?,
-                max_hops: small("max_hops", 30, 255)?,
-                queries: small("queries", 1, 10)?,
-                timeout: o.duration_or("timeout", Duration::from_secs(1))?,
-                size: o.datagram_size_or("size", 32, "ICMP")? as usize,
-            });
-            factory(canon, false, move |sim, m| {
-                let cfg = cfg.clone();
-                timing.spawn(sim, m, "traceroute", move |h: Host| traceroute::run(h, cfg));
-            })
-        }
-        "bulk_send" => {
-            let real = match params.get("payload") {
-                None => false,
-                Some(p) => match p.value.to_ascii_lowercase().as_str() {
-                    "virtual" => false,
-                    "real" => true,
-                    _ => {
-                        return Err(ParamError::new(
-                            p.loc,
-                            format!("payload '{}' is neither virtual nor real", p.value),
-                        ))
-                    }
-                },
-            };
-            let cfg = Rc::new(bulk::SendConfig {
-                to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
-                bytes: o.size(o.required("bytes")?)?,
-                real,
-                congestion: o.congestion()?,
-                sndbuf: o.buffer("sndbuf")?,
-            });
-            factory(canon, false, move |sim, m| {
-                let cfg = cfg.clone();
-                timing.spawn(sim, m, "bulk_send", move |h: Host| bulk::send(h, cfg));
-            })
-        }
-        "bulk_receive" => {
-            let cfg = Rc::new(bulk::ReceiveConfig {
-                port: o.port("port")?,
-                bytes: o.size(o.required("bytes")?)?,
-                rcvbuf: o.buffer("rcvbuf")?,
-            });
-            factory(canon, false, move |sim, m| {
-                let cfg = cfg.clone();
-                timing.spawn(sim, m, "bulk_receive", move |h: Host| bulk::receive(h, cfg));
-            })
-        }
-        "tcp_echo_server" => {
-            let port = o.port("port")?;
-            factory(canon, true, move |sim, m| {
-                timing.spawn_daemon(sim, m, "tcp_echo_server", move |h: Host| {
-                    tcp_echo::server(h, port)
-                });
-            })
-        }
-        "tcp_echo_client" => {
-            let cfg = Rc::new(tcp_echo::ClientConfig {
-                to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
-                message: Message::from_bytes(bytes::Bytes::from(
-                    params
-                        .value("message")
-                        .unwrap_or("Hello!")
-                        .as_bytes()
-                        .to_vec(),
-                )),
-                count: o.u64_or("message_count", 1)?,
-            });
-            factory(canon, false, move |sim, m| {
-                let cfg = cfg.clone();
-                timing.spawn(sim, m, "tcp_echo_client", move |h: Host| {
-                    tcp_echo::client(h, cfg)
-                });
-            })
-        }
+    match *canon {
+        "send_message" => build_send_message(&o, timing),
+        "capture" => build_capture(&o, timing),
+        "forward" => build_forward(&o, timing),
+        "ping_pong" => build_ping_pong(&o, timing),
+        "ping" => build_ping(&o, timing),
+        "traceroute" => build_traceroute(&o, timing),
+        "bulk_send" => build_bulk_send(&o, timing),
+        "bulk_receive" => build_bulk_receive(&o, timing),
+        "tcp_echo_server" => build_tcp_echo_server(&o, timing),
+        "tcp_echo_client" => build_tcp_echo_client(&o, timing),
         _ => unreachable!("every name in APPS is handled"),
+    }
+}
+
+/// `send_message`: one message (or `message_count` copies) to `to`:`port`
+/// over UDP (default) or TCP.
+fn build_send_message(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let params = o.params;
+    let udp = o.transport()? == send_message::Transport::Udp;
+    if let (true, Some(m)) = (udp, params.get("message")) {
+        if m.value.len() as u64 > MAX_DATAGRAM_PAYLOAD {
+            return Err(ParamError::new(
+                m.loc,
+                format!(
+                    "the message is {} bytes; a UDP datagram carries 0 to {MAX_DATAGRAM_PAYLOAD} \
+                     (65535 less 20 of IPv4 and 8 of UDP header)",
+                    m.value.len()
+                ),
+            )
+            .hint("use transport='tcp' for longer messages"));
+        }
+    }
+    let message = match (params.get("size"), params.get("message")) {
+        (Some(_), _) if udp => Message::zeros(o.datagram_size_or("size", 0, "UDP")?),
+        (Some(size), _) => Message::zeros(o.size(size)?),
+        (None, Some(m)) => Message::from_bytes(bytes::Bytes::from(m.value.clone().into_bytes())),
+        (None, None) => Message::from_static(b"Hello!"),
     };
+    let cfg = Rc::new(send_message::Config {
+        message,
+        to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
+        count: o.u64_or("message_count", 1)?,
+        local_port: o.port_or("local_port", 0)?,
+        interval: match params.get("interval") {
+            None => None,
+            Some(_) => Some(o.duration_or("interval", Duration::ZERO)?),
+        },
+        transport: o.transport()?,
+        congestion: o.congestion()?,
+    });
+    Ok(factory("send_message", false, move |sim, m| {
+        let cfg = cfg.clone();
+        timing.spawn(sim, m, "send_message", move |h: Host| {
+            send_message::run(h, cfg)
+        });
+    }))
+}
+
+/// `capture`: receives `message_count` messages on `port`, optionally
+/// checking them against `message` and counting them in `counter`.
+fn build_capture(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let params = o.params;
+    let cfg = Rc::new(capture::Config {
+        port: o.port("port")?,
+        count: o.u64_or("message_count", 1)?,
+        expect: params
+            .value("message")
+            .map(|m| Message::from_bytes(bytes::Bytes::from(m.as_bytes().to_vec()))),
+        counter: params.value("counter").map(str::to_string),
+        transport: o.transport()?,
+    });
+    Ok(factory("capture", false, move |sim, m| {
+        let cfg = cfg.clone();
+        timing.spawn(sim, m, "capture", move |h: Host| capture::run(h, cfg));
+    }))
+}
+
+/// `forward`: a daemon that relays every datagram received on
+/// `local_port` to `to`:`remote_port`.
+fn build_forward(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let cfg = Rc::new(forward::Config {
+        local_port: o.port("local_port")?,
+        to: SocketAddrV4::new(o.host("to")?, o.port("remote_port")?),
+    });
+    Ok(factory("forward", true, move |sim, m| {
+        let cfg = cfg.clone();
+        timing.spawn_daemon(sim, m, "forward", move |h: Host| forward::run(h, cfg));
+    }))
+}
+
+/// `ping_pong`: a one-byte counter bounced with `to` down to 0 from
+/// `count`; passive unless it is the `starter`.
+fn build_ping_pong(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let cfg = Rc::new(ping_pong::Config {
+        starter: o.bool_or("starter", false)?,
+        local_port: o.port("local_port")?,
+        remote: SocketAddrV4::new(o.host("to")?, o.port("remote_port")?),
+        count: u8::try_from(o.u64_or("count", 255)?).map_err(|_| {
+            ParamError::new(
+                o.loc("count"),
+                "count must be 0 to 255: ping_pong carries its counter in one byte, as in Elvis",
+            )
+        })?,
+    });
+    let passive = !cfg.starter;
+    let mut f = factory("ping_pong", false, move |sim, m| {
+        let cfg = cfg.clone();
+        timing.spawn(sim, m, "ping_pong", move |h: Host| ping_pong::run(h, cfg));
+    });
+    f.passive = passive;
     Ok(f)
+}
+
+/// `ping`: `count` ICMP echo requests to `to`.
+fn build_ping(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let cfg = Rc::new(ping::Config {
+        to: o.host("to")?,
+        count: u16::try_from(o.u64_or("count", 4)?).map_err(|_| {
+            ParamError::new(
+                o.loc("count"),
+                "count must be 0 to 65535: an ICMP echo sequence number is 16 bits",
+            )
+        })?,
+        interval: o.duration_or("interval", Duration::from_secs(1))?,
+        timeout: o.duration_or("timeout", Duration::from_secs(1))?,
+        size: o.datagram_size_or("size", 56, "ICMP")? as usize,
+    });
+    Ok(factory("ping", false, move |sim, m| {
+        let cfg = cfg.clone();
+        timing.spawn(sim, m, "ping", move |h: Host| ping::run(h, cfg));
+    }))
+}
+
+/// `traceroute`: probes the path to `to` hop by hop, up to `max_hops`.
+fn build_traceroute(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let why = |key: &str| match key {
+        "max_hops" => "a TTL is one byte and 0 reaches no router",
+        _ => "each hop is probed at least once and at most 10 times",
+    };
+    let small = |key: &str, default: u64, max: u64| -> Result<u8, ParamError> {
+        let v = o.u64_or(key, default)?;
+        if v == 0 || v > max {
+            return Err(ParamError::new(
+                o.loc(key),
+                format!("{key} must be between 1 and {max}: {}", why(key)),
+            ));
+        }
+        Ok(v as u8)
+    };
+    let cfg = Rc::new(traceroute::Config {
+        to: o.host("to")?,
+        max_hops: small("max_hops", 30, 255)?,
+        queries: small("queries", 1, 10)?,
+        timeout: o.duration_or("timeout", Duration::from_secs(1))?,
+        size: o.datagram_size_or("size", 32, "ICMP")? as usize,
+    });
+    Ok(factory("traceroute", false, move |sim, m| {
+        let cfg = cfg.clone();
+        timing.spawn(sim, m, "traceroute", move |h: Host| traceroute::run(h, cfg));
+    }))
+}
+
+/// `bulk_send`: `bytes` over one TCP connection to `to`:`port`, the
+/// payload virtual (the default) or real.
+fn build_bulk_send(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let real = match o.params.get("payload") {
+        None => false,
+        Some(p) => match p.value.to_ascii_lowercase().as_str() {
+            "virtual" => false,
+            "real" => true,
+            _ => {
+                return Err(ParamError::new(
+                    p.loc,
+                    format!("payload '{}' is neither virtual nor real", p.value),
+                ))
+            }
+        },
+    };
+    let cfg = Rc::new(bulk::SendConfig {
+        to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
+        bytes: o.size(o.required("bytes")?)?,
+        real,
+        congestion: o.congestion()?,
+        sndbuf: o.buffer("sndbuf")?,
+    });
+    Ok(factory("bulk_send", false, move |sim, m| {
+        let cfg = cfg.clone();
+        timing.spawn(sim, m, "bulk_send", move |h: Host| bulk::send(h, cfg));
+    }))
+}
+
+/// `bulk_receive`: accepts one TCP connection on `port` and reads `bytes`.
+fn build_bulk_receive(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let cfg = Rc::new(bulk::ReceiveConfig {
+        port: o.port("port")?,
+        bytes: o.size(o.required("bytes")?)?,
+        rcvbuf: o.buffer("rcvbuf")?,
+    });
+    Ok(factory("bulk_receive", false, move |sim, m| {
+        let cfg = cfg.clone();
+        timing.spawn(sim, m, "bulk_receive", move |h: Host| bulk::receive(h, cfg));
+    }))
+}
+
+/// `tcp_echo_server`: a daemon echoing every byte back on each TCP
+/// connection it accepts on `port`.
+fn build_tcp_echo_server(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let port = o.port("port")?;
+    Ok(factory("tcp_echo_server", true, move |sim, m| {
+        timing.spawn_daemon(sim, m, "tcp_echo_server", move |h: Host| {
+            tcp_echo::server(h, port)
+        });
+    }))
+}
+
+/// `tcp_echo_client`: sends `message` `message_count` times to an echo
+/// server at `to`:`port`.
+fn build_tcp_echo_client(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let cfg = Rc::new(tcp_echo::ClientConfig {
+        to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
+        message: Message::from_bytes(bytes::Bytes::from(
+            o.params
+                .value("message")
+                .unwrap_or("Hello!")
+                .as_bytes()
+                .to_vec(),
+        )),
+        count: o.u64_or("message_count", 1)?,
+    });
+    Ok(factory("tcp_echo_client", false, move |sim, m| {
+        let cfg = cfg.clone();
+        timing.spawn(sim, m, "tcp_echo_client", move |h: Host| {
+            tcp_echo::client(h, cfg)
+        });
+    }))
 }
 
 fn factory(

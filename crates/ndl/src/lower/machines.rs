@@ -45,6 +45,13 @@ fn check_braces(v: &str, counted: bool) -> Result<(), (String, String)> {
     Ok(())
 }
 
+/// Returns how many blocks the `kw` sections of `b` hold together (the
+/// `[Network]`s of its `[Networks]`, …).
+fn nested(b: &Block, kw: &str) -> usize {
+    let of = b.children.iter().filter(|c| c.is(kw));
+    of.map(|c| c.children.len()).sum()
+}
+
 impl Lower<'_> {
     fn params(&mut self, b: &Block, counted: bool) -> sc::Params {
         // A protocol's or application's `name` is its identity, not an option.
@@ -86,6 +93,7 @@ impl Lower<'_> {
         }
     }
 
+    /// Lowers a `[Machine]` block to a machine group of the scenario.
     pub(super) fn machine(&mut self, b: &Block) {
         self.keys(
             b,
@@ -119,6 +127,23 @@ impl Lower<'_> {
             loc: self.loc(b.head()),
         };
         self.check_name(name);
+        self.forwarding(b, &mut g);
+        self.offloads(b, &mut g);
+        self.gateway_route(b, &mut g);
+        self.machine_sections(b, &mut g);
+        self.claim_ips(&g);
+        // Lists grown one entry at a time keep room for four; a large
+        // scenario has one or two of each per machine.
+        g.networks.shrink_to_fit();
+        g.protocols.shrink_to_fit();
+        g.applications.shrink_to_fit();
+        g.routes.shrink_to_fit();
+        g.pinned.shrink_to_fit();
+        self.sc.machines.push(g);
+    }
+
+    /// Reads a machine's `forward` and `decrement_ttl` (routers only).
+    fn forwarding(&mut self, b: &Block, g: &mut MachineGroup) {
         if let Some(p) = b.param("forward") {
             g.forward = self
                 .value(p, parse_yes_no, "forward='yes'")
@@ -137,13 +162,13 @@ impl Lower<'_> {
                 );
             }
         }
-        self.offloads(b, &mut g);
+    }
+
+    /// Makes room for a machine's routes and adds the default route of
+    /// its `gateway=`, if any.
+    fn gateway_route(&mut self, b: &Block, g: &mut MachineGroup) {
         // Sized from the blocks, so no list grows and is then trimmed.
-        let nested = |kw: &str| -> usize {
-            let of = b.children.iter().filter(|c| c.is(kw));
-            of.map(|c| c.children.len()).sum()
-        };
-        let routes = nested("Routes") + b.children.iter().filter(|c| c.is("Route")).count();
+        let routes = nested(b, "Routes") + b.children.iter().filter(|c| c.is("Route")).count();
         g.routes
             .reserve_exact(usize::from(b.param("gateway").is_some()) + routes);
         if let Some(p) = b.param("gateway") {
@@ -159,42 +184,38 @@ impl Lower<'_> {
                 });
             }
         }
+    }
+
+    /// Lowers the sections of a `[Machine]` block: its routes, networks,
+    /// protocols and applications.
+    fn machine_sections(&mut self, b: &Block, g: &mut MachineGroup) {
         // Replaced, not cleared: clearing keeps the capacity a router with
         // many networks left behind, and would cost that much per machine.
         self.attached = Default::default();
-        g.networks.reserve_exact(nested("Networks"));
+        g.networks.reserve_exact(nested(b, "Networks"));
         // An upper bound: the networks given an `ip=`.
-        g.pinned.reserve_exact(nested("Networks"));
-        g.protocols.reserve_exact(nested("Protocols"));
-        g.applications.reserve_exact(nested("Applications"));
+        g.pinned.reserve_exact(nested(b, "Networks"));
+        g.protocols.reserve_exact(nested(b, "Protocols"));
+        g.applications.reserve_exact(nested(b, "Applications"));
         for c in &b.children {
             if c.is("Routes") {
                 self.keys(c, &[]);
-                self.each(c, "Route", |l, r| l.route(r, &mut g));
+                self.each(c, "Route", |l, r| l.route(r, g));
             } else if c.is("Route") {
-                self.route(c, &mut g);
+                self.route(c, g);
             } else if c.is("Networks") {
                 self.keys(c, &[]);
-                self.each(c, "Network", |l, n| l.attach(n, &mut g));
+                self.each(c, "Network", |l, n| l.attach(n, g));
             } else if c.is("Protocols") {
                 self.keys(c, &[]);
-                self.each(c, "Protocol", |l, p| l.protocol(p, &mut g));
+                self.each(c, "Protocol", |l, p| l.protocol(p, g));
             } else if c.is("Applications") {
                 self.keys(c, &[]);
-                self.each(c, "Application", |l, a| l.application(a, &mut g));
+                self.each(c, "Application", |l, a| l.application(a, g));
             } else {
                 self.unexpected(c, Some(&b.keyword.node), MACHINE_SECTIONS);
             }
         }
-        self.claim_ips(&g);
-        // Lists grown one entry at a time keep room for four; a large
-        // scenario has one or two of each per machine.
-        g.networks.shrink_to_fit();
-        g.protocols.shrink_to_fit();
-        g.applications.shrink_to_fit();
-        g.routes.shrink_to_fit();
-        g.pinned.shrink_to_fit();
-        self.sc.machines.push(g);
     }
 
     /// Calls `f` on every child of `b` that is a `kw` block; reports others.

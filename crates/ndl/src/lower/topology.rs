@@ -68,6 +68,7 @@ fn own_keys(kind: &str) -> &'static [&'static str] {
 }
 
 impl Lower<'_> {
+    /// Lowers a `[Topology]` block to a topology of the scenario.
     pub(super) fn topology(&mut self, b: &Block) {
         self.no_children(b);
         let Some(t) = self.required(b, "type") else {
@@ -95,7 +96,25 @@ impl Lower<'_> {
             .collect();
         self.keys(b, &allowed);
         let link = self.link_spec(b, "");
-        let kind = match kind.as_str() {
+        let kind = self.topology_kind(b, &kind, &link);
+        let prefix = b
+            .param("prefix")
+            .map_or(String::new(), |p| p.value.node.to_string());
+        if let Some(kind) = kind {
+            self.sc.topologies.push(TopologySpec {
+                kind,
+                link,
+                prefix,
+                loc: self.loc(b.head()),
+            });
+        }
+    }
+
+    /// Reads the options of its own that a topology of type `kind` (a
+    /// known one) has in its block `b`; `link` is its links'
+    /// configuration.
+    fn topology_kind(&mut self, b: &Block, kind: &str, link: &LinkSpec) -> Option<TopologyKind> {
+        match kind {
             "fattree" => self
                 .number(b, "k", 2, "k='8'")
                 .map(|k| TopologyKind::FatTree { k }),
@@ -148,17 +167,6 @@ impl Lower<'_> {
                 file: f.value.node.to_string(),
                 file_loc: self.loc(f.value.span),
             }),
-        };
-        let prefix = b
-            .param("prefix")
-            .map_or(String::new(), |p| p.value.node.to_string());
-        if let Some(kind) = kind {
-            self.sc.topologies.push(TopologySpec {
-                kind,
-                link,
-                prefix,
-                loc: self.loc(b.head()),
-            });
         }
     }
 

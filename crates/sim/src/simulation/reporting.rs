@@ -14,6 +14,60 @@ use crate::stack::tcp::trace;
 use crate::world::World;
 use elvis_kernel::Time;
 
+/// Returns the report's problems (the first [`Report::MAX_LISTED`]): the
+/// applications that failed or crashed, then those still waiting.
+fn problem_reports(w: &World) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = w
+        .tasks
+        .errors
+        .iter()
+        .take(Report::MAX_LISTED)
+        .map(|(t, msg)| {
+            let meta = &w.tasks.meta[*t as usize];
+            Problem {
+                machine: w.hosts.machine_name(meta.machine),
+                application: w.tasks.app_names[meta.app as usize].clone(),
+                state: meta.state,
+                message: msg.clone(),
+            }
+        })
+        .collect();
+    for meta in w
+        .tasks
+        .meta
+        .iter()
+        .filter(|m| m.state == TaskState::Pending && !m.daemon)
+    {
+        if problems.len() >= Report::MAX_LISTED {
+            break;
+        }
+        problems.push(Problem {
+            machine: w.hosts.machine_name(meta.machine),
+            application: w.tasks.app_names[meta.app as usize].clone(),
+            state: TaskState::Pending,
+            message: "still waiting when the run ended".into(),
+        });
+    }
+    problems
+}
+
+/// Returns the values the applications published, the first 10,000, in
+/// order.
+fn metric_reports(w: &World) -> Vec<MetricReport> {
+    w.metrics
+        .iter()
+        .take(10_000)
+        .map(|m| MetricReport {
+            machine: w.hosts.machine_name(m.machine),
+            application: m
+                .app
+                .map_or(String::new(), |a| w.tasks.app_names[a as usize].clone()),
+            name: m.name.clone(),
+            value: m.value,
+        })
+        .collect()
+}
+
 /// Sums the tasks' outcomes by machine group and application: the totals
 /// over every (group, application) pair and the pairs listed in the
 /// report (see [`Report::applications`]), in (group, application) order.
@@ -162,37 +216,7 @@ impl Simulation {
     /// Returns the report of what has run so far.
     pub fn report(&self, end: End) -> Report {
         let w = self.world.as_ref().expect("world is present outside run");
-        let mut problems: Vec<Problem> = w
-            .tasks
-            .errors
-            .iter()
-            .take(Report::MAX_LISTED)
-            .map(|(t, msg)| {
-                let meta = &w.tasks.meta[*t as usize];
-                Problem {
-                    machine: w.hosts.machine_name(meta.machine),
-                    application: w.tasks.app_names[meta.app as usize].clone(),
-                    state: meta.state,
-                    message: msg.clone(),
-                }
-            })
-            .collect();
-        for meta in w
-            .tasks
-            .meta
-            .iter()
-            .filter(|m| m.state == TaskState::Pending && !m.daemon)
-        {
-            if problems.len() >= Report::MAX_LISTED {
-                break;
-            }
-            problems.push(Problem {
-                machine: w.hosts.machine_name(meta.machine),
-                application: w.tasks.app_names[meta.app as usize].clone(),
-                state: TaskState::Pending,
-                message: "still waiting when the run ended".into(),
-            });
-        }
+        let problems = problem_reports(w);
         let events = w.hosts.sched.queue.popped() + self.polls;
         let wall = self.wall.as_secs_f64();
         let (queues_total, queues) = self.queue_reports();
@@ -224,19 +248,7 @@ impl Simulation {
             applications_total,
             applications,
             problems,
-            metrics: w
-                .metrics
-                .iter()
-                .take(10_000)
-                .map(|m| MetricReport {
-                    machine: w.hosts.machine_name(m.machine),
-                    application: m
-                        .app
-                        .map_or(String::new(), |a| w.tasks.app_names[a as usize].clone()),
-                    name: m.name.clone(),
-                    value: m.value,
-                })
-                .collect(),
+            metrics: metric_reports(w),
             tcp_connections_total: w.hosts.obs.conns.created,
             tcp_connections: self.connection_reports(),
             tcp_shares: self.congestion_shares(),

@@ -234,6 +234,11 @@ pub fn transmit_linked(
 /// bytes are those [`transmit_linked`] writes for the same segments sent
 /// one by one. `room`: frames the NIC certainly takes (see
 /// [`certain_room`]).
+///
+/// Long because it builds the header template once and then patches it
+/// per frame in one loop, the patching using the template's offsets,
+/// lengths and partial checksum (`tpl`, `hdr_len`, `tcp_len`, `base`),
+/// which split would have to be passed for every frame.
 pub fn transmit_tso(
     w: &mut Hosts,
     m: MachineId,

@@ -8,6 +8,13 @@ use super::*;
 impl Tcb {
     /// RFC 9293 §3.10.7.4 "fifth, check the ACK field" in ESTABLISHED and
     /// later states, with RFC 5681/6675 congestion control.
+    ///
+    /// Long because it is one ordered pass over an arriving ACK (DSACK and
+    /// ECE, the SACK scoreboard, a cumulative or a duplicate ACK, RACK,
+    /// PRR, the undo checks, ECN, a lost retransmission, the window
+    /// update) whose later steps read what the earlier ones found
+    /// (`dsack`, `ece`, `prior`, `window`), so split it would pass them
+    /// along and hide the order the RFCs and Linux require.
     pub fn process_ack(
         &mut self,
         now: Time,

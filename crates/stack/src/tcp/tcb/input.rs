@@ -275,6 +275,15 @@ impl Tcb {
         }
     }
 
+    /// Processes a segment in SYN-RECEIVED and the synchronized states
+    /// (RFC 9293 §3.10.7.4), in the RFC's order: a simultaneous open's
+    /// SYN,ACK, PAWS, the sequence number check, RST, SYN, the ACK field
+    /// ([`Tcb::process_ack`]), ECN, the segment text, FIN.
+    ///
+    /// Long because it is the RFC's walk of §3.10.7.4 step by step, each
+    /// step a block that may end the segment's processing with a `return`,
+    /// so split the early returns would become results to check at every
+    /// call.
     pub fn input_synchronized(
         &mut self,
         now: Time,

@@ -88,6 +88,12 @@ impl Tcb {
     }
 
     /// Sends new data allowed by the windows, Nagle and the receiver.
+    ///
+    /// Long because it is one loop, a segment a pass, that first decides
+    /// how much may go (data, peer and congestion windows, NIC budget,
+    /// Nagle, TSO) and then builds and sends it, the limits found at the
+    /// top of the pass (`available`, `hole`, `room`, `sent_unacked`) being
+    /// used again at its bottom.
     pub fn send_new_data(&mut self, now: Time, out: &mut Vec<Segment>) {
         if !self.can_send_data() {
             return;
