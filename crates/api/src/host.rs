@@ -245,7 +245,10 @@ impl Future for Sleep {
             }
             if !armed {
                 if let Some(task) = current_task() {
-                    w.hosts.sched.queue.schedule(deadline, machine, Event::Wake(task));
+                    w.hosts
+                        .sched
+                        .queue
+                        .schedule(deadline, machine, Event::Wake(task));
                 }
             }
             false

@@ -24,6 +24,10 @@ use crate::host::{current_task, Host};
 use crate::stack::udp as udp_send;
 use crate::world::{try_with_world, with_world_or, Unavailable};
 use elvis_message::Message;
+pub use elvis_stack::endpoint::{
+    alloc_slot, join_multicast, resolve, udp_port_taken, Datagram, EchoOptions, EchoReply,
+    IcmpError, IcmpState, SocketError, SocketSlot, UdpEntry, UdpRx, UdpShared, MAX_UDP_PAYLOAD,
+};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -31,10 +35,6 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
-pub use elvis_stack::endpoint::{
-    alloc_slot, join_multicast, resolve, udp_port_taken, Datagram, EchoOptions, EchoReply,
-    IcmpError, IcmpState, SocketError, SocketSlot, UdpEntry, UdpRx, UdpShared, MAX_UDP_PAYLOAD,
-};
 
 impl From<Unavailable> for SocketError {
     fn from(u: Unavailable) -> Self {
@@ -376,7 +376,9 @@ impl IcmpSocket {
         let m = self.host.machine;
         let ident = self.ident;
         let data = data.into();
-        try_with_world(|w| crate::stack::icmp::send_echo_request(&mut w.hosts, m, to, ident, seq, opts, data))?
+        try_with_world(|w| {
+            crate::stack::icmp::send_echo_request(&mut w.hosts, m, to, ident, seq, opts, data)
+        })?
     }
 
     /// Waits for the next echo reply addressed to this socket.

@@ -92,7 +92,6 @@ impl World {
         }
         dead
     }
-
 }
 
 thread_local! {

@@ -13,7 +13,6 @@ pub enum NetworkKind {
     Link,
 }
 
-
 /// The properties of a network.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NetworkConfig {
@@ -119,4 +118,3 @@ pub struct NetStats {
     pub reordered: u64,
     pub queue_drops: u64,
 }
-

@@ -3,7 +3,9 @@
 
 use crate::room::release_nic;
 use crate::transmit::{enqueue, restart};
-use crate::{Context, DropReason, FrameId, NetEvent, NetId, Network, NetworkKind, QueueRef, NO_PORT};
+use crate::{
+    Context, DropReason, FrameId, NetEvent, NetId, Network, NetworkKind, QueueRef, NO_PORT,
+};
 use elvis_kernel::Time;
 use elvis_message::Message;
 
@@ -75,7 +77,11 @@ fn dst_mac(frame: &Message) -> Option<[u8; 6]> {
 }
 
 /// Returns the ports a frame from `from` goes out of.
-pub(crate) fn egress_ports(n: &Network, from: u32, frame: &Message) -> smallvec::SmallVec<[u32; 1]> {
+pub(crate) fn egress_ports(
+    n: &Network,
+    from: u32,
+    frame: &Message,
+) -> smallvec::SmallVec<[u32; 1]> {
     let mut out = smallvec::SmallVec::new();
     if n.cfg.kind == NetworkKind::Link {
         let other = if from == 0 { 1 } else { 0 };

@@ -51,4 +51,3 @@ fn draw_impairments(n: &mut Network, frame: &mut Message) -> Result<Fate, DropRe
     }
     Ok(fate)
 }
-

@@ -154,8 +154,8 @@ pub use room::{
     wait_for_room_stack, wait_for_room_task, wake_watermark,
 };
 pub use transmit::{
-    arrival_if_queued, count_nic_drop, enqueue_train, mark_ce, transmit, transmit_queued,
-    tx_done, tx_retry, Train,
+    arrival_if_queued, count_nic_drop, enqueue_train, mark_ce, transmit, transmit_queued, tx_done,
+    tx_retry, Train,
 };
 
 use elvis_kernel::Time;
@@ -226,7 +226,11 @@ pub enum NetEvent {
     /// the senders waiting for room (see "Back-pressure").
     NicRoom { net: NetId, port: u32 },
     /// A frame reached the switch fabric of `net`, coming from `port`.
-    AtSwitch { net: NetId, from: u32, frame: FrameId },
+    AtSwitch {
+        net: NetId,
+        from: u32,
+        frame: FrameId,
+    },
     /// A frame reached the machine attached to `port` of `net`. `from` is
     /// the sender's port when its NIC slot is freed by the delivery
     /// (ideal networks), else [`NO_PORT`].

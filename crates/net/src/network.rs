@@ -228,4 +228,3 @@ pub fn port_mac(net: NetId, port: u32) -> EthernetAddress {
     let p = port.to_be_bytes();
     EthernetAddress([0x02, (net & 0xff) as u8, p[0], p[1], p[2], p[3]])
 }
-

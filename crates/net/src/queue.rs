@@ -210,4 +210,3 @@ impl WireQueue {
         self.qdisc.packets() + scheduled.filter(|s| s.start > end_ns).count() as u32
     }
 }
-

@@ -50,8 +50,7 @@ fn wake_room_waiters(c: &mut impl Context, net: NetId, port: u32) {
         return;
     }
     // Drained in place, so the list keeps its storage for the next waiter.
-    let waiting: smallvec::SmallVec<[(MachineId, u32); 2]> =
-        q.endpoint_waiters.drain(..).collect();
+    let waiting: smallvec::SmallVec<[(MachineId, u32); 2]> = q.endpoint_waiters.drain(..).collect();
     if stack {
         c.room_for_stack(machine);
     }
@@ -63,7 +62,13 @@ fn wake_room_waiters(c: &mut impl Context, net: NetId, port: u32) {
 /// Registers endpoint `slot` of machine `m` (a TCP connection) to be
 /// called when the NIC at `port` has room. The caller arms the wake-up
 /// ([`arm_room_wake`]) once it has handed the NIC what it could.
-pub fn wait_for_room_endpoint(c: &mut impl Context, net: NetId, port: u32, m: MachineId, slot: u32) {
+pub fn wait_for_room_endpoint(
+    c: &mut impl Context,
+    net: NetId,
+    port: u32,
+    m: MachineId,
+    slot: u32,
+) {
     let q = c.fabric_mut().networks[net as usize].queues_mut(port);
     if !q.endpoint_waiters.contains(&(m, slot)) {
         q.endpoint_waiters.push((m, slot));
@@ -73,7 +78,9 @@ pub fn wait_for_room_endpoint(c: &mut impl Context, net: NetId, port: u32, m: Ma
 /// Registers the stack of the machine on `port` (a foreign stack) to be
 /// called when the NIC at `port` has room.
 pub fn wait_for_room_stack(c: &mut impl Context, net: NetId, port: u32) {
-    c.fabric_mut().networks[net as usize].queues_mut(port).stack_waiting = true;
+    c.fabric_mut().networks[net as usize]
+        .queues_mut(port)
+        .stack_waiting = true;
     arm_room_wake(c, net, port);
 }
 
@@ -127,6 +134,8 @@ pub fn arm_room_wake(c: &mut impl Context, net: NetId, port: u32) {
 /// The departure schedule of the NIC at `port` drained to its low
 /// watermark: wakes its waiters (who wait again if still short of room).
 pub fn nic_room_ready(c: &mut impl Context, net: NetId, port: u32) {
-    c.fabric_mut().networks[net as usize].queues_mut(port).room_wake = false;
+    c.fabric_mut().networks[net as usize]
+        .queues_mut(port)
+        .room_wake = false;
     wake_room_waiters(c, net, port);
 }

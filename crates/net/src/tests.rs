@@ -133,7 +133,10 @@ fn a_link_delivers_after_serialization_plus_latency_back_to_back() {
             [SER_1000 + l, 2 * SER_1000 + l, 3 * SER_1000 + l],
             "evented: {evented}"
         );
-        assert!(c.arrivals.iter().all(|a| a.port == 1 && a.bytes.len() == 1000));
+        assert!(c
+            .arrivals
+            .iter()
+            .all(|a| a.port == 1 && a.bytes.len() == 1000));
         let stats = &c.fabric.networks[0].stats;
         assert_eq!((stats.frames_sent, stats.frames_delivered), (3, 3));
         assert_eq!(c.fabric.frames.len(), 0, "no frame left in the slab");
@@ -193,7 +196,10 @@ fn a_full_switch_port_drops_the_arrival_that_finds_it_full() {
         assert_eq!(c.drops, [DropReason::QueueFull], "evented: {evented}");
         let want: Vec<u64> = (2..=6).map(|k| k * SER_1000).collect();
         assert_eq!(c.arrival_times(), want, "evented: {evented}");
-        let drops = c.fabric.queue_drops.get(&(net, (2 << 1) | 1, DropReason::QueueFull));
+        let drops = c
+            .fabric
+            .queue_drops
+            .get(&(net, (2 << 1) | 1, DropReason::QueueFull));
         assert_eq!(drops, Some(&1));
     }
 }
@@ -214,7 +220,11 @@ fn an_ideal_network_delivers_at_once_nested_or_after_its_latency() {
         2,
     );
     c.send(later, 1, Some(0), 60, 2);
-    assert_eq!(nic_frames(&c, later, 1), 1, "held by the NIC until delivered");
+    assert_eq!(
+        nic_frames(&c, later, 1),
+        1,
+        "held by the NIC until delivered"
+    );
     c.run();
     assert_eq!(c.arrivals[1].at_ns, 3_000);
     assert!(!c.arrivals[1].nested);
@@ -252,7 +262,11 @@ fn certain_loss_drops_every_frame_and_certain_corruption_flips_one_bit() {
     sent[0..6].copy_from_slice(&port_mac(flipping, 1).0);
     sent[6..12].copy_from_slice(&port_mac(flipping, 0).0);
     let got = &c.arrivals[0].bytes;
-    let flipped: u32 = sent.iter().zip(got).map(|(a, b)| (a ^ b).count_ones()).sum();
+    let flipped: u32 = sent
+        .iter()
+        .zip(got)
+        .map(|(a, b)| (a ^ b).count_ones())
+        .sum();
     assert_eq!(flipped, 1);
 }
 
@@ -335,11 +349,14 @@ fn marking_ce_keeps_the_ipv4_header_checksum_valid() {
     let mut f = vec![0u8; 14];
     f[12..14].copy_from_slice(&[0x08, 0x00]);
     let mut ip = [
-        0x45, 0x02, 0x00, 0x1c, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 1, 10,
-        0, 0, 2,
+        0x45, 0x02, 0x00, 0x1c, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 1, 10, 0,
+        0, 2,
     ];
     let sum = |h: &[u8]| -> u16 {
-        let mut s: u32 = h.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+        let mut s: u32 = h
+            .chunks(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
         while s >> 16 != 0 {
             s = (s & 0xffff) + (s >> 16);
         }

@@ -2,7 +2,9 @@
 //! discipline, serialized onto the wire (see "Timing model",
 //! "Departure-time FIFO" and "Queue disciplines").
 
-use crate::delivery::{deliver, deliver_across_link, deliver_now, discard, egress_ports, propagate};
+use crate::delivery::{
+    deliver, deliver_across_link, deliver_now, discard, egress_ports, propagate,
+};
 use crate::impair::draw_fate;
 use crate::qdisc::{self, Dequeue, Discipline, Enqueue, Qdisc, Queued};
 use crate::room::release_nic;
@@ -262,8 +264,7 @@ pub fn enqueue_train(
 ) -> Option<Train> {
     let now = c.now().as_nanos();
     let f = c.fabric_mut();
-    let uncaptured =
-        !f.config.evented_queues && !f.config.trace_queues && !f.pcap.captures(net);
+    let uncaptured = !f.config.evented_queues && !f.config.trace_queues && !f.pcap.captures(net);
     let nw = &mut f.networks[net as usize];
     if !uncaptured || nw.impaired || nw.cfg.kind != NetworkKind::Link || n < 2 {
         return None;

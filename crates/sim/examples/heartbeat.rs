@@ -53,7 +53,10 @@ impl Protocol for Heartbeat {
 
     fn demux(&mut self, cx: &mut ProtocolCtx<'_>, _src: Ipv4Addr, _dst: Ipv4Addr, msg: Message) {
         let text = String::from_utf8(msg.to_vec()).unwrap_or_default();
-        let Some(n) = text.strip_prefix("beat ").and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(n) = text
+            .strip_prefix("beat ")
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             return;
         };
         let mut b = self.beats.borrow_mut();
@@ -77,7 +80,12 @@ impl Protocol for Heartbeat {
 
 /// The toy application: sends the first beat (`first`), waits for `want`
 /// beats, then publishes when.
-async fn watch(host: Host, peer: Option<Ipv4Addr>, beats: Rc<RefCell<Beats>>, want: u32) -> AppResult {
+async fn watch(
+    host: Host,
+    peer: Option<Ipv4Addr>,
+    beats: Rc<RefCell<Beats>>,
+    want: u32,
+) -> AppResult {
     if let Some(peer) = peer {
         host.send_ip(peer, 253, b"beat 1".to_vec())?;
     }

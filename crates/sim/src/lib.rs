@@ -56,16 +56,16 @@ mod simulation;
 mod stop;
 pub mod topology;
 
+/// Sockets: the application API's socket types (the `elvis-api` crate).
+pub use elvis_api::socket;
+use elvis_api::{executor, world};
 /// The network layer (the `elvis-net` crate).
 pub use elvis_net as net;
+pub use elvis_net::{pcap, qdisc};
 /// The protocol stack (the `elvis-stack` crate).
 pub use elvis_stack as stack;
 pub use elvis_stack::foreign;
 use elvis_stack::machine;
-/// Sockets: the application API's socket types (the `elvis-api` crate).
-pub use elvis_api::socket;
-use elvis_api::{executor, world};
-pub use elvis_net::{pcap, qdisc};
 
 /// Bodies of the cargo-fuzz targets in `fuzz/` that need the simulator's
 /// internals; not a public API. `cargo test -p elvis-sim` runs them over

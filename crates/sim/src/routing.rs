@@ -148,10 +148,11 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
         for r in routes {
             let via = u32::from(r.via);
             let iface = r.iface.map(|i| i as usize).or_else(|| {
-                machine
-                    .ifaces
-                    .iter()
-                    .position(|i| w.hosts.fabric.networks[i.net as usize].ip_to_port.contains_key(&via))
+                machine.ifaces.iter().position(|i| {
+                    w.hosts.fabric.networks[i.net as usize]
+                        .ip_to_port
+                        .contains_key(&via)
+                })
             });
             let Some(iface) = iface else {
                 return Err(SimError::BadRoute {
@@ -234,7 +235,8 @@ fn compute(w: &World, metric: Metric) -> Computed {
     let prefixes = network_prefixes(w);
     let nets = w.hosts.fabric.networks.len();
     let cost: Vec<u64> = w
-        .hosts.fabric
+        .hosts
+        .fabric
         .networks
         .iter()
         .map(|n| match metric {
@@ -249,7 +251,9 @@ fn compute(w: &World, metric: Metric) -> Computed {
     // depend on the destination. (Hosts behind a single router get a
     // default route through it, see `single_router_defaults`.)
     let shared: Vec<usize> = (0..nets)
-        .filter(|&n| on_net[n].len() > 1 && w.hosts.fabric.networks[n].ports.len() > on_net[n].len())
+        .filter(|&n| {
+            on_net[n].len() > 1 && w.hosts.fabric.networks[n].ports.len() > on_net[n].len()
+        })
         .collect();
     let mut router_routes: Vec<RouteVec> = vec![RouteVec::new(); routers.len()];
     let mut host_routes = single_router_defaults(w, &prefixes, &on_net, &routers);

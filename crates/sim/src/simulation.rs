@@ -10,7 +10,6 @@ mod observe;
 mod reporting;
 mod run;
 
-
 use crate::executor::TaskFuture;
 use crate::machine::MachineId;
 use crate::net::NetId;

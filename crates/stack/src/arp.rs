@@ -13,12 +13,12 @@
 //! Cache entries do not expire; no gratuitous ARP, no proxy ARP.
 
 use super::Timer;
-use crate::machine::IfaceId;
-use crate::machine::MachineId;
-use elvis_net as net;
 use crate::counters::DropReason;
 use crate::hosts::{Event, Hosts};
+use crate::machine::IfaceId;
+use crate::machine::MachineId;
 use elvis_message::Message;
+use elvis_net as net;
 use elvis_wire::{arp, EtherType, EthernetAddress};
 use std::net::Ipv4Addr;
 use std::time::Duration;

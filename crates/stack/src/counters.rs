@@ -94,4 +94,3 @@ impl Stats {
         *self.drops.entry(reason).or_insert(0) += 1;
     }
 }
-

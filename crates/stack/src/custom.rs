@@ -27,10 +27,10 @@
 //! UDP and ICMP are built in for speed (static dispatch, no boxing) rather
 //! than implemented through this trait; they follow the same verbs.
 
-use crate::hosts::TaskId;
-use crate::machine::MachineId;
 use crate::endpoint::SocketError;
+use crate::hosts::TaskId;
 use crate::hosts::{Event, Hosts};
+use crate::machine::MachineId;
 use elvis_kernel::Time;
 use elvis_message::Message;
 use elvis_wire::IpProtocol;
@@ -111,7 +111,9 @@ pub fn push(
     let found = super::ipv4::route(w, m, dst);
     let route = found.as_ref().map_err(Clone::clone)?;
     if super::ipv4::room(w, m, route) < super::ipv4::frames_needed(route, msg.len()) {
-        w.drop_packet(crate::counters::DropReason::Net(elvis_net::DropReason::NicQueueFull));
+        w.drop_packet(crate::counters::DropReason::Net(
+            elvis_net::DropReason::NicQueueFull,
+        ));
         return Ok(());
     }
     super::ipv4::send(w, m, *route, dst, IpProtocol::from(proto), &mut msg);

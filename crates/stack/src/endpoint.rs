@@ -4,12 +4,12 @@
 //! tasks by id (`Hosts::wake`), knowing nothing of what a task is.
 
 use crate::hosts::{Hosts, TaskId};
-use std::rc::Rc;
 use crate::machine::MachineId;
 use elvis_message::Message;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::rc::Rc;
 use std::task::Poll;
 use thiserror::Error;
 
@@ -361,11 +361,7 @@ pub fn resolve(w: &Hosts, name: &str) -> Result<Ipv4Addr, SocketError> {
     w.machines[m as usize].primary_ip().ok_or_else(unknown)
 }
 
-pub fn join_multicast(
-    w: &mut Hosts,
-    m: MachineId,
-    group: Ipv4Addr,
-) -> Result<(), SocketError> {
+pub fn join_multicast(w: &mut Hosts, m: MachineId, group: Ipv4Addr) -> Result<(), SocketError> {
     if !group.is_multicast() {
         return Err(SocketError::AddrNotAvailable(group));
     }
@@ -424,4 +420,3 @@ pub fn udp_port_taken(w: &Hosts, m: MachineId, port: u16) -> bool {
         .iter()
         .any(|s| matches!(s, SocketSlot::Udp(u) if u.port == port))
 }
-

@@ -4,12 +4,12 @@
 //! chunk (no copy). Incoming frames are accepted when addressed to the
 //! interface, to broadcast, or to a multicast group.
 
-use crate::machine::IfaceId;
-use crate::machine::MachineId;
-use elvis_net as net;
 use crate::counters::DropReason;
 use crate::hosts::Hosts;
+use crate::machine::IfaceId;
+use crate::machine::MachineId;
 use elvis_message::Message;
+use elvis_net as net;
 use elvis_wire::{ethernet, EtherType, EthernetAddress};
 
 /// Pushes an Ethernet header and hands the frame to the NIC of `iface`.

@@ -59,14 +59,14 @@
 //!   frames addressed to it, to broadcast, or to multicast groups.
 //! - Foreign machines do not appear in NDL (they are built from Rust).
 
+use crate::counters::DropReason;
+use crate::hosts::{Event, Hosts};
 use crate::machine::IfaceId;
 use crate::machine::MachineId;
-use elvis_net as net;
-use crate::counters::DropReason;
 use crate::Timer;
-use crate::hosts::{Event, Hosts};
 use elvis_kernel::Time;
 use elvis_message::Message;
+use elvis_net as net;
 use elvis_wire::ethernet;
 use std::collections::VecDeque;
 use thiserror::Error;
@@ -240,7 +240,8 @@ impl ForeignCtx<'_> {
         slot.next_poll = Some(at);
         let timer = Timer::ForeignPoll;
         self.w
-            .sched.queue
+            .sched
+            .queue
             .schedule(at, m, Event::Timer { machine: m, timer });
     }
 }

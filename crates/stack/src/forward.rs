@@ -66,12 +66,12 @@
 
 use super::ipv4::{self, NextHop};
 use super::route::FlowKey;
-use crate::machine::IfaceId;
-use crate::machine::MachineId;
-use elvis_net::FrameId;
 use crate::counters::DropReason;
 use crate::hosts::Hosts;
+use crate::machine::IfaceId;
+use crate::machine::MachineId;
 use elvis_message::Message;
+use elvis_net::FrameId;
 use elvis_wire::{ipv4 as wire, IpProtocol};
 use serde::Serialize;
 use std::net::Ipv4Addr;
@@ -139,12 +139,7 @@ const ETH: usize = elvis_wire::ethernet::HEADER_LEN;
 /// rewritten in the frame's first 12 bytes, and the frame handed to the
 /// egress NIC as it is: no header is popped or pushed, the payload is not
 /// touched.
-pub fn forward_frame(
-    w: &mut Hosts,
-    m: MachineId,
-    iface: IfaceId,
-    frame: &mut Message,
-) -> bool {
+pub fn forward_frame(w: &mut Hosts, m: MachineId, iface: IfaceId, frame: &mut Message) -> bool {
     let len = frame.len();
     let Some(h) = frame.front(ETH + 24) else {
         return false;

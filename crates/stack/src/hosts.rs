@@ -400,15 +400,18 @@ impl elvis_net::Context for Hosts {
 
     fn room_for_stack(&mut self, machine: MachineId) {
         let timer = crate::Timer::ForeignRoom;
-        self.sched.queue.schedule_now(Event::Timer { machine, timer });
+        self.sched
+            .queue
+            .schedule_now(Event::Timer { machine, timer });
     }
 
     fn room_for_endpoint(&mut self, machine: MachineId, slot: u32) {
         let timer = crate::Timer::TcpKick { slot };
-        self.sched.queue.schedule_now(Event::Timer { machine, timer });
+        self.sched
+            .queue
+            .schedule_now(Event::Timer { machine, timer });
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -21,10 +21,10 @@
 
 use super::ipv4;
 use super::udp::sum_message;
-use crate::machine::MachineId;
 use crate::counters::DropReason;
 use crate::endpoint::{EchoReply, IcmpError, SocketError, SocketSlot};
 use crate::hosts::Hosts;
+use crate::machine::MachineId;
 use elvis_message::Message;
 use elvis_wire::checksum::Checksum;
 use elvis_wire::IpProtocol;
@@ -180,12 +180,7 @@ fn rate_allows(w: &mut Hosts, m: MachineId, to: Ipv4Addr, ty: u8, code: u8) -> b
 }
 
 /// Answers a datagram to a closed UDP port (RFC 1122 §4.1.3.1).
-pub fn send_port_unreachable(
-    w: &mut Hosts,
-    m: MachineId,
-    ip_header: &[u8],
-    udp_header: &[u8; 8],
-) {
+pub fn send_port_unreachable(w: &mut Hosts, m: MachineId, ip_header: &[u8], udp_header: &[u8; 8]) {
     if ip_header.len() < 20 {
         return;
     }

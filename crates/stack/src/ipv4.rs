@@ -23,13 +23,13 @@
 
 use super::route::{self, FlowKey};
 use super::Timer;
-use crate::machine::IfaceId;
-use crate::machine::MachineId;
-use elvis_net::{self as net, NetworkKind};
 use crate::counters::DropReason;
 use crate::endpoint::SocketError;
 use crate::hosts::{Event, Hosts};
+use crate::machine::IfaceId;
+use crate::machine::MachineId;
 use elvis_message::Message;
+use elvis_net::{self as net, NetworkKind};
 use elvis_wire::{ipv4, EtherType, EthernetAddress, IpProtocol};
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -71,7 +71,8 @@ pub const MANY_IFACES: usize = 8;
 /// networks that are not point-to-point links are listed.
 pub fn index_ifaces(w: &mut Hosts, m: MachineId) {
     let ifaces = &w.machines[m as usize].ifaces;
-    let nonlink = |i: usize| w.fabric.networks[ifaces[i].net as usize].cfg.kind != NetworkKind::Link;
+    let nonlink =
+        |i: usize| w.fabric.networks[ifaces[i].net as usize].cfg.kind != NetworkKind::Link;
     let new: smallvec::SmallVec<[IfaceId; 2]> = match ifaces.len() {
         n if n <= MANY_IFACES => return,
         n if n == MANY_IFACES + 1 => (0..n)
@@ -99,13 +100,18 @@ pub fn owns(w: &Hosts, m: MachineId, dst: Ipv4Addr) -> bool {
     if machine.ifaces.len() <= 2 * MANY_IFACES {
         return machine.owns(dst);
     }
-    let on_link = w.stack.link_neighbours.get(&u32::from(dst)).is_some_and(|links| {
-        links
-            .iter()
-            .any(|&(net, port)| w.fabric.networks[net as usize].ports[port as usize].machine == m)
-    });
+    let on_link = w
+        .stack
+        .link_neighbours
+        .get(&u32::from(dst))
+        .is_some_and(|links| {
+            links.iter().any(|&(net, port)| {
+                w.fabric.networks[net as usize].ports[port as usize].machine == m
+            })
+        });
     on_link
-        || w.stack.nonlink_ifaces
+        || w.stack
+            .nonlink_ifaces
             .get(&m)
             .is_some_and(|l| l.iter().any(|&i| machine.ifaces[i as usize].ip == dst))
 }
@@ -217,7 +223,12 @@ pub fn route_flow(
             mtu: mtu_of(ifc.net),
         });
     }
-    let Some(hops) = w.stack.routing.table(m).and_then(|t| t.lookup(u32::from(dst))) else {
+    let Some(hops) = w
+        .stack
+        .routing
+        .table(m)
+        .and_then(|t| t.lookup(u32::from(dst)))
+    else {
         return Err(SocketError::HostUnreachable(dst));
     };
     let hop = match flow {

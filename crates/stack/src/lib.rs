@@ -47,12 +47,12 @@ pub mod tcp;
 pub(crate) mod testing;
 pub mod udp;
 
-use crate::machine::IfaceId;
-use crate::machine::MachineId;
-use elvis_net::{FrameId, NetId};
 use crate::counters::DropReason;
 use crate::hosts::Hosts;
+use crate::machine::IfaceId;
+use crate::machine::MachineId;
 use elvis_message::Message;
+use elvis_net::{FrameId, NetId};
 
 /// A protocol timer of a machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,12 +154,7 @@ fn arrive(w: &mut Hosts, net: NetId, port: u32) -> Option<(MachineId, IfaceId)> 
 
 /// Hands a frame that arrived on `iface` to the stack of `machine` (or to
 /// the foreign stack that replaces it).
-pub fn hand_to_stack(
-    w: &mut Hosts,
-    machine: MachineId,
-    iface: IfaceId,
-    frame: &mut Message,
-) {
+pub fn hand_to_stack(w: &mut Hosts, machine: MachineId, iface: IfaceId, frame: &mut Message) {
     if w.machines[machine as usize].foreign {
         return crate::foreign::receive(w, machine, iface, frame);
     }

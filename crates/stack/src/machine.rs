@@ -6,11 +6,11 @@
 //! that most machines never need (ARP cache, fragment reassembly, its random
 //! stream, multicast memberships).
 
-use elvis_net::NetId;
-use crate::endpoint::SocketSlot;
 use crate::arp::ArpCache;
+use crate::endpoint::SocketSlot;
 use crate::ipv4::Reassembly;
 use elvis_kernel::rng::Rng;
+use elvis_net::NetId;
 use smallvec::SmallVec;
 use std::net::Ipv4Addr;
 

@@ -108,11 +108,11 @@
 //! `net/core/gro.c`, `net/ipv4/tcp_output.c` (`tcp_tso_autosize`);
 //! `ethtool(8)` (`-K tso/gro`, `-C rx-usecs/rx-frames`).
 
+use crate::hosts::{Event, Hosts};
 use crate::machine::IfaceId;
 use crate::machine::MachineId;
-use elvis_net::FrameId;
-use crate::hosts::{Event, Hosts};
 use elvis_message::Message;
+use elvis_net::FrameId;
 use elvis_wire::checksum;
 use elvis_wire::tcp;
 use std::net::Ipv4Addr;
@@ -450,13 +450,7 @@ pub fn on_arrival(w: &mut Hosts, m: MachineId, iface: IfaceId, id: FrameId) -> b
 /// needs one), and returns true. Returns false otherwise (the caller
 /// schedules the arrival).
 #[inline]
-pub fn arrives_later(
-    w: &mut Hosts,
-    m: MachineId,
-    iface: IfaceId,
-    id: FrameId,
-    at: u64,
-) -> bool {
+pub fn arrives_later(w: &mut Hosts, m: MachineId, iface: IfaceId, id: FrameId, at: u64) -> bool {
     if !w.config.rx_ring_ahead || w.machines[m as usize].crashed {
         return false;
     }
@@ -485,13 +479,7 @@ pub fn arrives_later(
 /// it coalesces interrupts and merges with GRO, runs TCP, `dst` is the
 /// interface's address (GRO's and TCP's fast path condition) and the
 /// frames arrive after those in its ring.
-pub fn takes_trains(
-    w: &Hosts,
-    m: MachineId,
-    iface: IfaceId,
-    dst: Ipv4Addr,
-    first: u64,
-) -> bool {
+pub fn takes_trains(w: &Hosts, m: MachineId, iface: IfaceId, dst: Ipv4Addr, first: u64) -> bool {
     let machine = &w.machines[m as usize];
     if !w.config.rx_ring_ahead || machine.crashed || machine.forward || machine.foreign {
         return false;
@@ -551,7 +539,9 @@ fn raise(w: &mut Hosts, m: MachineId, first: u64) {
     let usecs = w.stack.nics.cfg(w.machines[m as usize].offloads).rx_usecs;
     let at = elvis_kernel::Time::from_nanos(first + u64::from(usecs) * 1_000);
     let timer = super::Timer::NapiPoll;
-    w.sched.queue.schedule(at, m, Event::Timer { machine: m, timer });
+    w.sched
+        .queue
+        .schedule(at, m, Event::Timer { machine: m, timer });
 }
 
 /// The interrupt of machine `m`'s NIC: handles every frame that arrived

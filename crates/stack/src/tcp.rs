@@ -64,11 +64,11 @@ pub mod rx;
 pub mod tcb;
 pub mod trace;
 
-use crate::hosts::TaskId;
-use crate::machine::MachineId;
 use crate::counters::DropReason;
 use crate::endpoint::{alloc_slot, SocketError, SocketSlot};
+use crate::hosts::TaskId;
 use crate::hosts::{Event, Hosts};
+use crate::machine::MachineId;
 use elvis_kernel::rng::mix;
 use elvis_kernel::Time;
 use elvis_message::Message;
@@ -573,7 +573,9 @@ pub fn drive(
                 slot,
                 gen: sock.timer_gen,
             };
-            w.sched.queue.schedule(at, m, Event::Timer { machine: m, timer });
+            w.sched
+                .queue
+                .schedule(at, m, Event::Timer { machine: m, timer });
         }
     }
     if free {
@@ -738,7 +740,10 @@ fn transmit(
     route.src = *local.ip();
     if route.next != super::ipv4::NextHop::Local {
         let ifc = w.machines[m as usize].ifaces[route.iface as usize];
-        let limit = w.fabric.networks[ifc.net as usize].cfg.txqueuelen.max(NIC_LIMIT);
+        let limit = w.fabric.networks[ifc.net as usize]
+            .cfg
+            .txqueuelen
+            .max(NIC_LIMIT);
         if elvis_net::nic_frames(w, ifc.net, ifc.port) >= limit {
             return w.drop_packet(DropReason::Net(elvis_net::DropReason::NicQueueFull));
         }

@@ -6,11 +6,11 @@
 //! sent as 0xffff; a received checksum of zero means "none".
 
 use super::ipv4;
-use crate::hosts::TaskId;
-use crate::machine::MachineId;
 use crate::counters::DropReason;
 use crate::endpoint::{SocketError, SocketSlot, MAX_UDP_PAYLOAD};
 use crate::hosts::Hosts;
+use crate::hosts::TaskId;
+use crate::machine::MachineId;
 use elvis_message::{ChunkRef, Message};
 use elvis_wire::checksum::{self, Checksum};
 use elvis_wire::{udp, IpProtocol};

@@ -249,7 +249,8 @@ impl TcpListener {
         opts: SockOpts,
         linger: Option<Duration>,
     ) -> Result<TcpListener, SocketError> {
-        let slot = try_with_world(|w| tcp::listen(&mut w.hosts, host.machine, port, backlog, opts))??;
+        let slot =
+            try_with_world(|w| tcp::listen(&mut w.hosts, host.machine, port, backlog, opts))??;
         Ok(TcpListener {
             host,
             slot,
@@ -299,7 +300,8 @@ impl Future for Accept<'_> {
                     },
                     _ => return Some(Err(SocketError::BadDescriptor)),
                 };
-                if let Some(SocketSlot::Tcp(t)) = w.hosts.machines[m].sockets.get_mut(next as usize) {
+                if let Some(SocketSlot::Tcp(t)) = w.hosts.machines[m].sockets.get_mut(next as usize)
+                {
                     t.orphan = false;
                     let peer = t.tcb.remote;
                     let s = TcpStream {
@@ -556,7 +558,8 @@ impl Future for Close {
                     w.hosts.sched.queue.schedule(deadline, m, Event::Wake(task));
                 }
             }
-            let Some(SocketSlot::Tcp(t)) = w.hosts.machines[m as usize].sockets.get_mut(slot as usize)
+            let Some(SocketSlot::Tcp(t)) =
+                w.hosts.machines[m as usize].sockets.get_mut(slot as usize)
             else {
                 return Some(Err(SocketError::BadDescriptor));
             };
@@ -685,7 +688,8 @@ impl Future for Send<'_> {
         let r = try_with_world(|w| {
             let task = current_task();
             let m = host.machine;
-            let Some(SocketSlot::Tcp(t)) = w.hosts.machines[m as usize].sockets.get_mut(slot as usize)
+            let Some(SocketSlot::Tcp(t)) =
+                w.hosts.machines[m as usize].sockets.get_mut(slot as usize)
             else {
                 return Some(Err(SocketError::BadDescriptor));
             };
@@ -738,7 +742,8 @@ impl Future for Recv<'_> {
         let r = try_with_world(|w| {
             let task = current_task();
             let m = host.machine;
-            let Some(SocketSlot::Tcp(t)) = w.hosts.machines[m as usize].sockets.get_mut(slot as usize)
+            let Some(SocketSlot::Tcp(t)) =
+                w.hosts.machines[m as usize].sockets.get_mut(slot as usize)
             else {
                 return Some(Err(SocketError::BadDescriptor));
             };

@@ -4,11 +4,11 @@
 //! protocols, and the applications spawned on the machines.
 
 use super::{SimError, Simulation};
-use elvis_api::host::Host;
 use crate::executor::{AppResult, TaskFuture, TaskId, TaskMeta, TaskState};
 use crate::machine::IfaceId;
 use crate::machine::{Group, Iface, Machine, MachineId, Protocols};
 use crate::net::{NetId, Network, NetworkConfig, NetworkKind};
+use elvis_api::host::Host;
 use std::future::Future;
 use std::net::Ipv4Addr;
 
@@ -125,7 +125,9 @@ impl Simulation {
 
     /// Returns the number of networks.
     pub fn network_count(&self) -> usize {
-        self.world.as_ref().map_or(0, |w| w.hosts.fabric.networks.len())
+        self.world
+            .as_ref()
+            .map_or(0, |w| w.hosts.fabric.networks.len())
     }
 
     /// Returns the configuration network `net` runs with (on a link with
@@ -176,12 +178,16 @@ impl Simulation {
         let port = n.add_port(m, iface);
         n.ip_to_port.insert(u32::from(ip), port);
         if n.cfg.kind == crate::net::NetworkKind::Link {
-            w.hosts.stack.link_neighbours
+            w.hosts
+                .stack
+                .link_neighbours
                 .entry(u32::from(ip))
                 .or_default()
                 .push((net, port));
         }
-        w.hosts.machines[m as usize].ifaces.push(Iface { net, port, ip });
+        w.hosts.machines[m as usize]
+            .ifaces
+            .push(Iface { net, port, ip });
         crate::stack::ipv4::index_ifaces(&mut w.hosts, m);
         if w.hosts.stack.routing.auto.is_some() {
             w.hosts.stack.routing.dirty = true;
@@ -266,7 +272,8 @@ impl Simulation {
     pub fn set_forwarding(&mut self, m: MachineId, on: bool) -> Result<(), SimError> {
         let w = self.w();
         let machine = w
-            .hosts.machines
+            .hosts
+            .machines
             .get_mut(m as usize)
             .ok_or(SimError::NoSuchMachine(m))?;
         machine.forward = on;
@@ -335,16 +342,14 @@ impl Simulation {
                 "gateway {via} is on none of its networks (attach the machine first)"
             )));
         }
-        w.hosts.stack.routing
-            .statics
-            .entry(m)
-            .or_default()
-            .push(crate::stack::route::StaticRoute {
+        w.hosts.stack.routing.statics.entry(m).or_default().push(
+            crate::stack::route::StaticRoute {
                 prefix: u32::from(prefix),
                 len,
                 via,
                 iface: None,
-            });
+            },
+        );
         w.hosts.stack.routing.dirty = true;
         Ok(())
     }
@@ -398,7 +403,9 @@ impl Simulation {
             via: u32::from(via),
             port,
         };
-        w.hosts.stack.routing
+        w.hosts
+            .stack
+            .routing
             .flows
             .insert(m, u32::from(src), u32::from(dst), dport, hop);
         Ok(())
@@ -473,7 +480,13 @@ impl Simulation {
                 });
             }
         }
-        w.hosts.stack.routing.statics.entry(m).or_default().extend(list);
+        w.hosts
+            .stack
+            .routing
+            .statics
+            .entry(m)
+            .or_default()
+            .extend(list);
         w.hosts.stack.routing.dirty = true;
         Ok(())
     }
@@ -542,7 +555,8 @@ impl Simulation {
     ) -> Result<(), SimError> {
         let w = self.w();
         let machine = w
-            .hosts.machines
+            .hosts
+            .machines
             .get_mut(m as usize)
             .ok_or(SimError::NoSuchMachine(m))?;
         machine.ext().protocols.push(p);
@@ -582,7 +596,10 @@ impl Simulation {
         // Start through the event queue, so that tasks woken by the first
         // ones run before later tasks start (what they send is consumed as
         // it arrives instead of piling up).
-        w.hosts.sched.queue.schedule_now(crate::world::Event::Wake(id));
+        w.hosts
+            .sched
+            .queue
+            .schedule_now(crate::world::Event::Wake(id));
         self.futures.push(Some(fut));
     }
 }

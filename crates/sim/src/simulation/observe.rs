@@ -107,7 +107,10 @@ impl Simulation {
     #[doc(hidden)]
     pub fn nic_states(&self) -> (u64, usize) {
         self.world.as_ref().map_or((0, 0), |w| {
-            (w.hosts.stack.nics.created(), crate::stack::offload::holding(&w.hosts))
+            (
+                w.hosts.stack.nics.created(),
+                crate::stack::offload::holding(&w.hosts),
+            )
         })
     }
 
@@ -122,7 +125,9 @@ impl Simulation {
     /// Returns how many frames GRO merged into an earlier frame's segment.
     #[doc(hidden)]
     pub fn gro_merged(&self) -> u64 {
-        self.world.as_ref().map_or(0, |w| w.hosts.obs.stats.gro_merged)
+        self.world
+            .as_ref()
+            .map_or(0, |w| w.hosts.obs.stats.gro_merged)
     }
 
     /// Turns the routers' fast path ([`crate::stack::forward`]) off
@@ -146,20 +151,24 @@ impl Simulation {
     /// one-pass paths.
     #[doc(hidden)]
     pub fn tcp_fast_segments(&self) -> (u64, u64) {
-        self.world
-            .as_ref()
-            .map_or((0, 0), |w| (w.hosts.obs.tcp_fast_sent, w.hosts.obs.tcp_fast_received))
+        self.world.as_ref().map_or((0, 0), |w| {
+            (w.hosts.obs.tcp_fast_sent, w.hosts.obs.tcp_fast_received)
+        })
     }
 
     /// Returns how many frames routers forwarded through their fast path.
     #[doc(hidden)]
     pub fn fast_forwarded(&self) -> u64 {
-        self.world.as_ref().map_or(0, |w| w.hosts.obs.fast_forwarded)
+        self.world
+            .as_ref()
+            .map_or(0, |w| w.hosts.obs.fast_forwarded)
     }
 
     /// Returns the number of per-flow explicit routes of all machines.
     pub fn flow_route_count(&self) -> usize {
-        self.world.as_ref().map_or(0, |w| w.hosts.stack.routing.flows.len())
+        self.world
+            .as_ref()
+            .map_or(0, |w| w.hosts.stack.routing.flows.len())
     }
 
     /// Writes one pcap per network into `dir` during the next run (the
@@ -169,7 +178,13 @@ impl Simulation {
     /// If the directory or a file cannot be created.
     pub fn capture_pcap(&mut self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
         let w = self.w();
-        let names: Vec<String> = w.hosts.fabric.networks.iter().map(|n| n.cfg.name.clone()).collect();
+        let names: Vec<String> = w
+            .hosts
+            .fabric
+            .networks
+            .iter()
+            .map(|n| n.cfg.name.clone())
+            .collect();
         w.hosts.fabric.pcap = PcapSet::open(dir, &names)?;
         Ok(w.hosts.fabric.pcap.files.clone())
     }
@@ -189,7 +204,9 @@ impl Simulation {
         let Some(w) = self.world.as_ref() else {
             return Vec::new();
         };
-        w.hosts.obs.conns
+        w.hosts
+            .obs
+            .conns
             .trace
             .as_ref()
             .map_or(Vec::new(), |t| t.series(|m| w.hosts.machine_name(m)))
@@ -206,6 +223,8 @@ impl Simulation {
 
     /// Returns the pcap write error of the run, if any.
     pub fn pcap_error(&self) -> Option<String> {
-        self.world.as_ref().and_then(|w| w.hosts.fabric.pcap.error.clone())
+        self.world
+            .as_ref()
+            .and_then(|w| w.hosts.fabric.pcap.error.clone())
     }
 }

@@ -189,10 +189,14 @@ impl Simulation {
             .map(|(net, pd, wq)| {
                 let (network, machine, dir) = queue_names(w, net, pd);
                 let s = &wq.stats_at(end);
-                let dropped_by = (w.hosts.fabric.queue_drops.range((net, pd, elvis_net::DropReason::Loss)..))
-                    .take_while(|((n, p, _), _)| (*n, *p) == (net, pd))
-                    .map(|((_, _, r), c)| (r.to_string(), *c))
-                    .collect();
+                let dropped_by = (w
+                    .hosts
+                    .fabric
+                    .queue_drops
+                    .range((net, pd, elvis_net::DropReason::Loss)..))
+                .take_while(|((n, p, _), _)| (*n, *p) == (net, pd))
+                .map(|((_, _, r), c)| (r.to_string(), *c))
+                .collect();
                 report::QueueReport {
                     network,
                     machine,
@@ -243,7 +247,14 @@ impl Simulation {
             queues,
             routing: report::RoutingReport {
                 tables: w.hosts.stack.routing.tables.len() as u64,
-                routes: w.hosts.stack.routing.tables.iter().map(|t| t.len() as u64).sum(),
+                routes: w
+                    .hosts
+                    .stack
+                    .routing
+                    .tables
+                    .iter()
+                    .map(|t| t.len() as u64)
+                    .sum(),
             },
             applications_total,
             applications,
@@ -393,7 +404,6 @@ impl Simulation {
             .collect()
     }
 }
-
 
 /// Returns the network name, machine name and direction (`nic`: the
 /// machine's NIC; `switch`: the switch port towards the machine) of a

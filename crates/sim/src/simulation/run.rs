@@ -137,7 +137,8 @@ impl Simulation {
             unreachable!("world is present outside run")
         };
         let group_names: Vec<(MachineId, u32, bool, String)> = world
-            .hosts.groups
+            .hosts
+            .groups
             .iter()
             .map(|g| (g.first, g.len, g.counted, g.name.clone()))
             .collect();
@@ -290,7 +291,10 @@ impl Simulation {
             Ok(Poll::Pending) => return,
             Ok(Poll::Ready(Ok(()))) => (TaskState::Finished, None),
             Ok(Poll::Ready(Err(e))) => (TaskState::Failed, Some(e.message)),
-            Err(_) => (TaskState::Crashed, Some(elvis_stack::crash::take_panic_message())),
+            Err(_) => (
+                TaskState::Crashed,
+                Some(elvis_stack::crash::take_panic_message()),
+            ),
         };
         // Dropping the future runs its sockets' destructors, which reach
         // the world.
@@ -329,7 +333,6 @@ impl Simulation {
         }
     }
 }
-
 
 fn spawn_watchdog(
     d: &Watchdog,

@@ -1,9 +1,9 @@
 use elvis_sim::stack::custom::*;
 use elvis_sim::{Host, Message, NetworkConfig, Simulation, Time};
-use std::net::Ipv4Addr;
-use std::time::Duration;
 use std::cell::RefCell;
+use std::net::Ipv4Addr;
 use std::rc::Rc;
+use std::time::Duration;
 
 /// Echoes datagrams back; counts what it answered.
 struct Echo {
@@ -35,13 +35,7 @@ impl Protocol for Collect {
     fn ip_protocol(&self) -> u8 {
         253
     }
-    fn demux(
-        &mut self,
-        cx: &mut ProtocolCtx<'_>,
-        _src: Ipv4Addr,
-        _dst: Ipv4Addr,
-        msg: Message,
-    ) {
+    fn demux(&mut self, cx: &mut ProtocolCtx<'_>, _src: Ipv4Addr, _dst: Ipv4Addr, msg: Message) {
         self.got.borrow_mut().push(msg.to_vec());
         if self.got.borrow().len() == 1 {
             cx.set_timer(Duration::from_millis(5), 7);

@@ -32,10 +32,10 @@
 
 use super::super::ipv4::{self, NextHop, Route};
 use super::tcb::Segment;
-use crate::machine::MachineId;
-use elvis_net::NetId;
 use crate::counters::DropReason;
 use crate::hosts::Hosts;
+use crate::machine::MachineId;
+use elvis_net::NetId;
 use elvis_wire::checksum::Checksum;
 use elvis_wire::{ethernet, tcp, EtherType, EthernetAddress, IpProtocol};
 use std::net::SocketAddrV4;
@@ -159,7 +159,12 @@ fn link_of(w: &Hosts, m: MachineId, route: &Route) -> Option<Link> {
 /// frames, so its NIC is always asked.
 pub fn certain_room(w: &Hosts, dst: &Dst, held: Option<u32>) -> u32 {
     match (&dst.link, held) {
-        (Some(link), Some(held)) if w.fabric.networks[link.net as usize].cfg.bandwidth_bps.is_some() => {
+        (Some(link), Some(held))
+            if w.fabric.networks[link.net as usize]
+                .cfg
+                .bandwidth_bps
+                .is_some() =>
+        {
             link.limit.saturating_sub(held)
         }
         _ => 0,

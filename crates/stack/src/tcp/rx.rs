@@ -17,9 +17,9 @@
 //! layered path would have delivered to TCP, so results do not depend on
 //! it (the integration test `tcp_fast_path` compares runs).
 
+use crate::hosts::Hosts;
 use crate::machine::IfaceId;
 use crate::machine::MachineId;
-use crate::hosts::Hosts;
 use elvis_message::Message;
 use elvis_wire::checksum;
 use std::net::Ipv4Addr;
@@ -33,12 +33,7 @@ const ETH_IP: usize = ETH + 20;
 /// is a unicast IPv4 datagram without options, not a fragment, carrying
 /// TCP, addressed to the interface and with a right header checksum;
 /// returns `false` (the frame untouched) otherwise.
-pub fn receive_frame(
-    w: &mut Hosts,
-    m: MachineId,
-    iface: IfaceId,
-    frame: &mut Message,
-) -> bool {
+pub fn receive_frame(w: &mut Hosts, m: MachineId, iface: IfaceId, frame: &mut Message) -> bool {
     let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else {
         return false;
     };

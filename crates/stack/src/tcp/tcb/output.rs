@@ -34,13 +34,7 @@ impl Tcb {
         self.loss_rearm(now);
     }
 
-    pub fn push(
-        &mut self,
-        seg: Segment,
-        now: Time,
-        out: &mut Vec<Segment>,
-        is_retransmit: bool,
-    ) {
+    pub fn push(&mut self, seg: Segment, now: Time, out: &mut Vec<Segment>, is_retransmit: bool) {
         let len = seg.payload.len();
         // A TSO segment counts as the frames it becomes (Linux's OutSegs
         // counts `tcp_skb_pcount`).
