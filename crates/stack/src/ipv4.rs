@@ -15,7 +15,9 @@
 //! A datagram larger than the outgoing network's MTU is cut into fragments
 //! whose data lengths are multiples of 8 bytes, sharing the payload chunks
 //! (no copy). The receiver reassembles by (src, dst, protocol, id) and drops
-//! an incomplete datagram after [`REASSEMBLY_TIMEOUT`] (Linux: 30 s).
+//! an incomplete datagram after [`REASSEMBLY_TIMEOUT`] (Linux: 30 s),
+//! answering with an ICMP Time Exceeded (code 1) if fragment zero had
+//! arrived (RFC 1122 §3.3.2).
 //!
 //! # Gaps
 //! Options other than being skipped; hosts never set DF (no PMTU
@@ -491,10 +493,13 @@ pub fn receive(w: &mut Hosts, m: MachineId, iface: IfaceId, msg: &mut Message) {
         return w.drop_packet(DropReason::NotForUs);
     }
     msg.truncate(total);
+    // The first fragment's header and 8 bytes of data, for the Time
+    // Exceeded its reassembly may end in.
+    let first = (mf && offset == 0).then(|| msg.slice(0..(ihl + 8).min(total)).to_vec());
     let _ = msg.pop_front(ihl);
     if mf || offset > 0 {
         let key = (u32::from(src), u32::from(dst), u8::from(proto), ident);
-        match reassemble(w, m, key, offset, mf, std::mem::take(msg)) {
+        match reassemble(w, m, key, offset, mf, std::mem::take(msg), first) {
             Some(whole) => *msg = whole,
             None => return,
         }
@@ -543,9 +548,13 @@ struct Partial {
     /// Fragments sorted by offset, non-overlapping.
     parts: Vec<(usize, Message)>,
     total: Option<usize>,
+    /// The first fragment's IPv4 header and first 8 data bytes, once it
+    /// has arrived (what a Time Exceeded quotes).
+    first: Option<Box<[u8]>>,
 }
 
-/// Adds a fragment; returns the whole payload once every byte is there.
+/// Adds a fragment (`first`: the header and 8 data bytes of fragment
+/// zero); returns the whole payload once every byte is there.
 fn reassemble(
     w: &mut Hosts,
     m: MachineId,
@@ -553,6 +562,7 @@ fn reassemble(
     offset: usize,
     more: bool,
     data: Message,
+    first: Option<Vec<u8>>,
 ) -> Option<Message> {
     let now = w.now();
     let r = &mut w.machines[m as usize].ext().reassembly;
@@ -566,6 +576,7 @@ fn reassemble(
                 gen,
                 parts: Vec::new(),
                 total: None,
+                first: None,
             });
             w.sched.queue.schedule(
                 now + REASSEMBLY_TIMEOUT,
@@ -592,6 +603,9 @@ fn reassemble(
         return None;
     }
     p.parts.insert(pos, (offset, data));
+    if let Some(first) = first {
+        p.first = Some(first.into_boxed_slice());
+    }
     let total = p.total?;
     let mut expect = 0;
     for (o, d) in &p.parts {
@@ -612,12 +626,20 @@ fn reassemble(
     Some(whole)
 }
 
-/// Drops the reassembly of generation `gen` if it is still incomplete.
+/// Drops the reassembly of generation `gen` if it is still incomplete,
+/// and, if fragment zero had arrived, tells the source with an ICMP Time
+/// Exceeded, code 1 (fragment reassembly time exceeded), quoting that
+/// fragment's header and first 8 data bytes (RFC 1122 §3.3.2, as Linux's
+/// `ip_expire`).
 pub fn on_reassembly_timer(w: &mut Hosts, m: MachineId, gen: u32) {
     let r = &mut w.machines[m as usize].ext().reassembly;
     if let Some(i) = r.entries.iter().position(|p| p.gen == gen) {
-        r.entries.swap_remove(i);
+        let p = r.entries.swap_remove(i);
         w.drop_packet(DropReason::ReassemblyTimeout);
+        if let Some(first) = p.first {
+            let mut quoted = Message::from_vec(first.into_vec());
+            super::icmp::send_error(w, m, super::icmp::TIME_EXCEEDED, 1, [0; 4], &mut quoted);
+        }
     }
 }
 
@@ -750,6 +772,45 @@ mod tests {
         lab.send(&peer, f[1].clone());
         lab.run_for(MS);
         assert_eq!(received(&sock), None);
+    }
+
+    #[test]
+    fn an_expired_reassembly_holding_fragment_zero_answers_time_exceeded_code_1() {
+        // RFC 1122 §3.3.2: the partial datagram MUST be discarded and a
+        // Time Exceeded sent to the source if fragment zero has been
+        // received; RFC 792: type 11, code 1, an unused word of zeros,
+        // then the fragment's internet header and first 64 data bits.
+        let (mut lab, h, peer, _sock) = lan();
+        let f = fragments(&lab, h, &peer, &[48, 96]);
+        lab.send(&peer, f[0].clone());
+        lab.send(&peer, f[2].clone());
+        lab.run_for(MS);
+        peer.take();
+        lab.run_until(Time::ZERO + LATENCY + REASSEMBLY_TIMEOUT + MS);
+        let got = peer.take();
+        assert_eq!(got.len(), 1);
+        let d = got[0].datagram();
+        assert_eq!(
+            (d[9], &d[16..20]),
+            (1, &PEER.octets()[..]),
+            "ICMP to the source"
+        );
+        let fragment_zero = &f[0][14..];
+        let want = icmp(11, 1, [0; 4], &fragment_zero[..28]);
+        assert_eq!(&d[20..], &want[..]);
+        assert_eq!(lab.w.obs.stats.icmp_errors_sent, 1);
+    }
+
+    #[test]
+    fn an_expired_reassembly_without_fragment_zero_sends_nothing() {
+        let (mut lab, h, peer, _sock) = lan();
+        let f = fragments(&lab, h, &peer, &[48, 96]);
+        lab.send(&peer, f[1].clone());
+        lab.send(&peer, f[2].clone());
+        lab.run_until(Time::ZERO + LATENCY + REASSEMBLY_TIMEOUT + MS);
+        assert_eq!(lab.drops(), drops(&[("reassembly_timeout", 1)]));
+        assert!(peer.take().is_empty());
+        assert_eq!(lab.w.obs.stats.icmp_errors_sent, 0);
     }
 
     #[test]
