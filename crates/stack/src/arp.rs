@@ -224,22 +224,11 @@ mod tests {
     use crate::testing::{arp, drops, eth, padded, Captured, Lab, Tap, ARP, BROADCAST, LATENCY};
     use elvis_kernel::Time;
     use std::net::Ipv4Addr;
-    use std::time::Duration;
 
-    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
     const REQUEST: u16 = 1;
     const REPLY: u16 = 2;
-    const MS: Duration = Duration::from_millis(1);
 
-    /// A host (`protocols`) at 10.0.0.1 and a tap at 10.0.0.2 on one LAN.
-    fn lan(protocols: Protocols) -> (Lab, MachineId, Tap) {
-        let mut lab = Lab::new();
-        let net = lab.lan("lan");
-        let h = lab.host("h", protocols, net, HOST);
-        let peer = lab.tap("peer", net, PEER);
-        (lab, h, peer)
-    }
+    use crate::testing::{host_and_tap as lan, HOST, MS, PEER};
 
     /// The broadcast request of `h` for the tap's address.
     fn request_for_peer(lab: &Lab, h: MachineId) -> Vec<u8> {

@@ -78,18 +78,14 @@ pub fn receive(w: &mut Hosts, m: MachineId, iface: IfaceId, frame: &mut Message)
 mod tests {
     use crate::machine::{MachineId, Protocols};
     use crate::testing::{drops, eth, icmp, Ip, Lab, Tap};
-    use std::net::Ipv4Addr;
+
     use std::time::Duration;
 
-    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    use crate::testing::{host_and_tap, HOST, PEER};
 
+    /// A UDP host and a tap on one LAN.
     fn lan() -> (Lab, MachineId, Tap) {
-        let mut lab = Lab::new();
-        let net = lab.lan("lan");
-        let h = lab.host("h", Protocols::UDP, net, HOST);
-        let peer = lab.tap("peer", net, PEER);
-        (lab, h, peer)
+        host_and_tap(Protocols::UDP)
     }
 
     /// An echo request from the tap to the host, in a frame to `dst`.

@@ -349,19 +349,12 @@ mod tests {
     use crate::machine::{MachineId, Protocols};
     use crate::testing::{checksum, drops, eth, icmp, udp, Ip, Lab, Tap};
     use elvis_kernel::Time;
-    use std::net::Ipv4Addr;
-    use std::time::Duration;
 
-    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-    const MS: Duration = Duration::from_millis(1);
+    use crate::testing::{host_and_tap, HOST, MS, PEER};
 
+    /// A UDP host and a tap on one LAN.
     fn lan() -> (Lab, MachineId, Tap) {
-        let mut lab = Lab::new();
-        let net = lab.lan("lan");
-        let h = lab.host("h", Protocols::UDP, net, HOST);
-        let peer = lab.tap("peer", net, PEER);
-        (lab, h, peer)
+        host_and_tap(Protocols::UDP)
     }
 
     /// A UDP datagram from the tap to port 9 of the host (nothing bound).

@@ -493,16 +493,18 @@ pub fn receive(w: &mut Hosts, m: MachineId, iface: IfaceId, msg: &mut Message) {
         return w.drop_packet(DropReason::NotForUs);
     }
     msg.truncate(total);
-    // The first fragment's header and 8 bytes of data, for the Time
-    // Exceeded its reassembly may end in.
-    let first = (mf && offset == 0).then(|| msg.slice(0..(ihl + 8).min(total)).to_vec());
-    let _ = msg.pop_front(ihl);
     if mf || offset > 0 {
+        // Fragment zero's header and 8 bytes of data, for the Time
+        // Exceeded its reassembly may end in.
+        let first = (offset == 0).then(|| msg.slice(0..(ihl + 8).min(total)).to_vec());
+        let _ = msg.pop_front(ihl);
         let key = (u32::from(src), u32::from(dst), u8::from(proto), ident);
         match reassemble(w, m, key, offset, mf, std::mem::take(msg), first) {
             Some(whole) => *msg = whole,
             None => return,
         }
+    } else {
+        let _ = msg.pop_front(ihl);
     }
     w.obs.stats.ip_delivered += 1;
     deliver_up(w, m, header, src, dst, proto, msg);
@@ -654,16 +656,11 @@ mod tests {
     use std::rc::Rc;
     use std::time::Duration;
 
-    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-    const MS: Duration = Duration::from_millis(1);
+    use crate::testing::{host_and_tap, HOST, MS, PEER};
 
     /// A host with UDP port 7 bound and a tap, on one LAN.
     fn lan() -> (Lab, MachineId, Tap, Rc<UdpShared>) {
-        let mut lab = Lab::new();
-        let net = lab.lan("lan");
-        let h = lab.host("h", Protocols::UDP, net, HOST);
-        let peer = lab.tap("peer", net, PEER);
+        let (mut lab, h, peer) = host_and_tap(Protocols::UDP);
         let sock = lab.bind_udp(h, 7);
         (lab, h, peer, sock)
     }

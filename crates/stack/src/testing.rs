@@ -41,6 +41,23 @@ use std::time::Duration;
 /// One-way propagation delay of every [`Lab`] network.
 pub(crate) const LATENCY: Duration = Duration::from_micros(1);
 
+/// The address of the host of [`host_and_tap`].
+pub(crate) const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+/// The address of the tap of [`host_and_tap`].
+pub(crate) const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// A millisecond, the usual wait for a frame to cross a [`Lab`].
+pub(crate) const MS: Duration = Duration::from_millis(1);
+
+/// A host `h` (`protocols`) at [`HOST`] and a tap `peer` at [`PEER`] on one
+/// LAN: the fixture of most protocol tests.
+pub(crate) fn host_and_tap(protocols: Protocols) -> (Lab, MachineId, Tap) {
+    let mut lab = Lab::new();
+    let net = lab.lan("lan");
+    let h = lab.host("h", protocols, net, HOST);
+    let peer = lab.tap("peer", net, PEER);
+    (lab, h, peer)
+}
+
 /// A machine running ARP (and UDP).
 pub(crate) const ARP: Protocols = Protocols {
     udp: true,

@@ -201,18 +201,12 @@ mod tests {
     use crate::testing::{drops, eth, udp, Ip, Lab, Tap, BROADCAST};
     use std::net::{Ipv4Addr, SocketAddrV4};
     use std::rc::Rc;
-    use std::time::Duration;
 
-    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-    const MS: Duration = Duration::from_millis(1);
+    use crate::testing::{host_and_tap, HOST, MS, PEER};
 
     /// A host with UDP port 7 bound and a tap, on one LAN.
     fn lan() -> (Lab, MachineId, Tap, Rc<UdpShared>) {
-        let mut lab = Lab::new();
-        let net = lab.lan("lan");
-        let h = lab.host("h", Protocols::UDP, net, HOST);
-        let peer = lab.tap("peer", net, PEER);
+        let (mut lab, h, peer) = host_and_tap(Protocols::UDP);
         let sock = lab.bind_udp(h, 7);
         (lab, h, peer, sock)
     }

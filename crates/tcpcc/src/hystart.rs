@@ -36,7 +36,8 @@
 pub const MIN_RTT_THRESH_NS: u64 = 4_000_000;
 /// Upper bound of the RTT increase threshold, 16 ms.
 pub const MAX_RTT_THRESH_NS: u64 = 16_000_000;
-/// The threshold is the last round's minimum RTT divided by this.
+/// The threshold is RFC 9406's `lastRoundMinRTT` (the minimum RTT of the
+/// previous RTT round) divided by this.
 pub const MIN_RTT_DIVISOR: u64 = 8;
 /// RTT samples needed in a round before deciding.
 pub const N_RTT_SAMPLE: u32 = 8;
@@ -187,7 +188,7 @@ mod tests {
         let g = round(&mut h, 10, 112_499_999);
         assert!(g.iter().all(|g| *g == Growth::Full));
         assert_eq!(h.phase(), Phase::SlowStart);
-        // This round's minimum became 112.499999 ms; the next is compared to it.
+        // currentRoundMinRTT became 112.499999 ms; the next RTT round compares to it.
         let mut h = HyStart::default();
         round(&mut h, 10, 100_000_000);
         let g = round(&mut h, 10, 112_500_000);
