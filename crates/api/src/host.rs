@@ -184,6 +184,36 @@ impl Host {
         try_with_world(|w| socket::join_multicast(&mut w.hosts, self.machine, group))?
     }
 
+    /// Returns the machine's resolver configuration (its DNS servers and
+    /// search domain), if it has one.
+    pub fn resolver(&self) -> Option<crate::machine::ResolverConf> {
+        try_with_world(|w| {
+            w.hosts.machines[self.machine as usize]
+                .ext
+                .as_ref()
+                .and_then(|e| e.resolver.as_deref().cloned())
+        })
+        .ok()
+        .flatten()
+    }
+
+    /// Sets the machine's resolver configuration (what a DHCP lease's
+    /// DNS-server and domain-name options, or NDL `resolver=`, give);
+    /// `None` removes it.
+    pub fn set_resolver(&self, conf: Option<crate::machine::ResolverConf>) {
+        let _ = try_with_world(|w| {
+            let m = &mut w.hosts.machines[self.machine as usize];
+            match conf {
+                Some(c) => m.ext().resolver = Some(Box::new(c)),
+                None => {
+                    if let Some(e) = m.ext.as_deref_mut() {
+                        e.resolver = None;
+                    }
+                }
+            }
+        });
+    }
+
     /// Publishes a named result of this application (an RTT average, a
     /// goodput) in the run report's `metrics`.
     pub fn publish(&self, name: &str, value: f64) {

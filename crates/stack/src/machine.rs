@@ -128,6 +128,18 @@ pub struct MachineExt {
     pub forwarding: Vec<crate::forward::IfaceCounters>,
     /// ICMP error rate-limit buckets (machines that sent an error only).
     pub icmp_limit: Option<Box<crate::icmp_limit::Limiter>>,
+    /// Where the machine's stub resolver sends DNS queries (its
+    /// `/etc/resolv.conf`): set from NDL `resolver=` or by a DHCP lease.
+    pub resolver: Option<Box<ResolverConf>>,
+}
+
+/// A machine's resolver configuration, as `/etc/resolv.conf` holds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResolverConf {
+    /// The DNS servers to ask, in order (`nameserver` lines).
+    pub servers: Vec<Ipv4Addr>,
+    /// The domain appended to names without a dot (`search`).
+    pub domain: Option<String>,
 }
 
 impl Machine {
