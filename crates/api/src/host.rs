@@ -184,6 +184,14 @@ impl Host {
         try_with_world(|w| socket::join_multicast(&mut w.hosts, self.machine, group))?
     }
 
+    /// Waits until the machine has an address (at once for a machine with
+    /// static addresses; a DHCP client's first lease otherwise).
+    pub fn configured(&self) -> Configured {
+        Configured {
+            machine: self.machine,
+        }
+    }
+
     /// Returns the machine's resolver configuration (its DNS servers and
     /// search domain), if it has one.
     pub fn resolver(&self) -> Option<crate::machine::ResolverConf> {
@@ -254,6 +262,27 @@ impl Host {
 
 /// Returns the task being polled.
 pub use crate::executor::current_task;
+
+/// Waits for the machine's first address ([`Host::configured`]).
+#[derive(Debug)]
+pub struct Configured {
+    machine: MachineId,
+}
+
+impl Future for Configured {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        let m = self.machine;
+        let waiting = try_with_world(|w| match current_task() {
+            Some(t) => crate::stack::addr::wait_configured(&mut w.hosts, m, t),
+            None => false,
+        });
+        match waiting {
+            Ok(true) => Poll::Pending,
+            _ => Poll::Ready(()),
+        }
+    }
+}
 
 /// A future that completes at a virtual instant.
 #[derive(Debug)]

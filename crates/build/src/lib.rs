@@ -43,6 +43,7 @@ use std::borrow::Cow;
 use std::net::Ipv4Addr;
 
 pub mod apps;
+mod dhcp;
 pub mod estimate;
 mod topology;
 
@@ -309,6 +310,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
             .map_err(|e| err(g.loc, e.to_string()))?;
         groups.push((g.name.clone(), first, g.instances()));
         attach_group(&mut sim, g, first, &net_ids, &mut pools, &skip)?;
+        dhcp::group(&mut sim, g, first)?;
     }
     check_links(scenario)?;
     let generated = (generated.iter())
@@ -359,6 +361,10 @@ fn add_networks<'s>(
             },
         };
         let id = sim.add_network(cfg);
+        if let Some((prefix, len)) = spec.subnet {
+            sim.set_network_subnet(id, prefix, len)
+                .map_err(|e| err(spec.loc, e.to_string()))?;
+        }
         net_ids.insert(spec.id.as_str(), id);
         pools.push(Pool::new(spec));
     }
@@ -438,6 +444,11 @@ fn attach_group(
                 Some(p) => Some(parse_ip(&instance_value(&p.value, g, i), p.loc)?),
                 None => None,
             };
+            if k == 0 && pinned.is_none() && dhcp::is_client(g) {
+                sim.attach_unconfigured(first + i, net)
+                    .map_err(|e| err(r.loc, format!("machine '{}': {e}", g.name)))?;
+                continue;
+            }
             let pool = &mut pools[net as usize];
             let ip = match (pinned, own) {
                 (Some(ip), _) => ip,
@@ -614,9 +625,12 @@ fn protocols(g: &MachineGroup) -> Result<Protocols, BuildError> {
             "udp" => p.udp = true,
             "arp" => p.arp = true,
             "tcp" => p.tcp = true,
+            // Configures the first interface (see `dhcp::group`); DHCP
+            // runs over UDP.
+            "dhcp" => p.udp = true,
             other => {
                 return Err(err(spec.loc, format!("unknown protocol '{other}'"))
-                    .with_hint("known: IPv4, UDP, TCP, ARP, ICMP"))
+                    .with_hint("known: IPv4, UDP, TCP, ARP, ICMP, DHCP"))
             }
         }
     }
@@ -801,7 +815,8 @@ fn spawn_apps<'a>(
                 first + idx
             }
         };
-        addresses.get(id as usize).copied().flatten()
+        // A machine configured by DHCP has no address before the run.
+        (addresses.get(id as usize).copied().flatten()).filter(|ip| !ip.is_unspecified())
     };
     // Receivers start before senders at the same instant (see crate docs).
     let mut spawns: Vec<(apps::AppFactory, u32, u32)> = Vec::new();
@@ -818,6 +833,7 @@ fn spawn_apps<'a>(
             let ctx = BuildCtx {
                 resolve: &resolve,
                 loc: app.loc,
+                children: &app.children,
             };
             if per_instance {
                 for i in runs.iter().flat_map(|&(a, n)| a - first..a - first + n) {

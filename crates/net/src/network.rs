@@ -57,6 +57,10 @@ pub struct Network {
     pub index: NetId,
     /// Per-interface NIC disciplines (`Simulation::set_qdisc`), by port.
     pub nic_qdisc: BTreeMap<u32, QdiscConfig>,
+    /// The network's subnet (prefix, length) when declared: routes to the
+    /// network cover it whole, including addresses handed out during a
+    /// run (DHCP); otherwise they cover the addresses attached.
+    pub subnet: Option<(u32, u8)>,
     /// The configuration draws at least one impairment (see
     /// "Impairments"; fixed when the network is made).
     pub(crate) impaired: bool,
@@ -81,6 +85,7 @@ impl Network {
             stats: NetStats::default(),
             index,
             nic_qdisc: BTreeMap::new(),
+            subnet: None,
         }
     }
 

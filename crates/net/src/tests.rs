@@ -258,7 +258,7 @@ fn certain_loss_drops_every_frame_and_certain_corruption_flips_one_bit() {
     );
     c.send(flipping, 0, Some(1), 200, 0x55);
     c.run();
-    let mut sent = vec![0x55u8; 200];
+    let mut sent = [0x55u8; 200];
     sent[0..6].copy_from_slice(&port_mac(flipping, 1).0);
     sent[6..12].copy_from_slice(&port_mac(flipping, 0).0);
     let got = &c.arrivals[0].bytes;

@@ -418,6 +418,10 @@ pub struct MachineGroup {
     /// `None`: not written, the simulator's default (all off).
     #[serde(default)]
     pub offloads: Option<OffloadSpec>,
+    /// A router's DHCP relay agent (`dhcp_relay='10.1.0.5'`, a comma
+    /// list of server addresses), as written.
+    #[serde(default)]
+    pub dhcp_relay: Option<Param>,
     pub loc: Loc,
 }
 

@@ -11,6 +11,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
 
+mod dhcp;
+pub use dhcp::{DhcpReport, DhcpServerReport, LeaseReport};
+
 pub use elvis_stack::counters::DropReason;
 pub(crate) use elvis_stack::counters::Stats;
 
@@ -99,6 +102,9 @@ pub struct Report {
     /// Payload bytes acknowledged to senders, per congestion control
     /// algorithm, over all connections (listed or not).
     pub tcp_shares: Vec<CongestionShare>,
+    /// DHCP clients, messages and lease tables (only in runs with DHCP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dhcp: Option<DhcpReport>,
     /// Wall-clock measurements (not deterministic).
     pub performance: Performance,
     /// The memory estimated from the scenario's counts before it was built

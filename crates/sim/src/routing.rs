@@ -3,8 +3,8 @@
 //!
 //! # Automatic routes
 //! The graph has networks and forwarding machines (routers). Every network
-//! is a destination, routed by prefix: its configured-free "covering
-//! prefix", the longest prefix holding all its addresses (addresses that a
+//! is a destination, routed by prefix: its declared `subnet`, or else its
+//! "covering prefix", the longest prefix holding all its addresses (addresses that a
 //! longer prefix of another network would capture get /32 exceptions, so
 //! every address routes to its own network). For each destination network
 //! D, Dijkstra from D over routers gives each router its distance to D;
@@ -74,6 +74,7 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
     let auto = w.hosts.stack.routing.auto;
     if auto.is_none() && w.hosts.stack.routing.statics.is_empty() {
         w.hosts.stack.routing.tables.clear();
+        w.hosts.stack.routing.dynamic.clear();
         w.hosts.stack.routing.of_machine.clear();
         return Ok(());
     }
@@ -135,6 +136,7 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
         };
     }
     w.hosts.stack.routing.tables = interner.tables;
+    w.hosts.stack.routing.dynamic.clear();
     w.hosts.stack.routing.of_machine = of_machine;
     Ok(())
 }
@@ -178,6 +180,10 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
 fn network_prefixes(w: &World) -> Vec<Vec<(u32, u8)>> {
     let mut covering: Vec<Option<(u32, u8)>> = Vec::with_capacity(w.hosts.fabric.networks.len());
     for n in &w.hosts.fabric.networks {
+        if let Some(subnet) = n.subnet {
+            covering.push(Some(subnet));
+            continue;
+        }
         let lo = n.ip_to_port.keys().min();
         let hi = n.ip_to_port.keys().max();
         covering.push(match (lo, hi) {

@@ -39,6 +39,9 @@ pub enum DropReason {
     NoRoute,
     /// A router had to fragment a datagram with DF set (Frag Needed sent).
     FragNeeded,
+    /// A DHCP message its receiver ignores (why named): another client's
+    /// reply, a reply in the wrong state, a request no pool can serve.
+    Dhcp(&'static str),
 }
 
 impl From<elvis_net::DropReason> for DropReason {
@@ -67,6 +70,7 @@ impl fmt::Display for DropReason {
             DropReason::TtlExceeded => f.write_str("ttl_exceeded"),
             DropReason::NoRoute => f.write_str("no_route"),
             DropReason::FragNeeded => f.write_str("frag_needed"),
+            DropReason::Dhcp(why) => write!(f, "dhcp({why})"),
         }
     }
 }

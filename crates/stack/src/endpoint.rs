@@ -49,6 +49,10 @@ pub enum SocketError {
     NotInSimulation,
     #[error("the socket API was called re-entrantly")]
     Reentrant,
+    #[error("no address: the interface is not configured yet (DHCP has not bound a lease)")]
+    NoAddress,
+    #[error("address {0} was lost (its DHCP lease ended)")]
+    AddressLost(Ipv4Addr),
 }
 
 /// Largest UDP payload over IPv4.
@@ -142,6 +146,12 @@ pub struct UdpRx {
     /// An error to report to the next call (`ECONNREFUSED` after an ICMP
     /// Port Unreachable).
     pub error: Option<SocketError>,
+}
+
+impl Default for UdpRx {
+    fn default() -> Self {
+        UdpRx::new()
+    }
 }
 
 impl UdpRx {

@@ -83,6 +83,9 @@ pub struct Scheduling {
     pub current_machine: Option<MachineId>,
     /// Machines that crashed this event and still need cleaning up.
     pub crashed: Vec<(MachineId, String)>,
+    /// Events queued that do not keep a run going on their own (DHCP
+    /// lease timers): a run whose queue holds only these is idle.
+    pub background: u64,
 }
 
 /// State the machines' protocol stacks share.
@@ -130,6 +133,8 @@ pub struct Observers {
     /// Segments TCP sent and received on its one-pass paths.
     pub tcp_fast_sent: u64,
     pub tcp_fast_received: u64,
+    /// DHCP messages and leases.
+    pub dhcp: crate::dhcp::Stats,
 }
 
 /// Settings that change how a run is computed, never what it computes
@@ -249,6 +254,7 @@ impl Hosts {
                 wakeups: Wakeups::default(),
                 current_machine: None,
                 crashed: Vec::new(),
+                background: 0,
             },
             machines: Vec::new(),
             groups: Vec::new(),
@@ -314,6 +320,9 @@ impl Hosts {
                 from,
             } => elvis_net::deliver(self, net, port, frame, from),
             Event::Timer { machine, timer } => {
+                if let crate::Timer::Dhcp { .. } = timer {
+                    self.sched.background -= 1;
+                }
                 self.sched.current_machine = Some(machine);
                 crate::on_timer(self, machine, timer);
             }

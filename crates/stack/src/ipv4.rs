@@ -218,6 +218,9 @@ pub fn route_flow(
     };
     if let Some((i, port)) = neighbour {
         let ifc = machine.ifaces[i as usize];
+        if ifc.ip.is_unspecified() {
+            return Err(SocketError::NoAddress);
+        }
         return Ok(Route {
             iface: i,
             src: ifc.ip,
@@ -245,6 +248,9 @@ pub fn route_flow(
         _ => hops[0],
     };
     let ifc = machine.ifaces[hop.iface as usize];
+    if ifc.ip.is_unspecified() {
+        return Err(SocketError::NoAddress);
+    }
     let gw = if hop.gateway == 0 {
         u32::from(dst)
     } else {
@@ -366,7 +372,7 @@ pub fn send_tos(
 ) {
     w.obs.stats.ip_sent += 1;
     if route.next == NextHop::Local {
-        deliver_up(w, m, &[], route.src, dst, proto, payload);
+        deliver_up(w, m, route.iface, &[], route.src, dst, proto, payload);
         return;
     }
     let machine = &mut w.machines[m as usize];
@@ -507,14 +513,16 @@ pub fn receive(w: &mut Hosts, m: MachineId, iface: IfaceId, msg: &mut Message) {
         let _ = msg.pop_front(ihl);
     }
     w.obs.stats.ip_delivered += 1;
-    deliver_up(w, m, header, src, dst, proto, msg);
+    deliver_up(w, m, iface, header, src, dst, proto, msg);
 }
 
 /// Hands a datagram's payload to its transport protocol. `header` is the
 /// IPv4 header as received (empty for loopback), for ICMP errors.
+#[allow(clippy::too_many_arguments)]
 fn deliver_up(
     w: &mut Hosts,
     m: MachineId,
+    iface: IfaceId,
     header: &[u8],
     src: Ipv4Addr,
     dst: Ipv4Addr,
@@ -522,7 +530,7 @@ fn deliver_up(
     msg: &mut Message,
 ) {
     match proto {
-        IpProtocol::Udp => super::udp::receive(w, m, header, src, dst, msg),
+        IpProtocol::Udp => super::udp::receive(w, m, iface, header, src, dst, msg),
         IpProtocol::Icmp => super::icmp::receive(w, m, header, src, dst, msg),
         IpProtocol::Tcp => {
             // The ECN field (RFC 3168 §5); loopback has no header: Not-ECT.

@@ -27,10 +27,12 @@
 
 #![forbid(unsafe_code)]
 
+pub mod addr;
 pub mod arp;
 pub mod counters;
 pub mod crash;
 pub mod custom;
+pub mod dhcp;
 pub mod endpoint;
 pub mod ethernet;
 pub mod foreign;
@@ -73,6 +75,8 @@ pub enum Timer {
     ForeignRoom,
     /// The NIC's receive interrupt (coalesced; see [`offload`]).
     NapiPoll,
+    /// The DHCP client's timer (generation `gen`; see [`dhcp::client`]).
+    Dhcp { gen: u32 },
 }
 
 /// Runs a protocol timer.
@@ -89,6 +93,7 @@ pub fn on_timer(w: &mut Hosts, m: MachineId, timer: Timer) {
         Timer::ForeignPoll => crate::foreign::on_poll(w, m, false),
         Timer::ForeignRoom => crate::foreign::on_poll(w, m, true),
         Timer::NapiPoll => offload::poll(w, m),
+        Timer::Dhcp { gen } => dhcp::client::on_timer(w, m, gen),
     }
 }
 

@@ -131,6 +131,15 @@ pub struct MachineExt {
     /// Where the machine's stub resolver sends DNS queries (its
     /// `/etc/resolv.conf`): set from NDL `resolver=` or by a DHCP lease.
     pub resolver: Option<Box<ResolverConf>>,
+    /// The DHCP client of a machine configured by DHCP.
+    pub dhcp: Option<Box<crate::dhcp::client::Client>>,
+    /// The DHCP server of a machine (`crate::dhcp::server`).
+    pub dhcp_server: Option<Box<crate::dhcp::server::Server>>,
+    /// The DHCP relay agent of a router (`crate::dhcp::relay`).
+    pub dhcp_relay: Option<Box<crate::dhcp::relay::Relay>>,
+    /// Tasks waiting for the machine to get an address
+    /// (`crate::addr::wait_configured`).
+    pub addr_waiters: Vec<crate::hosts::TaskId>,
 }
 
 /// A machine's resolver configuration, as `/etc/resolv.conf` holds it.

@@ -136,6 +136,11 @@ impl Table {
     pub fn len(&self) -> usize {
         self.routes
     }
+
+    /// Returns true when the table holds no route.
+    pub fn is_empty(&self) -> bool {
+        self.routes == 0
+    }
 }
 
 /// Picks one of `n` next hops for a flow (deterministic, seeded).
@@ -316,6 +321,11 @@ impl FlowRoutes {
     pub fn len(&self) -> usize {
         self.len
     }
+
+    /// Returns true when there is no flow route.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// A static route with known interfaces: `(prefix, len, [(iface,
@@ -358,6 +368,10 @@ pub struct Routing {
     pub dirty: bool,
     /// Per-flow explicit routes (kept across table rebuilds).
     pub flows: FlowRoutes,
+    /// Tables made during the run for addresses given by DHCP
+    /// (`crate::addr`): (interface, gateway) → the table holding that
+    /// one default route. Emptied with `tables` when they are rebuilt.
+    pub dynamic: FxHashMap<(IfaceId, u32), u32>,
 }
 
 impl Routing {

@@ -5,7 +5,7 @@
 //! payload bytes are zeros and add nothing). A computed checksum of zero is
 //! sent as 0xffff; a received checksum of zero means "none".
 
-use super::ipv4;
+use super::{dhcp, ipv4};
 use crate::counters::DropReason;
 use crate::endpoint::{SocketError, SocketSlot, MAX_UDP_PAYLOAD};
 use crate::hosts::Hosts;
@@ -128,6 +128,7 @@ fn nic_full(w: &Hosts, m: MachineId, route: &ipv4::Route, need: u32) -> Option<(
 pub fn receive(
     w: &mut Hosts,
     m: MachineId,
+    iface: crate::machine::IfaceId,
     ip_header: &[u8],
     src: Ipv4Addr,
     dst: Ipv4Addr,
@@ -169,6 +170,11 @@ pub fn receive(
         _ => None,
     });
     let Some(sock) = sock else {
+        if matches!(dst_port, dhcp::CLIENT_PORT | dhcp::SERVER_PORT)
+            && dhcp::receive(w, m, iface, src, dst, dst_port, msg)
+        {
+            return;
+        }
         if !dst.is_broadcast() && !dst.is_multicast() {
             super::icmp::send_port_unreachable(w, m, ip_header, &first8);
         }

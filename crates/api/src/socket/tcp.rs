@@ -566,7 +566,7 @@ impl Future for Close {
             if let Some(e) = t.tcb.error.take() {
                 return Some(Err(*e));
             }
-            let all_acked = t.tcb.sndbuf.len() == 0
+            let all_acked = t.tcb.sndbuf.is_empty()
                 && matches!(
                     t.tcb.state,
                     State::FinWait2 | State::TimeWait | State::Closed

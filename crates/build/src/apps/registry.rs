@@ -25,14 +25,14 @@ pub struct ParamError {
 }
 
 impl ParamError {
-    fn new(loc: Loc, message: impl Into<String>) -> Self {
+    pub(crate) fn new(loc: Loc, message: impl Into<String>) -> Self {
         ParamError {
             message: message.into(),
             hint: None,
             loc,
         }
     }
-    fn hint(mut self, hint: impl Into<String>) -> Self {
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
     }
@@ -45,6 +45,8 @@ pub struct BuildCtx<'a> {
     /// Location of the `[Application]` block, for errors about missing
     /// options.
     pub loc: Loc,
+    /// Blocks nested in the `[Application]` (a `dhcp_server`'s `[Pool]`s).
+    pub children: &'a [elvis_scenario::Block],
 }
 
 type SpawnFn = dyn Fn(&mut Simulation, MachineId);
@@ -105,6 +107,7 @@ pub const APPS: &[(&str, &[&str])] = &[
     ),
     ("bulk_receive", &["port", "bytes", "rcvbuf"]),
     ("tcp_echo_server", &["port"]),
+    ("dhcp_server", crate::dhcp::SERVER_OPTIONS),
     (
         "tcp_echo_client",
         &["to", "port", "message", "message_count"],
@@ -155,6 +158,7 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "bulk_receive" => build_bulk_receive(&o, timing),
         "tcp_echo_server" => build_tcp_echo_server(&o, timing),
         "tcp_echo_client" => build_tcp_echo_client(&o, timing),
+        "dhcp_server" => build_dhcp_server(&o),
         _ => unreachable!("every name in APPS is handled"),
     }
 }
@@ -396,6 +400,23 @@ fn factory(
         ),
         spawn: Rc::new(f),
     }
+}
+
+/// `dhcp_server`: a DHCP server in the machine's stack (not a task; see
+/// `crate::dhcp`). It serves from time zero, so `start` and `stop` are
+/// refused.
+fn build_dhcp_server(o: &Opts<'_>) -> Result<AppFactory, ParamError> {
+    for k in ["start", "stop"] {
+        if let Some(p) = o.params.get(k) {
+            return Err(ParamError::new(p.loc, format!("dhcp_server takes no {k}"))
+                .hint("a DHCP server serves for the whole run"));
+        }
+    }
+    let cfg = crate::dhcp::server_config(o.params, o.ctx.children, o.ctx.loc)?;
+    Ok(factory("dhcp_server", true, move |sim, m| {
+        // The machine exists: the builder made it before its applications.
+        let _ = sim.add_dhcp_server(m, cfg.clone());
+    }))
 }
 
 /// Typed access to options with located errors.

@@ -31,7 +31,7 @@ pub enum Start {
 impl Start {
     /// Draws the start time from the random 64-bit words `next` gives (a
     /// fixed start draws nothing).
-    fn draw(self, mut next: impl FnMut() -> u64) -> u64 {
+    pub(crate) fn draw(self, mut next: impl FnMut() -> u64) -> u64 {
         // A uniform draw in [0, 1) from the 53 high bits of one word.
         let mut unit = || (next() >> 11) as f64 / (1u64 << 53) as f64;
         match self {
@@ -92,10 +92,11 @@ impl Timing {
         F: FnOnce(Host) -> Fut + 'static,
         Fut: Future<Output = AppResult> + 'static,
     {
-        if self == Timing::default() {
+        let gate = sim.waits_for_address(m);
+        if self == Timing::default() && !gate {
             sim.spawn(m, app, f);
         } else {
-            sim.spawn(m, app, move |h: Host| self.run(h, f));
+            sim.spawn(m, app, move |h: Host| self.run(h, f, gate));
         }
     }
 
@@ -105,14 +106,17 @@ impl Timing {
         F: FnOnce(Host) -> Fut + 'static,
         Fut: Future<Output = AppResult> + 'static,
     {
-        if self == Timing::default() {
+        let gate = sim.waits_for_address(m);
+        if self == Timing::default() && !gate {
             sim.spawn_daemon(m, app, f);
         } else {
-            sim.spawn_daemon(m, app, move |h: Host| self.run(h, f));
+            sim.spawn_daemon(m, app, move |h: Host| self.run(h, f, gate));
         }
     }
 
-    async fn run<F, Fut>(self, h: Host, f: F) -> AppResult
+    /// Runs `f` from its start to its stop; with `gate`, it begins only
+    /// once the machine has an address (a DHCP client's first lease).
+    async fn run<F, Fut>(self, h: Host, f: F, gate: bool) -> AppResult
     where
         F: FnOnce(Host) -> Fut,
         Fut: Future<Output = AppResult>,
@@ -124,10 +128,16 @@ impl Timing {
             }
             h.sleep_until(Time::from_nanos(at)).await;
         }
-        let Some(stop) = self.stop else {
-            return f(h).await;
+        let gated = async move {
+            if gate {
+                h.configured().await;
+            }
+            f(h).await
         };
-        let mut app = pin!(f(h));
+        let Some(stop) = self.stop else {
+            return gated.await;
+        };
+        let mut app = pin!(gated);
         let mut timer = pin!(h.sleep_until(Time::from_nanos(stop)));
         std::future::poll_fn(|cx| {
             if let Poll::Ready(r) = app.as_mut().poll(cx) {
@@ -153,7 +163,7 @@ fn err(loc: Loc, message: impl Into<String>, hint: &str) -> ParamError {
 }
 
 /// Parses `'5s'`, `'uniform(0s,10s)'` or `'exp(2s)'`.
-fn parse_start(v: &str) -> Result<Start, String> {
+pub(crate) fn parse_start(v: &str) -> Result<Start, String> {
     let v = v.trim();
     let call = |name: &str| {
         v.strip_prefix(name)

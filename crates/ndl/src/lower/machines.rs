@@ -105,6 +105,7 @@ impl Lower<'_> {
                 "gateway",
                 "offload",
                 "rx_usecs",
+                "dhcp_relay",
             ],
         );
         let Some(name) = self.required(b, "name") else {
@@ -124,6 +125,11 @@ impl Lower<'_> {
             routes: Vec::new(),
             pinned: Vec::new(),
             offloads: None,
+            dhcp_relay: b.param("dhcp_relay").map(|p| sc::Param {
+                key: "dhcp_relay".into(),
+                value: p.value.node.to_string(),
+                loc: self.loc(p.value.span),
+            }),
             loc: self.loc(b.head()),
         };
         self.check_name(name);
@@ -395,7 +401,9 @@ impl Lower<'_> {
             .map(|q| q.key.as_str())
             .filter(|k| *k != "name")
             .collect();
-        if let Some(first) = params.iter().find(|q| q.key != "name") {
+        // DHCP's options are read by the builder (`start`).
+        let read = name.value.node.eq_ignore_ascii_case("dhcp");
+        if let Some(first) = params.iter().find(|q| q.key != "name").filter(|_| !read) {
             let message = format!(
                 "options of `[Protocol name='{}']` are not read yet: {} ignored",
                 name.value.node,

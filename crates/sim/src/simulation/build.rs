@@ -9,6 +9,7 @@ use crate::machine::IfaceId;
 use crate::machine::{Group, Iface, Machine, MachineId, Protocols};
 use crate::net::{NetId, Network, NetworkConfig, NetworkKind};
 use elvis_api::host::Host;
+use elvis_kernel::Time;
 use std::future::Future;
 use std::net::Ipv4Addr;
 
@@ -123,6 +124,22 @@ impl Simulation {
         })
     }
 
+    /// Returns the run's seed.
+    pub fn seed(&self) -> u64 {
+        self.world.as_ref().map_or(0, |w| w.hosts.config.seed)
+    }
+
+    /// Returns true when machine `m`'s applications must wait for an
+    /// address (it is configured by DHCP and has none yet).
+    pub fn waits_for_address(&self, m: MachineId) -> bool {
+        self.world.as_ref().is_some_and(|w| {
+            w.hosts.machines.get(m as usize).is_some_and(|x| {
+                x.ext.as_deref().is_some_and(|e| e.dhcp.is_some())
+                    && !crate::stack::addr::configured(&w.hosts, m)
+            })
+        })
+    }
+
     /// Returns the number of networks.
     pub fn network_count(&self) -> usize {
         self.world
@@ -192,6 +209,98 @@ impl Simulation {
         if w.hosts.stack.routing.auto.is_some() {
             w.hosts.stack.routing.dirty = true;
         }
+        Ok(())
+    }
+
+    /// Plugs machine `m` into network `net` without an address: DHCP
+    /// ([`Simulation::enable_dhcp_client`]) gives it one during the run.
+    ///
+    /// # Errors
+    /// `LinkFull` if `net` is a link that already joins two machines.
+    pub fn attach_unconfigured(&mut self, m: MachineId, net: NetId) -> Result<(), SimError> {
+        let w = self.w();
+        if m as usize >= w.hosts.machines.len() {
+            return Err(SimError::NoSuchMachine(m));
+        }
+        let Some(n) = w.hosts.fabric.networks.get_mut(net as usize) else {
+            return Err(SimError::NoSuchNetwork(net));
+        };
+        if n.cfg.kind == NetworkKind::Link && n.ports.len() >= 2 {
+            return Err(SimError::LinkFull(n.cfg.name.clone()));
+        }
+        let iface = w.hosts.machines[m as usize].ifaces.len() as IfaceId;
+        let port = n.add_port(m, iface);
+        w.hosts.machines[m as usize].ifaces.push(Iface {
+            net,
+            port,
+            ip: Ipv4Addr::UNSPECIFIED,
+        });
+        crate::stack::ipv4::index_ifaces(&mut w.hosts, m);
+        if w.hosts.stack.routing.auto.is_some() {
+            w.hosts.stack.routing.dirty = true;
+        }
+        Ok(())
+    }
+
+    /// Declares network `net`'s subnet: automatic routes to the network
+    /// cover the whole prefix (addresses given by DHCP during the run
+    /// included) rather than only the addresses attached.
+    ///
+    /// # Errors
+    /// `NoSuchNetwork`.
+    pub fn set_network_subnet(
+        &mut self,
+        net: NetId,
+        prefix: Ipv4Addr,
+        len: u8,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let Some(n) = w.hosts.fabric.networks.get_mut(net as usize) else {
+            return Err(SimError::NoSuchNetwork(net));
+        };
+        let len = len.min(32);
+        n.subnet = Some((u32::from(prefix) & crate::stack::route::mask(len), len));
+        w.hosts.stack.routing.dirty = true;
+        Ok(())
+    }
+
+    /// Makes machine `m` configure its first interface by DHCP, sending
+    /// its first DISCOVER at `start` (`None`: after RFC 2131's random 1 to
+    /// 10 s). See `elvis_stack::dhcp::client`.
+    pub fn enable_dhcp_client(
+        &mut self,
+        m: MachineId,
+        start: Option<Time>,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        if m as usize >= w.hosts.machines.len() {
+            return Err(SimError::NoSuchMachine(m));
+        }
+        crate::stack::dhcp::client::enable(&mut w.hosts, m, start);
+        Ok(())
+    }
+
+    /// Makes machine `m` a DHCP server with `config`.
+    pub fn add_dhcp_server(
+        &mut self,
+        m: MachineId,
+        config: crate::stack::dhcp::server::Config,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        if m as usize >= w.hosts.machines.len() {
+            return Err(SimError::NoSuchMachine(m));
+        }
+        crate::stack::dhcp::server::enable(&mut w.hosts, m, config);
+        Ok(())
+    }
+
+    /// Makes router `m` relay DHCP requests to `servers`.
+    pub fn add_dhcp_relay(&mut self, m: MachineId, servers: Vec<Ipv4Addr>) -> Result<(), SimError> {
+        let w = self.w();
+        if m as usize >= w.hosts.machines.len() {
+            return Err(SimError::NoSuchMachine(m));
+        }
+        crate::stack::dhcp::relay::enable(&mut w.hosts, m, servers);
         Ok(())
     }
 

@@ -256,6 +256,7 @@ impl Simulation {
                     .map(|t| t.len() as u64)
                     .sum(),
             },
+            dhcp: report::DhcpReport::new(&w.hosts),
             applications_total,
             applications,
             problems,

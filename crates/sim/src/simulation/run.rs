@@ -48,6 +48,12 @@ fn run_events(w: &mut World, until: Time) -> Result<Step, End> {
         return Ok(step);
     }
     for _ in 0..EVENT_BATCH {
+        // Only background timers left (DHCP leases): nothing will happen
+        // that a run without a time limit waits for.
+        let background = w.hosts.sched.background;
+        if background > 0 && until == Time::MAX && w.hosts.sched.queue.len() as u64 <= background {
+            return Err(End::Idle);
+        }
         if w.hosts.sched.queue.peek_time().is_none_or(|t| t > until) {
             return Err(if w.hosts.sched.queue.is_empty() {
                 End::Idle

@@ -41,6 +41,12 @@ impl SendBuffer {
         self.q.as_ref().map_or(0, |q| q.len)
     }
 
+    /// Returns true when no byte is held.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Appends `m`.
     #[inline]
     pub fn push(&mut self, m: Message) {
@@ -727,7 +733,7 @@ mod test {
         snd.consume(4);
         assert!(snd.q.is_some(), "7 bytes still queued");
         snd.consume(7);
-        assert!(snd.q.is_none() && snd.len() == 0);
+        assert!(snd.q.is_none() && snd.is_empty());
         assert!(snd.slice(0, 4).is_empty());
         let mut rcv = RecvBuffer::default();
         let s = SeqNumber(100);

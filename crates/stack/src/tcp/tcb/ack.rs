@@ -133,7 +133,7 @@ impl Tcb {
             };
             fx.writable = true;
             // Our FIN acknowledged?
-            let fin_acked = self.fin_queued && self.sndbuf.len() == 0 && ack == self.snd_max;
+            let fin_acked = self.fin_queued && self.sndbuf.is_empty() && ack == self.snd_max;
             match self.state {
                 State::FinWait1 if fin_acked => self.state = State::FinWait2,
                 State::Closing if fin_acked => self.enter_time_wait(now),

@@ -53,7 +53,7 @@ impl Tcb {
 
     /// Keep-alive timer (see `keepalive.rs`).
     pub fn on_keepalive(&mut self, now: Time, out: &mut Vec<Segment>, fx: &mut Effects) {
-        let busy = self.snd_una != self.snd_max || self.sndbuf.len() > 0;
+        let busy = self.snd_una != self.snd_max || !self.sndbuf.is_empty();
         let Some(k) = self.keepalive.as_deref_mut() else {
             return;
         };
