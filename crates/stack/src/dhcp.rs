@@ -37,6 +37,8 @@
 pub mod client;
 pub mod relay;
 pub mod server;
+#[cfg(test)]
+mod tests;
 
 use crate::counters::DropReason;
 use crate::hosts::Hosts;

@@ -170,6 +170,17 @@ impl Lab {
         iface
     }
 
+    /// Adds a host running `protocols` with one interface on `net` and
+    /// no address (as DHCP clients start).
+    pub fn unconfigured(&mut self, name: &str, protocols: Protocols, net: NetId) -> MachineId {
+        let m = self.machine(name, protocols);
+        let w = &mut self.w;
+        let port = w.fabric.networks[net as usize].add_port(m, 0);
+        let ip = Ipv4Addr::UNSPECIFIED;
+        w.machines[m as usize].ifaces.push(Iface { net, port, ip });
+        m
+    }
+
     /// Adds a host running `protocols` with one interface, on `net`.
     pub fn host(
         &mut self,
