@@ -89,6 +89,10 @@ impl UdpSocket {
                 rx: RefCell::new(UdpRx::new()),
             });
             let slot = alloc_slot(&mut w.hosts, m, SocketSlot::Udp(UdpEntry(shared.clone())));
+            if matches!(port, 67 | 68) {
+                // Ports DHCP broadcasts go to (`stack::dhcp::fanout`).
+                w.hosts.stack.fanout.touch();
+            }
             Ok(UdpSocket {
                 host,
                 slot,

@@ -61,6 +61,8 @@ impl World {
     pub fn mark_crashed(&mut self) -> Vec<TaskId> {
         let mut dead = Vec::new();
         for (m, msg) in std::mem::take(&mut self.hosts.sched.crashed) {
+            // A crashed machine counts its own drops (`stack::dhcp::fanout`).
+            self.hosts.stack.fanout.touch();
             let machine = &mut self.hosts.machines[m as usize];
             if machine.crashed {
                 continue;

@@ -35,6 +35,8 @@
 //!   runs it side by side with ns.py.
 //! - `topology`: builds a generated topology (FatTree(k)) with its routes,
 //!   pings a few host pairs across it (`topology.rs`).
+//! - `dhcp`: N hosts on LANs of 250 boot by DHCP through relays to 4
+//!   servers, starts spread over 10 s (`dhcp_boot.rs`).
 //! - `star`: N hosts each on its own link to one router, written out as
 //!   NDL, each sending one datagram to a sink behind the router
 //!   (`star.rs`); `sweep star N…` fits the growth exponent of wall time
@@ -42,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 mod chain_sweep;
+mod dhcp_boot;
 mod fattree;
 mod offload_memory;
 mod socket_overhead;
@@ -246,6 +249,14 @@ enum Cmd {
         #[arg(long)]
         pinned: bool,
     },
+    /// N hosts on LANs of `lan` booting by DHCP through relays to 4
+    /// servers, starts spread over 10 s (`dhcp_boot.rs`).
+    Dhcp {
+        #[arg(long)]
+        n: u64,
+        #[arg(long, default_value_t = 250)]
+        lan: u64,
+    },
     /// Runs a scenario for each N in its own process and prints a table
     /// (and, for three or more N, the fitted growth exponents).
     Sweep {
@@ -301,6 +312,7 @@ fn main() {
             std::process::exit(if ok { 0 } else { 1 });
         }
         Cmd::Routes { n } => routes(n),
+        Cmd::Dhcp { n, lan } => dhcp_boot::run(n, lan),
         Cmd::Star { n, routing, pinned } => {
             if !matches!(routing.as_str(), "auto" | "static" | "shortest" | "latency") {
                 eprintln!(

@@ -341,4 +341,18 @@ pub trait Context {
     /// Endpoint `slot` of `machine` waits for room in its NIC (registered
     /// by [`wait_for_room_endpoint`]); schedules its call at the present.
     fn room_for_endpoint(&mut self, machine: MachineId, slot: u32);
+    /// A broadcast `frame` from `from` is about to be copied to every
+    /// other port of ideal switched network `net`. The layer above may
+    /// answer with the ports whose machines would do anything with it
+    /// but drop it; it then counts, itself, the arrival and the drop at
+    /// every other port, exactly as those machines would have (see
+    /// "Broadcast fan-out" in the crate docs). `None`: deliver to all.
+    fn select_broadcast(
+        &mut self,
+        _net: NetId,
+        _from: u32,
+        _frame: &Message,
+    ) -> Option<smallvec::SmallVec<[u32; 1]>> {
+        None
+    }
 }

@@ -55,6 +55,10 @@ pub fn transmit(c: &mut impl Context, net: NetId, port: u32, frame: &mut Message
     enqueue(c, q, id);
 }
 
+/// Broadcasts reaching fewer ports than this are copied to all of them
+/// without asking [`Context::select_broadcast`].
+const FANOUT_SELECT_MIN: usize = 8;
+
 /// [`transmit`] on an ideal network: no serialization, no queue; the
 /// frame arrives after the latency (at once, without an event, when there
 /// is none).
@@ -72,7 +76,22 @@ fn transmit_ideal(c: &mut impl Context, net: NetId, port: u32, frame: &mut Messa
     };
     let f = c.fabric_mut();
     let n = &f.networks[net as usize];
-    let mut targets = egress_ports(n, port, frame);
+    let broadcast = n.ports.len() > FANOUT_SELECT_MIN
+        && !fate.duplicate
+        && n.cfg.kind == NetworkKind::Switch
+        && frame.front(6).is_some_and(|d| d == [0xff; 6]);
+    let chosen = if broadcast {
+        c.select_broadcast(net, port, frame)
+    } else {
+        None
+    };
+    let f = c.fabric_mut();
+    let n = &f.networks[net as usize];
+    let mut targets = match chosen {
+        Some(t) if t.is_empty() => return release_nic(c, net, port),
+        Some(t) => t,
+        None => egress_ports(n, port, frame),
+    };
     if targets.is_empty() {
         release_nic(c, net, port);
         return c.dropped(DropReason::UnknownDestination);

@@ -67,6 +67,7 @@ pub fn assign(
         }
     }
     w.machines[m as usize].ifaces[iface as usize].ip = ip;
+    w.stack.dst_epoch = w.stack.dst_epoch.wrapping_add(1);
     set_default_route(w, m, iface, gateway);
     if let Some(e) = w.machines[m as usize].ext.as_deref_mut() {
         e.dst = None;
@@ -88,6 +89,7 @@ pub fn release(w: &mut Hosts, m: MachineId, iface: IfaceId) {
     }
     forget(w, m, iface, ifc.ip);
     w.machines[m as usize].ifaces[iface as usize].ip = Ipv4Addr::UNSPECIFIED;
+    w.stack.dst_epoch = w.stack.dst_epoch.wrapping_add(1);
     if let Some(t) = w.stack.routing.of_machine.get_mut(m as usize) {
         *t = NO_TABLE;
     }

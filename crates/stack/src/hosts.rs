@@ -119,6 +119,9 @@ pub struct StackShared {
     /// TCP connection's cached route (`stack::tcp::dst`) is good
     /// while the epoch it was resolved in lasts.
     pub dst_epoch: u32,
+    /// The special ports of each network for DHCP broadcasts
+    /// (`crate::dhcp::fanout`).
+    pub fanout: crate::dhcp::fanout::Fanout,
 }
 
 /// What the stacks record for the run's report.
@@ -150,6 +153,9 @@ pub struct RunConfig {
     /// TCP sends and receives common segments on its one-pass paths
     /// (`stack::tcp::dst`, `stack::tcp::receive_frame`).
     pub tcp_fast_path: bool,
+    /// A DHCP broadcast on a large ideal LAN is copied only to the ports
+    /// that would do more than drop it (`stack::dhcp::fanout`).
+    pub broadcast_select: bool,
 }
 
 /// Tasks woken and not yet polled, in wake order, and which tasks may be
@@ -270,6 +276,7 @@ impl Hosts {
                 icmp_limit: Default::default(),
                 nics: Default::default(),
                 dst_epoch: 0,
+                fanout: Default::default(),
             },
             obs: Observers::default(),
             config: RunConfig {
@@ -277,6 +284,7 @@ impl Hosts {
                 fast_forward: true,
                 rx_ring_ahead: true,
                 tcp_fast_path: true,
+                broadcast_select: true,
             },
         }
     }
@@ -320,7 +328,10 @@ impl Hosts {
                 from,
             } => elvis_net::deliver(self, net, port, frame, from),
             Event::Timer { machine, timer } => {
-                if let crate::Timer::Dhcp { .. } = timer {
+                if let crate::Timer::Dhcp {
+                    background: true, ..
+                } = timer
+                {
                     self.sched.background -= 1;
                 }
                 self.sched.current_machine = Some(machine);
@@ -419,6 +430,18 @@ impl elvis_net::Context for Hosts {
         self.sched
             .queue
             .schedule_now(Event::Timer { machine, timer });
+    }
+
+    fn select_broadcast(
+        &mut self,
+        net: NetId,
+        from: u32,
+        frame: &Message,
+    ) -> Option<smallvec::SmallVec<[u32; 1]>> {
+        if !self.config.broadcast_select {
+            return None;
+        }
+        crate::dhcp::fanout::select(self, net, from, frame)
     }
 }
 

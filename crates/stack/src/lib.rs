@@ -75,8 +75,9 @@ pub enum Timer {
     ForeignRoom,
     /// The NIC's receive interrupt (coalesced; see [`offload`]).
     NapiPoll,
-    /// The DHCP client's timer (generation `gen`; see [`dhcp::client`]).
-    Dhcp { gen: u32 },
+    /// The DHCP client's timer (generation `gen`; see [`dhcp::client`]);
+    /// a `background` one does not keep a run going.
+    Dhcp { gen: u32, background: bool },
 }
 
 /// Runs a protocol timer.
@@ -93,7 +94,7 @@ pub fn on_timer(w: &mut Hosts, m: MachineId, timer: Timer) {
         Timer::ForeignPoll => crate::foreign::on_poll(w, m, false),
         Timer::ForeignRoom => crate::foreign::on_poll(w, m, true),
         Timer::NapiPoll => offload::poll(w, m),
-        Timer::Dhcp { gen } => dhcp::client::on_timer(w, m, gen),
+        Timer::Dhcp { gen, .. } => dhcp::client::on_timer(w, m, gen),
     }
 }
 

@@ -147,6 +147,15 @@ impl Simulation {
         self.w().hosts.config.tcp_fast_path = on;
     }
 
+    /// Turns the selective fan-out of DHCP broadcasts
+    /// (`stack::dhcp::fanout`) off (`false`: a copy to every port) or on
+    /// (`true`, the default). Results do not depend on it: tests compare
+    /// runs with and without it.
+    #[doc(hidden)]
+    pub fn set_broadcast_select(&mut self, on: bool) {
+        self.w().hosts.config.broadcast_select = on;
+    }
+
     /// Returns how many TCP segments were sent and received on the
     /// one-pass paths.
     #[doc(hidden)]

@@ -24,6 +24,14 @@
 //! uniform draw in [1 s, 10 s] (§4.4.1's "random time between one and ten
 //! seconds to desynchronize"), or what NDL's `start=` or
 //! [`enable`]'s argument gives.
+//!
+//! # Runs without a time limit
+//! A run ends when its event queue holds nothing that it waits for. The
+//! timers of a client's first minute of asking (from its start, ISC
+//! dhclient's default `timeout`) count; lease upkeep (T1, T2, renewals)
+//! and later retries do not, so a scenario with DHCP ends when its
+//! applications are done instead of renewing leases forever. Give
+//! `until=` to watch renewals.
 
 use super::{
     broadcast_route, build, count, mac_of, Fields, Kind, Parsed, CLIENT_PORT, SERVER_PORT,
@@ -48,6 +56,11 @@ const MIN_RENEW_WAIT: u64 = 60 * SEC;
 const MAX_REQUESTS: u8 = 4;
 /// How long a client waits after a DECLINE (§3.1.5 recommends 10 s).
 const DECLINE_WAIT: u64 = 10 * SEC;
+/// How long a client's first attempts keep a run going (ISC dhclient's
+/// default `timeout`): later retries, like lease renewals, are background
+/// timers, so a run without a time limit ends once nothing but DHCP
+/// upkeep is left (`elvis_stack::hosts::Scheduling::background`).
+const FOREGROUND: u64 = 60 * SEC;
 
 /// Where the client is in Fig. 5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +109,8 @@ pub struct Client {
     pub lease: Option<Lease>,
     /// When the client first got an address (`None`: never yet).
     pub first_bound: Option<Time>,
+    /// When its first DISCOVER was due.
+    pub started: Time,
 }
 
 /// Makes machine `m` a DHCP client whose first DISCOVER goes out at
@@ -115,8 +130,10 @@ pub fn enable(w: &mut Hosts, m: MachineId, start: Option<Time>) {
         offer: None,
         lease: None,
         first_bound: None,
+        started: start,
     };
     w.machines[m as usize].ext().dhcp = Some(Box::new(c));
+    w.stack.fanout.touch();
     arm(w, m, start);
 }
 
@@ -141,10 +158,17 @@ fn draw(w: &mut Hosts, m: MachineId) -> u64 {
 
 /// Schedules the client's one timer at `at`, cancelling the previous one.
 fn arm(w: &mut Hosts, m: MachineId, at: Time) {
+    let now = w.now();
     let Some(c) = client(w, m) else { return };
     c.gen = c.gen.wrapping_add(1);
-    let timer = Timer::Dhcp { gen: c.gen };
-    w.sched.background += 1;
+    // Lease upkeep, and retries past dhclient's 60 s `timeout`, do not
+    // keep a run going; the first minute of asking does.
+    let background = c.lease.is_some() || now.as_nanos() >= c.started.as_nanos() + FOREGROUND;
+    let timer = Timer::Dhcp {
+        gen: c.gen,
+        background,
+    };
+    w.sched.background += u64::from(background);
     w.sched
         .queue
         .schedule(at, m, Event::Timer { machine: m, timer });

@@ -49,10 +49,6 @@ impl Pool {
         u32::from(self.first) & mask(self.prefix)
     }
 
-    fn contains_subnet_of(&self, ip: Ipv4Addr) -> bool {
-        u32::from(ip) & mask(self.prefix) == self.subnet()
-    }
-
     fn size(&self) -> u32 {
         u32::from(self.last) - u32::from(self.first) + 1
     }
@@ -109,6 +105,10 @@ pub struct Server {
     by_client: FxHashMap<(u32, [u8; 6]), u32>,
     /// Per pool: no free address lies below this offset.
     low_free: Vec<u32>,
+    /// (subnet base, prefix length) → the first pool of that subnet.
+    by_subnet: FxHashMap<(u32, u8), u32>,
+    /// The distinct prefix lengths of the pools, longest first.
+    prefixes: Vec<u8>,
 }
 
 /// Makes machine `m` a DHCP server.
@@ -119,13 +119,25 @@ pub fn enable(w: &mut Hosts, m: MachineId, config: Config) {
         .map(|p| vec![FREE; p.size() as usize])
         .collect();
     let low_free = vec![0; config.pools.len()];
+    let mut by_subnet = FxHashMap::default();
+    let mut prefixes: Vec<u8> = Vec::new();
+    for (i, p) in config.pools.iter().enumerate() {
+        by_subnet.entry((p.subnet(), p.prefix)).or_insert(i as u32);
+        if !prefixes.contains(&p.prefix) {
+            prefixes.push(p.prefix);
+        }
+    }
+    prefixes.sort_unstable_by(|a, b| b.cmp(a));
     let s = Server {
         config,
         slots,
         by_client: FxHashMap::default(),
         low_free,
+        by_subnet,
+        prefixes,
     };
     w.machines[m as usize].ext().dhcp_server = Some(Box::new(s));
+    w.stack.fanout.touch();
 }
 
 /// Returns machine `m`'s server, if it runs one.
@@ -140,10 +152,10 @@ pub fn server(w: &Hosts, m: MachineId) -> Option<&Server> {
 impl Server {
     /// The pool serving a client on the subnet of `ip`.
     fn pool_for(&self, ip: Ipv4Addr) -> Option<usize> {
-        self.config
-            .pools
-            .iter()
-            .position(|p| p.contains_subnet_of(ip))
+        self.prefixes.iter().find_map(|&len| {
+            let key = (u32::from(ip) & mask(len), len);
+            self.by_subnet.get(&key).map(|&i| i as usize)
+        })
     }
 
     fn is_free(slot: &Slot, now: Time) -> bool {

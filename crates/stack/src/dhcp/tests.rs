@@ -473,3 +473,112 @@ fn an_exhausted_pool_leaves_the_discover_unanswered_and_counts_it() {
     );
     assert_eq!(client::state(&lab.w, clients[2]).unwrap().first_bound, None);
 }
+
+/// What [`build`] writes, `dhcproto`'s own decoder (an independent
+/// implementation) reads back field by field; and [`Parsed`] agrees.
+#[test]
+fn what_build_writes_dhcproto_decodes_to_the_same_fields() {
+    use dhcproto::v4::{DhcpOption as O, MessageType as T, OptionCode as C};
+    use dhcproto::{Decodable, Decoder};
+    let dns = [Ipv4Addr::new(10, 0, 0, 53), Ipv4Addr::new(10, 0, 1, 53)];
+    let request = Fields {
+        op: 1,
+        xid: 0xdead_beef,
+        secs: 7,
+        broadcast: true,
+        chaddr: [2, 1, 0, 0, 0, 9],
+        kind: Some(Kind::Request),
+        requested: Some(OFFERED),
+        server_id: Some(PEER),
+        hostname: Some("h-17"),
+        params: true,
+        ..Fields::default()
+    };
+    let ack = Fields {
+        op: 2,
+        xid: 1,
+        ciaddr: OFFERED,
+        yiaddr: OFFERED,
+        giaddr: Ipv4Addr::new(10, 9, 0, 1),
+        chaddr: [2, 1, 0, 0, 0, 9],
+        kind: Some(Kind::Ack),
+        server_id: Some(PEER),
+        lease_s: Some(3600),
+        t1_s: Some(1000),
+        t2_s: Some(3000),
+        mask: Some(Ipv4Addr::new(255, 255, 255, 0)),
+        router: Some(Ipv4Addr::new(10, 0, 0, 1)),
+        dns: &dns,
+        domain: Some("example.com"),
+        ..Fields::default()
+    };
+    let nak = Fields {
+        op: 2,
+        kind: Some(Kind::Nak),
+        server_id: Some(PEER),
+        message: Some("address not available"),
+        broadcast: true,
+        ..Fields::default()
+    };
+    for f in [&request, &ack, &nak] {
+        let bytes = build(f);
+        assert!(bytes.len() >= super::MIN_LEN);
+        let m =
+            dhcproto::v4::Message::decode(&mut Decoder::new(&bytes)).expect("dhcproto decodes it");
+        assert_eq!(u8::from(m.opcode()), f.op);
+        assert_eq!(
+            (m.xid(), m.secs(), m.flags().broadcast()),
+            (f.xid, f.secs, f.broadcast)
+        );
+        assert_eq!(
+            (m.ciaddr(), m.yiaddr(), m.giaddr()),
+            (f.ciaddr, f.yiaddr, f.giaddr)
+        );
+        assert_eq!(&m.chaddr()[..6], &f.chaddr);
+        let o = m.opts();
+        let kind = match f.kind.unwrap() {
+            Kind::Request => T::Request,
+            Kind::Ack => T::Ack,
+            _ => T::Nak,
+        };
+        assert_eq!(o.msg_type(), Some(kind));
+        let get = |c: C| o.get(c).cloned();
+        assert_eq!(
+            get(C::ServerIdentifier),
+            f.server_id.map(O::ServerIdentifier)
+        );
+        assert_eq!(
+            get(C::RequestedIpAddress),
+            f.requested.map(O::RequestedIpAddress)
+        );
+        assert_eq!(get(C::AddressLeaseTime), f.lease_s.map(O::AddressLeaseTime));
+        assert_eq!(get(C::Renewal), f.t1_s.map(O::Renewal));
+        assert_eq!(get(C::Rebinding), f.t2_s.map(O::Rebinding));
+        assert_eq!(get(C::SubnetMask), f.mask.map(O::SubnetMask));
+        assert_eq!(get(C::Router), f.router.map(|r| O::Router(vec![r])));
+        assert_eq!(
+            get(C::DomainNameServer),
+            (!f.dns.is_empty()).then(|| O::DomainNameServer(f.dns.to_vec()))
+        );
+        assert_eq!(
+            get(C::DomainName),
+            f.domain.map(|d| O::DomainName(d.into()))
+        );
+        assert_eq!(get(C::Hostname), f.hostname.map(|h| O::Hostname(h.into())));
+        assert_eq!(get(C::Message), f.message.map(|t| O::Message(t.into())));
+        assert_eq!(
+            get(C::ClientIdentifier),
+            (f.op == 1).then(|| O::ClientIdentifier([&[1u8][..], &f.chaddr].concat()))
+        );
+        let p = Parsed::parse(&bytes).unwrap();
+        assert_eq!(
+            (p.op, p.xid, p.kind, p.server_id, p.requested),
+            (f.op, f.xid, f.kind, f.server_id, f.requested)
+        );
+        assert_eq!(
+            (p.lease_s, p.t1_s, p.t2_s, p.mask, p.router),
+            (f.lease_s, f.t1_s, f.t2_s, f.mask, f.router)
+        );
+        assert_eq!((&p.dns[..], p.domain.as_deref()), (f.dns, f.domain));
+    }
+}
