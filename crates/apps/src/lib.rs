@@ -17,6 +17,9 @@
 //! | `tcp_echo_server` | echoes every TCP connection | never (daemon) |
 //! | `tcp_echo_client` | sends `message` `message_count` times over TCP and checks the echoes | all echoed |
 //!
+//! `dhcp_server` is an NDL application too, but a service of the
+//! machine's stack (`elvis_stack::dhcp::server`), not a task here.
+//!
 //! Every one also takes `start` and `stop` (the builder's `apps::timing`):
 //! when it begins (a time, or one drawn per machine) and when it is
 //! stopped.

@@ -120,6 +120,18 @@
 //! multicast frames to the ports whose machines joined the group (static
 //! membership, like IGMP snooping), unknown unicast is dropped.
 //!
+//! # Broadcast fan-out
+//! On an ideal switched network (no bandwidth, so no per-port queues)
+//! with more than 8 ports, a broadcast frame is first offered to
+//! [`Context::select_broadcast`]: the layer above may name the only ports
+//! whose machines would do more than drop it, and count the arrival and
+//! the drop at every other port itself, as those machines would have. The
+//! frame is copied to the named ports alone. The stack does this for DHCP
+//! (its module `dhcp::fanout`), whose broadcasts would otherwise cost a
+//! frame arrival per port of the LAN; a test compares whole reports with
+//! and without it. Switched networks with bandwidth copy every broadcast,
+//! as their port queues' timing depends on it.
+//!
 //! # Layer
 //! This crate knows frames, ports and time, not protocols. Two
 //! exceptions: what a queue discipline classifies on and marks (the
