@@ -72,6 +72,7 @@ use elvis_stack::machine;
 /// their seed corpus and as property tests.
 #[doc(hidden)]
 pub mod fuzz_bodies {
+    pub use elvis_stack::dhcp::fuzz::dhcp;
     pub use elvis_stack::tcp::tcb::fuzz::tcp_input;
 }
 

@@ -37,6 +37,8 @@
 
 pub mod client;
 pub mod fanout;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod relay;
 pub mod server;
 #[cfg(test)]
