@@ -192,6 +192,13 @@ impl Host {
         }
     }
 
+    /// Gives the machine's DHCP lease back (a RELEASE to the server, like
+    /// `dhclient -r`): the address goes at once and the client waits in
+    /// INIT. Nothing happens on a machine without a lease.
+    pub fn dhcp_release(&self) {
+        let _ = try_with_world(|w| crate::stack::dhcp::client::release(&mut w.hosts, self.machine));
+    }
+
     /// Returns the machine's resolver configuration (its DNS servers and
     /// search domain), if it has one.
     pub fn resolver(&self) -> Option<crate::machine::ResolverConf> {

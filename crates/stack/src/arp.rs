@@ -117,6 +117,35 @@ fn send_request(w: &mut Hosts, m: MachineId, iface: IfaceId, ip: Ipv4Addr) {
     );
 }
 
+/// Sends an ARP probe for `ip` (RFC 5227 §2.1.1: a request from sender
+/// address 0.0.0.0), asking whether any machine already has it.
+pub fn probe(w: &mut Hosts, m: MachineId, iface: IfaceId, ip: Ipv4Addr) {
+    let ifc = w.machines[m as usize].ifaces[iface as usize];
+    let repr = arp::Repr::EthernetIpv4 {
+        operation: arp::Operation::Request,
+        source_hardware_addr: w.fabric.networks[ifc.net as usize].mac(ifc.port),
+        source_protocol_addr: Ipv4Addr::UNSPECIFIED,
+        target_hardware_addr: EthernetAddress([0; 6]),
+        target_protocol_addr: ip,
+    };
+    send_repr(w, m, iface, EthernetAddress::BROADCAST, &repr);
+}
+
+/// Announces that `iface` now has its address (RFC 5227 §2.3: a request
+/// whose sender and target are both the address), so neighbours that
+/// cached the address update their entry.
+pub fn announce(w: &mut Hosts, m: MachineId, iface: IfaceId) {
+    let ifc = w.machines[m as usize].ifaces[iface as usize];
+    let repr = arp::Repr::EthernetIpv4 {
+        operation: arp::Operation::Request,
+        source_hardware_addr: w.fabric.networks[ifc.net as usize].mac(ifc.port),
+        source_protocol_addr: ifc.ip,
+        target_hardware_addr: EthernetAddress([0; 6]),
+        target_protocol_addr: ifc.ip,
+    };
+    send_repr(w, m, iface, EthernetAddress::BROADCAST, &repr);
+}
+
 fn send_repr(w: &mut Hosts, m: MachineId, iface: IfaceId, dst: EthernetAddress, repr: &arp::Repr) {
     let ifc = w.machines[m as usize].ifaces[iface as usize];
     if net::nic_room(w, ifc.net, ifc.port) == 0 {
@@ -151,7 +180,18 @@ pub fn receive(w: &mut Hosts, m: MachineId, iface: IfaceId, msg: &mut Message) {
         ..
     } = repr;
     let ifc = w.machines[m as usize].ifaces[iface as usize];
-    let for_us = target_protocol_addr == ifc.ip;
+    // A DHCP client checking an offered address: anyone claiming it is
+    // a conflict (RFC 5227 §2.1.1).
+    crate::dhcp::client::arp_seen(w, m, source_protocol_addr);
+    // An unconfigured interface owns no address, and a probe (sender
+    // 0.0.0.0, RFC 5227 §2.1.1) teaches no one anything.
+    let for_us = target_protocol_addr == ifc.ip && !ifc.ip.is_unspecified();
+    if source_protocol_addr.is_unspecified() {
+        if for_us && operation == arp::Operation::Request {
+            reply(w, m, iface, source_hardware_addr, source_protocol_addr);
+        }
+        return;
+    }
     if !runs_arp {
         if for_us && operation == arp::Operation::Request {
             reply(w, m, iface, source_hardware_addr, source_protocol_addr);

@@ -54,6 +54,8 @@ const MAX_BACKOFF: u64 = 64 * SEC;
 const MIN_RENEW_WAIT: u64 = 60 * SEC;
 /// REQUESTs sent in REQUESTING before the client starts over.
 const MAX_REQUESTS: u8 = 4;
+/// How long a client listens for an answer to its ARP probe.
+const PROBE_WAIT: u64 = SEC;
 /// How long a client waits after a DECLINE (§3.1.5 recommends 10 s).
 const DECLINE_WAIT: u64 = 10 * SEC;
 /// How long a client's first attempts keep a run going (ISC dhclient's
@@ -71,6 +73,9 @@ pub enum State {
     Selecting,
     /// REQUEST for an offer sent, waiting for the ACK.
     Requesting,
+    /// ACKed, probing the address with ARP before using it (a machine
+    /// that runs ARP; RFC 2131 §4.4.1, RFC 5227).
+    Checking,
     Bound,
     /// Past T1: REQUESTs go to the leasing server.
     Renewing,
@@ -111,6 +116,10 @@ pub struct Client {
     pub first_bound: Option<Time>,
     /// When its first DISCOVER was due.
     pub started: Time,
+    /// The ACK being checked (state `Checking`), and whether a machine
+    /// answered for its address.
+    checking: Option<Box<Parsed>>,
+    conflict: bool,
 }
 
 /// Makes machine `m` a DHCP client whose first DISCOVER goes out at
@@ -131,6 +140,8 @@ pub fn enable(w: &mut Hosts, m: MachineId, start: Option<Time>) {
         lease: None,
         first_bound: None,
         started: start,
+        checking: None,
+        conflict: false,
     };
     w.machines[m as usize].ext().dhcp = Some(Box::new(c));
     w.stack.fanout.touch();
@@ -197,6 +208,15 @@ pub fn on_timer(w: &mut Hosts, m: MachineId, gen: u32) {
                 discover(w, m, true);
             } else {
                 request(w, m);
+            }
+        }
+        State::Checking => {
+            let conflict = c.conflict;
+            let Some(p) = c.checking.take() else { return };
+            if conflict {
+                decline(w, m, &p);
+            } else {
+                configure(w, m, &p);
             }
         }
         State::Bound | State::Renewing | State::Rebinding => {
@@ -303,7 +323,7 @@ fn request(w: &mut Hosts, m: MachineId) {
             let next = now.as_nanos() + (left / 2).max(MIN_RENEW_WAIT);
             arm(w, m, Time::from_nanos(next.min(limit.as_nanos())));
         }
-        State::Init | State::Selecting | State::Bound => {}
+        State::Init | State::Selecting | State::Checking | State::Bound => {}
     }
 }
 
@@ -389,25 +409,63 @@ fn bind(w: &mut Hosts, m: MachineId, p: &Parsed) {
     c.state = State::Bound;
     c.tries = 0;
     c.offer = None;
-    c.first_bound.get_or_insert(now);
     if extended {
         w.obs.dhcp.extended += 1;
-    } else {
-        let gateway = p.router;
-        if addr::assign(w, m, 0, p.yiaddr, gateway).is_err() {
-            // Someone on the network has the address (what an ARP probe
-            // would find, RFC 2131 §4.4.1): decline it and start over.
-            return decline(w, m, p);
-        }
-        w.obs.dhcp.bound += 1;
+        set_resolver(w, m, p);
+        return arm(w, m, lease.t1);
     }
+    let group = w.machines[m as usize].group;
+    if w.groups[group as usize].protocols.arp {
+        // Probe first; `on_timer` configures or declines a second later.
+        if let Some(c) = client(w, m) {
+            c.state = State::Checking;
+            c.checking = Some(Box::new(p.clone()));
+            c.conflict = false;
+        }
+        crate::arp::probe(w, m, 0, p.yiaddr);
+        return arm(w, m, now + std::time::Duration::from_nanos(PROBE_WAIT));
+    }
+    configure(w, m, p);
+}
+
+/// Takes the address of ACK `p` (checked if the machine runs ARP).
+fn configure(w: &mut Hosts, m: MachineId, p: &Parsed) {
+    if addr::assign(w, m, 0, p.yiaddr, p.router).is_err() {
+        // Someone on the network has the address (what an ARP probe
+        // finds, RFC 2131 §4.4.1): decline it and start over.
+        return decline(w, m, p);
+    }
+    let group = w.machines[m as usize].group;
+    if w.groups[group as usize].protocols.arp {
+        crate::arp::announce(w, m, 0);
+    }
+    w.obs.dhcp.bound += 1;
+    let now = w.now();
+    let Some(c) = client(w, m) else { return };
+    c.state = State::Bound;
+    c.first_bound.get_or_insert(now);
+    let Some(lease) = c.lease else { return };
+    set_resolver(w, m, p);
+    arm(w, m, lease.t1);
+}
+
+/// Sets the resolver configuration a lease carries.
+fn set_resolver(w: &mut Hosts, m: MachineId, p: &Parsed) {
     if !p.dns.is_empty() || p.domain.is_some() {
         w.machines[m as usize].ext().resolver = Some(Box::new(ResolverConf {
             servers: p.dns.to_vec(),
             domain: p.domain.clone(),
         }));
     }
-    arm(w, m, lease.t1);
+}
+
+/// An ARP packet from `sender` reached machine `m`: a conflict if `m` is
+/// checking that address.
+pub fn arp_seen(w: &mut Hosts, m: MachineId, sender: Ipv4Addr) {
+    let Some(c) = client(w, m) else { return };
+    if c.state == State::Checking && c.checking.as_ref().is_some_and(|p| p.yiaddr == sender) {
+        c.conflict = true;
+    }
 }
 
 /// Declines an offered address in use and waits before starting over.

@@ -157,6 +157,7 @@ fn an_unanswered_client_renews_at_t1_rebinds_at_t2_and_loses_the_address_at_expi
 ) {
     let (mut lab, c, tap) = client_and_server();
     let t0 = bind(&mut lab, c, &tap, 1000).as_nanos();
+    let sock = lab.bind_udp(c, 5000);
     let at = |s: f64| Time::from_nanos(t0 + (s * SEC as f64) as u64);
     // Just before T1: nothing.
     lab.run_until(Time::from_nanos(at(500.0).as_nanos() - 1));
@@ -216,6 +217,11 @@ fn an_unanswered_client_renews_at_t1_rebinds_at_t2_and_loses_the_address_at_expi
         )
     );
     assert_eq!(lab.w.obs.dhcp.expired, 1);
+    // The machine's sockets learn why.
+    assert_eq!(
+        sock.rx.borrow().error,
+        Some(crate::endpoint::SocketError::AddressLost(OFFERED))
+    );
 }
 
 #[test]
@@ -581,4 +587,131 @@ fn what_build_writes_dhcproto_decodes_to_the_same_fields() {
         );
         assert_eq!((&p.dns[..], p.domain.as_deref()), (f.dns, f.domain));
     }
+}
+
+/// A LAN with a server at [`PEER`] serving `first`..=`last`, and clients
+/// running `protocols`.
+fn served_lan(first: u8, last: u8, clients: &[Protocols]) -> (Lab, MachineId, Vec<MachineId>, u32) {
+    let mut lab = Lab::new();
+    let lan = lab.lan("lan");
+    let s = lab.host("s", Protocols::UDP, lan, PEER);
+    let cs = (clients.iter().enumerate())
+        .map(|(i, &p)| lab.unconfigured(&format!("c{i}"), p, lan))
+        .collect();
+    server::enable(
+        &mut lab.w,
+        s,
+        server::Config {
+            pools: vec![server::Pool {
+                first: Ipv4Addr::new(10, 0, 0, first),
+                last: Ipv4Addr::new(10, 0, 0, last),
+                prefix: 24,
+                router: None,
+            }],
+            lease_s: 3600,
+            t1_s: None,
+            t2_s: None,
+            dns: vec![Ipv4Addr::new(10, 0, 0, 53)],
+            domain: Some("example.com".into()),
+            reservations: Vec::new(),
+        },
+    );
+    (lab, s, cs, lan)
+}
+
+/// RFC 2131 §4.4.1: the client probes the address with ARP before using
+/// it; a machine already there answers, the client DECLINEs, the server
+/// keeps the address out of use and the client, after 10 s, gets another.
+#[test]
+fn an_address_in_use_is_found_by_the_arp_probe_declined_and_replaced() {
+    let (mut lab, s, cs, lan) = served_lan(100, 101, &[crate::testing::ARP]);
+    let c = cs[0];
+    // A machine the server does not know about holds .100.
+    lab.host(
+        "squatter",
+        crate::testing::ARP,
+        lan,
+        Ipv4Addr::new(10, 0, 0, 100),
+    );
+    client::enable(&mut lab.w, c, Some(Time::from_secs(1)));
+    lab.run_until(Time::from_secs(3));
+    assert_eq!(
+        client::state(&lab.w, c).unwrap().state,
+        State::Init,
+        "declined, waiting"
+    );
+    assert_eq!(
+        lab.w.machines[c as usize].ifaces[0].ip,
+        Ipv4Addr::UNSPECIFIED
+    );
+    assert_eq!(lab.w.obs.dhcp.sent(Kind::Decline), 1);
+    assert_eq!(
+        server::server(&lab.w, s).unwrap().census(lab.w.now()).2,
+        1,
+        "one declined"
+    );
+    lab.run_until(Time::from_secs(20));
+    assert_eq!(
+        lab.w.machines[c as usize].ifaces[0].ip,
+        Ipv4Addr::new(10, 0, 0, 101)
+    );
+    assert_eq!(client::state(&lab.w, c).unwrap().state, State::Bound);
+    // A probe, then an announcement, per configured address.
+    assert!(lab.w.obs.stats.arp_sent >= 3);
+}
+
+#[test]
+fn a_release_gives_the_address_back_to_the_server() {
+    let (mut lab, s, cs, _) = served_lan(100, 110, &[Protocols::UDP]);
+    let c = cs[0];
+    client::enable(&mut lab.w, c, Some(Time::from_secs(1)));
+    lab.run_until(Time::from_secs(2));
+    assert_eq!(
+        lab.w.machines[c as usize].ifaces[0].ip,
+        Ipv4Addr::new(10, 0, 0, 100)
+    );
+    assert_eq!(server::server(&lab.w, s).unwrap().census(lab.w.now()).0, 1);
+    client::release(&mut lab.w, c);
+    lab.run_for(MS);
+    assert_eq!(
+        lab.w.machines[c as usize].ifaces[0].ip,
+        Ipv4Addr::UNSPECIFIED
+    );
+    assert_eq!(server::server(&lab.w, s).unwrap().census(lab.w.now()).0, 0);
+    assert_eq!(lab.w.obs.dhcp.sent(Kind::Release), 1);
+}
+
+/// A machine with an address asks only for its configuration (§3.4): the
+/// ACK goes to its address, with the options and no lease.
+#[test]
+fn an_inform_gets_the_options_without_a_lease() {
+    let (mut lab, _s, _, lan) = served_lan(100, 110, &[]);
+    let me = Ipv4Addr::new(10, 0, 0, 7);
+    let tap = lab.tap("static", lan, me);
+    let f = Fields {
+        op: 1,
+        xid: 77,
+        ciaddr: me,
+        chaddr: tap.mac,
+        kind: Some(Kind::Inform),
+        ..Fields::default()
+    };
+    let dgram = Ip::new(me, PEER, 17).datagram(&udp(me, PEER, 68, 67, &build(&f)));
+    let server_mac = lab.mac(0, 0);
+    lab.send(&tap, eth(server_mac, tap.mac, 0x0800, &dgram));
+    lab.run_for(MS);
+    let got = dhcp(&tap);
+    assert_eq!(got.len(), 1);
+    let a = &got[0];
+    assert_eq!(
+        (a.src, a.dst, a.dst_mac, a.ports),
+        (PEER, me, tap.mac, (67, 68))
+    );
+    assert_eq!(
+        (a.msg.kind, a.msg.xid, a.msg.yiaddr),
+        (Some(Kind::Ack), 77, Ipv4Addr::UNSPECIFIED)
+    );
+    assert_eq!(a.msg.lease_s, None);
+    assert_eq!(&a.msg.dns[..], &[Ipv4Addr::new(10, 0, 0, 53)]);
+    assert_eq!(a.msg.domain.as_deref(), Some("example.com"));
 }
