@@ -145,38 +145,7 @@ pub(crate) fn server_config(
         return Err(ParamError::new(loc, "dhcp_server has no address pool")
             .hint("add pool='10.1.0.100-10.1.0.250' (or [Pool] blocks)"));
     }
-    let secs = |k: &str, default: Option<u64>| -> Result<Option<u32>, ParamError> {
-        match params.get(k) {
-            None => Ok(default.map(|d| d as u32)),
-            Some(p) => {
-                let ns = elvis_scenario::parse_duration_ns(&p.value)
-                    .map_err(|e| ParamError::new(p.loc, e))?;
-                if ns % 1_000_000_000 != 0 || ns == 0 || ns / 1_000_000_000 > u64::from(u32::MAX) {
-                    return Err(ParamError::new(
-                        p.loc,
-                        format!(
-                            "{k}='{}' is not a whole number of seconds (1 s to 136 years)",
-                            p.value
-                        ),
-                    )
-                    .hint(format!("{k}='1h'")));
-                }
-                Ok(Some((ns / 1_000_000_000) as u32))
-            }
-        }
-    };
-    let lease_s = secs("lease", Some(3600))?.unwrap_or(3600);
-    let (t1_s, t2_s) = (secs("t1", None)?, secs("t2", None)?);
-    let t1 = t1_s.unwrap_or(lease_s / 2);
-    let t2 = t2_s.unwrap_or((u64::from(lease_s) * 7 / 8) as u32);
-    if t1 > t2 || t2 > lease_s {
-        let at = params.get("t1").or(params.get("t2")).map_or(loc, |p| p.loc);
-        return Err(ParamError::new(
-            at,
-            format!("T1 ({t1} s) ≤ T2 ({t2} s) ≤ lease ({lease_s} s) does not hold"),
-        )
-        .hint("RFC 2131 §4.4.5: T1 comes before T2, T2 before the lease ends"));
-    }
+    let (lease_s, t1_s, t2_s) = lease_times(params, loc)?;
     let dns = match params.get("dns") {
         None => Vec::new(),
         Some(p) => addr_list(p)?,
@@ -193,6 +162,45 @@ pub(crate) fn server_config(
 }
 
 use crate::apps::registry::ParamError;
+
+/// Reads `lease`, `t1` and `t2` (whole seconds; T1 ≤ T2 ≤ lease).
+#[allow(clippy::type_complexity)]
+fn lease_times(
+    params: &elvis_scenario::Params,
+    loc: elvis_scenario::Loc,
+) -> Result<(u32, Option<u32>, Option<u32>), ParamError> {
+    let secs = |k: &str| -> Result<Option<u32>, ParamError> {
+        let Some(p) = params.get(k) else {
+            return Ok(None);
+        };
+        let ns =
+            elvis_scenario::parse_duration_ns(&p.value).map_err(|e| ParamError::new(p.loc, e))?;
+        if ns % 1_000_000_000 != 0 || ns == 0 || ns / 1_000_000_000 > u64::from(u32::MAX) {
+            return Err(ParamError::new(
+                p.loc,
+                format!(
+                    "{k}='{}' is not a whole number of seconds (1 s to 136 years)",
+                    p.value
+                ),
+            )
+            .hint(format!("{k}='3600s'")));
+        }
+        Ok(Some((ns / 1_000_000_000) as u32))
+    };
+    let lease_s = secs("lease")?.unwrap_or(3600);
+    let (t1_s, t2_s) = (secs("t1")?, secs("t2")?);
+    let t1 = t1_s.unwrap_or(lease_s / 2);
+    let t2 = t2_s.unwrap_or((u64::from(lease_s) * 7 / 8) as u32);
+    if t1 > t2 || t2 > lease_s {
+        let at = params.get("t1").or(params.get("t2")).map_or(loc, |p| p.loc);
+        return Err(ParamError::new(
+            at,
+            format!("T1 ({t1} s) ≤ T2 ({t2} s) ≤ lease ({lease_s} s) does not hold"),
+        )
+        .hint("RFC 2131 §4.4.5: T1 comes before T2, T2 before the lease ends"));
+    }
+    Ok((lease_s, t1_s, t2_s))
+}
 
 fn only(params: &elvis_scenario::Params, keys: &[&str]) -> Result<(), ParamError> {
     match params.iter().find(|p| !keys.contains(&p.key.as_str())) {

@@ -310,7 +310,6 @@ fn serve<'a>(
     own: Ipv4Addr,
     now: Time,
 ) -> Option<(Kind, Fields<'a>)> {
-    let lease_end = now + std::time::Duration::from_secs(u64::from(s.config.lease_s));
     let mac = p.chaddr;
     match kind {
         Kind::Discover => {
@@ -327,59 +326,7 @@ fn serve<'a>(
             let ip = s.addr(pool, off);
             Some((Kind::Offer, lease_fields(s, pool, ip, own)))
         }
-        Kind::Request => {
-            let selecting = p.server_id;
-            if selecting.is_some_and(|id| id != own) {
-                // The client took another server's offer: ours is free.
-                if let Some(&off) = s.by_client.get(&(pool as u32, mac)) {
-                    if s.slots[pool][off as usize].state == Use::Offered {
-                        s.set(pool, off, mac, Use::Free, Time::ZERO);
-                    }
-                }
-                return None;
-            }
-            let wanted = if p.ciaddr.is_unspecified() {
-                p.requested
-            } else {
-                Some(p.ciaddr)
-            };
-            let held = s.by_client.get(&(pool as u32, mac)).copied();
-            let ok = match (wanted, held) {
-                (Some(ip), Some(off)) => {
-                    let slot = s.slots[pool][off as usize];
-                    s.addr(pool, off) == ip
-                        && slot.mac == mac
-                        && matches!(slot.state, Use::Offered | Use::Bound)
-                        && (slot.until > now || slot.state == Use::Bound)
-                }
-                _ => false,
-            };
-            if ok {
-                let off = held.unwrap_or_default();
-                s.set(pool, off, mac, Use::Bound, lease_end);
-                let ip = s.addr(pool, off);
-                Some((Kind::Ack, lease_fields(s, pool, ip, own)))
-            } else if selecting.is_none()
-                && !p.ciaddr.is_unspecified()
-                && !p.broadcast
-                && held.is_none()
-            {
-                // REBINDING to a server that never leased it: stay silent
-                // (§4.3.2), another server may own the lease.
-                None
-            } else {
-                Some((
-                    Kind::Nak,
-                    Fields {
-                        op: 2,
-                        server_id: Some(own),
-                        message: Some("address not available"),
-                        broadcast: true,
-                        ..Fields::default()
-                    },
-                ))
-            }
-        }
+        Kind::Request => request(s, pool, p, own, now),
         Kind::Decline => {
             if let Some(off) = p.requested.and_then(|ip| {
                 let first = u32::from(s.config.pools[pool].first);
@@ -412,6 +359,67 @@ fn serve<'a>(
             None
         }
     }
+}
+
+/// A REQUEST (§4.3.2): selecting an offer (ours or another server's),
+/// renewing or rebinding a lease. ACK when the client holds or was offered
+/// the address it names, silence when another server's lease is being
+/// rebound or another server's offer taken, NAK otherwise.
+fn request<'a>(
+    s: &'a mut Server,
+    pool: usize,
+    p: &Parsed,
+    own: Ipv4Addr,
+    now: Time,
+) -> Option<(Kind, Fields<'a>)> {
+    let mac = p.chaddr;
+    let selecting = p.server_id;
+    if selecting.is_some_and(|id| id != own) {
+        // The client took another server's offer: ours is free.
+        if let Some(&off) = s.by_client.get(&(pool as u32, mac)) {
+            if s.slots[pool][off as usize].state == Use::Offered {
+                s.set(pool, off, mac, Use::Free, Time::ZERO);
+            }
+        }
+        return None;
+    }
+    let wanted = if p.ciaddr.is_unspecified() {
+        p.requested
+    } else {
+        Some(p.ciaddr)
+    };
+    let held = s.by_client.get(&(pool as u32, mac)).copied();
+    let ok = match (wanted, held) {
+        (Some(ip), Some(off)) => {
+            let slot = s.slots[pool][off as usize];
+            s.addr(pool, off) == ip
+                && slot.mac == mac
+                && matches!(slot.state, Use::Offered | Use::Bound)
+                && (slot.until > now || slot.state == Use::Bound)
+        }
+        _ => false,
+    };
+    if let (true, Some(off)) = (ok, held) {
+        let lease_end = now + std::time::Duration::from_secs(u64::from(s.config.lease_s));
+        s.set(pool, off, mac, Use::Bound, lease_end);
+        let ip = s.addr(pool, off);
+        return Some((Kind::Ack, lease_fields(s, pool, ip, own)));
+    }
+    if selecting.is_none() && !p.ciaddr.is_unspecified() && !p.broadcast && held.is_none() {
+        // REBINDING to a server that never leased it: stay silent
+        // (§4.3.2), another server may own the lease.
+        return None;
+    }
+    Some((
+        Kind::Nak,
+        Fields {
+            op: 2,
+            server_id: Some(own),
+            message: Some("address not available"),
+            broadcast: true,
+            ..Fields::default()
+        },
+    ))
 }
 
 /// The fields of an OFFER or ACK of `ip` from pool `pool`.
