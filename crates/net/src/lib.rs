@@ -293,6 +293,9 @@ pub struct FabricConfig {
     /// Some machine takes frames into a receive ring when they are queued
     /// ([`Context::take_early`]): until one does, nobody is asked.
     pub early_takers: bool,
+    /// The layer above selects the ports of some broadcasts
+    /// ([`Context::select_broadcast`]): until it says so, nobody is asked.
+    pub broadcast_selectors: bool,
 }
 
 /// The state of the network layer: every network, the frames in flight,

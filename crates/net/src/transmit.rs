@@ -76,7 +76,8 @@ fn transmit_ideal(c: &mut impl Context, net: NetId, port: u32, frame: &mut Messa
     };
     let f = c.fabric_mut();
     let n = &f.networks[net as usize];
-    let broadcast = n.ports.len() > FANOUT_SELECT_MIN
+    let broadcast = f.config.broadcast_selectors
+        && n.ports.len() > FANOUT_SELECT_MIN
         && !fate.duplicate
         && n.cfg.kind == NetworkKind::Switch
         && frame.front(6).is_some_and(|d| d == [0xff; 6]);

@@ -122,6 +122,8 @@ pub struct StackShared {
     /// The special ports of each network for DHCP broadcasts
     /// (`crate::dhcp::fanout`).
     pub fanout: crate::dhcp::fanout::Fanout,
+    /// DHCP clients, servers and relays enabled (0: DHCP is not in the run).
+    pub dhcp_roles: u64,
 }
 
 /// What the stacks record for the run's report.
@@ -277,6 +279,7 @@ impl Hosts {
                 nics: Default::default(),
                 dst_epoch: 0,
                 fanout: Default::default(),
+                dhcp_roles: 0,
             },
             obs: Observers::default(),
             config: RunConfig {

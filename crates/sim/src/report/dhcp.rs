@@ -68,6 +68,9 @@ pub struct LeaseReport {
 impl DhcpReport {
     /// Returns the section for `w`, or `None` when nothing runs DHCP.
     pub fn new(w: &Hosts) -> Option<DhcpReport> {
+        if w.stack.dhcp_roles == 0 {
+            return None;
+        }
         let now = w.now();
         let mut r = DhcpReport {
             clients: 0,
@@ -75,10 +78,8 @@ impl DhcpReport {
             never_configured: 0,
             unconfigured: Vec::new(),
             last_configured_ns: None,
-            messages: Kind::ALL
-                .iter()
-                .map(|&k| (k.name(), w.obs.dhcp.sent(k)))
-                .collect(),
+            // Filled below, once DHCP is known to be in the run.
+            messages: BTreeMap::new(),
             relayed: w.obs.dhcp.relayed,
             bound: w.obs.dhcp.bound,
             extended: w.obs.dhcp.extended,
@@ -143,6 +144,12 @@ impl DhcpReport {
                 });
             }
         }
-        any.then_some(r)
+        if !any {
+            return None;
+        }
+        r.messages = (Kind::ALL.iter())
+            .map(|&k| (k.name(), w.obs.dhcp.sent(k)))
+            .collect();
+        Some(r)
     }
 }

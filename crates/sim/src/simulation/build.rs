@@ -133,10 +133,11 @@ impl Simulation {
     /// address (it is configured by DHCP and has none yet).
     pub fn waits_for_address(&self, m: MachineId) -> bool {
         self.world.as_ref().is_some_and(|w| {
-            w.hosts.machines.get(m as usize).is_some_and(|x| {
-                x.ext.as_deref().is_some_and(|e| e.dhcp.is_some())
-                    && !crate::stack::addr::configured(&w.hosts, m)
-            })
+            w.hosts.stack.dhcp_roles > 0
+                && w.hosts.machines.get(m as usize).is_some_and(|x| {
+                    x.ext.as_deref().is_some_and(|e| e.dhcp.is_some())
+                        && !crate::stack::addr::configured(&w.hosts, m)
+                })
         })
     }
 

@@ -144,7 +144,7 @@ pub fn enable(w: &mut Hosts, m: MachineId, start: Option<Time>) {
         conflict: false,
     };
     w.machines[m as usize].ext().dhcp = Some(Box::new(c));
-    w.stack.fanout.touch();
+    super::fanout::role_added(w);
     arm(w, m, start);
 }
 

@@ -66,6 +66,14 @@ impl Fanout {
     }
 }
 
+/// Machine `m` took a DHCP role: from now on the network layer offers
+/// large broadcasts to [`select`], and the index is redone.
+pub fn role_added(w: &mut Hosts) {
+    w.fabric.config.broadcast_selectors = true;
+    w.stack.fanout.touch();
+    w.stack.dhcp_roles += 1;
+}
+
 /// Returns true when machine `m` must see every DHCP broadcast itself.
 fn special(w: &Hosts, m: u32) -> bool {
     let machine = &w.machines[m as usize];

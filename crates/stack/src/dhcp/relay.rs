@@ -26,7 +26,7 @@ pub struct Relay {
 /// Makes router `m` relay DHCP requests to `servers`.
 pub fn enable(w: &mut Hosts, m: MachineId, servers: Vec<Ipv4Addr>) {
     w.machines[m as usize].ext().dhcp_relay = Some(Box::new(Relay { servers }));
-    w.stack.fanout.touch();
+    super::fanout::role_added(w);
 }
 
 /// A DHCP message for port 67 reached relay `m` on `iface` (sent to

@@ -137,7 +137,7 @@ pub fn enable(w: &mut Hosts, m: MachineId, config: Config) {
         prefixes,
     };
     w.machines[m as usize].ext().dhcp_server = Some(Box::new(s));
-    w.stack.fanout.touch();
+    super::fanout::role_added(w);
 }
 
 /// Returns machine `m`'s server, if it runs one.
