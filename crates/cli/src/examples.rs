@@ -18,6 +18,7 @@ pub const FILES: &[(&str, &str)] = &[
         "default.ndl",
         include_str!("../../../examples/ndl/default.ndl"),
     ),
+    ("dhcp.ndl", include_str!("../../../examples/ndl/dhcp.ndl")),
     (
         "dumbbell.ndl",
         include_str!("../../../examples/ndl/dumbbell.ndl"),
@@ -181,7 +182,9 @@ mod tests {
         assert_eq!(summary("[Simulation]\n"), "-");
         assert!(summary(&format!("# {}", "x".repeat(200))).ends_with('…'));
         let l = list();
-        assert_eq!(l.lines().count(), 12, "{l}");
+        let scenarios = FILES.iter().filter(|(f, _)| f.ends_with(".ndl")).count();
+        assert!(scenarios >= 12);
+        assert_eq!(l.lines().count(), scenarios, "{l}");
         assert!(l.contains("topology-zoo"));
         assert!(!l.contains("backbone-10"));
         let (_, zoo) = find("topology-zoo").unwrap();

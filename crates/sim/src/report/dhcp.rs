@@ -1,7 +1,7 @@
 //! The report's `dhcp` section: clients, messages, servers and their
 //! leases (present when the run has a DHCP client, server or relay).
 
-use crate::stack::dhcp::server::Use;
+use crate::stack::dhcp::server::{Server, Use};
 use crate::stack::dhcp::Kind;
 use crate::stack::hosts::Hosts;
 use serde::Serialize;
@@ -54,6 +54,42 @@ pub struct DhcpServerReport {
     pub leases: Vec<LeaseReport>,
 }
 
+impl DhcpServerReport {
+    /// Returns the lease table of server `s` on machine `m`.
+    fn new(w: &Hosts, m: u32, s: &Server) -> DhcpServerReport {
+        let now = w.now();
+        let (bound, offered, declined, free) = s.census(now);
+        let leases = s
+            .leases(now)
+            .take(MAX_LEASES_LISTED)
+            .map(|(ip, mac, state, until)| LeaseReport {
+                ip: ip.to_string(),
+                mac: mac
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<Vec<_>>()
+                    .join(":"),
+                state: match state {
+                    Use::Bound => "bound",
+                    Use::Offered => "offered",
+                    Use::Declined => "declined",
+                    Use::Free => "free",
+                },
+                until_ns: until.as_nanos(),
+            })
+            .collect();
+        DhcpServerReport {
+            machine: w.machine_name(m),
+            addresses: bound + offered + declined + free,
+            bound,
+            offered,
+            declined,
+            free,
+            leases,
+        }
+    }
+}
+
 /// One entry of a lease table.
 #[derive(Clone, Debug, Serialize)]
 pub struct LeaseReport {
@@ -71,7 +107,6 @@ impl DhcpReport {
         if w.stack.dhcp_roles == 0 {
             return None;
         }
-        let now = w.now();
         let mut r = DhcpReport {
             clients: 0,
             configured: 0,
@@ -113,35 +148,7 @@ impl DhcpReport {
             }
             if let Some(s) = e.dhcp_server.as_deref() {
                 any = true;
-                let (bound, offered, declined, free) = s.census(now);
-                let leases = s
-                    .leases(now)
-                    .take(MAX_LEASES_LISTED)
-                    .map(|(ip, mac, state, until)| LeaseReport {
-                        ip: ip.to_string(),
-                        mac: mac
-                            .iter()
-                            .map(|b| format!("{b:02x}"))
-                            .collect::<Vec<_>>()
-                            .join(":"),
-                        state: match state {
-                            Use::Bound => "bound",
-                            Use::Offered => "offered",
-                            Use::Declined => "declined",
-                            Use::Free => "free",
-                        },
-                        until_ns: until.as_nanos(),
-                    })
-                    .collect();
-                r.servers.push(DhcpServerReport {
-                    machine: w.machine_name(m as u32),
-                    addresses: bound + offered + declined + free,
-                    bound,
-                    offered,
-                    declined,
-                    free,
-                    leases,
-                });
+                r.servers.push(DhcpServerReport::new(w, m as u32, s));
             }
         }
         if !any {
