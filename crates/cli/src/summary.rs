@@ -128,6 +128,7 @@ pub fn render(name: &str, r: &Report, build: Duration) -> String {
     costs(&mut s, r, build);
     let _ = writeln!(s, "  machines         {}", r.machines);
     packets(&mut s, r);
+    dhcp(&mut s, r);
     tcp(&mut s, r);
     queues(&mut s, r);
     applications(&mut s, r);
@@ -217,6 +218,42 @@ fn packets(s: &mut String, r: &Report) {
 
 /// Lists the TCP connections' throughput shares by congestion control
 /// (nothing without TCP).
+/// Says how the DHCP clients fared, naming a few that got no address.
+fn dhcp(s: &mut String, r: &Report) {
+    let Some(d) = &r.dhcp else { return };
+    let acks = d.messages.get("ack").copied().unwrap_or(0);
+    let _ = writeln!(
+        s,
+        "  DHCP             {} of {} clients configured; {} ACKs, {} renewed, {} expired, {} server{}",
+        d.configured,
+        d.clients,
+        acks,
+        d.extended,
+        d.expired,
+        d.servers.len(),
+        if d.servers.len() == 1 { "" } else { "s" }
+    );
+    if d.never_configured > 0 {
+        let names: Vec<&str> = d.unconfigured.iter().take(5).map(String::as_str).collect();
+        let more = d.never_configured.saturating_sub(names.len() as u64);
+        let _ = writeln!(
+            s,
+            "                   never configured: {}{}{}",
+            names.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            },
+            if d.pool_exhausted > 0 {
+                format!(" ({} DISCOVERs found the pools empty)", d.pool_exhausted)
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
 fn tcp(s: &mut String, r: &Report) {
     if r.tcp_shares.is_empty() {
         return;

@@ -355,6 +355,9 @@ pub fn receive(w: &mut Hosts, m: MachineId, p: &Parsed) {
         // Another client's reply, broadcast on our LAN.
         return w.drop_packet(crate::counters::DropReason::Dhcp("not_ours"));
     }
+    // Taken by the client, as by dhclient's socket.
+    w.obs.stats.udp_delivered += 1;
+    let Some(c) = client(w, m) else { return };
     match (c.state, p.kind) {
         (State::Selecting, Some(Kind::Offer)) => {
             let Some(server) = p.server_id else {

@@ -43,6 +43,7 @@ pub fn receive(
         if p.hops >= MAX_HOPS {
             return w.drop_packet(DropReason::Dhcp("too_many_hops"));
         }
+        w.obs.stats.udp_delivered += 1;
         let own = w.machines[m as usize].ifaces[iface as usize].ip;
         bytes[3] = p.hops + 1;
         if p.giaddr.is_unspecified() {
@@ -76,6 +77,7 @@ pub fn receive(
     else {
         return w.drop_packet(DropReason::Dhcp("not_our_giaddr"));
     };
+    w.obs.stats.udp_delivered += 1;
     let (to, route) = if p.ciaddr.is_unspecified() {
         (
             Ipv4Addr::BROADCAST,

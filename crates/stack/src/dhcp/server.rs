@@ -268,6 +268,7 @@ pub fn receive(w: &mut Hosts, m: MachineId, iface: IfaceId, src: Ipv4Addr, p: &P
     let Some(kind) = p.kind else {
         return w.drop_packet(DropReason::Dhcp("bootp"));
     };
+    w.obs.stats.udp_delivered += 1;
     let Some(mut s) = w.machines[m as usize]
         .ext
         .as_deref_mut()
