@@ -444,37 +444,34 @@ pub fn receive(
     port: u16,
     msg: &mut Message,
 ) -> bool {
-    let roles = match w.machines[m as usize].ext.as_deref() {
-        Some(e) => (
-            e.dhcp.is_some(),
-            e.dhcp_server.is_some(),
-            e.dhcp_relay.is_some(),
-        ),
-        None => return false,
+    #[derive(PartialEq)]
+    enum Role {
+        Client,
+        Server,
+        Relay,
+    }
+    let role = match w.machines[m as usize].ext.as_deref() {
+        Some(e) if port == CLIENT_PORT && e.dhcp.is_some() => Role::Client,
+        Some(e) if port == SERVER_PORT && e.dhcp_server.is_some() => Role::Server,
+        Some(e) if port == SERVER_PORT && e.dhcp_relay.is_some() => Role::Relay,
+        _ => return false,
     };
     let bytes = msg.to_vec();
-    match (port, roles) {
-        (CLIENT_PORT, (true, _, _)) => match Parsed::parse(&bytes) {
-            Ok(p) if p.op == 2 => client::receive(w, m, &p),
-            Ok(_) => w.drop_packet(DropReason::Dhcp("not_a_reply")),
-            Err(e) => malformed(w, e),
-        },
-        (SERVER_PORT, (_, true, _)) => match Parsed::parse(&bytes) {
-            Ok(p) if p.op == 1 => server::receive(w, m, iface, src, &p),
-            Ok(_) => w.drop_packet(DropReason::Dhcp("not_a_request")),
-            Err(e) => malformed(w, e),
-        },
-        (SERVER_PORT, (_, false, true)) => match Parsed::parse(&bytes) {
-            Ok(p) => relay::receive(w, m, iface, dst, &p, bytes),
-            Err(e) => malformed(w, e),
-        },
-        _ => return false,
+    let p = match Parsed::parse(&bytes) {
+        Ok(p) => p,
+        Err(_) => {
+            w.drop_packet(DropReason::Malformed("dhcp"));
+            return true;
+        }
+    };
+    match role {
+        Role::Client if p.op == 2 => client::receive(w, m, &p),
+        Role::Client => w.drop_packet(DropReason::Dhcp("not_a_reply")),
+        Role::Server if p.op == 1 => server::receive(w, m, iface, src, &p),
+        Role::Server => w.drop_packet(DropReason::Dhcp("not_a_request")),
+        Role::Relay => relay::receive(w, m, iface, dst, &p, bytes),
     }
     true
-}
-
-fn malformed(w: &mut Hosts, _why: &'static str) {
-    w.drop_packet(DropReason::Malformed("dhcp"));
 }
 
 /// Sends `payload` from UDP port `sport` of machine `m` to `dst`:`dport`

@@ -715,3 +715,26 @@ fn an_inform_gets_the_options_without_a_lease() {
     assert_eq!(&a.msg.dns[..], &[Ipv4Addr::new(10, 0, 0, 53)]);
     assert_eq!(a.msg.domain.as_deref(), Some("example.com"));
 }
+
+#[test]
+fn a_reservation_gives_its_client_the_same_address_whatever_the_pool_order() {
+    let (mut lab, s, cs, _) = served_lan(100, 110, &[Protocols::UDP, Protocols::UDP]);
+    let reserved = Ipv4Addr::new(10, 0, 0, 105);
+    let mac = lab.mac(cs[1], 0);
+    if let Some(srv) = lab.w.machines[s as usize]
+        .ext
+        .as_deref_mut()
+        .and_then(|e| e.dhcp_server.as_deref_mut())
+    {
+        srv.config.reservations.push((mac, reserved));
+    }
+    for (i, &c) in cs.iter().enumerate() {
+        client::enable(&mut lab.w, c, Some(Time::from_secs(1 + i as u64)));
+    }
+    lab.run_until(Time::from_secs(5));
+    let ips: Vec<Ipv4Addr> = cs
+        .iter()
+        .map(|&c| lab.w.machines[c as usize].ifaces[0].ip)
+        .collect();
+    assert_eq!(ips, [Ipv4Addr::new(10, 0, 0, 100), reserved]);
+}
