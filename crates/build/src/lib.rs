@@ -43,6 +43,7 @@ use std::borrow::Cow;
 use std::net::Ipv4Addr;
 
 pub mod apps;
+mod dns;
 pub mod estimate;
 mod topology;
 
@@ -188,7 +189,8 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
     routes_and_offloads(&mut a, &machines, scenario)?;
     let counted: Vec<bool> = machines.iter().map(|g| g.count.is_some()).collect();
     let groups = machines.iter().map(Cow::Borrowed);
-    spawn_and_finish(a, &counted, groups, scenario.sim.until)
+    let base_dir = scenario.base_dir.as_deref();
+    spawn_and_finish(a, &counted, groups, scenario.sim.until, base_dir)
 }
 
 /// Builds `scenario` as [`build`] does, dropping its parts once they are
@@ -210,9 +212,11 @@ pub fn build_owned(mut scenario: Scenario, seed: Option<u64>) -> Result<Built, B
         .map(|g| g.count.is_some())
         .collect();
     let until = scenario.sim.until;
+    let base_dir = scenario.base_dir.take();
     let groups = std::mem::take(&mut scenario.machines);
     drop(scenario);
-    spawn_and_finish(a, &counted, groups.into_iter().map(Cow::Owned), until)
+    let groups = groups.into_iter().map(Cow::Owned);
+    spawn_and_finish(a, &counted, groups, until, base_dir.as_deref())
 }
 
 /// A simulation with every network made and every machine attached.
@@ -249,6 +253,7 @@ fn spawn_and_finish<'a>(
     counted: &[bool],
     machines: impl Iterator<Item = Cow<'a, MachineGroup>>,
     until: Option<u64>,
+    base_dir: Option<&str>,
 ) -> Result<Built, BuildError> {
     spawn_apps(
         &mut a.sim,
@@ -257,6 +262,7 @@ fn spawn_and_finish<'a>(
         &a.groups,
         &a.generated,
         &a.apps_from,
+        base_dir,
     )?;
     a.groups.extend(a.generated);
     Ok(Built {
@@ -773,6 +779,7 @@ fn spawn_apps<'a>(
     groups: &[(String, u32, u32)],
     generated: &[(String, u32, u32)],
     apps_from: &AppsFrom,
+    base_dir: Option<&str>,
 ) -> Result<(), BuildError> {
     // Name → address, for `to=` options (resolved once, at build time);
     // generated groups are counted.
@@ -807,6 +814,7 @@ fn spawn_apps<'a>(
     let mut spawns: Vec<(apps::AppFactory, u32, u32)> = Vec::new();
     // An owned group is dropped once its applications are configured.
     for (k, (g, (_, first, len))) in machines.zip(groups).enumerate() {
+        dns::resolver_conf(sim, &g, *first, *len, &resolve)?;
         // The machines of this group that take its applications.
         let runs = if apps_from.whole_groups.contains(&k) {
             runs(*first, *len, |m| apps_from.own_block.contains(&m))
@@ -818,6 +826,8 @@ fn spawn_apps<'a>(
             let ctx = BuildCtx {
                 resolve: &resolve,
                 loc: app.loc,
+                children: &app.children,
+                base_dir,
             };
             if per_instance {
                 for i in runs.iter().flat_map(|&(a, n)| a - first..a - first + n) {

@@ -116,11 +116,20 @@ pub fn framed(bytes: &[u8]) -> Vec<u8> {
 /// Reads one length-prefixed message from a TCP stream.
 ///
 /// # Errors
-/// The connection closed or failed first.
+/// The connection closed (`read_exact` then returns fewer bytes) or
+/// failed first.
 pub async fn read_framed(s: &elvis_api::TcpStream) -> Result<Vec<u8>, Failure> {
+    let closed = || Failure::Socket("the connection closed".into());
     let len = s.read_exact(2).await.map_err(sock_err)?.to_vec();
-    let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
-    Ok(s.read_exact(len).await.map_err(sock_err)?.to_vec())
+    let [a, b] = len[..] else {
+        return Err(closed());
+    };
+    let len = usize::from(u16::from_be_bytes([a, b]));
+    let body = s.read_exact(len).await.map_err(sock_err)?.to_vec();
+    if body.len() != len {
+        return Err(closed());
+    }
+    Ok(body)
 }
 
 fn sock_err(e: elvis_api::SocketError) -> Failure {

@@ -400,6 +400,10 @@ pub struct MachineGroup {
     pub protocols: Vec<ProtocolSpec>,
     /// Applications, in order.
     pub applications: Vec<AppSpec>,
+    /// The DNS servers its stub resolver asks (`resolver='10.1.0.2'`, a
+    /// comma list of addresses or machine names), as written.
+    #[serde(default)]
+    pub resolver: Option<Param>,
     /// Forwards datagrams addressed to others (`forward='yes'`): a router.
     #[serde(default)]
     pub forward: bool,

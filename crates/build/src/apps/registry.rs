@@ -9,6 +9,7 @@
 //! the builder) and `start` / `stop` (when it runs, `timing.rs`).
 
 use super::timing::Timing;
+mod dns;
 use elvis_apps::{bulk, capture, forward, ping, ping_pong, send_message, tcp_echo, traceroute};
 use elvis_scenario::{Loc, Params};
 use elvis_sim::{Host, MachineId, Message, Simulation};
@@ -45,6 +46,11 @@ pub struct BuildCtx<'a> {
     /// Location of the `[Application]` block, for errors about missing
     /// options.
     pub loc: Loc,
+    /// Blocks nested in the `[Application]` (a `dns_server`'s
+    /// `[Record]`s).
+    pub children: &'a [elvis_scenario::Block],
+    /// The NDL file's folder, for files an application names.
+    pub base_dir: Option<&'a str>,
 }
 
 type SpawnFn = dyn Fn(&mut Simulation, MachineId);
@@ -109,6 +115,11 @@ pub const APPS: &[(&str, &[&str])] = &[
         "tcp_echo_client",
         &["to", "port", "message", "message_count"],
     ),
+    ("dns_server", &["zone", "file"]),
+    (
+        "dns_resolver",
+        &["roots", "timeout", "attempts", "cache_size"],
+    ),
 ];
 
 /// Options every application accepts besides its own: `name` (the
@@ -155,6 +166,8 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "bulk_receive" => build_bulk_receive(&o, timing),
         "tcp_echo_server" => build_tcp_echo_server(&o, timing),
         "tcp_echo_client" => build_tcp_echo_client(&o, timing),
+        "dns_server" => dns::build_server(&o, timing),
+        "dns_resolver" => dns::build_resolver(&o, timing),
         _ => unreachable!("every name in APPS is handled"),
     }
 }
@@ -392,7 +405,12 @@ fn factory(
         daemon,
         passive: matches!(
             name,
-            "capture" | "forward" | "bulk_receive" | "tcp_echo_server"
+            "capture"
+                | "forward"
+                | "bulk_receive"
+                | "tcp_echo_server"
+                | "dns_server"
+                | "dns_resolver"
         ),
         spawn: Rc::new(f),
     }
