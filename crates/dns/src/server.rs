@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn answers_are_authoritative_and_negatives_carry_the_soa() {
-        let zones = vec![crate::zone::example_zone()];
+        let zones = vec![crate::zone::sample()];
         let q = message::query(
             1,
             Name::from_ascii("www.example.com.").unwrap(),
