@@ -828,6 +828,7 @@ fn spawn_apps<'a>(
                 loc: app.loc,
                 children: &app.children,
                 base_dir,
+                dns: g.resolver.is_some(),
             };
             if per_instance {
                 for i in runs.iter().flat_map(|&(a, n)| a - first..a - first + n) {

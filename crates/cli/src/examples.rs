@@ -18,6 +18,7 @@ pub const FILES: &[(&str, &str)] = &[
         "default.ndl",
         include_str!("../../../examples/ndl/default.ndl"),
     ),
+    ("dns.ndl", include_str!("../../../examples/ndl/dns.ndl")),
     (
         "dumbbell.ndl",
         include_str!("../../../examples/ndl/dumbbell.ndl"),
@@ -25,6 +26,10 @@ pub const FILES: &[(&str, &str)] = &[
     (
         "elvis-basic-1000000.ndl",
         include_str!("../../../examples/ndl/elvis-basic-1000000.ndl"),
+    ),
+    (
+        "example.com.zone",
+        include_str!("../../../examples/ndl/example.com.zone"),
     ),
     (
         "fattree-4.ndl",
@@ -181,10 +186,13 @@ mod tests {
         assert_eq!(summary("[Simulation]\n"), "-");
         assert!(summary(&format!("# {}", "x".repeat(200))).ends_with('…'));
         let l = list();
-        assert_eq!(l.lines().count(), 12, "{l}");
+        assert_eq!(l.lines().count(), 13, "{l}");
         assert!(l.contains("topology-zoo"));
         assert!(!l.contains("backbone-10"));
         let (_, zoo) = find("topology-zoo").unwrap();
         assert_eq!(companions(zoo).len(), 1);
+        let (_, dns) = find("dns").unwrap();
+        let names: Vec<&str> = companions(dns).iter().map(|(f, _)| *f).collect();
+        assert_eq!(names, ["example.com.zone"]);
     }
 }

@@ -114,7 +114,13 @@ struct State {
 /// Port 53 already bound on the machine.
 pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     let udp = Rc::new(host.udp_bind(PORT)?);
-    let tcp = host.tcp_listen(PORT, 64)?;
+    // A machine without TCP serves UDP only (truncated answers then stay
+    // truncated).
+    let tcp = match host.tcp_listen(PORT, 64) {
+        Ok(l) => Some(l),
+        Err(elvis_api::SocketError::ProtocolNotAvailable(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
     let c = |n: &str| Counter::new(&host, n);
     let st = Rc::new(State {
         host,
@@ -138,8 +144,10 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
             if let Poll::Ready(r) = poll_once(udp.recv_from(), cx) {
                 return Poll::Ready(Ok(r));
             }
-            if let Poll::Ready(r) = poll_once(tcp.accept(), cx) {
-                return Poll::Ready(Err(r));
+            if let Some(tcp) = &tcp {
+                if let Poll::Ready(r) = poll_once(tcp.accept(), cx) {
+                    return Poll::Ready(Err(r));
+                }
             }
             Poll::Pending
         })

@@ -109,7 +109,13 @@ impl Counter {
 /// Port 53 already bound on the machine (UDP or TCP).
 pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     let udp = host.udp_bind(PORT)?;
-    let tcp = host.tcp_listen(PORT, 64)?;
+    // A machine without TCP serves UDP only (truncated answers then stay
+    // truncated).
+    let tcp = match host.tcp_listen(PORT, 64) {
+        Ok(l) => Some(l),
+        Err(elvis_api::SocketError::ProtocolNotAvailable(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
     let stats = Rc::new(Stats {
         queries: Counter::new(&host, "queries"),
         responses: Counter::new(&host, "responses"),
@@ -124,8 +130,10 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
             if let Poll::Ready(r) = poll_once(udp.recv_from(), cx) {
                 return Poll::Ready(Ok(r));
             }
-            if let Poll::Ready(r) = poll_once(tcp.accept(), cx) {
-                return Poll::Ready(Err(r));
+            if let Some(tcp) = &tcp {
+                if let Poll::Ready(r) = poll_once(tcp.accept(), cx) {
+                    return Poll::Ready(Err(r));
+                }
             }
             Poll::Pending
         })

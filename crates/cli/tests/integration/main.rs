@@ -16,6 +16,7 @@ macro_rules! args {
 
 mod bad_input;
 mod determinism;
+mod dns;
 mod fuzz;
 mod interrupt;
 mod limits;
