@@ -4,7 +4,8 @@
 //! (RFC 2308 §5) and served back with that SOA.
 //!
 //! Entries are looked up by hash (never iterated, so the order of the map
-//! leaks into nothing). An expired entry is removed when it is next looked
+//! leaks into nothing); hickory's `Name` hashes and compares without
+//! regard to case (RFC 4343), so `WWW.Example.` finds `www.example.`. An expired entry is removed when it is next looked
 //! up; a cache full at [`Cache::new`]'s limit drops expired entries, and
 //! if none, refuses new ones until some expire.
 //!
@@ -32,7 +33,7 @@ struct Entry {
     hit: Hit,
 }
 
-/// The cache. Keys are lower-cased names.
+/// The cache.
 #[derive(Debug)]
 pub struct Cache {
     rrsets: HashMap<(Name, RecordType), Entry>,
@@ -64,11 +65,12 @@ impl Cache {
     /// Returns what the cache knows of `name`/`rtype` at `now`, TTLs
     /// lowered to the seconds left.
     pub fn get(&mut self, now: Time, name: &Name, rtype: RecordType) -> Option<Hit> {
-        let name = name.to_lowercase();
-        if let Some(hit) = live(&mut self.nxdomain, &name, now) {
-            return Some(hit);
+        if !self.nxdomain.is_empty() {
+            if let Some(hit) = live(&mut self.nxdomain, name, now) {
+                return Some(hit);
+            }
         }
-        live(&mut self.rrsets, &(name, rtype), now)
+        live(&mut self.rrsets, &(name.clone(), rtype), now)
     }
 
     /// Caches an RRset (all of `records` have the same name and type) for
@@ -78,7 +80,7 @@ impl Cache {
             return;
         };
         let ttl = records.iter().map(|r| r.ttl).min().unwrap_or(0);
-        let key = (first.name.to_lowercase(), first.record_type());
+        let key = (first.name.clone(), first.record_type());
         if ttl == 0 || !self.room(now) {
             return;
         }
@@ -106,7 +108,7 @@ impl Cache {
         let mut soa = soa.clone();
         soa.ttl = ttl;
         let expires = now + std::time::Duration::from_secs(u64::from(ttl));
-        let name = name.to_lowercase();
+        let name = name.clone();
         match rtype {
             None => {
                 self.nxdomain.insert(

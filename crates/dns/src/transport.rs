@@ -41,7 +41,9 @@ pub async fn exchange(
     if !r.metadata.truncation {
         return Ok((r, false));
     }
-    let r = tcp(host, server, q, &bytes, host.now() + timeout).await?;
+    // Boxed: the TCP exchange is rare, and its future would otherwise
+    // make every exchange's (and every resolver job's) larger.
+    let r = Box::pin(tcp(host, server, q, &bytes, host.now() + timeout)).await?;
     Ok((r, true))
 }
 

@@ -1,9 +1,11 @@
 //! An authoritative zone and the RFC 1034 §4.3.2 lookup in it.
 //!
-//! A [`Zone`] holds the records of one origin, keyed by lower-cased owner
-//! name in a `BTreeMap` (DNSSEC canonical order, RFC 4034 §6.1, so the
-//! names below a node follow it: that is how an empty non-terminal is told
-//! from a name that does not exist). [`Zone::lookup`] answers one question
+//! A [`Zone`] holds the records of one origin by owner name in a hash map
+//! (hickory's `Name` hashes and compares without regard to case), and the
+//! names again in a `BTreeSet` in DNSSEC canonical order (RFC 4034 §6.1),
+//! where the names below a node follow it: that is how an empty
+//! non-terminal is told from a name that does not exist, and the order in
+//! which [`Zone::records`] lists them. [`Zone::lookup`] answers one question
 //! with an answer (CNAMEs chased inside the zone), a referral to a
 //! delegated child, NODATA or NXDOMAIN.
 //!
@@ -12,13 +14,14 @@
 
 use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
-use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// The records of one zone.
 #[derive(Clone, Debug)]
 pub struct Zone {
     origin: Name,
-    nodes: BTreeMap<Name, Vec<Record>>,
+    nodes: HashMap<Name, Vec<Record>>,
+    names: BTreeSet<Name>,
     soa: Record,
 }
 
@@ -52,7 +55,7 @@ impl Zone {
     pub fn new(origin: Name, records: Vec<Record>) -> Result<Zone, String> {
         let mut origin = origin.to_lowercase();
         origin.set_fqdn(true);
-        let mut nodes: BTreeMap<Name, Vec<Record>> = BTreeMap::new();
+        let mut nodes: HashMap<Name, Vec<Record>> = HashMap::new();
         let mut soa = None;
         for r in records {
             if !origin.zone_of(&r.name) {
@@ -70,7 +73,7 @@ impl Zone {
                 }
                 continue;
             }
-            let node = nodes.entry(r.name.to_lowercase()).or_default();
+            let node = nodes.entry(r.name.clone()).or_default();
             let cname = |x: &Record| x.record_type() == RecordType::CNAME;
             if node.iter().any(cname) || (cname(&r) && !node.is_empty()) {
                 return Err(format!(
@@ -86,7 +89,13 @@ impl Zone {
         if origin_has_cname(&nodes, &origin) {
             return Err(format!("the zone apex {origin} cannot be a CNAME"));
         }
-        Ok(Zone { origin, nodes, soa })
+        let names = nodes.keys().cloned().collect();
+        Ok(Zone {
+            origin,
+            nodes,
+            names,
+            soa,
+        })
     }
 
     /// Returns the zone's origin.
@@ -111,14 +120,15 @@ impl Zone {
 
     /// Returns every record, the SOA first, then in canonical name order.
     pub fn records(&self) -> impl Iterator<Item = &Record> {
-        std::iter::once(&self.soa).chain(self.nodes.values().flatten())
+        let nodes = self.names.iter().flat_map(|n| &self.nodes[n]);
+        std::iter::once(&self.soa).chain(nodes)
     }
 
     /// Answers `qname`/`qtype` (RFC 1034 §4.3.2 steps 3a–3c), following
     /// CNAMEs that stay in the zone (at most 16).
     pub fn lookup(&self, qname: &Name, qtype: RecordType) -> Lookup {
         let mut answers = Vec::new();
-        let mut name = qname.to_lowercase();
+        let mut name = qname.clone();
         for _ in 0..16 {
             if let Some((ns, glue)) = self.delegation(&name) {
                 if answers.is_empty() {
@@ -127,7 +137,7 @@ impl Zone {
                 // A CNAME into a delegated child: the resolver goes on.
                 break;
             }
-            let Some(node) = self.node(&name, qtype) else {
+            let Some(node) = self.node(&name) else {
                 if self.has_descendants(&name) {
                     return Lookup::NoData {
                         answers,
@@ -139,11 +149,14 @@ impl Zone {
                     soa: self.negative_soa(),
                 };
             };
-            let matching: Vec<Record> = node
+            let mut matching: Vec<Record> = node
                 .iter()
                 .filter(|r| qtype == RecordType::ANY || r.record_type() == qtype)
                 .cloned()
                 .collect();
+            if name == self.origin && matches!(qtype, RecordType::SOA | RecordType::ANY) {
+                matching.insert(0, self.soa.clone());
+            }
             if !matching.is_empty() {
                 let additionals = self.additionals(&matching);
                 answers.extend(matching);
@@ -161,7 +174,7 @@ impl Zone {
                     if !self.origin.zone_of(&target.0) {
                         break;
                     }
-                    name = target.0.to_lowercase();
+                    name = target.0.clone();
                 }
                 None => {
                     return Lookup::NoData {
@@ -177,15 +190,14 @@ impl Zone {
         }
     }
 
-    /// Returns the records at `name` (the SOA included at the origin).
-    fn node(&self, name: &Name, qtype: RecordType) -> Option<Vec<Record>> {
-        let mut v = self.nodes.get(name).cloned();
-        if *name == self.origin && matches!(qtype, RecordType::SOA | RecordType::ANY) {
-            v.get_or_insert_with(Vec::new).insert(0, self.soa.clone());
-        } else if *name == self.origin && v.is_none() {
-            v = Some(Vec::new());
+    /// Returns the records at `name` (the origin exists even with only
+    /// its SOA).
+    fn node(&self, name: &Name) -> Option<&[Record]> {
+        match self.nodes.get(name) {
+            Some(v) => Some(v),
+            None if *name == self.origin => Some(&[]),
+            None => None,
         }
-        v
     }
 
     /// Returns the NS records and glue of the delegation at or above
@@ -227,7 +239,7 @@ impl Zone {
     fn addresses_of<'a>(&self, names: impl Iterator<Item = &'a Name>) -> Vec<Record> {
         let mut out = Vec::new();
         for n in names {
-            if let Some(node) = self.nodes.get(&n.to_lowercase()) {
+            if let Some(node) = self.nodes.get(n) {
                 out.extend(
                     node.iter()
                         .filter(|r| r.record_type() == RecordType::A)
@@ -242,10 +254,10 @@ impl Zone {
     /// non-terminal answers NODATA, not NXDOMAIN: RFC 8020).
     fn has_descendants(&self, name: &Name) -> bool {
         use std::ops::Bound::{Excluded, Unbounded};
-        self.nodes
+        self.names
             .range((Excluded(name.clone()), Unbounded))
             .next()
-            .is_some_and(|(n, _)| name.zone_of(n))
+            .is_some_and(|n| name.zone_of(n))
     }
 
     /// Returns the SOA for a negative answer, its TTL the smaller of its
@@ -259,7 +271,7 @@ impl Zone {
     }
 }
 
-fn origin_has_cname(nodes: &BTreeMap<Name, Vec<Record>>, origin: &Name) -> bool {
+fn origin_has_cname(nodes: &HashMap<Name, Vec<Record>>, origin: &Name) -> bool {
     nodes
         .get(origin)
         .is_some_and(|n| n.iter().any(|r| r.record_type() == RecordType::CNAME))
