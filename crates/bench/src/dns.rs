@@ -144,7 +144,7 @@ pub fn run(s: &Sizes) -> Measurement {
             .add_group(label, None, Protocols::UDP_TCP)
             .expect("fresh group");
         sim.attach(m, lan, ip).expect("address");
-        let cfg = Rc::new(server::Config { zones });
+        let cfg = Rc::new(server::Config::new(zones));
         sim.spawn_daemon(m, "dns_server", move |h: Host| server::run(h, cfg));
     };
     serve(&mut sim, "root", ROOT, vec![root_zone]);

@@ -21,10 +21,12 @@ use std::collections::HashMap;
 pub enum Hit {
     /// The RRset.
     Records(Vec<Record>),
-    /// The name does not exist; the SOA to answer with.
-    NxDomain(Record),
+    /// The name does not exist; the SOA to answer with. (Boxed, as in
+    /// `NoData`: a `Record` is 272 bytes, and every entry of the map
+    /// would otherwise be that large.)
+    NxDomain(Box<Record>),
     /// The name has no records of that type; the SOA to answer with.
-    NoData(Record),
+    NoData(Box<Record>),
 }
 
 #[derive(Clone, Debug)]
@@ -73,6 +75,17 @@ impl Cache {
         live(&mut self.rrsets, &(name.clone(), rtype), now)
     }
 
+    /// Returns the records of a live positive entry for `name`/`rtype`,
+    /// as stored (TTLs not lowered): for the resolver's own use (its
+    /// servers' addresses), without copying them.
+    pub fn peek(&self, now: Time, name: &Name, rtype: RecordType) -> Option<&[Record]> {
+        let e = self.rrsets.get(&(name.clone(), rtype))?;
+        match &e.hit {
+            Hit::Records(r) if e.expires > now => Some(r),
+            _ => None,
+        }
+    }
+
     /// Caches an RRset (all of `records` have the same name and type) for
     /// the smallest TTL among them (RFC 2181 §5.2).
     pub fn put(&mut self, now: Time, records: Vec<Record>) {
@@ -105,7 +118,7 @@ impl Cache {
         if ttl == 0 || !self.room(now) {
             return;
         }
-        let mut soa = soa.clone();
+        let mut soa = soa;
         soa.ttl = ttl;
         let expires = now + std::time::Duration::from_secs(u64::from(ttl));
         let name = name.clone();
@@ -115,7 +128,7 @@ impl Cache {
                     name,
                     Entry {
                         expires,
-                        hit: Hit::NxDomain(soa),
+                        hit: Hit::NxDomain(Box::new(soa)),
                     },
                 );
             }
@@ -124,7 +137,7 @@ impl Cache {
                     (name, t),
                     Entry {
                         expires,
-                        hit: Hit::NoData(soa),
+                        hit: Hit::NoData(Box::new(soa)),
                     },
                 );
             }

@@ -26,8 +26,8 @@ pub fn dns_message(data: &[u8]) {
         assert_eq!(again.answers, m.answers);
         assert_eq!(again.metadata.id, m.metadata.id);
     }
-    let zones = [crate::zone::sample()];
-    let r = server::respond(&zones, &m);
+    let cfg = server::Config::new(vec![crate::zone::sample()]);
+    let r = server::respond(&cfg, &m);
     let (bytes, _) = message::encode_udp(&r, message::udp_limit(&m));
     assert!(bytes.len() <= 65_535);
 }

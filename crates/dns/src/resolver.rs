@@ -239,11 +239,11 @@ async fn resolve(st: &State, qname: Name, qtype: RecordType, depth: u8) -> Resol
             }
             Some(Hit::NxDomain(soa)) => {
                 st.hit(cached);
-                return Resolution::new(ResponseCode::NXDomain, chain, Some(soa));
+                return Resolution::new(ResponseCode::NXDomain, chain, Some(*soa));
             }
             Some(Hit::NoData(soa)) => {
                 st.hit(cached);
-                return Resolution::new(ResponseCode::NoError, chain, Some(soa));
+                return Resolution::new(ResponseCode::NoError, chain, Some(*soa));
             }
             None => {}
         }
@@ -368,12 +368,14 @@ impl State {
     /// Returns the deepest zone enclosing `name` whose servers' addresses
     /// are cached, and those addresses; else the root and its hints.
     fn closest_servers(&self, name: &Name) -> (Name, Vec<Ipv4Addr>) {
+        let now = self.host.now();
+        let cache = self.cache.borrow();
         for k in (1..=name.num_labels()).rev() {
             let zone = name.trim_to(k as usize);
-            let Some(Hit::Records(ns)) = self.cached(&zone, RecordType::NS) else {
+            let Some(ns) = cache.peek(now, &zone, RecordType::NS) else {
                 continue;
             };
-            let ips = self.addresses(&ns);
+            let ips = addresses(&cache, now, ns);
             if !ips.is_empty() {
                 return (zone, ips);
             }
@@ -383,19 +385,7 @@ impl State {
 
     /// Returns the cached addresses of the NS targets in `ns`.
     fn addresses(&self, ns: &[Record]) -> Vec<Ipv4Addr> {
-        let mut ips = Vec::new();
-        for r in ns {
-            let RData::NS(target) = &r.data else {
-                continue;
-            };
-            if let Some(Hit::Records(a)) = self.cached(&target.0, RecordType::A) {
-                ips.extend(a.iter().filter_map(|r| match r.data {
-                    RData::A(a) => Some(a.0),
-                    _ => None,
-                }));
-            }
-        }
-        ips
+        addresses(&self.cache.borrow(), self.host.now(), ns)
     }
 
     /// Takes a referral in `r` for `name` from servers of `zone`: caches
@@ -480,6 +470,23 @@ impl State {
         }
         None
     }
+}
+
+/// Returns the addresses `cache` holds for the NS targets in `ns`.
+fn addresses(cache: &Cache, now: elvis_api::Time, ns: &[Record]) -> Vec<Ipv4Addr> {
+    let mut ips = Vec::new();
+    for r in ns {
+        let RData::NS(target) = &r.data else {
+            continue;
+        };
+        if let Some(a) = cache.peek(now, &target.0, RecordType::A) {
+            ips.extend(a.iter().filter_map(|r| match r.data {
+                RData::A(a) => Some(a.0),
+                _ => None,
+            }));
+        }
+    }
+    ips
 }
 
 /// Groups records into RRsets (same name and type), in order of first

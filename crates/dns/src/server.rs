@@ -18,18 +18,42 @@ use crate::transport::{framed, poll_once, read_framed, Jobs};
 use crate::zone::{Lookup, Zone};
 use elvis_api::{AppResult, Host, LiveMetric, Message as Payload};
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
+use hickory_proto::rr::Name;
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::task::Poll;
 
-/// Options of `dns_server`: the zones it serves.
+/// Options of `dns_server`: the zones it serves, indexed by origin.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub zones: Vec<Zone>,
+    zones: Vec<Zone>,
+    by_origin: HashMap<Name, usize>,
 }
 
-/// Builds the response to query `q` from `zones`.
-pub fn respond(zones: &[Zone], q: &Message) -> Message {
+impl Config {
+    /// Returns the configuration serving `zones` (a later zone with the
+    /// origin of an earlier one replaces it).
+    pub fn new(zones: Vec<Zone>) -> Config {
+        let by_origin = zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| (z.origin().clone(), i))
+            .collect();
+        Config { zones, by_origin }
+    }
+
+    /// Returns the zone whose origin is the longest suffix of `name`.
+    fn zone_for(&self, name: &Name) -> Option<&Zone> {
+        (0..=name.num_labels())
+            .rev()
+            .find_map(|k| self.by_origin.get(&name.trim_to(usize::from(k))))
+            .map(|&i| &self.zones[i])
+    }
+}
+
+/// Builds the response to query `q` from the zones of `cfg`.
+pub fn respond(cfg: &Config, q: &Message) -> Message {
     if q.metadata.op_code != OpCode::Query {
         return message::response_to(q, ResponseCode::NotImp);
     }
@@ -38,12 +62,7 @@ pub fn respond(zones: &[Zone], q: &Message) -> Message {
     }
     let question = &q.queries[0];
     let qname = question.name();
-    // The zone whose origin is the longest suffix of the name.
-    let Some(zone) = zones
-        .iter()
-        .filter(|z| z.origin().zone_of(qname))
-        .max_by_key(|z| z.origin().num_labels())
-    else {
+    let Some(zone) = cfg.zone_for(qname) else {
         return message::response_to(q, ResponseCode::Refused);
     };
     let mut r = message::response_to(q, ResponseCode::NoError);
@@ -144,7 +163,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
                 let Some(q) = query_of(&m.to_vec(), &stats) else {
                     continue;
                 };
-                let r = respond(&cfg.zones, &q);
+                let r = respond(&cfg, &q);
                 let (bytes, tc) = message::encode_udp(&r, message::udp_limit(&q));
                 udp.send_to(Payload::from_vec(bytes), from).await?;
                 stats.responses.add(1);
@@ -182,7 +201,7 @@ async fn serve_tcp(s: elvis_api::TcpStream, cfg: Rc<Config>, stats: Rc<Stats>) {
         let Some(q) = query_of(&bytes, &stats) else {
             return;
         };
-        let r = respond(&cfg.zones, &q);
+        let r = respond(&cfg, &q);
         if s.write_all(Payload::from_vec(framed(&message::encode(&r))))
             .await
             .is_err()
@@ -197,11 +216,11 @@ async fn serve_tcp(s: elvis_api::TcpStream, cfg: Rc<Config>, stats: Rc<Stats>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hickory_proto::rr::{Name, RecordType};
+    use hickory_proto::rr::RecordType;
 
     #[test]
     fn answers_are_authoritative_and_negatives_carry_the_soa() {
-        let zones = vec![crate::zone::sample()];
+        let zones = Config::new(vec![crate::zone::sample()]);
         let q = message::query(
             1,
             Name::from_ascii("www.example.com.").unwrap(),

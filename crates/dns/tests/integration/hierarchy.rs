@@ -148,7 +148,7 @@ pub fn hierarchy(
             });
             continue;
         }
-        let cfg = Rc::new(server::Config { zones });
+        let cfg = Rc::new(server::Config::new(zones));
         sim.spawn_daemon(m, "dns_server", move |h: Host| server::run(h, cfg));
     }
     let rcfg = Rc::new(resolver::Config::new(vec![ROOT]));

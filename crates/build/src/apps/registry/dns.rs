@@ -104,7 +104,7 @@ pub(super) fn build_server(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, P
     let zone = Zone::new(origin, records).map_err(|e| {
         ParamError::new(z.loc, e).hint("a zone holds names at or below its origin, one SOA")
     })?;
-    let cfg = Rc::new(server::Config { zones: vec![zone] });
+    let cfg = Rc::new(server::Config::new(vec![zone]));
     Ok(factory("dns_server", true, move |sim, m| {
         let cfg = cfg.clone();
         timing.spawn_daemon(sim, m, "dns_server", move |h: Host| server::run(h, cfg));
