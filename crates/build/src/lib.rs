@@ -229,6 +229,8 @@ struct Attached {
     /// Blocks naming a whole generated group: (index, its size).
     counted_groups: Vec<(usize, u32)>,
     apps_from: AppsFrom,
+    /// The machines of `dns='auto'`, if asked for.
+    dns: Option<dns::AutoServers>,
 }
 
 /// Sets routes and offloads (`machines` with the counts of
@@ -262,7 +264,10 @@ fn spawn_and_finish<'a>(
         &a.groups,
         &a.generated,
         &a.apps_from,
-        base_dir,
+        Extras {
+            base_dir,
+            dns: a.dns.as_ref(),
+        },
     )?;
     a.groups.extend(a.generated);
     Ok(Built {
@@ -316,6 +321,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         groups.push((g.name.clone(), first, g.instances()));
         attach_group(&mut sim, g, first, &net_ids, &mut pools, &skip)?;
     }
+    let dns = dns::attach_servers(&mut sim, scenario, &mut pools, &skip, &mut groups)?;
     check_links(scenario)?;
     let generated = (generated.iter())
         .map(|x| (x.name.clone(), x.first, x.len))
@@ -326,6 +332,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         generated,
         counted_groups,
         apps_from,
+        dns,
     })
 }
 
@@ -779,8 +786,9 @@ fn spawn_apps<'a>(
     groups: &[(String, u32, u32)],
     generated: &[(String, u32, u32)],
     apps_from: &AppsFrom,
-    base_dir: Option<&str>,
+    extras: Extras<'_>,
 ) -> Result<(), BuildError> {
+    let Extras { base_dir, dns } = extras;
     // Name → address, for `to=` options (resolved once, at build time);
     // generated groups are counted.
     let mut names = rustc_hash::FxHashMap::<&str, (u32, u32, bool)>::default();
@@ -792,6 +800,16 @@ fn spawn_apps<'a>(
         names.entry(n).or_insert((*first, *len, counted));
     }
     let addresses = sim.primary_addresses();
+    if let Some(auto) = dns {
+        let loc = elvis_scenario::Loc::default();
+        dns::start_auto(
+            sim,
+            auto,
+            instance_names(counted, groups, generated),
+            &addresses,
+        )
+        .map_err(|e| err(loc, format!("dns='auto': {e}")))?;
+    }
     let resolve = |name: &str| -> Option<Ipv4Addr> {
         if let Ok(ip) = name.trim().parse::<Ipv4Addr>() {
             return Some(ip);
@@ -828,7 +846,7 @@ fn spawn_apps<'a>(
                 loc: app.loc,
                 children: &app.children,
                 base_dir,
-                dns: g.resolver.is_some(),
+                dns: g.resolver.is_some() || dns.is_some(),
             };
             if per_instance {
                 for i in runs.iter().flat_map(|&(a, n)| a - first..a - first + n) {
@@ -851,6 +869,40 @@ fn spawn_apps<'a>(
         }
     }
     Ok(())
+}
+
+/// What [`spawn_apps`] needs besides the machines: the NDL file's folder
+/// and the `dns='auto'` hierarchy.
+struct Extras<'a> {
+    base_dir: Option<&'a str>,
+    dns: Option<&'a dns::AutoServers>,
+}
+
+/// Returns every machine's instance name and id: `name` for a machine of
+/// its own, `name-i` in a counted or generated group, then the groups
+/// past `counted` (the DNS machines, by their names).
+fn instance_names<'a>(
+    counted: &'a [bool],
+    groups: &'a [(String, u32, u32)],
+    generated: &'a [(String, u32, u32)],
+) -> impl Iterator<Item = (String, u32)> + 'a {
+    let declared = groups
+        .iter()
+        .enumerate()
+        .map(move |(k, g)| (g, counted.get(k).copied().unwrap_or(false)));
+    let generated = generated.iter().map(|g| (g, true));
+    declared
+        .chain(generated)
+        .flat_map(|((name, first, len), counted)| {
+            (0..*len).map(move |i| {
+                let n = if counted {
+                    format!("{name}-{i}")
+                } else {
+                    name.clone()
+                };
+                (n, first + i)
+            })
+        })
 }
 
 /// Splits machines `first..first + len` into runs `(start, len)` of the
