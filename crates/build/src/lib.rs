@@ -789,26 +789,12 @@ fn spawn_apps<'a>(
     extras: Extras<'_>,
 ) -> Result<(), BuildError> {
     let Extras { base_dir, dns } = extras;
-    // Name → address, for `to=` options (resolved once, at build time);
-    // generated groups are counted.
-    let mut names = rustc_hash::FxHashMap::<&str, (u32, u32, bool)>::default();
-    names.reserve(generated.len() + groups.len());
-    for (n, first, len) in generated {
-        names.insert(n, (*first, *len, true));
-    }
-    for (&counted, (n, first, len)) in counted.iter().zip(groups) {
-        names.entry(n).or_insert((*first, *len, counted));
-    }
+    let names = name_table(counted, groups, generated);
     let addresses = sim.primary_addresses();
     if let Some(auto) = dns {
-        let loc = elvis_scenario::Loc::default();
-        dns::start_auto(
-            sim,
-            auto,
-            instance_names(counted, groups, generated),
-            &addresses,
-        )
-        .map_err(|e| err(loc, format!("dns='auto': {e}")))?;
+        let names = instance_names(counted, groups, generated);
+        dns::start_auto(sim, auto, names, &addresses)
+            .map_err(|e| err(Loc::default(), format!("dns='auto': {e}")))?;
     }
     let resolve = |name: &str| -> Option<Ipv4Addr> {
         if let Ok(ip) = name.trim().parse::<Ipv4Addr>() {
@@ -869,6 +855,27 @@ fn spawn_apps<'a>(
         }
     }
     Ok(())
+}
+
+/// Returns the table of machine names (group name → first id, size,
+/// counted) that `to=` options are resolved in, once, at build time;
+/// generated groups are counted, and so are groups past `counted` (the
+/// DNS machines) not.
+fn name_table<'a>(
+    counted: &[bool],
+    groups: &'a [(String, u32, u32)],
+    generated: &'a [(String, u32, u32)],
+) -> rustc_hash::FxHashMap<&'a str, (u32, u32, bool)> {
+    let mut names = rustc_hash::FxHashMap::<&str, (u32, u32, bool)>::default();
+    names.reserve(generated.len() + groups.len());
+    for (n, first, len) in generated {
+        names.insert(n, (*first, *len, true));
+    }
+    for (k, (n, first, len)) in groups.iter().enumerate() {
+        let counted = counted.get(k).copied().unwrap_or(false);
+        names.entry(n).or_insert((*first, *len, counted));
+    }
+    names
 }
 
 /// What [`spawn_apps`] needs besides the machines: the NDL file's folder
