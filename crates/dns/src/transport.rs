@@ -36,13 +36,13 @@ pub async fn exchange(
     timeout: std::time::Duration,
 ) -> Result<(Message, bool), Failure> {
     let deadline = host.now() + timeout;
-    let bytes = message::encode(q);
-    let r = udp(host, server, q, &bytes, deadline).await?;
+    let r = udp(host, server, q, message::encode(q), deadline).await?;
     if !r.metadata.truncation {
         return Ok((r, false));
     }
     // Boxed: the TCP exchange is rare, and its future would otherwise
     // make every exchange's (and every resolver job's) larger.
+    let bytes = message::encode(q);
     let r = Box::pin(tcp(host, server, q, &bytes, host.now() + timeout)).await?;
     Ok((r, true))
 }
@@ -51,12 +51,12 @@ async fn udp(
     host: &Host,
     server: Ipv4Addr,
     q: &Message,
-    bytes: &[u8],
+    bytes: Vec<u8>,
     deadline: Time,
 ) -> Result<Message, Failure> {
     let sock = host.udp_bind(0).map_err(sock_err)?;
     let to = SocketAddrV4::new(server, PORT);
-    sock.send_to(Payload::from_vec(bytes.to_vec()), to)
+    sock.send_to(Payload::from_vec(bytes), to)
         .await
         .map_err(sock_err)?;
     loop {
