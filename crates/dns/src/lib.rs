@@ -30,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cache;
+mod emit;
 pub mod fuzz_bodies;
 pub mod master;
 pub mod message;

@@ -1,7 +1,8 @@
 //! DNS messages on the wire (RFC 1035 §4), through hickory-proto.
 //!
-//! hickory-proto encodes (with name compression, RFC 1035 §4.1.4) and
-//! decodes; this module adds what a server and a resolver need around it:
+//! hickory-proto decodes, and encodes what this crate's own encoder
+//! (`emit.rs`, faster for the record types zones hold) does not; this
+//! module adds what a server and a resolver need around it:
 //! queries with an EDNS(0) OPT record (RFC 6891), the UDP size limit a
 //! response must fit (512 bytes, or the client's EDNS payload size, up to
 //! ours), truncation with the TC bit, and the two-byte length prefix of DNS
@@ -48,13 +49,15 @@ pub fn decode(bytes: &[u8]) -> Result<Message, WireError> {
     Message::from_vec(bytes).map_err(|e| WireError(e.to_string()))
 }
 
-/// Encodes a message (names compressed).
+/// Encodes a message (names compressed): with this crate's encoder
+/// (`emit.rs`) when it holds only what a zone holds, else with hickory.
 ///
 /// # Panics
 /// Never for messages this crate builds; hickory only fails on a name
 /// over 255 bytes or more than 65,535 records, which no zone holds.
 pub fn encode(msg: &Message) -> Vec<u8> {
-    msg.to_vec().expect("a message this crate built encodes")
+    crate::emit::emit(msg)
+        .unwrap_or_else(|| msg.to_vec().expect("a message this crate built encodes"))
 }
 
 /// Returns a query for `name`/`qtype` with id `id`, recursion desired or
