@@ -14,7 +14,7 @@
 
 use elvis_api::Time;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A cached answer, TTLs counting down to now.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,8 +47,8 @@ impl Cache {
     /// Returns an empty cache holding at most `limit` entries.
     pub fn new(limit: usize) -> Cache {
         Cache {
-            rrsets: HashMap::new(),
-            nxdomain: HashMap::new(),
+            rrsets: HashMap::default(),
+            nxdomain: HashMap::default(),
             limit,
         }
     }

@@ -19,8 +19,8 @@ use crate::zone::{Lookup, Zone};
 use elvis_api::{AppResult, Host, LiveMetric, Message as Payload};
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::Name;
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::task::Poll;
 

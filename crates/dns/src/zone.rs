@@ -14,7 +14,8 @@
 
 use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 
 /// The records of one zone.
 #[derive(Clone, Debug)]
@@ -55,7 +56,7 @@ impl Zone {
     pub fn new(origin: Name, records: Vec<Record>) -> Result<Zone, String> {
         let mut origin = origin.to_lowercase();
         origin.set_fqdn(true);
-        let mut nodes: HashMap<Name, Vec<Record>> = HashMap::new();
+        let mut nodes: HashMap<Name, Vec<Record>> = HashMap::default();
         let mut soa = None;
         for r in records {
             if !origin.zone_of(&r.name) {
