@@ -16,10 +16,16 @@ use hickory_proto::op::{Message, MessageType};
 use hickory_proto::rr::{Name, RData, Record};
 
 /// Names written so far: where each suffix starts (for pointers, which
-/// reach offsets below 0x4000 only).
+/// reach offsets below 0x4000 only), its labels kept in one arena.
+#[derive(Default)]
 struct Names {
-    /// (offset in the message, the suffix's labels as written).
-    written: Vec<(u16, Vec<u8>)>,
+    /// (offset in the message, start and end of the suffix in `arena`).
+    written: Vec<(u16, u32, u32)>,
+    /// The suffixes' labels in wire form, one after another.
+    arena: Vec<u8>,
+    /// The name being written, in wire form, and where its labels start.
+    wire: Vec<u8>,
+    starts: Vec<usize>,
 }
 
 impl Names {
@@ -27,31 +33,34 @@ impl Names {
     /// already written (compared byte for byte, so a decoded name keeps
     /// its case).
     fn emit(&mut self, out: &mut Vec<u8>, name: &Name) {
-        let labels: Vec<&[u8]> = name.iter().collect();
-        for i in 0..labels.len() {
-            let suffix = wire_labels(&labels[i..]);
-            if let Some((at, _)) = self.written.iter().find(|(_, s)| *s == suffix) {
-                out.extend_from_slice(&(0xc000 | *at).to_be_bytes());
+        self.wire.clear();
+        self.starts.clear();
+        for l in name.iter() {
+            self.starts.push(self.wire.len());
+            self.wire.push(l.len() as u8);
+            self.wire.extend_from_slice(l);
+        }
+        for k in 0..self.starts.len() {
+            let suffix = &self.wire[self.starts[k]..];
+            let found = self
+                .written
+                .iter()
+                .find(|&&(_, a, b)| &self.arena[a as usize..b as usize] == suffix);
+            if let Some(&(at, _, _)) = found {
+                out.extend_from_slice(&(0xc000 | at).to_be_bytes());
                 return;
             }
             if out.len() < 0x4000 {
-                self.written.push((out.len() as u16, suffix));
+                let a = self.arena.len() as u32;
+                self.arena.extend_from_slice(suffix);
+                self.written
+                    .push((out.len() as u16, a, self.arena.len() as u32));
             }
-            out.push(labels[i].len() as u8);
-            out.extend_from_slice(labels[i]);
+            let end = self.starts.get(k + 1).copied().unwrap_or(self.wire.len());
+            out.extend_from_slice(&self.wire[self.starts[k]..end]);
         }
         out.push(0);
     }
-}
-
-/// Returns labels in wire form (length-prefixed, without the root).
-fn wire_labels(labels: &[&[u8]]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(labels.iter().map(|l| l.len() + 1).sum());
-    for l in labels {
-        v.push(l.len() as u8);
-        v.extend_from_slice(l);
-    }
-    v
 }
 
 /// Encodes `m`, or returns `None` when it holds something this encoder
@@ -98,9 +107,7 @@ pub(crate) fn emit(m: &Message) -> Option<Vec<u8>> {
     ] {
         out.extend_from_slice(&u16::try_from(n).ok()?.to_be_bytes());
     }
-    let mut names = Names {
-        written: Vec::new(),
-    };
+    let mut names = Names::default();
     for q in &m.queries {
         names.emit(&mut out, q.name());
         out.extend_from_slice(&u16::from(q.query_type()).to_be_bytes());
