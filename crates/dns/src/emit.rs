@@ -17,7 +17,6 @@ use hickory_proto::rr::{Name, RData, Record};
 
 /// Names written so far: where each suffix starts (for pointers, which
 /// reach offsets below 0x4000 only), its labels kept in one arena.
-#[derive(Default)]
 struct Names {
     /// (offset in the message, start and end of the suffix in `arena`).
     written: Vec<(u16, u32, u32)>,
@@ -29,6 +28,16 @@ struct Names {
 }
 
 impl Names {
+    /// Returns an empty table sized for a message of a few names.
+    fn new() -> Names {
+        Names {
+            written: Vec::with_capacity(16),
+            arena: Vec::with_capacity(256),
+            wire: Vec::with_capacity(64),
+            starts: Vec::with_capacity(8),
+        }
+    }
+
     /// Writes `name` at the end of `out`, pointing at the longest suffix
     /// already written (compared byte for byte, so a decoded name keeps
     /// its case).
@@ -107,7 +116,7 @@ pub(crate) fn emit(m: &Message) -> Option<Vec<u8>> {
     ] {
         out.extend_from_slice(&u16::try_from(n).ok()?.to_be_bytes());
     }
-    let mut names = Names::default();
+    let mut names = Names::new();
     for q in &m.queries {
         names.emit(&mut out, q.name());
         out.extend_from_slice(&u16::from(q.query_type()).to_be_bytes());
