@@ -11,8 +11,9 @@
 //! list is tried `attempts` times before the resolver gives up with
 //! SERVFAIL. Truncated answers are asked again over TCP.
 //!
-//! Questions are resolved concurrently ([`crate::transport::Jobs`]), each
-//! upstream query from its own ephemeral port with a random id (RFC 5452).
+//! A question the cache answers is answered at once; the others are
+//! resolved concurrently ([`crate::transport::Jobs`]), each upstream
+//! query from its own ephemeral port with a random id (RFC 5452).
 //!
 //! It publishes `queries`, `responses`, `responses_tcp`, `cache_hits`,
 //! `upstream_queries`, `upstream_tcp`, `upstream_timeouts` and
@@ -155,8 +156,19 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
         match event {
             Ok(datagram) => {
                 let (m, from) = datagram?;
-                if let Some(q) = query_of(&m.to_vec(), &st) {
-                    jobs.push(answer_udp(st.clone(), udp.clone(), q, from));
+                let Some(q) = query_of(&m.to_vec(), &st) else {
+                    continue;
+                };
+                // A cached answer goes out at once; only a question that
+                // needs the network becomes a job.
+                match cached_answer(&st, &q) {
+                    Some(r) => {
+                        let (bytes, _) = message::encode_udp(&r, message::udp_limit(&q));
+                        if udp.send_to(Payload::from_vec(bytes), from).await.is_ok() {
+                            st.stats.responses.add(1);
+                        }
+                    }
+                    None => jobs.push(answer_udp(st.clone(), udp.clone(), q, from)),
                 }
             }
             Err(conn) => {
@@ -200,6 +212,22 @@ async fn serve_tcp(st: Rc<State>, s: elvis_api::TcpStream) {
     }
 }
 
+/// Returns the response to a client's query when the cache holds the
+/// answer itself (no CNAME to follow), counting the hit.
+fn cached_answer(st: &State, q: &Message) -> Option<Message> {
+    if q.metadata.op_code != OpCode::Query || q.queries.len() != 1 {
+        return None;
+    }
+    let question = &q.queries[0];
+    let res = match st.cached(question.name(), question.query_type())? {
+        Hit::Records(r) => Resolution::new(ResponseCode::NoError, r, None),
+        Hit::NxDomain(soa) => Resolution::new(ResponseCode::NXDomain, Vec::new(), Some(*soa)),
+        Hit::NoData(soa) => Resolution::new(ResponseCode::NoError, Vec::new(), Some(*soa)),
+    };
+    st.stats.cache_hits.add(1);
+    Some(response(st, q, res))
+}
+
 /// Builds the response to a client's query.
 async fn answer(st: &State, q: &Message) -> Message {
     if q.metadata.op_code != OpCode::Query {
@@ -210,6 +238,11 @@ async fn answer(st: &State, q: &Message) -> Message {
     }
     let question = &q.queries[0];
     let res = resolve(st, question.name().clone(), question.query_type(), 0).await;
+    response(st, q, res)
+}
+
+/// Returns the response to `q` that `res` gives.
+fn response(st: &State, q: &Message, res: Resolution) -> Message {
     if res.rcode == ResponseCode::ServFail {
         st.stats.servfail.add(1);
     }
