@@ -155,8 +155,8 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
         .await;
         match event {
             Ok(datagram) => {
-                let (m, from) = datagram?;
-                let Some(q) = query_of(&m.to_vec(), &st) else {
+                let (mut m, from) = datagram?;
+                let Some(q) = query_of(crate::transport::bytes_of(&mut m), &st) else {
                     continue;
                 };
                 // A cached answer goes out at once; only a question that

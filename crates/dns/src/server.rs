@@ -14,7 +14,7 @@
 //! report, kept current as it runs.
 
 use crate::message::{self, PORT};
-use crate::transport::{framed, poll_once, read_framed, Jobs};
+use crate::transport::{bytes_of, framed, poll_once, read_framed, Jobs};
 use crate::zone::{Lookup, Zone};
 use elvis_api::{AppResult, Host, LiveMetric, Message as Payload};
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
@@ -159,8 +159,8 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
         .await;
         match event {
             Ok(datagram) => {
-                let (m, from) = datagram?;
-                let Some(q) = query_of(&m.to_vec(), &stats) else {
+                let (mut m, from) = datagram?;
+                let Some(q) = query_of(bytes_of(&mut m), &stats) else {
                     continue;
                 };
                 let r = respond(&cfg, &q);

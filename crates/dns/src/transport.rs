@@ -63,8 +63,8 @@ async fn udp(
         match timeout_at(host, deadline, sock.recv_from()).await {
             None => return Err(Failure::Timeout),
             Some(Err(e)) => return Err(sock_err(e)),
-            Some(Ok((m, from))) if from == to => {
-                if let Ok(r) = message::decode(&m.to_vec()) {
+            Some(Ok((mut m, from))) if from == to => {
+                if let Ok(r) = message::decode(bytes_of(&mut m)) {
                     if message::answers(q, &r) {
                         return Ok(r);
                     }
@@ -105,6 +105,13 @@ async fn tcp(
     timeout_at(host, deadline, work)
         .await
         .unwrap_or(Err(Failure::Timeout))
+}
+
+/// Returns a datagram's bytes as one slice: in place when they are
+/// contiguous (a datagram that arrived whole), else gathered once.
+pub fn bytes_of(m: &mut Payload) -> &[u8] {
+    let n = m.len();
+    m.front(n).unwrap_or(&[])
 }
 
 /// Returns `bytes` with the two-byte length prefix of DNS over TCP.
