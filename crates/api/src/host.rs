@@ -243,6 +243,16 @@ impl Host {
         });
     }
 
+    /// Publishes `name` = `value` like [`Host::publish`] and returns a
+    /// handle that changes the value later: a daemon, which never returns,
+    /// keeps its running totals (queries answered…) in the report this
+    /// way.
+    pub fn publish_live(&self, name: &str, value: f64) -> LiveMetric {
+        let index = try_with_world(|w| w.metrics.len()).unwrap_or(usize::MAX);
+        self.publish(name, value);
+        LiveMetric { index }
+    }
+
     /// Adds `n` to the run-wide counter `name`; returns the new value.
     pub fn counter_add(&self, name: &str, n: u64) -> u64 {
         try_with_world(|w| {
@@ -288,6 +298,24 @@ impl Future for Configured {
             Ok(true) => Poll::Pending,
             _ => Poll::Ready(()),
         }
+    }
+}
+
+/// A published metric whose value can still change
+/// ([`Host::publish_live`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveMetric {
+    index: usize,
+}
+
+impl LiveMetric {
+    /// Sets the metric's value (a no-op outside a run).
+    pub fn set(&self, value: f64) {
+        let _ = try_with_world(|w| {
+            if let Some(m) = w.metrics.get_mut(self.index) {
+                m.value = value;
+            }
+        });
     }
 }
 

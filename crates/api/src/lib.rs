@@ -26,7 +26,7 @@ pub use elvis_kernel::Time;
 pub use elvis_message::Message;
 pub use elvis_tcpcc::Algorithm as Congestion;
 pub use executor::{AppError, AppResult, TaskState};
-pub use host::{Host, Sleep};
+pub use host::{Host, LiveMetric, Sleep};
 pub use machine::{MachineId, ResolverConf};
 pub use socket::{
     EchoOptions, EchoReply, IcmpError, IcmpSocket, Shutdown, SocketError, TcpListener, TcpSocket,

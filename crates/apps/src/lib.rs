@@ -16,6 +16,8 @@
 //! | `bulk_receive` | accepts one TCP connection and reads `bytes` | all received |
 //! | `tcp_echo_server` | echoes every TCP connection | never (daemon) |
 //! | `tcp_echo_client` | sends `message` `message_count` times over TCP and checks the echoes | all echoed |
+//! | `dns_server` | answers DNS queries from its zone (crate `elvis-dns`) | never (daemon) |
+//! | `dns_resolver` | resolves DNS queries iteratively, with a cache (crate `elvis-dns`) | never (daemon) |
 //!
 //! `dhcp_server` is an NDL application too, but a service of the
 //! machine's stack (`elvis_stack::dhcp::server`), not a task here.

@@ -23,6 +23,8 @@
 //! - `router-chain-sweep`: the router chain of seed 002 (Figs. 12–15):
 //!   ping RTT and TCP goodput across 1 … 1000 routers against closed
 //!   forms (`chain_sweep.rs`).
+//! - `dns-lookups`: stub lookups of Zipf-distributed names through caching
+//!   resolvers and a root / TLD / authoritative hierarchy (`dns.rs`).
 //! - `tcp-idle`: N idle established TCP connections; bytes per connection
 //!   (`tcp_idle.rs`).
 //! - `offload-memory`: N idle hosts with and without `offload='linux'`
@@ -45,6 +47,7 @@
 
 mod chain_sweep;
 mod dhcp_boot;
+mod dns;
 mod fattree;
 mod offload_memory;
 mod socket_overhead;
@@ -156,6 +159,22 @@ enum Cmd {
         /// rack (RACK-TLP, RFC 8985, the simulator's default, as Linux) | rfc6675
         #[arg(long, default_value = "rack")]
         loss_detection: String,
+    },
+    /// Stub lookups of Zipf(1.0)-distributed names through caching
+    /// resolvers and a root / TLD / authoritative hierarchy (`dns.rs`).
+    DnsLookups {
+        #[arg(long, default_value_t = 1_000_000)]
+        lookups: u64,
+        #[arg(long, default_value_t = 100_000)]
+        names: u32,
+        #[arg(long, default_value_t = 100)]
+        resolvers: u32,
+        #[arg(long, default_value_t = 1_000)]
+        clients: u32,
+        #[arg(long, default_value_t = 100)]
+        zones: u32,
+        #[arg(long, default_value_t = 10)]
+        servers: u32,
     },
     /// N idle established TCP connections: memory per connection.
     TcpIdle {
@@ -344,6 +363,21 @@ fn main() {
             &loss_detection,
         ),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
+        Cmd::DnsLookups {
+            lookups,
+            names,
+            resolvers,
+            clients,
+            zones,
+            servers,
+        } => dns::run(&dns::Sizes {
+            lookups,
+            names,
+            resolvers,
+            clients,
+            zones,
+            servers,
+        }),
         Cmd::OffloadMemory {
             n,
             active,

@@ -44,6 +44,7 @@ use std::net::Ipv4Addr;
 
 pub mod apps;
 mod dhcp;
+mod dns;
 pub mod estimate;
 mod topology;
 
@@ -189,7 +190,8 @@ pub fn build(scenario: &Scenario, seed: Option<u64>) -> Result<Built, BuildError
     routes_and_offloads(&mut a, &machines, scenario)?;
     let counted: Vec<bool> = machines.iter().map(|g| g.count.is_some()).collect();
     let groups = machines.iter().map(Cow::Borrowed);
-    spawn_and_finish(a, &counted, groups, scenario.sim.until)
+    let base_dir = scenario.base_dir.as_deref();
+    spawn_and_finish(a, &counted, groups, scenario.sim.until, base_dir)
 }
 
 /// Builds `scenario` as [`build`] does, dropping its parts once they are
@@ -211,9 +213,11 @@ pub fn build_owned(mut scenario: Scenario, seed: Option<u64>) -> Result<Built, B
         .map(|g| g.count.is_some())
         .collect();
     let until = scenario.sim.until;
+    let base_dir = scenario.base_dir.take();
     let groups = std::mem::take(&mut scenario.machines);
     drop(scenario);
-    spawn_and_finish(a, &counted, groups.into_iter().map(Cow::Owned), until)
+    let groups = groups.into_iter().map(Cow::Owned);
+    spawn_and_finish(a, &counted, groups, until, base_dir.as_deref())
 }
 
 /// A simulation with every network made and every machine attached.
@@ -226,6 +230,8 @@ struct Attached {
     /// Blocks naming a whole generated group: (index, its size).
     counted_groups: Vec<(usize, u32)>,
     apps_from: AppsFrom,
+    /// The machines of `dns='auto'`, if asked for.
+    dns: Option<dns::AutoServers>,
 }
 
 /// Sets routes and offloads (`machines` with the counts of
@@ -250,6 +256,7 @@ fn spawn_and_finish<'a>(
     counted: &[bool],
     machines: impl Iterator<Item = Cow<'a, MachineGroup>>,
     until: Option<u64>,
+    base_dir: Option<&str>,
 ) -> Result<Built, BuildError> {
     spawn_apps(
         &mut a.sim,
@@ -258,6 +265,10 @@ fn spawn_and_finish<'a>(
         &a.groups,
         &a.generated,
         &a.apps_from,
+        Extras {
+            base_dir,
+            dns: a.dns.as_ref(),
+        },
     )?;
     a.groups.extend(a.generated);
     Ok(Built {
@@ -312,6 +323,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         attach_group(&mut sim, g, first, &net_ids, &mut pools, &skip)?;
         dhcp::group(&mut sim, g, first)?;
     }
+    let dns = dns::attach_servers(&mut sim, scenario, &mut pools, &skip, &mut groups)?;
     check_links(scenario)?;
     let generated = (generated.iter())
         .map(|x| (x.name.clone(), x.first, x.len))
@@ -322,6 +334,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         generated,
         counted_groups,
         apps_from,
+        dns,
     })
 }
 
@@ -787,18 +800,16 @@ fn spawn_apps<'a>(
     groups: &[(String, u32, u32)],
     generated: &[(String, u32, u32)],
     apps_from: &AppsFrom,
+    extras: Extras<'_>,
 ) -> Result<(), BuildError> {
-    // Name → address, for `to=` options (resolved once, at build time);
-    // generated groups are counted.
-    let mut names = rustc_hash::FxHashMap::<&str, (u32, u32, bool)>::default();
-    names.reserve(generated.len() + groups.len());
-    for (n, first, len) in generated {
-        names.insert(n, (*first, *len, true));
-    }
-    for (&counted, (n, first, len)) in counted.iter().zip(groups) {
-        names.entry(n).or_insert((*first, *len, counted));
-    }
+    let Extras { base_dir, dns } = extras;
+    let names = name_table(counted, groups, generated);
     let addresses = sim.primary_addresses();
+    if let Some(auto) = dns {
+        let names = instance_names(counted, groups, generated);
+        dns::start_auto(sim, auto, names, &addresses)
+            .map_err(|e| err(Loc::default(), format!("dns='auto': {e}")))?;
+    }
     let resolve = |name: &str| -> Option<Ipv4Addr> {
         if let Ok(ip) = name.trim().parse::<Ipv4Addr>() {
             return Some(ip);
@@ -822,6 +833,7 @@ fn spawn_apps<'a>(
     let mut spawns: Vec<(apps::AppFactory, u32, u32)> = Vec::new();
     // An owned group is dropped once its applications are configured.
     for (k, (g, (_, first, len))) in machines.zip(groups).enumerate() {
+        dns::resolver_conf(sim, &g, *first, *len, &resolve)?;
         // The machines of this group that take its applications.
         let runs = if apps_from.whole_groups.contains(&k) {
             runs(*first, *len, |m| apps_from.own_block.contains(&m))
@@ -834,6 +846,8 @@ fn spawn_apps<'a>(
                 resolve: &resolve,
                 loc: app.loc,
                 children: &app.children,
+                base_dir,
+                dns: g.resolver.is_some() || dns.is_some() || dhcp::is_client(&g),
             };
             if per_instance {
                 for i in runs.iter().flat_map(|&(a, n)| a - first..a - first + n) {
@@ -856,6 +870,61 @@ fn spawn_apps<'a>(
         }
     }
     Ok(())
+}
+
+/// Returns the table of machine names (group name → first id, size,
+/// counted) that `to=` options are resolved in, once, at build time;
+/// generated groups are counted, and so are groups past `counted` (the
+/// DNS machines) not.
+fn name_table<'a>(
+    counted: &[bool],
+    groups: &'a [(String, u32, u32)],
+    generated: &'a [(String, u32, u32)],
+) -> rustc_hash::FxHashMap<&'a str, (u32, u32, bool)> {
+    let mut names = rustc_hash::FxHashMap::<&str, (u32, u32, bool)>::default();
+    names.reserve(generated.len() + groups.len());
+    for (n, first, len) in generated {
+        names.insert(n, (*first, *len, true));
+    }
+    for (k, (n, first, len)) in groups.iter().enumerate() {
+        let counted = counted.get(k).copied().unwrap_or(false);
+        names.entry(n).or_insert((*first, *len, counted));
+    }
+    names
+}
+
+/// What [`spawn_apps`] needs besides the machines: the NDL file's folder
+/// and the `dns='auto'` hierarchy.
+struct Extras<'a> {
+    base_dir: Option<&'a str>,
+    dns: Option<&'a dns::AutoServers>,
+}
+
+/// Returns every machine's instance name and id: `name` for a machine of
+/// its own, `name-i` in a counted or generated group, then the groups
+/// past `counted` (the DNS machines, by their names).
+fn instance_names<'a>(
+    counted: &'a [bool],
+    groups: &'a [(String, u32, u32)],
+    generated: &'a [(String, u32, u32)],
+) -> impl Iterator<Item = (String, u32)> + 'a {
+    let declared = groups
+        .iter()
+        .enumerate()
+        .map(move |(k, g)| (g, counted.get(k).copied().unwrap_or(false)));
+    let generated = generated.iter().map(|g| (g, true));
+    declared
+        .chain(generated)
+        .flat_map(|((name, first, len), counted)| {
+            (0..*len).map(move |i| {
+                let n = if counted {
+                    format!("{name}-{i}")
+                } else {
+                    name.clone()
+                };
+                (n, first + i)
+            })
+        })
 }
 
 /// Splits machines `first..first + len` into runs `(start, len)` of the

@@ -18,7 +18,9 @@ pub const FILES: &[(&str, &str)] = &[
         "default.ndl",
         include_str!("../../../examples/ndl/default.ndl"),
     ),
+    ("dhcp-dns.ndl", include_str!("../../../examples/ndl/dhcp-dns.ndl")),
     ("dhcp.ndl", include_str!("../../../examples/ndl/dhcp.ndl")),
+    ("dns.ndl", include_str!("../../../examples/ndl/dns.ndl")),
     (
         "dumbbell.ndl",
         include_str!("../../../examples/ndl/dumbbell.ndl"),
@@ -26,6 +28,10 @@ pub const FILES: &[(&str, &str)] = &[
     (
         "elvis-basic-1000000.ndl",
         include_str!("../../../examples/ndl/elvis-basic-1000000.ndl"),
+    ),
+    (
+        "example.com.zone",
+        include_str!("../../../examples/ndl/example.com.zone"),
     ),
     (
         "fattree-4.ndl",
@@ -189,5 +195,8 @@ mod tests {
         assert!(!l.contains("backbone-10"));
         let (_, zoo) = find("topology-zoo").unwrap();
         assert_eq!(companions(zoo).len(), 1);
+        let (_, dns) = find("dns").unwrap();
+        let names: Vec<&str> = companions(dns).iter().map(|(f, _)| *f).collect();
+        assert_eq!(names, ["example.com.zone"]);
     }
 }

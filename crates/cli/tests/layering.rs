@@ -87,6 +87,9 @@ const LAYERS: &[(&str, May)] = &[
     ),
     // Applications, written against the application API only.
     ("elvis-apps", May::Only(&["elvis-api"])),
+    // DNS: messages, zones, the server, resolver and stub applications,
+    // written against the application API only.
+    ("elvis-dns", May::Only(&["elvis-api"])),
     // Builder: a scenario to a runnable simulation; the NDL names of the
     // applications.
     (
@@ -95,6 +98,7 @@ const LAYERS: &[(&str, May)] = &[
             "elvis-scenario",
             "elvis-sim",
             "elvis-apps",
+            "elvis-dns",
             "elvis-kernel",
             "elvis-net",
         ]),

@@ -349,6 +349,8 @@ impl Lower<'_> {
                 "icmp_ratelimit",
                 "icmp_msgs_per_sec",
                 "icmp_msgs_burst",
+                "dns",
+                "domain",
             ],
         );
         self.no_children(b);
@@ -388,6 +390,58 @@ impl Lower<'_> {
         }
         if let Some(p) = b.param("icmp_msgs_burst") {
             self.sc.sim.icmp_msgs_burst = self.value(p, parse_u64, "icmp_msgs_burst='50'");
+        }
+        self.dns_auto(b);
+    }
+
+    /// Reads `dns='auto'` and its `domain` (default `elvis`).
+    fn dns_auto(&mut self, b: &Block) {
+        let auto = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(true),
+            "none" | "no" => Ok(false),
+            _ => Err("expected auto or none".to_string()),
+        };
+        let dns = b
+            .param("dns")
+            .and_then(|p| self.value(p, auto, "dns='auto'"));
+        let domain = b.param("domain");
+        let label_ok = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+        };
+        if let Some(d) = domain {
+            let v = d.value.node.trim().trim_end_matches('.');
+            if v.is_empty() || v.len() > 200 || !v.split('.').all(label_ok) {
+                self.error(
+                    ErrorKind::BadValue,
+                    d.value.span,
+                    format!("'{}' is not a domain name", d.value.node),
+                    Some("domain='elvis' or domain='example.com'".into()),
+                );
+                return;
+            }
+            if dns != Some(true) {
+                self.error(
+                    ErrorKind::BadValue,
+                    d.value.span,
+                    "domain is only read with dns='auto'".to_string(),
+                    Some("add dns='auto'".into()),
+                );
+                return;
+            }
+        }
+        if let (Some(true), Some(p)) = (dns, b.param("dns")) {
+            self.sc.sim.dns = Some(elvis_scenario::DnsAuto {
+                domain: domain.map_or("elvis".to_string(), |d| {
+                    d.value
+                        .node
+                        .trim()
+                        .trim_end_matches('.')
+                        .to_ascii_lowercase()
+                }),
+                loc: self.loc(p.value.span),
+            });
         }
     }
 }

@@ -162,6 +162,20 @@ pub struct SimSettings {
     pub icmp_msgs_per_sec: Option<u64>,
     #[serde(default)]
     pub icmp_msgs_burst: Option<u64>,
+    /// `dns='auto'`: the builder adds a DNS hierarchy naming every
+    /// machine and points every machine at its resolver.
+    #[serde(default)]
+    pub dns: Option<DnsAuto>,
+    pub loc: Loc,
+}
+
+/// A DNS hierarchy built for the scenario (`[Simulation dns='auto'
+/// domain='elvis']`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DnsAuto {
+    /// The domain every machine is named under (`sender-17.elvis`).
+    pub domain: String,
+    /// Where `dns=` is written.
     pub loc: Loc,
 }
 
@@ -211,6 +225,7 @@ impl Default for SimSettings {
             icmp_ratelimit_ns: None,
             icmp_msgs_per_sec: None,
             icmp_msgs_burst: None,
+            dns: None,
             loc: Loc::default(),
         }
     }
@@ -400,6 +415,10 @@ pub struct MachineGroup {
     pub protocols: Vec<ProtocolSpec>,
     /// Applications, in order.
     pub applications: Vec<AppSpec>,
+    /// The DNS servers its stub resolver asks (`resolver='10.1.0.2'`, a
+    /// comma list of addresses or machine names), as written.
+    #[serde(default)]
+    pub resolver: Option<Param>,
     /// Forwards datagrams addressed to others (`forward='yes'`): a router.
     #[serde(default)]
     pub forward: bool,

@@ -9,6 +9,8 @@
 //! the builder) and `start` / `stop` (when it runs, `timing.rs`).
 
 use super::timing::Timing;
+mod dns;
+use dns::Target;
 use elvis_apps::{bulk, capture, forward, ping, ping_pong, send_message, tcp_echo, traceroute};
 use elvis_scenario::{Loc, Params};
 use elvis_sim::{Host, MachineId, Message, Simulation};
@@ -45,8 +47,16 @@ pub struct BuildCtx<'a> {
     /// Location of the `[Application]` block, for errors about missing
     /// options.
     pub loc: Loc,
-    /// Blocks nested in the `[Application]` (a `dhcp_server`'s `[Pool]`s).
+    /// Blocks nested in the `[Application]` (a `dns_server`'s
+    /// `[Record]`s).
     pub children: &'a [elvis_scenario::Block],
+    /// The NDL file's folder, for files an application names.
+    pub base_dir: Option<&'a str>,
+    /// Whether the machines have a resolver configuration: a `to=` name
+    /// that is not an address is then looked up through DNS when the
+    /// application starts (`send_message`, `ping`, `traceroute`,
+    /// `bulk_send`, `tcp_echo_client`), not in the simulator's table.
+    pub dns: bool,
 }
 
 type SpawnFn = dyn Fn(&mut Simulation, MachineId);
@@ -112,6 +122,11 @@ pub const APPS: &[(&str, &[&str])] = &[
         "tcp_echo_client",
         &["to", "port", "message", "message_count"],
     ),
+    ("dns_server", &["zone", "file"]),
+    (
+        "dns_resolver",
+        &["roots", "timeout", "attempts", "cache_size"],
+    ),
 ];
 
 /// Options every application accepts besides its own: `name` (the
@@ -159,6 +174,8 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "tcp_echo_server" => build_tcp_echo_server(&o, timing),
         "tcp_echo_client" => build_tcp_echo_client(&o, timing),
         "dhcp_server" => build_dhcp_server(&o),
+        "dns_server" => dns::build_server(&o, timing),
+        "dns_resolver" => dns::build_resolver(&o, timing),
         _ => unreachable!("every name in APPS is handled"),
     }
 }
@@ -189,7 +206,7 @@ fn build_send_message(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamE
     };
     let cfg = Rc::new(send_message::Config {
         message,
-        to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
+        to: SocketAddrV4::new(o.target("to")?.ip(), o.port("port")?),
         count: o.u64_or("message_count", 1)?,
         local_port: o.port_or("local_port", 0)?,
         interval: match params.get("interval") {
@@ -199,11 +216,10 @@ fn build_send_message(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamE
         transport: o.transport()?,
         congestion: o.congestion()?,
     });
+    let to = o.target("to")?;
+    let set = |c: &mut send_message::Config, ip| c.to.set_ip(ip);
     Ok(factory("send_message", false, move |sim, m| {
-        let cfg = cfg.clone();
-        timing.spawn(sim, m, "send_message", move |h: Host| {
-            send_message::run(h, cfg)
-        });
+        to.spawn(sim, m, timing, "send_message", &cfg, set, send_message::run);
     }))
 }
 
@@ -264,8 +280,9 @@ fn build_ping_pong(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamErro
 
 /// `ping`: `count` ICMP echo requests to `to`.
 fn build_ping(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let to = o.target("to")?;
     let cfg = Rc::new(ping::Config {
-        to: o.host("to")?,
+        to: to.ip(),
         count: u16::try_from(o.u64_or("count", 4)?).map_err(|_| {
             ParamError::new(
                 o.loc("count"),
@@ -276,9 +293,9 @@ fn build_ping(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
         timeout: o.duration_or("timeout", Duration::from_secs(1))?,
         size: o.datagram_size_or("size", 56, "ICMP")? as usize,
     });
+    let set = |c: &mut ping::Config, ip| c.to = ip;
     Ok(factory("ping", false, move |sim, m| {
-        let cfg = cfg.clone();
-        timing.spawn(sim, m, "ping", move |h: Host| ping::run(h, cfg));
+        to.spawn(sim, m, timing, "ping", &cfg, set, ping::run);
     }))
 }
 
@@ -298,16 +315,17 @@ fn build_traceroute(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamErr
         }
         Ok(v as u8)
     };
+    let to = o.target("to")?;
     let cfg = Rc::new(traceroute::Config {
-        to: o.host("to")?,
+        to: to.ip(),
         max_hops: small("max_hops", 30, 255)?,
         queries: small("queries", 1, 10)?,
         timeout: o.duration_or("timeout", Duration::from_secs(1))?,
         size: o.datagram_size_or("size", 32, "ICMP")? as usize,
     });
+    let set = |c: &mut traceroute::Config, ip| c.to = ip;
     Ok(factory("traceroute", false, move |sim, m| {
-        let cfg = cfg.clone();
-        timing.spawn(sim, m, "traceroute", move |h: Host| traceroute::run(h, cfg));
+        to.spawn(sim, m, timing, "traceroute", &cfg, set, traceroute::run);
     }))
 }
 
@@ -327,16 +345,17 @@ fn build_bulk_send(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamErro
             }
         },
     };
+    let to = o.target("to")?;
     let cfg = Rc::new(bulk::SendConfig {
-        to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
+        to: SocketAddrV4::new(to.ip(), o.port("port")?),
         bytes: o.size(o.required("bytes")?)?,
         real,
         congestion: o.congestion()?,
         sndbuf: o.buffer("sndbuf")?,
     });
+    let set = |c: &mut bulk::SendConfig, ip| c.to.set_ip(ip);
     Ok(factory("bulk_send", false, move |sim, m| {
-        let cfg = cfg.clone();
-        timing.spawn(sim, m, "bulk_send", move |h: Host| bulk::send(h, cfg));
+        to.spawn(sim, m, timing, "bulk_send", &cfg, set, bulk::send);
     }))
 }
 
@@ -367,8 +386,9 @@ fn build_tcp_echo_server(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
 /// `tcp_echo_client`: sends `message` `message_count` times to an echo
 /// server at `to`:`port`.
 fn build_tcp_echo_client(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
+    let to = o.target("to")?;
     let cfg = Rc::new(tcp_echo::ClientConfig {
-        to: SocketAddrV4::new(o.host("to")?, o.port("port")?),
+        to: SocketAddrV4::new(to.ip(), o.port("port")?),
         message: Message::from_bytes(bytes::Bytes::from(
             o.params
                 .value("message")
@@ -378,11 +398,17 @@ fn build_tcp_echo_client(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
         )),
         count: o.u64_or("message_count", 1)?,
     });
+    let set = |c: &mut tcp_echo::ClientConfig, ip| c.to.set_ip(ip);
     Ok(factory("tcp_echo_client", false, move |sim, m| {
-        let cfg = cfg.clone();
-        timing.spawn(sim, m, "tcp_echo_client", move |h: Host| {
-            tcp_echo::client(h, cfg)
-        });
+        to.spawn(
+            sim,
+            m,
+            timing,
+            "tcp_echo_client",
+            &cfg,
+            set,
+            tcp_echo::client,
+        );
     }))
 }
 
@@ -396,7 +422,12 @@ fn factory(
         daemon,
         passive: matches!(
             name,
-            "capture" | "forward" | "bulk_receive" | "tcp_echo_server"
+            "capture"
+                | "forward"
+                | "bulk_receive"
+                | "tcp_echo_server"
+                | "dns_server"
+                | "dns_resolver"
         ),
         spawn: Rc::new(f),
     }
@@ -444,6 +475,16 @@ impl Opts<'_> {
                 "use a machine name (name, or name-N for counted machines) or an IPv4 address",
             )
         })
+    }
+
+    /// A destination: an address now, or (on a machine with a resolver)
+    /// a name to look up through DNS when the application starts.
+    fn target(&self, key: &str) -> Result<Target, ParamError> {
+        let p = self.required(key)?;
+        if self.ctx.dns && p.value.trim().parse::<Ipv4Addr>().is_err() {
+            return Target::name(p);
+        }
+        self.host(key).map(Target::Ip)
     }
 
     fn port(&self, key: &str) -> Result<u16, ParamError> {

@@ -17,6 +17,7 @@ macro_rules! args {
 mod bad_input;
 mod determinism;
 mod dhcp;
+mod dns;
 mod fuzz;
 mod interrupt;
 mod limits;

@@ -100,6 +100,7 @@ impl Lower<'_> {
             &[
                 "name",
                 "count",
+                "resolver",
                 "forward",
                 "decrement_ttl",
                 "gateway",
@@ -120,6 +121,11 @@ impl Lower<'_> {
             networks: Vec::new(),
             protocols: Vec::new(),
             applications: Vec::new(),
+            resolver: b.param("resolver").map(|p| sc::Param {
+                key: "resolver".into(),
+                value: p.value.node.to_string(),
+                loc: self.loc(p.value.span),
+            }),
             forward: false,
             keep_ttl: false,
             routes: Vec::new(),

@@ -609,6 +609,31 @@ impl Simulation {
         self.add_route(m, Ipv4Addr::UNSPECIFIED, 0, via)
     }
 
+    /// Sets machine `m`'s resolver configuration (its DNS servers and
+    /// search domain, as `/etc/resolv.conf` holds them); `None` removes it.
+    ///
+    /// # Errors
+    /// `NoSuchMachine`.
+    pub fn set_resolver(
+        &mut self,
+        m: MachineId,
+        conf: Option<crate::stack::machine::ResolverConf>,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let Some(machine) = w.hosts.machines.get_mut(m as usize) else {
+            return Err(SimError::NoSuchMachine(m));
+        };
+        match conf {
+            Some(c) => machine.ext().resolver = Some(Box::new(c)),
+            None => {
+                if let Some(e) = machine.ext.as_deref_mut() {
+                    e.resolver = None;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Computes shortest-path routes for every machine from the topology
     /// when the run starts (and after any later change), like ns-3's
     /// global routing, with equal-cost multipath; `None` turns it off.

@@ -1,0 +1,216 @@
+//! DNS messages on the wire (RFC 1035 §4), through hickory-proto.
+//!
+//! hickory-proto decodes, and encodes what this crate's own encoder
+//! (`emit.rs`, faster for the record types zones hold) does not; this
+//! module adds what a server and a resolver need around it:
+//! queries with an EDNS(0) OPT record (RFC 6891), the UDP size limit a
+//! response must fit (512 bytes, or the client's EDNS payload size, up to
+//! ours), truncation with the TC bit, and the two-byte length prefix of DNS
+//! over TCP (RFC 1035 §4.2.2).
+//!
+//! Decoding never panics: a malformed message (a compression pointer that
+//! loops or points past the end, a count larger than the records present)
+//! is an error. The fuzz target `dns_message` and the corpus test hold
+//! this to account.
+
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
+use hickory_proto::rr::{Name, RecordType};
+use std::fmt;
+
+/// The DNS port (RFC 1035 §4.2).
+pub const PORT: u16 = 53;
+
+/// The largest UDP response without EDNS (RFC 1035 §4.2.1).
+pub const CLASSIC_UDP: u16 = 512;
+
+/// The EDNS payload size we advertise and accept at most: 1232 bytes, the
+/// size DNS Flag Day 2020 chose so that a response fits an IPv6 minimum
+/// MTU without fragments.
+pub const EDNS_UDP: u16 = 1232;
+
+/// Why bytes are not a DNS message we can use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireError(pub String);
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WireError {}
+
+/// Decodes a DNS message.
+///
+/// # Errors
+/// Any malformation (truncated header or record, bad compression
+/// pointer, label too long, trailing garbage in a record).
+pub fn decode(bytes: &[u8]) -> Result<Message, WireError> {
+    Message::from_vec(bytes).map_err(|e| WireError(e.to_string()))
+}
+
+/// Encodes a message (names compressed): with this crate's encoder
+/// (`emit.rs`) when it holds only what a zone holds, else with hickory.
+///
+/// # Panics
+/// Never for messages this crate builds; hickory only fails on a name
+/// over 255 bytes or more than 65,535 records, which no zone holds.
+pub fn encode(msg: &Message) -> Vec<u8> {
+    crate::emit::emit(msg)
+        .unwrap_or_else(|| msg.to_vec().expect("a message this crate built encodes"))
+}
+
+/// Returns a query for `name`/`qtype` with id `id`, recursion desired or
+/// not, and an EDNS(0) OPT record advertising [`EDNS_UDP`].
+pub fn query(id: u16, name: Name, qtype: RecordType, recursion_desired: bool) -> Message {
+    let mut m = Message::new(id, MessageType::Query, OpCode::Query);
+    m.metadata.recursion_desired = recursion_desired;
+    m.add_query(Query::query(name, qtype));
+    let mut edns = Edns::new();
+    edns.set_max_payload(EDNS_UDP);
+    m.set_edns(edns);
+    m
+}
+
+/// Returns an empty response to `q`: same id, opcode, question and RD
+/// bit; an OPT record when `q` had one (RFC 6891 §6.1.1).
+pub fn response_to(q: &Message, rcode: ResponseCode) -> Message {
+    let mut r = Message::new(q.metadata.id, MessageType::Response, q.metadata.op_code);
+    r.metadata.recursion_desired = q.metadata.recursion_desired;
+    r.metadata.response_code = rcode;
+    r.add_queries(q.queries.iter().cloned());
+    if q.edns.is_some() {
+        let mut edns = Edns::new();
+        edns.set_max_payload(EDNS_UDP);
+        r.set_edns(edns);
+    }
+    r
+}
+
+/// Returns the largest UDP response `q`'s sender accepts: its EDNS payload
+/// size (at least 512, at most [`EDNS_UDP`]), or 512 without EDNS.
+pub fn udp_limit(q: &Message) -> usize {
+    match &q.edns {
+        Some(e) => usize::from(e.max_payload().clamp(CLASSIC_UDP, EDNS_UDP)),
+        None => usize::from(CLASSIC_UDP),
+    }
+}
+
+/// Encodes `r` for UDP within `limit` bytes: whole if it fits, otherwise
+/// the header and question only with TC set (RFC 1035 §4.1.1; RFC 2181
+/// §9: a resolver retries over TCP). Returns the bytes and whether they
+/// were truncated.
+pub fn encode_udp(r: &Message, limit: usize) -> (Vec<u8>, bool) {
+    let bytes = encode(r);
+    if bytes.len() <= limit {
+        return (bytes, false);
+    }
+    let mut t = Message::new(r.metadata.id, MessageType::Response, r.metadata.op_code);
+    t.metadata = r.metadata;
+    t.metadata.truncation = true;
+    t.add_queries(r.queries.iter().cloned());
+    t.edns = r.edns.clone();
+    (encode(&t), true)
+}
+
+/// Returns whether `r` answers `q`: a response with the same id and the
+/// same question (RFC 5452 §4.1's checks against spoofing).
+pub fn answers(q: &Message, r: &Message) -> bool {
+    r.metadata.message_type == MessageType::Response
+        && r.metadata.id == q.metadata.id
+        && r.queries.len() == 1
+        && q.queries.len() == 1
+        && r.queries[0].name() == q.queries[0].name()
+        && r.queries[0].query_type() == q.queries[0].query_type()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hickory_proto::rr::rdata::A;
+    use hickory_proto::rr::{RData, Record};
+
+    fn name(s: &str) -> Name {
+        Name::from_ascii(s).unwrap()
+    }
+
+    /// RFC 1035 §4.1.4's example: F.ISI.ARPA, FOO.F.ISI.ARPA and ARPA in
+    /// one message; the later names are pointers into the first.
+    #[test]
+    fn names_are_compressed_as_rfc_1035_shows() {
+        let mut m = query(0x1234, name("F.ISI.ARPA."), RecordType::A, false);
+        m.edns = None;
+        m.metadata.message_type = MessageType::Response;
+        for owner in ["FOO.F.ISI.ARPA.", "ARPA."] {
+            m.add_answer(Record::from_rdata(
+                name(owner),
+                60,
+                RData::A(A::new(10, 0, 0, 1)),
+            ));
+        }
+        let b = encode(&m);
+        // Question: 12-byte header, then F.ISI.ARPA in full at offset 12.
+        assert_eq!(&b[12..24], b"\x01F\x03ISI\x04ARPA\x00");
+        // First answer's owner: "FOO" then a pointer to offset 12.
+        let a1 = 12 + 12 + 4;
+        assert_eq!(&b[a1..a1 + 6], b"\x03FOO\xc0\x0c");
+        // Second answer's owner: a pointer to ARPA at offset 12 + 6 = 18.
+        let a2 = a1 + 6 + 10 + 4;
+        assert_eq!(&b[a2..a2 + 2], b"\xc0\x12");
+        let back = decode(&b).unwrap();
+        assert_eq!(back.answers[0].name, name("FOO.F.ISI.ARPA."));
+        assert_eq!(back.answers[1].name, name("ARPA."));
+    }
+
+    fn header(qd: u16) -> Vec<u8> {
+        let mut b = vec![0x12, 0x34, 0x01, 0x00];
+        b.extend_from_slice(&qd.to_be_bytes());
+        b.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+        b
+    }
+
+    #[test]
+    fn a_compression_pointer_loop_is_rejected() {
+        // The question's name is a pointer to itself (offset 12).
+        let mut b = header(1);
+        b.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1]);
+        assert!(decode(&b).is_err());
+        // Two pointers pointing at each other.
+        let mut b = header(1);
+        b.extend_from_slice(&[0x01, b'a', 0xc0, 0x10, 0xc0, 0x0c, 0, 1, 0, 1]);
+        assert!(decode(&b).is_err());
+    }
+
+    #[test]
+    fn an_out_of_bounds_pointer_is_rejected() {
+        let mut b = header(1);
+        b.extend_from_slice(&[0xc3, 0xff, 0, 1, 0, 1]);
+        assert!(decode(&b).is_err());
+        // A count promising more questions than present.
+        let mut b = header(2);
+        b.extend_from_slice(&[0x01, b'a', 0x00, 0, 1, 0, 1]);
+        assert!(decode(&b).is_err());
+        assert!(decode(&[0x12]).is_err());
+    }
+
+    #[test]
+    fn a_large_response_is_truncated_to_the_question() {
+        let q = query(7, name("big.example."), RecordType::TXT, true);
+        let mut r = response_to(&q, ResponseCode::NoError);
+        for i in 0..40u8 {
+            r.add_answer(Record::from_rdata(
+                name("big.example."),
+                60,
+                RData::A(A::new(10, 0, 0, i)),
+            ));
+        }
+        let (b, tc) = encode_udp(&r, 512);
+        assert!(tc && b.len() < 512);
+        let back = decode(&b).unwrap();
+        assert!(back.metadata.truncation && back.answers.is_empty());
+        assert!(answers(&q, &back));
+        assert_eq!(udp_limit(&q), 1232);
+        let (_, tc) = encode_udp(&r, udp_limit(&q));
+        assert!(!tc);
+    }
+}

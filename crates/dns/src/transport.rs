@@ -1,0 +1,204 @@
+//! One DNS exchange with one server: over UDP, then over TCP when the
+//! answer comes back truncated (RFC 1035 §4.2, RFC 7766 §5), each with a
+//! deadline; and the small executor that lets one application serve many
+//! exchanges at once.
+
+use crate::message::{self, PORT};
+use elvis_api::{Host, Message as Payload, Time};
+use hickory_proto::op::Message;
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::pin::{pin, Pin};
+use std::task::{Context, Poll};
+
+/// Why an exchange got no usable answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// No answer before the deadline.
+    Timeout,
+    /// A socket error (no route, connection refused…).
+    Socket(String),
+    /// The answer did not decode.
+    Malformed(String),
+}
+
+/// Asks `server` with `q` (already given its id), over UDP and then TCP if
+/// the UDP answer is truncated. Returns the answer and whether TCP carried
+/// it. Answers that do not match `q` (id, question) are ignored.
+///
+/// # Errors
+/// [`Failure`] when the deadline `timeout` after the start passes, or a
+/// socket fails.
+pub async fn exchange(
+    host: &Host,
+    server: Ipv4Addr,
+    q: &Message,
+    timeout: std::time::Duration,
+) -> Result<(Message, bool), Failure> {
+    let deadline = host.now() + timeout;
+    let r = udp(host, server, q, message::encode(q), deadline).await?;
+    if !r.metadata.truncation {
+        return Ok((r, false));
+    }
+    // Boxed: the TCP exchange is rare, and its future would otherwise
+    // make every exchange's (and every resolver job's) larger.
+    let bytes = message::encode(q);
+    let r = Box::pin(tcp(host, server, q, &bytes, host.now() + timeout)).await?;
+    Ok((r, true))
+}
+
+async fn udp(
+    host: &Host,
+    server: Ipv4Addr,
+    q: &Message,
+    bytes: Vec<u8>,
+    deadline: Time,
+) -> Result<Message, Failure> {
+    let sock = host.udp_bind(0).map_err(sock_err)?;
+    let to = SocketAddrV4::new(server, PORT);
+    sock.send_to(Payload::from_vec(bytes), to)
+        .await
+        .map_err(sock_err)?;
+    loop {
+        match timeout_at(host, deadline, sock.recv_from()).await {
+            None => return Err(Failure::Timeout),
+            Some(Err(e)) => return Err(sock_err(e)),
+            Some(Ok((mut m, from))) if from == to => {
+                if let Ok(r) = message::decode(bytes_of(&mut m)) {
+                    if message::answers(q, &r) {
+                        return Ok(r);
+                    }
+                }
+            }
+            Some(Ok(_)) => {}
+        }
+    }
+}
+
+async fn tcp(
+    host: &Host,
+    server: Ipv4Addr,
+    q: &Message,
+    bytes: &[u8],
+    deadline: Time,
+) -> Result<Message, Failure> {
+    let work = async {
+        let s = host
+            .tcp_connect(SocketAddrV4::new(server, PORT))
+            .await
+            .map_err(sock_err)?;
+        s.set_nodelay(true).map_err(sock_err)?;
+        s.write_all(Payload::from_vec(framed(bytes)))
+            .await
+            .map_err(sock_err)?;
+        let r = read_framed(&s).await?;
+        drop(s);
+        let r = message::decode(&r).map_err(|e| Failure::Malformed(e.0))?;
+        if message::answers(q, &r) {
+            Ok(r)
+        } else {
+            Err(Failure::Malformed(
+                "the TCP answer does not match the query".into(),
+            ))
+        }
+    };
+    timeout_at(host, deadline, work)
+        .await
+        .unwrap_or(Err(Failure::Timeout))
+}
+
+/// Returns a datagram's bytes as one slice: in place when they are
+/// contiguous (a datagram that arrived whole), else gathered once.
+pub fn bytes_of(m: &mut Payload) -> &[u8] {
+    let n = m.len();
+    m.front(n).unwrap_or(&[])
+}
+
+/// Returns `bytes` with the two-byte length prefix of DNS over TCP.
+pub fn framed(bytes: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(bytes.len() + 2);
+    v.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+    v.extend_from_slice(bytes);
+    v
+}
+
+/// Reads one length-prefixed message from a TCP stream.
+///
+/// # Errors
+/// The connection closed (`read_exact` then returns fewer bytes) or
+/// failed first.
+pub async fn read_framed(s: &elvis_api::TcpStream) -> Result<Vec<u8>, Failure> {
+    let closed = || Failure::Socket("the connection closed".into());
+    let len = s.read_exact(2).await.map_err(sock_err)?.to_vec();
+    let [a, b] = len[..] else {
+        return Err(closed());
+    };
+    let len = usize::from(u16::from_be_bytes([a, b]));
+    let body = s.read_exact(len).await.map_err(sock_err)?.to_vec();
+    if body.len() != len {
+        return Err(closed());
+    }
+    Ok(body)
+}
+
+fn sock_err(e: elvis_api::SocketError) -> Failure {
+    Failure::Socket(e.to_string())
+}
+
+/// Runs `fut` until virtual time `deadline`; `None` if it did not finish.
+pub async fn timeout_at<F: Future>(host: &Host, deadline: Time, fut: F) -> Option<F::Output> {
+    let mut fut = pin!(fut);
+    let mut sleep = pin!(host.sleep_until(deadline));
+    std::future::poll_fn(move |cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        if sleep.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Concurrent jobs inside one application task: a server answering over
+/// TCP while it goes on answering over UDP, a resolver with many
+/// resolutions in flight.
+///
+/// Every socket future of elvis parks the *task*, so any event for any job
+/// wakes the whole application; [`Jobs::poll`] then polls every job, in
+/// the order they were added (deterministic). That costs one poll per job
+/// per wake-up, which is cheap for the tens of jobs a server or resolver
+/// has in flight.
+#[derive(Default)]
+pub struct Jobs {
+    jobs: Vec<Pin<Box<dyn Future<Output = ()>>>>,
+}
+
+impl Jobs {
+    /// Adds a job; it first runs at the next [`Jobs::poll`].
+    pub fn push(&mut self, job: impl Future<Output = ()> + 'static) {
+        self.jobs.push(Box::pin(job));
+    }
+
+    /// Returns how many jobs are unfinished.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Returns whether no job is unfinished.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Polls every job once and drops those that finished.
+    pub fn poll(&mut self, cx: &mut Context<'_>) {
+        self.jobs.retain_mut(|j| j.as_mut().poll(cx).is_pending());
+    }
+}
+
+/// Polls a fresh, stateless future once (a socket's `recv_from`,
+/// `accept`).
+pub fn poll_once<F: Future>(f: F, cx: &mut Context<'_>) -> Poll<F::Output> {
+    pin!(f).poll(cx)
+}
