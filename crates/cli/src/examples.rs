@@ -18,7 +18,10 @@ pub const FILES: &[(&str, &str)] = &[
         "default.ndl",
         include_str!("../../../examples/ndl/default.ndl"),
     ),
-    ("dhcp-dns.ndl", include_str!("../../../examples/ndl/dhcp-dns.ndl")),
+    (
+        "dhcp-dns.ndl",
+        include_str!("../../../examples/ndl/dhcp-dns.ndl"),
+    ),
     ("dhcp.ndl", include_str!("../../../examples/ndl/dhcp.ndl")),
     ("dns.ndl", include_str!("../../../examples/ndl/dns.ndl")),
     (

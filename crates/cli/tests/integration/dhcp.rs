@@ -169,11 +169,20 @@ fn dhcp_mistakes_are_located_errors() {
     let (out, _, _dir) = run_text(&ndl, &[]);
     out.expect_code(2);
     assert!(out.first_stderr_line().contains("soon"), "{}", out.stderr);
+    // A DHCP machine has no address before the run: its name is looked
+    // up through DNS when the application starts, and without a DNS
+    // server in the lease the application fails, naming it.
     let ndl =
         FOUR_LANS.to_string() + &hosts(1, 1) + &hosts(2, 1).replace("to='10.0.0.2'", "to='h1-0'");
-    let (out, _, _dir) = run_text(&ndl, &[]);
-    out.expect_code(2);
-    assert!(out.first_stderr_line().contains("h1-0"), "{}", out.stderr);
+    let (out, report, _dir) = run_text(&ndl, &[]);
+    assert_ne!(out.code, Some(0));
+    assert!(
+        out.stdout
+            .contains("to='h1-0': no DNS server is configured"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(application(&report.unwrap(), "h2", "ping")["failed"], 1);
 }
 
 #[test]
@@ -241,4 +250,61 @@ fn tshark_dissects_every_dhcp_message_of_the_example_and_counts_the_acks() {
         4,
         "one DISCOVER per client"
     );
+}
+
+/// The whole start of a client's life: DHCP, then DNS through the
+/// resolver the lease names, then ICMP and TCP to the name's address; the
+/// captures dissect cleanly.
+#[test]
+fn hosts_booted_by_dhcp_resolve_a_name_through_the_leased_resolver_and_reach_it() {
+    let dir = temp_dir();
+    let report_path = dir.path().join("r.json");
+    let pcap = dir.path().join("pcap");
+    elvis(args![
+        "run",
+        example("dhcp-dns.ndl"),
+        "--quiet",
+        "--report",
+        &report_path,
+        "--pcap",
+        &pcap
+    ])
+    .expect_code(0);
+    let r = read_report(&report_path);
+    assert_eq!(r["dhcp"]["configured"], 12);
+    for g in ["a", "b", "c"] {
+        assert_eq!(application(&r, g, "ping")["finished"], 4);
+        assert_eq!(application(&r, g, "tcp_echo_client")["finished"], 4);
+    }
+    // Every host asked the resolver (a ping and an echo client each).
+    let resolver_queries = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["application"] == "dns_resolver" && m["name"] == "queries")
+        .map(|m| m["value"].as_f64().unwrap());
+    assert_eq!(resolver_queries, Some(24.0));
+    if Command::new("tshark").arg("--version").output().is_err() {
+        eprintln!("notice: tshark is not installed; skipping the capture half");
+        return;
+    }
+    for net in ["core", "lan-a", "lan-b", "lan-c"] {
+        let path = pcap.join(format!("net-{net}.pcap"));
+        let out = Command::new("tshark")
+            .args([
+                "-n",
+                "-r",
+                path.to_str().unwrap(),
+                "-Y",
+                "_ws.malformed || _ws.expert.severity >= error",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).lines().count(),
+            0,
+            "{net}"
+        );
+    }
 }
