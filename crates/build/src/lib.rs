@@ -443,6 +443,8 @@ fn attach_group(
             slot.get_or_insert(p);
         }
     }
+    // A DHCP client's first interface starts without an address.
+    let by_dhcp = dhcp::is_client(g);
     for i in 0..g.instances() {
         let own = match own_ips.first() {
             Some((None, (ip, _))) => Some(*ip),
@@ -457,7 +459,7 @@ fn attach_group(
                 Some(p) => Some(parse_ip(&instance_value(&p.value, g, i), p.loc)?),
                 None => None,
             };
-            if k == 0 && pinned.is_none() && dhcp::is_client(g) {
+            if k == 0 && pinned.is_none() && by_dhcp {
                 sim.attach_unconfigured(first + i, net)
                     .map_err(|e| err(r.loc, format!("machine '{}': {e}", g.name)))?;
                 continue;

@@ -293,6 +293,7 @@ pub fn frames_needed(route: &Route, len: usize) -> u32 {
 }
 
 /// Returns the NIC room left on the route's interface (unbounded for local).
+#[inline]
 pub fn room(w: &Hosts, m: MachineId, route: &Route) -> u32 {
     if route.next == NextHop::Local {
         return u32::MAX;
