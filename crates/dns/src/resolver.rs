@@ -27,14 +27,13 @@
 use crate::cache::{Cache, Hit};
 use crate::message::{self, PORT};
 use crate::server::Counter;
-use crate::transport::{self, framed, poll_once, read_framed, Failure, Jobs};
+use crate::transport::{self, framed, read_framed, Failure, Jobs};
 use elvis_api::{AppResult, Host, Message as Payload, UdpSocket};
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use std::cell::RefCell;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
-use std::task::Poll;
 use std::time::Duration;
 
 /// CNAMEs followed for one question at most.
@@ -117,11 +116,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     let udp = Rc::new(host.udp_bind(PORT)?);
     // A machine without TCP serves UDP only (truncated answers then stay
     // truncated).
-    let tcp = match host.tcp_listen(PORT, 64) {
-        Ok(l) => Some(l),
-        Err(elvis_api::SocketError::ProtocolNotAvailable(_)) => None,
-        Err(e) => return Err(e.into()),
-    };
+    let tcp = crate::transport::listen(&host)?;
     let c = |n: &str| Counter::new(&host, n);
     let st = Rc::new(State {
         host,
@@ -140,19 +135,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     });
     let mut jobs = Jobs::default();
     loop {
-        let event = std::future::poll_fn(|cx| {
-            jobs.poll(cx);
-            if let Poll::Ready(r) = poll_once(udp.recv_from(), cx) {
-                return Poll::Ready(Ok(r));
-            }
-            if let Some(tcp) = &tcp {
-                if let Poll::Ready(r) = poll_once(tcp.accept(), cx) {
-                    return Poll::Ready(Err(r));
-                }
-            }
-            Poll::Pending
-        })
-        .await;
+        let event = crate::transport::next_arrival(&mut jobs, &udp, tcp.as_ref()).await;
         match event {
             Ok(datagram) => {
                 let (mut m, from) = datagram?;

@@ -14,7 +14,7 @@
 //! report, kept current as it runs.
 
 use crate::message::{self, PORT};
-use crate::transport::{bytes_of, framed, poll_once, read_framed, Jobs};
+use crate::transport::{bytes_of, framed, read_framed, Jobs};
 use crate::zone::{Lookup, Zone};
 use elvis_api::{AppResult, Host, LiveMetric, Message as Payload};
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
@@ -22,7 +22,6 @@ use hickory_proto::rr::Name;
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::Cell;
 use std::rc::Rc;
-use std::task::Poll;
 
 /// Options of `dns_server`: the zones it serves, indexed by origin.
 #[derive(Clone, Debug)]
@@ -130,11 +129,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     let udp = host.udp_bind(PORT)?;
     // A machine without TCP serves UDP only (truncated answers then stay
     // truncated).
-    let tcp = match host.tcp_listen(PORT, 64) {
-        Ok(l) => Some(l),
-        Err(elvis_api::SocketError::ProtocolNotAvailable(_)) => None,
-        Err(e) => return Err(e.into()),
-    };
+    let tcp = crate::transport::listen(&host)?;
     let stats = Rc::new(Stats {
         queries: Counter::new(&host, "queries"),
         responses: Counter::new(&host, "responses"),
@@ -144,19 +139,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     });
     let mut jobs = Jobs::default();
     loop {
-        let event = std::future::poll_fn(|cx| {
-            jobs.poll(cx);
-            if let Poll::Ready(r) = poll_once(udp.recv_from(), cx) {
-                return Poll::Ready(Ok(r));
-            }
-            if let Some(tcp) = &tcp {
-                if let Poll::Ready(r) = poll_once(tcp.accept(), cx) {
-                    return Poll::Ready(Err(r));
-                }
-            }
-            Poll::Pending
-        })
-        .await;
+        let event = crate::transport::next_arrival(&mut jobs, &udp, tcp.as_ref()).await;
         match event {
             Ok(datagram) => {
                 let (mut m, from) = datagram?;

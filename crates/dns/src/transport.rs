@@ -197,6 +197,48 @@ impl Jobs {
     }
 }
 
+/// A datagram, or a TCP connection, that reached a server's port 53.
+pub type Arrival = Result<
+    Result<(Payload, SocketAddrV4), elvis_api::SocketError>,
+    Result<(elvis_api::TcpStream, SocketAddrV4), elvis_api::SocketError>,
+>;
+
+/// Listens for TCP on port 53 with room for 64 pending connections;
+/// `None` on a machine without TCP (the server then answers over UDP
+/// only).
+///
+/// # Errors
+/// Any other socket error.
+pub fn listen(host: &Host) -> Result<Option<elvis_api::TcpListener>, elvis_api::SocketError> {
+    match host.tcp_listen(PORT, 64) {
+        Ok(l) => Ok(Some(l)),
+        Err(elvis_api::SocketError::ProtocolNotAvailable(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs `jobs` until a datagram reaches `udp` (`Ok`) or a connection
+/// reaches `tcp` (`Err`): the one wait of a server's or resolver's loop.
+pub async fn next_arrival(
+    jobs: &mut Jobs,
+    udp: &elvis_api::UdpSocket,
+    tcp: Option<&elvis_api::TcpListener>,
+) -> Arrival {
+    std::future::poll_fn(|cx| {
+        jobs.poll(cx);
+        if let Poll::Ready(r) = poll_once(udp.recv_from(), cx) {
+            return Poll::Ready(Ok(r));
+        }
+        if let Some(tcp) = tcp {
+            if let Poll::Ready(r) = poll_once(tcp.accept(), cx) {
+                return Poll::Ready(Err(r));
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
 /// Polls a fresh, stateless future once (a socket's `recv_from`,
 /// `accept`).
 pub fn poll_once<F: Future>(f: F, cx: &mut Context<'_>) -> Poll<F::Output> {
