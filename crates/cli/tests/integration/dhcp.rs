@@ -22,6 +22,29 @@ fn run_text(ndl: &str, extra: &[&str]) -> (Outcome, Option<Value>, TempDir) {
     (out, report, dir)
 }
 
+/// How many frames of capture `pcap` match tshark display `filter`
+/// (with UDP checksums validated).
+fn tshark_count(pcap: &std::path::Path, filter: &str) -> u64 {
+    let out = Command::new("tshark")
+        .args([
+            "-n",
+            "-r",
+            pcap.to_str().unwrap(),
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-Y",
+            filter,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).lines().count() as u64
+}
+
 /// Four LANs behind two routers in a chain; the server is behind the
 /// first, the second relays across it (two relay hops away from nothing:
 /// each relay talks to the server directly, routed).
@@ -206,23 +229,8 @@ fn tshark_dissects_every_dhcp_message_of_the_example_and_counts_the_acks() {
     .expect_code(0);
     let r = read_report(&report_path);
     let acks_in_report = r["dhcp"]["messages"]["ack"].as_u64().unwrap();
-    let count = |net: &str, filter: &str| -> u64 {
-        let path = pcap.join(format!("net-{net}.pcap"));
-        let out = Command::new("tshark")
-            .args([
-                "-n",
-                "-r",
-                path.to_str().unwrap(),
-                "-o",
-                "udp.check_checksum:TRUE",
-                "-Y",
-                filter,
-            ])
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        String::from_utf8_lossy(&out.stdout).lines().count() as u64
-    };
+    let count =
+        |net: &str, filter: &str| tshark_count(&pcap.join(format!("net-{net}.pcap")), filter);
     for net in ["core", "lan-a", "lan-b", "lan-c"] {
         assert_eq!(
             count(net, "_ws.malformed || _ws.expert.severity >= error"),
@@ -290,21 +298,7 @@ fn hosts_booted_by_dhcp_resolve_a_name_through_the_leased_resolver_and_reach_it(
     }
     for net in ["core", "lan-a", "lan-b", "lan-c"] {
         let path = pcap.join(format!("net-{net}.pcap"));
-        let out = Command::new("tshark")
-            .args([
-                "-n",
-                "-r",
-                path.to_str().unwrap(),
-                "-Y",
-                "_ws.malformed || _ws.expert.severity >= error",
-            ])
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout).lines().count(),
-            0,
-            "{net}"
-        );
+        let bad = tshark_count(&path, "_ws.malformed || _ws.expert.severity >= error");
+        assert_eq!(bad, 0, "{net}");
     }
 }

@@ -5,9 +5,12 @@
 
 use std::path::PathBuf;
 
-#[test]
-fn every_file_of_the_tcp_input_corpus_and_each_prefix_passes_its_fuzz_body() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/tcp_input");
+/// Runs `body` over every file of `fuzz/corpus/NAME/` and each prefix
+/// of each (cheap, and it walks the short-input paths).
+fn run_corpus(name: &str, body: fn(&[u8])) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(name);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -16,26 +19,18 @@ fn every_file_of_the_tcp_input_corpus_and_each_prefix_passes_its_fuzz_body() {
     assert!(files.len() >= 3, "corpus {} too small", dir.display());
     for f in files {
         let bytes = std::fs::read(&f).unwrap();
-        // Every prefix too: cheap, and it walks the short-input paths.
         for n in 0..=bytes.len() {
-            elvis_sim::fuzz_bodies::tcp_input(&bytes[..n]);
+            body(&bytes[..n]);
         }
     }
 }
 
 #[test]
+fn every_file_of_the_tcp_input_corpus_and_each_prefix_passes_its_fuzz_body() {
+    run_corpus("tcp_input", elvis_sim::fuzz_bodies::tcp_input);
+}
+
+#[test]
 fn every_file_of_the_dhcp_corpus_and_each_prefix_passes_its_fuzz_body() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/dhcp");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 3, "corpus {} too small", dir.display());
-    for f in files {
-        let bytes = std::fs::read(&f).unwrap();
-        for n in 0..=bytes.len() {
-            elvis_sim::fuzz_bodies::dhcp(&bytes[..n]);
-        }
-    }
+    run_corpus("dhcp", elvis_sim::fuzz_bodies::dhcp);
 }

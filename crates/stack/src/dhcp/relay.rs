@@ -49,13 +49,17 @@ pub fn receive(
         if p.giaddr.is_unspecified() {
             bytes[24..28].copy_from_slice(&own.octets());
         }
-        let servers = w.machines[m as usize]
-            .ext
-            .as_deref()
-            .and_then(|e| e.dhcp_relay.as_deref())
-            .map(|r| r.servers.clone())
-            .unwrap_or_default();
-        for server in servers {
+        let server_at = |w: &Hosts, i: usize| {
+            let relay = w.machines[m as usize]
+                .ext
+                .as_deref()?
+                .dhcp_relay
+                .as_deref()?;
+            relay.servers.get(i).copied()
+        };
+        let mut i = 0;
+        while let Some(server) = server_at(w, i) {
+            i += 1;
             match crate::ipv4::route(w, m, server) {
                 Ok(route) => {
                     super::send(w, m, route, SERVER_PORT, server, SERVER_PORT, bytes.clone());

@@ -433,30 +433,7 @@ fn a_relay_carries_the_exchange_across_a_router_and_giaddr_picks_the_pool() {
 
 #[test]
 fn an_exhausted_pool_leaves_the_discover_unanswered_and_counts_it() {
-    let mut lab = Lab::new();
-    let lan = lab.lan("lan");
-    let s = lab.host("s", Protocols::UDP, lan, PEER);
-    let clients: Vec<MachineId> = (0..3)
-        .map(|i| lab.unconfigured(&format!("c{i}"), Protocols::UDP, lan))
-        .collect();
-    server::enable(
-        &mut lab.w,
-        s,
-        server::Config {
-            pools: vec![server::Pool {
-                first: Ipv4Addr::new(10, 0, 0, 100),
-                last: Ipv4Addr::new(10, 0, 0, 101),
-                prefix: 24,
-                router: None,
-            }],
-            lease_s: 3600,
-            t1_s: None,
-            t2_s: None,
-            dns: Vec::new(),
-            domain: None,
-            reservations: Vec::new(),
-        },
-    );
+    let (mut lab, _s, clients, _) = served_lan(100, 101, &[Protocols::UDP; 3]);
     for (i, &c) in clients.iter().enumerate() {
         client::enable(&mut lab.w, c, Some(Time::from_secs(1 + i as u64)));
     }
