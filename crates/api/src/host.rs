@@ -62,6 +62,23 @@ impl Host {
         }
     }
 
+    /// Runs `fut` until virtual time `deadline`; `None` if it did not
+    /// finish by then (a receive with a timeout, like `SO_RCVTIMEO`).
+    pub async fn timeout_at<F: Future>(&self, deadline: Time, fut: F) -> Option<F::Output> {
+        let mut fut = std::pin::pin!(fut);
+        let mut sleep = std::pin::pin!(self.sleep_until(deadline));
+        std::future::poll_fn(move |cx| {
+            if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Some(v));
+            }
+            if sleep.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
     /// Lets every other task runnable at this instant run first.
     pub fn yield_now(&self) -> YieldNow {
         YieldNow { yielded: false }

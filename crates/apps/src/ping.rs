@@ -6,7 +6,7 @@
 //! run report. It fails when no reply came back at all.
 
 use crate::Host;
-use elvis_api::{AppError, AppResult, Message, Time};
+use elvis_api::{AppError, AppResult, Message};
 use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -72,7 +72,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
         sock.send_echo(cfg.to, seq, payload.clone())?;
         let deadline = sent_at + cfg.timeout;
         loop {
-            match timeout_at(&host, deadline, sock.recv_echo()).await {
+            match host.timeout_at(deadline, sock.recv_echo()).await {
                 Some(Ok(reply))
                     if reply.seq == seq && reply.from == cfg.to && reply.error.is_none() =>
                 {
@@ -104,29 +104,6 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     host.publish("rtt_max_ns", stats.max as f64);
     host.publish("rtt_mdev_ns", stats.mdev as f64);
     Ok(())
-}
-
-/// Runs `fut` until virtual time `deadline`; `None` if it did not finish.
-pub(crate) async fn timeout_at<F: std::future::Future>(
-    host: &Host,
-    deadline: Time,
-    fut: F,
-) -> Option<F::Output> {
-    use std::future::Future;
-    use std::pin::pin;
-    use std::task::Poll;
-    let mut fut = pin!(fut);
-    let mut sleep = pin!(host.sleep_until(deadline));
-    std::future::poll_fn(move |cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
-        }
-        if sleep.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        Poll::Pending
-    })
-    .await
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ async fn answer(
     deadline: Time,
 ) -> Result<Option<(Ipv4Addr, Option<elvis_api::IcmpError>)>, AppError> {
     loop {
-        match crate::ping::timeout_at(host, deadline, sock.recv_echo()).await {
+        match host.timeout_at(deadline, sock.recv_echo()).await {
             Some(Ok(r)) if r.seq == seq => return Ok(Some((r.from, r.error))),
             Some(Ok(_)) => continue,
             Some(Err(e)) => return Err(e.into()),

@@ -60,7 +60,7 @@ async fn udp(
         .await
         .map_err(sock_err)?;
     loop {
-        match timeout_at(host, deadline, sock.recv_from()).await {
+        match host.timeout_at(deadline, sock.recv_from()).await {
             None => return Err(Failure::Timeout),
             Some(Err(e)) => return Err(sock_err(e)),
             Some(Ok((mut m, from))) if from == to => {
@@ -102,7 +102,7 @@ async fn tcp(
             ))
         }
     };
-    timeout_at(host, deadline, work)
+    host.timeout_at(deadline, work)
         .await
         .unwrap_or(Err(Failure::Timeout))
 }
@@ -143,22 +143,6 @@ pub async fn read_framed(s: &elvis_api::TcpStream) -> Result<Vec<u8>, Failure> {
 
 fn sock_err(e: elvis_api::SocketError) -> Failure {
     Failure::Socket(e.to_string())
-}
-
-/// Runs `fut` until virtual time `deadline`; `None` if it did not finish.
-pub async fn timeout_at<F: Future>(host: &Host, deadline: Time, fut: F) -> Option<F::Output> {
-    let mut fut = pin!(fut);
-    let mut sleep = pin!(host.sleep_until(deadline));
-    std::future::poll_fn(move |cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
-        }
-        if sleep.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        Poll::Pending
-    })
-    .await
 }
 
 /// Concurrent jobs inside one application task: a server answering over

@@ -14,8 +14,6 @@ use super::registry::ParamError;
 use elvis_scenario::{Loc, Params};
 use elvis_sim::{AppResult, Host, MachineId, Simulation, Time};
 use std::future::Future;
-use std::pin::pin;
-use std::task::Poll;
 
 /// When an application starts.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -137,18 +135,10 @@ impl Timing {
         let Some(stop) = self.stop else {
             return gated.await;
         };
-        let mut app = pin!(gated);
-        let mut timer = pin!(h.sleep_until(Time::from_nanos(stop)));
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(r) = app.as_mut().poll(cx) {
-                return Poll::Ready(r);
-            }
-            match timer.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Ok(())),
-                Poll::Pending => Poll::Pending,
-            }
-        })
-        .await
+        // Stopped: its future (and with it its sockets) is dropped.
+        h.timeout_at(Time::from_nanos(stop), gated)
+            .await
+            .unwrap_or(Ok(()))
     }
 }
 

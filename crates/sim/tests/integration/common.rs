@@ -117,22 +117,9 @@ pub fn assert_success(r: &Report) {
 }
 
 /// Runs `fut` until virtual time `deadline`; `None` if the deadline came
-/// first (the `timeout_at` of `elvis-apps`' ping).
+/// first (`Host::timeout_at`).
 pub async fn timeout_at<F: Future>(host: &Host, deadline: Time, fut: F) -> Option<F::Output> {
-    use std::pin::pin;
-    use std::task::Poll;
-    let mut fut = pin!(fut);
-    let mut sleep = pin!(host.sleep_until(deadline));
-    std::future::poll_fn(move |cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
-        }
-        if sleep.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        Poll::Pending
-    })
-    .await
+    host.timeout_at(deadline, fut).await
 }
 
 /// Returns a fresh directory under the system temp dir (removed by
