@@ -25,6 +25,23 @@ thread_local! {
     /// reading it is one load. A future that parks (a `recv_from` finding
     /// its queue empty) learns whom to wake without borrowing the world.
     static CURRENT: std::cell::Cell<u32> = const { std::cell::Cell::new(NO_TASK) };
+
+    /// Whether a task spawned children ([`crate::Host::spawn`]) that the
+    /// run loop has not taken yet: one load after each poll.
+    static SPAWNED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Notes that children wait in [`crate::world::World::spawned`].
+#[inline]
+pub(crate) fn note_spawned() {
+    SPAWNED.with(|c| c.set(true));
+}
+
+/// Returns whether children were spawned since the last call, and clears
+/// the note.
+#[inline]
+pub fn take_spawned_note() -> bool {
+    SPAWNED.with(|c| c.replace(false))
 }
 
 /// Returns the task being polled on this thread, if any.
@@ -96,6 +113,9 @@ pub struct TaskMeta {
     /// A daemon (a server, a forwarder) may still be waiting at the end of
     /// a run without that counting as a failure.
     pub daemon: bool,
+    /// Spawned by a running task ([`crate::Host::spawn`]): part of that
+    /// task's application, not an instance of it in the report.
+    pub child: bool,
 }
 
 /// Task records, indexed by [`TaskId`].

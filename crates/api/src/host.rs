@@ -79,6 +79,45 @@ impl Host {
         .await
     }
 
+    /// Starts `fut` as a task of its own on this machine, part of the
+    /// calling application (like a thread: its metrics are the
+    /// application's; it is not an instance of it in the report, and may
+    /// still be waiting when the run ends). It first runs right after the
+    /// caller's current poll, at the same instant, and from then on only
+    /// when what it waits for happens: a server or resolver serves each
+    /// client this way without polling every unfinished one on every
+    /// wake-up. A crash of the machine ends it with the machine's other
+    /// tasks.
+    ///
+    /// # Errors
+    /// [`SocketError::NotInSimulation`] outside a running simulation,
+    /// [`SocketError::Reentrant`] from inside another system call.
+    pub fn spawn(&self, fut: impl Future<Output = ()> + 'static) -> Result<(), SocketError> {
+        let fut: crate::executor::TaskFuture = Box::pin(async move {
+            fut.await;
+            Ok(())
+        });
+        try_with_world(|w| {
+            let app = match current_task() {
+                Some(t) => w.tasks.meta[t as usize].app,
+                None => w.tasks.app_index("spawned"),
+            };
+            let id = w.tasks.meta.len() as crate::executor::TaskId;
+            w.tasks.meta.push(crate::executor::TaskMeta {
+                machine: self.machine,
+                app,
+                state: crate::executor::TaskState::Pending,
+                daemon: true,
+                child: true,
+            });
+            w.hosts.sched.wakeups.add(id);
+            w.hosts.wake(id);
+            w.spawned.push((id, fut));
+        })?;
+        crate::executor::note_spawned();
+        Ok(())
+    }
+
     /// Lets every other task runnable at this instant run first.
     pub fn yield_now(&self) -> YieldNow {
         YieldNow { yielded: false }

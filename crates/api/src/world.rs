@@ -27,6 +27,9 @@ pub struct World {
     pub counters: BTreeMap<String, Counter>,
     /// Results published by applications.
     pub metrics: Vec<Metric>,
+    /// Tasks spawned while a task ran ([`crate::Host::spawn`]), with their
+    /// ids, in id order, until the run loop takes their futures.
+    pub spawned: Vec<(TaskId, crate::executor::TaskFuture)>,
 }
 
 /// A value published by an application.
@@ -52,6 +55,7 @@ impl World {
             tasks: TaskTable::default(),
             counters: BTreeMap::new(),
             metrics: Vec::new(),
+            spawned: Vec::new(),
         }
     }
 
@@ -84,11 +88,15 @@ impl World {
                 if meta.machine == m && meta.state == TaskState::Pending {
                     meta.state = TaskState::Crashed;
                     self.hosts.sched.wakeups.retire(i as TaskId);
+                    dead.push(i as TaskId);
+                    if meta.child {
+                        // Its application's own task reports the crash.
+                        continue;
+                    }
                     self.tasks.last_end = Some(now);
                     self.tasks
                         .errors
                         .push((i as TaskId, format!("machine crashed: {msg}")));
-                    dead.push(i as TaskId);
                 }
             }
         }

@@ -4,9 +4,12 @@
 //! (RFC 2308 §5) and served back with that SOA.
 //!
 //! Entries are looked up by hash (never iterated, so the order of the map
-//! leaks into nothing); hickory's `Name` hashes and compares without
-//! regard to case (RFC 4343), so `WWW.Example.` finds `www.example.`. An expired entry is removed when it is next looked
-//! up; a cache full at [`Cache::new`]'s limit drops expired entries, and
+//! leaks into nothing). The key is the name in wire form with its letters
+//! lower-cased, then the type ([`Key`]): it hashes and compares as plain
+//! bytes, without regard to case (RFC 4343), so `WWW.Example.` finds
+//! `www.example.`, and the key of every enclosing zone is a suffix of a
+//! name's key ([`Cache::closest`]). An expired entry is removed when it is
+//! next looked up; a cache full at [`Cache::new`]'s limit drops expired entries, and
 //! if none, refuses new ones until some expire.
 //!
 //! # Gaps
@@ -38,9 +41,77 @@ struct Entry {
 /// The cache.
 #[derive(Debug)]
 pub struct Cache {
-    rrsets: HashMap<(Name, RecordType), Entry>,
-    nxdomain: HashMap<Name, Entry>,
+    rrsets: HashMap<Box<[u8]>, Entry>,
+    /// Keyed by the name in wire form, no type (NXDOMAIN holds for all).
+    nxdomain: HashMap<Box<[u8]>, Entry>,
     limit: usize,
+}
+
+/// A cache key: a name in wire form (length-prefixed labels, then the
+/// root's zero byte), letters lower-cased, then a record type (two bytes,
+/// big-endian) or nothing. Built on the stack: at most 255 + 2 bytes.
+pub struct Key {
+    bytes: [u8; 257],
+    len: usize,
+    /// Where each label starts, outermost last: `starts[i]..` is the wire
+    /// form of the name less its `i` first labels.
+    starts: [u8; 128],
+    labels: usize,
+}
+
+impl Key {
+    /// Returns the key of `name` (and `rtype`, if given).
+    pub fn new(name: &Name, rtype: Option<RecordType>) -> Key {
+        let mut k = Key {
+            bytes: [0; 257],
+            len: 0,
+            starts: [0; 128],
+            labels: 0,
+        };
+        for label in name.iter() {
+            // hickory keeps names within 255 bytes, so no label overflows.
+            k.starts[k.labels] = k.len as u8;
+            k.labels += 1;
+            k.bytes[k.len] = label.len() as u8;
+            for (d, s) in k.bytes[k.len + 1..].iter_mut().zip(label) {
+                *d = s.to_ascii_lowercase();
+            }
+            k.len += 1 + label.len();
+        }
+        k.len += 1; // the root label
+        if let Some(t) = rtype {
+            k.bytes[k.len..k.len + 2].copy_from_slice(&u16::from(t).to_be_bytes());
+            k.len += 2;
+        }
+        k
+    }
+
+    /// Returns the key's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// Returns the key of the name less its `skip` first labels, with the
+    /// same type: a suffix of this key.
+    fn suffix(&self, skip: usize) -> &[u8] {
+        let at = if skip < self.labels {
+            usize::from(self.starts[skip])
+        } else {
+            self.root_at()
+        };
+        &self.bytes[at..self.len]
+    }
+
+    /// Where the root label's zero byte is.
+    fn root_at(&self) -> usize {
+        match self.labels {
+            0 => 0,
+            n => {
+                let last = usize::from(self.starts[n - 1]);
+                last + 1 + usize::from(self.bytes[last])
+            }
+        }
+    }
 }
 
 impl Cache {
@@ -68,22 +139,47 @@ impl Cache {
     /// lowered to the seconds left.
     pub fn get(&mut self, now: Time, name: &Name, rtype: RecordType) -> Option<Hit> {
         if !self.nxdomain.is_empty() {
-            if let Some(hit) = live(&mut self.nxdomain, name, now) {
+            let k = Key::new(name, None);
+            if let Some(hit) = live(&mut self.nxdomain, k.as_bytes(), now) {
                 return Some(hit);
             }
         }
-        live(&mut self.rrsets, &(name.clone(), rtype), now)
+        let k = Key::new(name, Some(rtype));
+        live(&mut self.rrsets, k.as_bytes(), now)
     }
 
     /// Returns the records of a live positive entry for `name`/`rtype`,
     /// as stored (TTLs not lowered): for the resolver's own use (its
     /// servers' addresses), without copying them.
     pub fn peek(&self, now: Time, name: &Name, rtype: RecordType) -> Option<&[Record]> {
-        let e = self.rrsets.get(&(name.clone(), rtype))?;
+        self.peek_key(now, Key::new(name, Some(rtype)).as_bytes())
+    }
+
+    fn peek_key(&self, now: Time, key: &[u8]) -> Option<&[Record]> {
+        let e = self.rrsets.get(key)?;
         match &e.hit {
             Hit::Records(r) if e.expires > now => Some(r),
             _ => None,
         }
+    }
+
+    /// Walks the zones enclosing `name`, deepest first (`name` itself,
+    /// then less one label at a time, down to a top-level domain; not the
+    /// root), and returns the first for which `servers` finds something
+    /// (its servers' addresses) in its live NS records: how many labels
+    /// that zone has, and what `servers` found.
+    pub fn closest<T>(
+        &self,
+        now: Time,
+        name: &Name,
+        mut servers: impl FnMut(&[Record]) -> Option<T>,
+    ) -> Option<(usize, T)> {
+        let k = Key::new(name, Some(RecordType::NS));
+        let n = k.labels;
+        (0..n).find_map(|skip| {
+            let ns = self.peek_key(now, k.suffix(skip))?;
+            servers(ns).map(|t| (n - skip, t))
+        })
     }
 
     /// Caches an RRset (all of `records` have the same name and type) for
@@ -93,14 +189,16 @@ impl Cache {
             return;
         };
         let ttl = records.iter().map(|r| r.ttl).min().unwrap_or(0);
-        let key = (first.name.clone(), first.record_type());
         if ttl == 0 || !self.room(now) {
             return;
         }
         // The name exists after all: an older NXDOMAIN is wrong now.
-        self.nxdomain.remove(&key.0);
+        if !self.nxdomain.is_empty() {
+            self.nxdomain.remove(Key::new(&first.name, None).as_bytes());
+        }
+        let key = Key::new(&first.name, Some(first.record_type()));
         self.rrsets.insert(
-            key,
+            key.as_bytes().into(),
             Entry {
                 expires: now + std::time::Duration::from_secs(u64::from(ttl)),
                 hit: Hit::Records(records),
@@ -121,20 +219,20 @@ impl Cache {
         let mut soa = soa;
         soa.ttl = ttl;
         let expires = now + std::time::Duration::from_secs(u64::from(ttl));
-        let name = name.clone();
+        let key: Box<[u8]> = Key::new(name, rtype).as_bytes().into();
         match rtype {
             None => {
                 self.nxdomain.insert(
-                    name,
+                    key,
                     Entry {
                         expires,
                         hit: Hit::NxDomain(Box::new(soa)),
                     },
                 );
             }
-            Some(t) => {
+            Some(_) => {
                 self.rrsets.insert(
-                    (name, t),
+                    key,
                     Entry {
                         expires,
                         hit: Hit::NoData(Box::new(soa)),
@@ -162,7 +260,7 @@ impl Cache {
 
 /// Returns the entry at `key` if it has not expired at `now` (removing it
 /// if it has), its TTLs lowered to the whole seconds left.
-fn live<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Entry>, key: &K, now: Time) -> Option<Hit> {
+fn live(map: &mut HashMap<Box<[u8]>, Entry>, key: &[u8], now: Time) -> Option<Hit> {
     let e = map.get(key)?;
     if e.expires <= now {
         map.remove(key);
@@ -238,6 +336,46 @@ mod tests {
         ));
         assert_eq!(c.get(t(29), &n, RecordType::MX), None);
         assert_eq!(c.get(t(30), &n, RecordType::A), None);
+    }
+
+    #[test]
+    fn a_keys_suffixes_are_its_zones_keys() {
+        let n = Name::from_ascii("WWW.Example.COM.").unwrap();
+        let k = Key::new(&n, Some(RecordType::NS));
+        for (skip, zone) in ["www.example.com.", "example.com.", "com.", "."]
+            .iter()
+            .enumerate()
+        {
+            let z = Key::new(&Name::from_ascii(zone).unwrap(), Some(RecordType::NS));
+            assert_eq!(k.suffix(skip), z.as_bytes(), "{zone}");
+        }
+        assert_eq!(
+            Key::new(&n, None).as_bytes(),
+            b"\x03www\x07example\x03com\x00"
+        );
+    }
+
+    #[test]
+    fn closest_finds_the_deepest_zone_with_servers() {
+        let mut c = Cache::new(100);
+        let ns = |zone: &str| {
+            Record::from_rdata(
+                Name::from_ascii(zone).unwrap(),
+                60,
+                RData::NS(hickory_proto::rr::rdata::NS(
+                    Name::from_ascii("ns.x.").unwrap(),
+                )),
+            )
+        };
+        c.put(t(0), vec![ns("com.")]);
+        c.put(t(0), vec![ns("Example.com.")]);
+        let q = Name::from_ascii("a.b.example.COM.").unwrap();
+        let found = c.closest(t(1), &q, |r| Some(r[0].name.to_string()));
+        assert_eq!(found, Some((2, "Example.com.".to_string())));
+        // A zone whose servers are unknown is passed over.
+        let found = c.closest(t(1), &q, |r| (r[0].name.num_labels() == 1).then_some(()));
+        assert_eq!(found, Some((1, ())));
+        assert_eq!(c.closest(t(60), &q, |_| Some(())), None);
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //! - [`cache`]: the TTL cache with negative caching (RFC 2308).
 //! - [`resolver`]: `dns_resolver`, the recursive caching resolver.
 //! - [`stub`]: every host's stub resolver, [`resolve`]`(&host, name)`.
-//! - [`transport`]: one exchange (UDP, then TCP when truncated) and the
-//!   small executor that runs a server's concurrent jobs.
+//! - [`transport`]: one exchange (UDP, then TCP when truncated) and a
+//!   server loop's wait for the next datagram or connection.
 //!
 //! ```no_run
 //! # async fn app(host: elvis_api::Host) -> elvis_api::AppResult {

@@ -12,7 +12,7 @@
 //! SERVFAIL. Truncated answers are asked again over TCP.
 //!
 //! A question the cache answers is answered at once; the others are
-//! resolved concurrently ([`crate::transport::Jobs`]), each upstream
+//! resolved concurrently, each in a task of its own (`Host::spawn`), each upstream
 //! query from its own ephemeral port with a random id (RFC 5452).
 //!
 //! It publishes `queries`, `responses`, `responses_tcp`, `cache_hits`,
@@ -27,7 +27,7 @@
 use crate::cache::{Cache, Hit};
 use crate::message::{self, PORT};
 use crate::server::Counter;
-use crate::transport::{self, framed, read_framed, Failure, Jobs};
+use crate::transport::{self, framed, read_framed, Failure};
 use elvis_api::{AppResult, Host, Message as Payload, UdpSocket};
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
@@ -133,9 +133,9 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
             servfail: c("servfail"),
         },
     });
-    let mut jobs = Jobs::default();
+    let host = st.host;
     loop {
-        let event = crate::transport::next_arrival(&mut jobs, &udp, tcp.as_ref()).await;
+        let event = crate::transport::next_arrival(&udp, tcp.as_ref()).await;
         match event {
             Ok(datagram) => {
                 let (mut m, from) = datagram?;
@@ -151,12 +151,12 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
                             st.stats.responses.add(1);
                         }
                     }
-                    None => jobs.push(answer_udp(st.clone(), udp.clone(), q, from)),
+                    None => host.spawn(answer_udp(st.clone(), udp.clone(), q, from))?,
                 }
             }
             Err(conn) => {
                 let (s, _) = conn?;
-                jobs.push(serve_tcp(st.clone(), s));
+                host.spawn(serve_tcp(st.clone(), s))?;
             }
         }
     }
@@ -386,17 +386,14 @@ impl State {
     fn closest_servers(&self, name: &Name) -> (Name, Vec<Ipv4Addr>) {
         let now = self.host.now();
         let cache = self.cache.borrow();
-        for k in (1..=name.num_labels()).rev() {
-            let zone = name.trim_to(k as usize);
-            let Some(ns) = cache.peek(now, &zone, RecordType::NS) else {
-                continue;
-            };
+        let found = cache.closest(now, name, |ns| {
             let ips = addresses(&cache, now, ns);
-            if !ips.is_empty() {
-                return (zone, ips);
-            }
+            (!ips.is_empty()).then_some(ips)
+        });
+        match found {
+            Some((labels, ips)) => (name.trim_to(labels), ips),
+            None => (Name::root(), self.cfg.roots.clone()),
         }
-        (Name::root(), self.cfg.roots.clone())
     }
 
     /// Returns the cached addresses of the NS targets in `ns`.

@@ -14,7 +14,7 @@
 //! report, kept current as it runs.
 
 use crate::message::{self, PORT};
-use crate::transport::{bytes_of, framed, read_framed, Jobs};
+use crate::transport::{bytes_of, framed, read_framed};
 use crate::zone::{Lookup, Zone};
 use elvis_api::{AppResult, Host, LiveMetric, Message as Payload};
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
@@ -137,9 +137,8 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
         truncated: Counter::new(&host, "truncated"),
         malformed: Counter::new(&host, "malformed"),
     });
-    let mut jobs = Jobs::default();
     loop {
-        let event = crate::transport::next_arrival(&mut jobs, &udp, tcp.as_ref()).await;
+        let event = crate::transport::next_arrival(&udp, tcp.as_ref()).await;
         match event {
             Ok(datagram) => {
                 let (mut m, from) = datagram?;
@@ -154,7 +153,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
             }
             Err(conn) => {
                 let (s, _) = conn?;
-                jobs.push(serve_tcp(s, cfg.clone(), stats.clone()));
+                host.spawn(serve_tcp(s, cfg.clone(), stats.clone()))?;
             }
         }
     }

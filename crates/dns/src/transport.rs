@@ -1,14 +1,14 @@
 //! One DNS exchange with one server: over UDP, then over TCP when the
 //! answer comes back truncated (RFC 1035 §4.2, RFC 7766 §5), each with a
-//! deadline; and the small executor that lets one application serve many
-//! exchanges at once.
+//! deadline; and the wait of a server's loop for the next datagram or
+//! connection.
 
 use crate::message::{self, PORT};
 use elvis_api::{Host, Message as Payload, Time};
 use hickory_proto::op::Message;
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::task::{Context, Poll};
 
 /// Why an exchange got no usable answer.
@@ -145,42 +145,6 @@ fn sock_err(e: elvis_api::SocketError) -> Failure {
     Failure::Socket(e.to_string())
 }
 
-/// Concurrent jobs inside one application task: a server answering over
-/// TCP while it goes on answering over UDP, a resolver with many
-/// resolutions in flight.
-///
-/// Every socket future of elvis parks the *task*, so any event for any job
-/// wakes the whole application; [`Jobs::poll`] then polls every job, in
-/// the order they were added (deterministic). That costs one poll per job
-/// per wake-up, which is cheap for the tens of jobs a server or resolver
-/// has in flight.
-#[derive(Default)]
-pub struct Jobs {
-    jobs: Vec<Pin<Box<dyn Future<Output = ()>>>>,
-}
-
-impl Jobs {
-    /// Adds a job; it first runs at the next [`Jobs::poll`].
-    pub fn push(&mut self, job: impl Future<Output = ()> + 'static) {
-        self.jobs.push(Box::pin(job));
-    }
-
-    /// Returns how many jobs are unfinished.
-    pub fn len(&self) -> usize {
-        self.jobs.len()
-    }
-
-    /// Returns whether no job is unfinished.
-    pub fn is_empty(&self) -> bool {
-        self.jobs.is_empty()
-    }
-
-    /// Polls every job once and drops those that finished.
-    pub fn poll(&mut self, cx: &mut Context<'_>) {
-        self.jobs.retain_mut(|j| j.as_mut().poll(cx).is_pending());
-    }
-}
-
 /// A datagram, or a TCP connection, that reached a server's port 53.
 pub type Arrival = Result<
     Result<(Payload, SocketAddrV4), elvis_api::SocketError>,
@@ -201,15 +165,15 @@ pub fn listen(host: &Host) -> Result<Option<elvis_api::TcpListener>, elvis_api::
     }
 }
 
-/// Runs `jobs` until a datagram reaches `udp` (`Ok`) or a connection
-/// reaches `tcp` (`Err`): the one wait of a server's or resolver's loop.
+/// Waits until a datagram reaches `udp` (`Ok`) or a connection reaches
+/// `tcp` (`Err`): the one wait of a server's or resolver's loop. (What
+/// the loop cannot answer at once it hands to a task of its own,
+/// `Host::spawn`.)
 pub async fn next_arrival(
-    jobs: &mut Jobs,
     udp: &elvis_api::UdpSocket,
     tcp: Option<&elvis_api::TcpListener>,
 ) -> Arrival {
     std::future::poll_fn(|cx| {
-        jobs.poll(cx);
         if let Poll::Ready(r) = poll_once(udp.recv_from(), cx) {
             return Poll::Ready(Ok(r));
         }

@@ -280,12 +280,26 @@ impl Simulation {
         let result = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
         self.polls += 1;
         beat.ticks.store(2 * self.polls, Ordering::Relaxed);
+        if crate::executor::take_spawned_note() {
+            self.adopt_spawned();
+        }
         if matches!(result, Ok(Poll::Pending)) {
             // Nothing to drop; forgetting it spares a call of the drop
             // glue, which the compiler otherwise makes for every poll.
             std::mem::forget(result);
         } else {
             self.task_ended(task, result);
+        }
+    }
+
+    /// Takes the futures of the tasks spawned during the last poll
+    /// (`Host::spawn`), whose records are already made, into the table.
+    #[inline(never)]
+    fn adopt_spawned(&mut self) {
+        let spawned = world::try_with_world(|w| std::mem::take(&mut w.spawned)).unwrap_or_default();
+        for (id, fut) in spawned {
+            debug_assert_eq!(id as usize, self.futures.len());
+            self.futures.push(Some(fut));
         }
     }
 
@@ -308,8 +322,10 @@ impl Simulation {
         let crashed = world::try_with_world(|w| {
             crate::executor::set_current_task(None);
             let now = w.hosts.now();
-            w.tasks.last_end = Some(now);
             let meta = &mut w.tasks.meta[task as usize];
+            if !meta.child {
+                w.tasks.last_end = Some(now);
+            }
             meta.state = outcome.0;
             w.hosts.sched.wakeups.retire(task);
             let machine = meta.machine;

@@ -26,6 +26,7 @@ mod rack;
 mod robustness;
 mod routing;
 mod sockets;
+mod spawn;
 mod tcp;
 mod tcp_abuse;
 mod tcp_fast_path;
