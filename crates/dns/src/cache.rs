@@ -5,7 +5,7 @@
 //!
 //! Entries are looked up by hash (never iterated, so the order of the map
 //! leaks into nothing). The key is the name in wire form with its letters
-//! lower-cased, then the type ([`Key`]): it hashes and compares as plain
+//! lower-cased, then the type ([`crate::key::Key`]): it hashes and compares as plain
 //! bytes, without regard to case (RFC 4343), so `WWW.Example.` finds
 //! `www.example.`, and the key of every enclosing zone is a suffix of a
 //! name's key ([`Cache::closest`]). An expired entry is removed when it is
@@ -15,6 +15,7 @@
 //! # Gaps
 //! - No eviction of live entries (LRU); no prefetch; no serve-stale.
 
+use crate::key::Key;
 use elvis_api::Time;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use rustc_hash::FxHashMap as HashMap;
@@ -45,73 +46,6 @@ pub struct Cache {
     /// Keyed by the name in wire form, no type (NXDOMAIN holds for all).
     nxdomain: HashMap<Box<[u8]>, Entry>,
     limit: usize,
-}
-
-/// A cache key: a name in wire form (length-prefixed labels, then the
-/// root's zero byte), letters lower-cased, then a record type (two bytes,
-/// big-endian) or nothing. Built on the stack: at most 255 + 2 bytes.
-pub struct Key {
-    bytes: [u8; 257],
-    len: usize,
-    /// Where each label starts, outermost last: `starts[i]..` is the wire
-    /// form of the name less its `i` first labels.
-    starts: [u8; 128],
-    labels: usize,
-}
-
-impl Key {
-    /// Returns the key of `name` (and `rtype`, if given).
-    pub fn new(name: &Name, rtype: Option<RecordType>) -> Key {
-        let mut k = Key {
-            bytes: [0; 257],
-            len: 0,
-            starts: [0; 128],
-            labels: 0,
-        };
-        for label in name.iter() {
-            // hickory keeps names within 255 bytes, so no label overflows.
-            k.starts[k.labels] = k.len as u8;
-            k.labels += 1;
-            k.bytes[k.len] = label.len() as u8;
-            for (d, s) in k.bytes[k.len + 1..].iter_mut().zip(label) {
-                *d = s.to_ascii_lowercase();
-            }
-            k.len += 1 + label.len();
-        }
-        k.len += 1; // the root label
-        if let Some(t) = rtype {
-            k.bytes[k.len..k.len + 2].copy_from_slice(&u16::from(t).to_be_bytes());
-            k.len += 2;
-        }
-        k
-    }
-
-    /// Returns the key's bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-
-    /// Returns the key of the name less its `skip` first labels, with the
-    /// same type: a suffix of this key.
-    fn suffix(&self, skip: usize) -> &[u8] {
-        let at = if skip < self.labels {
-            usize::from(self.starts[skip])
-        } else {
-            self.root_at()
-        };
-        &self.bytes[at..self.len]
-    }
-
-    /// Where the root label's zero byte is.
-    fn root_at(&self) -> usize {
-        match self.labels {
-            0 => 0,
-            n => {
-                let last = usize::from(self.starts[n - 1]);
-                last + 1 + usize::from(self.bytes[last])
-            }
-        }
-    }
 }
 
 impl Cache {
@@ -175,7 +109,7 @@ impl Cache {
         mut servers: impl FnMut(&[Record]) -> Option<T>,
     ) -> Option<(usize, T)> {
         let k = Key::new(name, Some(RecordType::NS));
-        let n = k.labels;
+        let n = k.labels();
         (0..n).find_map(|skip| {
             let ns = self.peek_key(now, k.suffix(skip))?;
             servers(ns).map(|t| (n - skip, t))
@@ -336,23 +270,6 @@ mod tests {
         ));
         assert_eq!(c.get(t(29), &n, RecordType::MX), None);
         assert_eq!(c.get(t(30), &n, RecordType::A), None);
-    }
-
-    #[test]
-    fn a_keys_suffixes_are_its_zones_keys() {
-        let n = Name::from_ascii("WWW.Example.COM.").unwrap();
-        let k = Key::new(&n, Some(RecordType::NS));
-        for (skip, zone) in ["www.example.com.", "example.com.", "com.", "."]
-            .iter()
-            .enumerate()
-        {
-            let z = Key::new(&Name::from_ascii(zone).unwrap(), Some(RecordType::NS));
-            assert_eq!(k.suffix(skip), z.as_bytes(), "{zone}");
-        }
-        assert_eq!(
-            Key::new(&n, None).as_bytes(),
-            b"\x03www\x07example\x03com\x00"
-        );
     }
 
     #[test]

@@ -32,6 +32,7 @@
 pub mod cache;
 mod emit;
 pub mod fuzz_bodies;
+pub mod key;
 pub mod master;
 pub mod message;
 pub mod resolver;

@@ -13,6 +13,7 @@
 //! `truncated` and `malformed` (queries it could not decode) in the run
 //! report, kept current as it runs.
 
+use crate::key::Key;
 use crate::message::{self, PORT};
 use crate::transport::{bytes_of, framed, read_framed};
 use crate::zone::{Lookup, Zone};
@@ -27,7 +28,8 @@ use std::rc::Rc;
 #[derive(Clone, Debug)]
 pub struct Config {
     zones: Vec<Zone>,
-    by_origin: HashMap<Name, usize>,
+    /// Zone indexes by `Key::new(origin, None)`.
+    by_origin: HashMap<Box<[u8]>, usize>,
 }
 
 impl Config {
@@ -37,16 +39,16 @@ impl Config {
         let by_origin = zones
             .iter()
             .enumerate()
-            .map(|(i, z)| (z.origin().clone(), i))
+            .map(|(i, z)| (Key::new(z.origin(), None).as_bytes().into(), i))
             .collect();
         Config { zones, by_origin }
     }
 
     /// Returns the zone whose origin is the longest suffix of `name`.
     fn zone_for(&self, name: &Name) -> Option<&Zone> {
-        (0..=name.num_labels())
-            .rev()
-            .find_map(|k| self.by_origin.get(&name.trim_to(usize::from(k))))
+        let key = Key::new(name, None);
+        (0..=key.labels())
+            .find_map(|skip| self.by_origin.get(key.suffix(skip)))
             .map(|&i| &self.zones[i])
     }
 }

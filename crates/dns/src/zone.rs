@@ -1,7 +1,7 @@
 //! An authoritative zone and the RFC 1034 §4.3.2 lookup in it.
 //!
 //! A [`Zone`] holds the records of one origin by owner name in a hash map
-//! (hickory's `Name` hashes and compares without regard to case), and the
+//! (keyed by [`Key`], so without regard to case), and the
 //! names again in a `BTreeSet` in DNSSEC canonical order (RFC 4034 §6.1),
 //! where the names below a node follow it: that is how an empty
 //! non-terminal is told from a name that does not exist, and the order in
@@ -12,6 +12,7 @@
 //! # Gaps
 //! - No wildcards (RFC 4592), no DNSSEC, no zone transfers.
 
+use crate::key::Key;
 use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use rustc_hash::FxHashMap as HashMap;
@@ -21,7 +22,10 @@ use std::collections::BTreeSet;
 #[derive(Clone, Debug)]
 pub struct Zone {
     origin: Name,
-    nodes: HashMap<Name, Vec<Record>>,
+    /// How many labels the origin has.
+    origin_labels: usize,
+    /// The records by owner, keyed by `Key::new(owner, None)`.
+    nodes: HashMap<Box<[u8]>, Vec<Record>>,
     names: BTreeSet<Name>,
     soa: Record,
 }
@@ -56,7 +60,7 @@ impl Zone {
     pub fn new(origin: Name, records: Vec<Record>) -> Result<Zone, String> {
         let mut origin = origin.to_lowercase();
         origin.set_fqdn(true);
-        let mut nodes: HashMap<Name, Vec<Record>> = HashMap::default();
+        let mut nodes: HashMap<Box<[u8]>, Vec<Record>> = HashMap::default();
         let mut soa = None;
         for r in records {
             if !origin.zone_of(&r.name) {
@@ -74,7 +78,7 @@ impl Zone {
                 }
                 continue;
             }
-            let node = nodes.entry(r.name.clone()).or_default();
+            let node = nodes.entry(key(&r.name)).or_default();
             let cname = |x: &Record| x.record_type() == RecordType::CNAME;
             if node.iter().any(cname) || (cname(&r) && !node.is_empty()) {
                 return Err(format!(
@@ -86,12 +90,14 @@ impl Zone {
                 node.push(r);
             }
         }
-        let soa = soa.unwrap_or_else(|| default_soa(&origin, nodes.get(&origin)));
+        let soa = soa.unwrap_or_else(|| default_soa(&origin, nodes.get(&key(&origin))));
         if origin_has_cname(&nodes, &origin) {
             return Err(format!("the zone apex {origin} cannot be a CNAME"));
         }
-        let names = nodes.keys().cloned().collect();
+        // Every node holds a record: its first one's owner names it.
+        let names = nodes.values().map(|n| n[0].name.clone()).collect();
         Ok(Zone {
+            origin_labels: Key::new(&origin, None).labels(),
             origin,
             nodes,
             names,
@@ -121,7 +127,10 @@ impl Zone {
 
     /// Returns every record, the SOA first, then in canonical name order.
     pub fn records(&self) -> impl Iterator<Item = &Record> {
-        let nodes = self.names.iter().flat_map(|n| &self.nodes[n]);
+        let nodes = self
+            .names
+            .iter()
+            .flat_map(|n| &self.nodes[Key::new(n, None).as_bytes()]);
         std::iter::once(&self.soa).chain(nodes)
     }
 
@@ -194,7 +203,7 @@ impl Zone {
     /// Returns the records at `name` (the origin exists even with only
     /// its SOA).
     fn node(&self, name: &Name) -> Option<&[Record]> {
-        match self.nodes.get(name) {
+        match self.nodes.get(Key::new(name, None).as_bytes()) {
             Some(v) => Some(v),
             None if *name == self.origin => Some(&[]),
             None => None,
@@ -204,11 +213,12 @@ impl Zone {
     /// Returns the NS records and glue of the delegation at or above
     /// `name`, below the origin (RFC 1034 §4.3.2 step 3b).
     fn delegation(&self, name: &Name) -> Option<(Vec<Record>, Vec<Record>)> {
-        let below = name.num_labels().checked_sub(self.origin.num_labels())?;
-        // The topmost cut below the origin decides.
-        for keep in (1..=below).map(|k| self.origin.num_labels() + k) {
-            let cut = name.trim_to(keep as usize);
-            let Some(node) = self.nodes.get(&cut) else {
+        let key = Key::new(name, None);
+        let below = key.labels().checked_sub(self.origin_labels)?;
+        // The topmost cut below the origin decides: the name less all but
+        // one of its labels below the origin first.
+        for skip in (0..below).rev() {
+            let Some(node) = self.nodes.get(key.suffix(skip)) else {
                 continue;
             };
             let ns: Vec<Record> = node
@@ -240,7 +250,7 @@ impl Zone {
     fn addresses_of<'a>(&self, names: impl Iterator<Item = &'a Name>) -> Vec<Record> {
         let mut out = Vec::new();
         for n in names {
-            if let Some(node) = self.nodes.get(n) {
+            if let Some(node) = self.nodes.get(Key::new(n, None).as_bytes()) {
                 out.extend(
                     node.iter()
                         .filter(|r| r.record_type() == RecordType::A)
@@ -272,9 +282,14 @@ impl Zone {
     }
 }
 
-fn origin_has_cname(nodes: &HashMap<Name, Vec<Record>>, origin: &Name) -> bool {
+/// Returns the map key of `name`'s node.
+fn key(name: &Name) -> Box<[u8]> {
+    Key::new(name, None).as_bytes().into()
+}
+
+fn origin_has_cname(nodes: &HashMap<Box<[u8]>, Vec<Record>>, origin: &Name) -> bool {
     nodes
-        .get(origin)
+        .get(&key(origin))
         .is_some_and(|n| n.iter().any(|r| r.record_type() == RecordType::CNAME))
 }
 

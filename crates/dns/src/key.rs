@@ -1,0 +1,107 @@
+//! Names as map keys: the wire form (length-prefixed labels, then the
+//! root's zero byte) with letters lower-cased, optionally followed by a
+//! record type. Such a key hashes and compares as plain bytes, without
+//! regard to case (RFC 4343): `WWW.Example.` and `www.example.` have one
+//! key. The key of a name less its first labels (each enclosing zone) is a
+//! suffix of the name's key, so a walk up the tree costs no new name.
+//! hickory's `Name` also ignores case, but hashing and comparing it goes
+//! label by label through iterators, and cutting it (`trim_to`) builds a
+//! new name; the cache, the zones and the server's zone index key on
+//! [`Key`] instead.
+
+use hickory_proto::rr::{Name, RecordType};
+
+/// A name as a map key: its wire form (length-prefixed labels, then the
+/// root's zero byte), letters lower-cased, then a record type (two bytes,
+/// big-endian) or nothing. Built on the stack: at most 255 + 2 bytes.
+pub struct Key {
+    bytes: [u8; 257],
+    len: usize,
+    /// Where each label starts, outermost last: `starts[i]..` is the wire
+    /// form of the name less its `i` first labels.
+    starts: [u8; 128],
+    labels: usize,
+}
+
+impl Key {
+    /// Returns the key of `name` (and `rtype`, if given).
+    #[inline]
+    pub fn new(name: &Name, rtype: Option<RecordType>) -> Key {
+        let mut k = Key {
+            bytes: [0; 257],
+            len: 0,
+            starts: [0; 128],
+            labels: 0,
+        };
+        for label in name.iter() {
+            // hickory keeps names within 255 bytes, so no label overflows.
+            k.starts[k.labels] = k.len as u8;
+            k.labels += 1;
+            k.bytes[k.len] = label.len() as u8;
+            for (d, s) in k.bytes[k.len + 1..].iter_mut().zip(label) {
+                *d = s.to_ascii_lowercase();
+            }
+            k.len += 1 + label.len();
+        }
+        k.len += 1; // the root label
+        if let Some(t) = rtype {
+            k.bytes[k.len..k.len + 2].copy_from_slice(&u16::from(t).to_be_bytes());
+            k.len += 2;
+        }
+        k
+    }
+
+    /// Returns the key's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// Returns the key of the name less its `skip` first labels, with the
+    /// same type: a suffix of this key.
+    pub fn suffix(&self, skip: usize) -> &[u8] {
+        let at = if skip < self.labels {
+            usize::from(self.starts[skip])
+        } else {
+            self.root_at()
+        };
+        &self.bytes[at..self.len]
+    }
+
+    /// Returns how many labels the name has (the root not counted).
+    pub fn labels(&self) -> usize {
+        self.labels
+    }
+
+    /// Where the root label's zero byte is.
+    fn root_at(&self) -> usize {
+        match self.labels {
+            0 => 0,
+            n => {
+                let last = usize::from(self.starts[n - 1]);
+                last + 1 + usize::from(self.bytes[last])
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keys_suffixes_are_its_zones_keys() {
+        let n = Name::from_ascii("WWW.Example.COM.").unwrap();
+        let k = Key::new(&n, Some(RecordType::NS));
+        for (skip, zone) in ["www.example.com.", "example.com.", "com.", "."]
+            .iter()
+            .enumerate()
+        {
+            let z = Key::new(&Name::from_ascii(zone).unwrap(), Some(RecordType::NS));
+            assert_eq!(k.suffix(skip), z.as_bytes(), "{zone}");
+        }
+        assert_eq!(
+            Key::new(&n, None).as_bytes(),
+            b"\x03www\x07example\x03com\x00"
+        );
+    }
+}
