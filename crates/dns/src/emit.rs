@@ -15,26 +15,32 @@
 use hickory_proto::op::{Message, MessageType};
 use hickory_proto::rr::{Name, RData, Record};
 
+/// Suffixes remembered for compression per message; later ones are
+/// written out in full (still a valid message, a little longer).
+const SUFFIXES: usize = 48;
+/// Bytes of remembered suffixes per message.
+const ARENA: usize = 1024;
+
 /// Names written so far: where each suffix starts (for pointers, which
-/// reach offsets below 0x4000 only), its labels kept in one arena.
+/// reach offsets below 0x4000 only), its labels kept in one arena. On the
+/// stack: a message costs no allocation for its compression table.
 struct Names {
     /// (offset in the message, start and end of the suffix in `arena`).
-    written: Vec<(u16, u32, u32)>,
+    written: [(u16, u16, u16); SUFFIXES],
+    count: usize,
     /// The suffixes' labels in wire form, one after another.
-    arena: Vec<u8>,
-    /// The name being written, in wire form, and where its labels start.
-    wire: Vec<u8>,
-    starts: Vec<usize>,
+    arena: [u8; ARENA],
+    used: usize,
 }
 
 impl Names {
-    /// Returns an empty table sized for a message of a few names.
+    /// Returns an empty table.
     fn new() -> Names {
         Names {
-            written: Vec::with_capacity(16),
-            arena: Vec::with_capacity(256),
-            wire: Vec::with_capacity(64),
-            starts: Vec::with_capacity(8),
+            written: [(0, 0, 0); SUFFIXES],
+            count: 0,
+            arena: [0; ARENA],
+            used: 0,
         }
     }
 
@@ -42,31 +48,41 @@ impl Names {
     /// already written (compared byte for byte, so a decoded name keeps
     /// its case).
     fn emit(&mut self, out: &mut Vec<u8>, name: &Name) {
-        self.wire.clear();
-        self.starts.clear();
+        // The name in wire form, and where its labels start.
+        let mut wire = [0u8; 256];
+        let mut len = 0;
+        let mut starts = [0u8; 128];
+        let mut labels = 0;
         for l in name.iter() {
-            self.starts.push(self.wire.len());
-            self.wire.push(l.len() as u8);
-            self.wire.extend_from_slice(l);
+            // hickory keeps a name within 255 bytes in wire form.
+            starts[labels] = len as u8;
+            labels += 1;
+            wire[len] = l.len() as u8;
+            wire[len + 1..len + 1 + l.len()].copy_from_slice(l);
+            len += 1 + l.len();
         }
-        for k in 0..self.starts.len() {
-            let suffix = &self.wire[self.starts[k]..];
-            let found = self
-                .written
+        for k in 0..labels {
+            let suffix = &wire[usize::from(starts[k])..len];
+            let found = self.written[..self.count]
                 .iter()
-                .find(|&&(_, a, b)| &self.arena[a as usize..b as usize] == suffix);
+                .find(|&&(_, a, b)| &self.arena[usize::from(a)..usize::from(b)] == suffix);
             if let Some(&(at, _, _)) = found {
                 out.extend_from_slice(&(0xc000 | at).to_be_bytes());
                 return;
             }
-            if out.len() < 0x4000 {
-                let a = self.arena.len() as u32;
-                self.arena.extend_from_slice(suffix);
-                self.written
-                    .push((out.len() as u16, a, self.arena.len() as u32));
+            if out.len() < 0x4000 && self.count < SUFFIXES && self.used + suffix.len() <= ARENA {
+                let a = self.used;
+                self.arena[a..a + suffix.len()].copy_from_slice(suffix);
+                self.used += suffix.len();
+                self.written[self.count] = (out.len() as u16, a as u16, self.used as u16);
+                self.count += 1;
             }
-            let end = self.starts.get(k + 1).copied().unwrap_or(self.wire.len());
-            out.extend_from_slice(&self.wire[self.starts[k]..end]);
+            let end = if k + 1 < labels {
+                usize::from(starts[k + 1])
+            } else {
+                len
+            };
+            out.extend_from_slice(&wire[usize::from(starts[k])..end]);
         }
         out.push(0);
     }
@@ -244,5 +260,27 @@ mod tests {
         m.add_answer(r);
         let back = message::decode(&emit(&m).unwrap()).unwrap();
         assert_eq!(back.answers, m.answers);
+    }
+
+    /// More names than the compression table holds: the rest are written
+    /// in full, and the message still decodes to what it was.
+    #[test]
+    fn a_message_with_more_names_than_the_table_holds_decodes_whole() {
+        use hickory_proto::rr::rdata::{A, NS};
+        let mut m = Message::new(1, MessageType::Response, hickory_proto::op::OpCode::Query);
+        for i in 0..40 {
+            let owner = Name::from_ascii(format!("host-{i}.zone-{i}.example.")).unwrap();
+            let target = Name::from_ascii(format!("ns.zone-{i}.example.")).unwrap();
+            m.add_answer(Record::from_rdata(
+                owner.clone(),
+                60,
+                RData::A(A::new(10, 0, 0, i)),
+            ));
+            m.add_answer(Record::from_rdata(owner, 60, RData::NS(NS(target))));
+        }
+        let ours = emit(&m).unwrap();
+        let back = message::decode(&ours).unwrap();
+        assert_eq!(back.answers, m.answers);
+        assert!(ours.len() <= m.to_vec().unwrap().len() + 40 * 12);
     }
 }

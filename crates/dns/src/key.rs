@@ -17,9 +17,6 @@ use hickory_proto::rr::{Name, RecordType};
 pub struct Key {
     bytes: [u8; 257],
     len: usize,
-    /// Where each label starts, outermost last: `starts[i]..` is the wire
-    /// form of the name less its `i` first labels.
-    starts: [u8; 128],
     labels: usize,
 }
 
@@ -30,12 +27,10 @@ impl Key {
         let mut k = Key {
             bytes: [0; 257],
             len: 0,
-            starts: [0; 128],
             labels: 0,
         };
         for label in name.iter() {
             // hickory keeps names within 255 bytes, so no label overflows.
-            k.starts[k.labels] = k.len as u8;
             k.labels += 1;
             k.bytes[k.len] = label.len() as u8;
             for (d, s) in k.bytes[k.len + 1..].iter_mut().zip(label) {
@@ -56,31 +51,19 @@ impl Key {
         &self.bytes[..self.len]
     }
 
-    /// Returns the key of the name less its `skip` first labels, with the
-    /// same type: a suffix of this key.
-    pub fn suffix(&self, skip: usize) -> &[u8] {
-        let at = if skip < self.labels {
-            usize::from(self.starts[skip])
-        } else {
-            self.root_at()
-        };
-        &self.bytes[at..self.len]
-    }
-
     /// Returns how many labels the name has (the root not counted).
     pub fn labels(&self) -> usize {
         self.labels
     }
 
-    /// Where the root label's zero byte is.
-    fn root_at(&self) -> usize {
-        match self.labels {
-            0 => 0,
-            n => {
-                let last = usize::from(self.starts[n - 1]);
-                last + 1 + usize::from(self.bytes[last])
-            }
+    /// Returns the key of the name less its `skip` first labels (all of
+    /// them at most: the root), with the same type: a suffix of this key.
+    pub fn suffix(&self, skip: usize) -> &[u8] {
+        let mut at = 0;
+        for _ in 0..skip.min(self.labels) {
+            at += 1 + usize::from(self.bytes[at]);
         }
+        &self.bytes[at..self.len]
     }
 }
 
