@@ -18,6 +18,7 @@ use crate::transport::{self, Failure};
 use elvis_api::Host;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
+use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -169,7 +170,10 @@ pub fn qualify(name: &str, domain: Option<&str>) -> Result<Name, ResolveError> {
         Some(d) if !name.contains('.') => format!("{name}.{}", d.trim_end_matches('.')),
         _ => name.to_string(),
     };
-    let mut n = Name::from_ascii(&full).map_err(|e| bad(e.to_string()))?;
+    let mut n = match plain(&full) {
+        Some(n) => n,
+        None => Name::from_ascii(&full).map_err(|e| bad(e.to_string()))?,
+    };
     if n.is_root() || full.is_empty() {
         return Err(bad("it is empty".into()));
     }
@@ -177,9 +181,55 @@ pub fn qualify(name: &str, domain: Option<&str>) -> Result<Name, ResolveError> {
     Ok(n)
 }
 
+/// Returns the name `s` when it is plain: host-name characters
+/// (letters, digits, `-`, `_`) in labels of 1 to 63 bytes, 253 at most,
+/// an optional final dot. Read from its wire form, which costs a fraction
+/// of hickory's text parser (escapes, IDNA), which every other name goes
+/// through; both give the same name.
+fn plain(s: &str) -> Option<Name> {
+    let s = s.strip_suffix('.').unwrap_or(s);
+    if s.is_empty() || s.len() > 253 {
+        return None;
+    }
+    let mut wire = [0u8; 256];
+    let mut at = 0;
+    for label in s.split('.') {
+        let ok = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+        if label.is_empty() || label.len() > 63 || !label.bytes().all(ok) {
+            return None;
+        }
+        wire[at] = label.len() as u8;
+        wire[at + 1..at + 1 + label.len()].copy_from_slice(label.as_bytes());
+        at += 1 + label.len();
+    }
+    // wire[at] is the root label's zero byte.
+    Name::read(&mut BinDecoder::new(&wire[..=at])).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_names_read_as_hickory_parses_them() {
+        for s in [
+            "www.example.com",
+            "Sender-17.elvis.",
+            "a",
+            "_dns.x-y.Z9",
+            "n0.d0.com.",
+        ] {
+            let ours = plain(s).unwrap();
+            let mut theirs = Name::from_ascii(s).unwrap();
+            // `qualify` makes every name fully qualified.
+            theirs.set_fqdn(true);
+            assert_eq!(ours.to_ascii(), theirs.to_ascii(), "{s}");
+            assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{s}");
+        }
+        for s in ["", ".", "a..b", "we\\.ird", "é.com", "a b", &"x".repeat(64)] {
+            assert!(plain(s).is_none(), "{s}");
+        }
+    }
 
     #[test]
     fn short_names_take_the_search_domain() {
