@@ -7,9 +7,9 @@
 //!   Representative Web Workloads for Network and Server Performance
 //!   Evaluation", ACM SIGMETRICS 1998, Table 1:
 //!   - file sizes: lognormal body (μ = 9.357, σ = 1.318) with a Pareto
-//!     tail (α = 1.1, k = 133 KB) above the cut, the two joined so that
-//!     the CDF is continuous (the tail holds the lognormal's mass above
-//!     k, about 7 %);
+//!     tail (α = 1.1, k = 133 KB = 133,000 bytes) above the cut, the two
+//!     joined so that the CDF is continuous: the tail holds the mass the
+//!     lognormal leaves above k, 3.2 %;
 //!   - embedded references per page: Pareto (α = 2.43, k = 1);
 //!   - inactive OFF (think) times: Pareto (α = 1.5, k = 1 s).
 //!

@@ -85,7 +85,8 @@ impl Histogram {
         }
         let b = self.cursors[i].1;
         if b == 0 {
-            return 1.0;
+            // 0 or 1 ns: a server delay of nothing.
+            return 0.0;
         }
         value_of(b)
     }
