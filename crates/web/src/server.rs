@@ -41,6 +41,10 @@ pub struct Config {
     pub backlog: usize,
     /// How long an idle persistent connection is kept.
     pub keepalive: Duration,
+    /// `SO_SNDBUF` of its connections (Apache's `SendBufferSize`; `None`:
+    /// the stack's default, 4 MiB). A worker is held until its response
+    /// is in this buffer, so a smaller one holds workers longer.
+    pub sndbuf: Option<usize>,
     /// The site's model and its page count.
     pub model: Rc<Model>,
     pub pages: u64,
@@ -59,6 +63,7 @@ impl Config {
             max_queue: None,
             backlog: 511,
             keepalive: Duration::from_secs(5),
+            sndbuf: None,
             model: Rc::new(Model::surge()),
             pages: 1000,
             stats: Rc::default(),
@@ -86,7 +91,12 @@ const COUNTS: [&str; 6] = [
 /// # Errors
 /// The port is taken, or the machine has no TCP.
 pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
-    let listener = host.tcp_listen(cfg.port, cfg.backlog)?;
+    let mut sock = host.tcp_socket()?;
+    if let Some(b) = cfg.sndbuf {
+        sock.set_send_buffer_size(b);
+    }
+    sock.bind(cfg.port)?;
+    let listener = sock.listen(cfg.backlog)?;
     cfg.stats.open(&host, &COUNTS, &["server_delay"]);
     let kick = Rc::new(Cell::new(false));
     let workers = Workers::new(cfg.max_workers, kick.clone());
