@@ -124,21 +124,12 @@ impl std::fmt::Debug for Recorder {
 }
 
 impl Recorder {
-    /// Publishes `names` (counts, at 0) and `timings` (their percentiles,
-    /// at 0) on the first call, so the report lists them in a fixed order
+    /// Publishes `timings` (their percentiles, at 0), then `counts` (at
+    /// 0) on the first call, so the report lists them in a fixed order
     /// even when nothing happens; later calls do nothing.
     pub fn open(&self, host: &Host, counts: &[&'static str], timings: &[&'static str]) {
         if self.started.replace(true) {
             return;
-        }
-        for &c in counts {
-            self.counts.borrow_mut().push((
-                c,
-                Count {
-                    n: 0,
-                    metric: host.publish_live(c, 0.0),
-                },
-            ));
         }
         for &t in timings {
             let metrics = ["p50", "p90", "p99"]
@@ -148,6 +139,15 @@ impl Recorder {
                 Timing {
                     hist: Histogram::new(&QS),
                     metrics,
+                },
+            ));
+        }
+        for &c in counts {
+            self.counts.borrow_mut().push((
+                c,
+                Count {
+                    n: 0,
+                    metric: host.publish_live(c, 0.0),
                 },
             ));
         }
