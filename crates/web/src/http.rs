@@ -23,6 +23,8 @@ use std::fmt;
 pub const MAX_HEAD: usize = 16 * 1024;
 /// The most header fields in a head.
 pub const MAX_HEADERS: usize = 32;
+/// The longest chunk-size line (size and extensions).
+pub const MAX_CHUNK_LINE: usize = 1024;
 
 /// Why a message could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -292,7 +294,9 @@ pub fn chunked(data: &[u8], chunk: usize) -> Vec<u8> {
 pub fn chunk_size(buf: &[u8]) -> Result<Option<(u64, usize)>, Error> {
     match httparse::parse_chunk_size(buf) {
         Ok(httparse::Status::Complete((n, size))) => Ok(Some((size, n))),
-        Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD => Err(Error::HeadTooLong),
+        Ok(httparse::Status::Partial) if buf.len() >= MAX_CHUNK_LINE => {
+            Err(Error::Malformed("chunk-size line too long".into()))
+        }
         Ok(httparse::Status::Partial) => Ok(None),
         Err(_) => Err(Error::Malformed("bad chunk size".into())),
     }
@@ -374,26 +378,35 @@ impl Reader {
         Ok(true)
     }
 
-    /// Returns the buffered bytes' first [`MAX_HEAD`] (copied: the head
-    /// may span chunks of the rope).
-    fn prefix(&self) -> Vec<u8> {
-        let mut v = vec![0; self.buf.len().min(MAX_HEAD)];
+    /// Returns the buffered bytes' first `limit` (copied: a head may span
+    /// chunks of the rope).
+    fn prefix(&self, limit: usize) -> Vec<u8> {
+        let mut v = vec![0; self.buf.len().min(limit)];
         let _ = self.buf.copy_to_slice(0, &mut v);
         v
     }
 
-    /// Reads until `parse` finds a complete item at the start of the
-    /// buffer, and consumes it. `Ok(None)`: the stream ended cleanly
-    /// before any byte of it (allowed only when `at_boundary`).
+    /// Reads until `parse` finds a complete item (at most `limit` bytes)
+    /// at the start of the buffer, and consumes it. `Ok(None)`: the
+    /// stream ended cleanly before any byte of it (allowed only when
+    /// `at_boundary`).
     async fn item<T>(
         &mut self,
         s: &TcpStream,
         at_boundary: bool,
+        limit: usize,
         parse: impl Fn(&[u8]) -> Result<Option<(T, usize)>, Error>,
     ) -> Result<Option<T>, Error> {
         loop {
             if !self.buf.is_empty() {
-                if let Some((t, n)) = parse(&self.prefix())? {
+                // Most items are short: a small prefix first, the whole
+                // limit only when that is not enough.
+                let short = self.prefix(limit.min(512));
+                let found = match parse(&short)? {
+                    None if self.buf.len() > short.len() => parse(&self.prefix(limit))?,
+                    r => r,
+                };
+                if let Some((t, n)) = found {
                     let _ = self.buf.pop_front(n);
                     return Ok(Some(t));
                 }
@@ -414,7 +427,7 @@ impl Reader {
     /// # Errors
     /// [`Error`]: malformed, too long, closed inside the head, socket.
     pub async fn request(&mut self, s: &TcpStream) -> Result<Option<Request>, Error> {
-        self.item(s, true, parse_request).await
+        self.item(s, true, MAX_HEAD, parse_request).await
     }
 
     /// Reads the next response head (to a request of `method`).
@@ -423,7 +436,7 @@ impl Reader {
     /// As [`Reader::request`]; a close before the head is
     /// [`Error::Closed`].
     pub async fn response(&mut self, s: &TcpStream, method: &str) -> Result<Response, Error> {
-        self.item(s, false, |b| parse_response(b, method))
+        self.item(s, false, MAX_HEAD, |b| parse_response(b, method))
             .await?
             .ok_or(Error::Closed)
     }
@@ -504,11 +517,11 @@ impl Reader {
         let mut total = 0u64;
         loop {
             let size = self
-                .item(s, false, chunk_size)
+                .item(s, false, MAX_CHUNK_LINE, chunk_size)
                 .await?
                 .ok_or(Error::Closed)?;
             if size == 0 {
-                self.item(s, false, |b| Ok(trailers(b)?.map(|n| ((), n))))
+                self.item(s, false, MAX_HEAD, |b| Ok(trailers(b)?.map(|n| ((), n))))
                     .await?;
                 return Ok(total);
             }
@@ -525,40 +538,44 @@ impl Reader {
 
 /// Returns the `href` and `src` attribute values of an HTML page: the
 /// links (`<a href>`) and the embedded images (`<img src>`), in order.
-/// A small scanner, enough for the pages `web_server` writes and for
-/// ordinary markup; it does not decode entities.
+/// A small scanner over the bytes, enough for the pages `web_server`
+/// writes and for ordinary markup; it does not decode entities.
 pub fn links(html: &[u8]) -> (Vec<String>, Vec<String>) {
     let mut hrefs = Vec::new();
     let mut srcs = Vec::new();
-    let text = String::from_utf8_lossy(html);
-    let lower = text.to_ascii_lowercase();
     let mut at = 0;
-    while let Some(open) = lower[at..].find('<') {
+    while let Some(open) = html[at..].iter().position(|&b| b == b'<') {
         let start = at + open + 1;
-        let Some(close) = lower[start..].find('>') else {
+        let Some(close) = html[start..].iter().position(|&b| b == b'>') else {
             break;
         };
-        let tag = &lower[start..start + close];
-        let orig = &text[start..start + close];
-        let (list, attr) = if tag.starts_with("a ") {
-            (&mut hrefs, "href=")
-        } else if tag.starts_with("img ") {
-            (&mut srcs, "src=")
+        let tag = &html[start..start + close];
+        at = start + close;
+        let starts = |p: &[u8]| tag.len() > p.len() && tag[..p.len()].eq_ignore_ascii_case(p);
+        let (list, attr): (&mut Vec<String>, &[u8]) = if starts(b"a ") {
+            (&mut hrefs, b"href=")
+        } else if starts(b"img ") {
+            (&mut srcs, b"src=")
         } else {
-            at = start + close;
             continue;
         };
-        if let Some(i) = tag.find(attr) {
-            let v = &orig[i + attr.len()..];
-            let v = match v.chars().next() {
-                Some(q @ ('"' | '\'')) => v[1..].split(q).next().unwrap_or(""),
-                _ => v.split(|c: char| c.is_whitespace()).next().unwrap_or(""),
-            };
-            if !v.is_empty() {
-                list.push(v.to_string());
+        let Some(i) = tag
+            .windows(attr.len())
+            .position(|w| w.eq_ignore_ascii_case(attr))
+        else {
+            continue;
+        };
+        let v = &tag[i + attr.len()..];
+        let v = match v.first() {
+            Some(&q @ (b'"' | b'\'')) => {
+                let v = &v[1..];
+                &v[..v.iter().position(|&b| b == q).unwrap_or(v.len())]
             }
+            _ => &v[..v.iter().position(u8::is_ascii_whitespace).unwrap_or(v.len())],
+        };
+        if !v.is_empty() {
+            list.push(String::from_utf8_lossy(v).into_owned());
         }
-        at = start + close;
     }
     (hrefs, srcs)
 }

@@ -107,24 +107,25 @@ pub fn page(model: &Model, pages: u64, i: u64) -> Page {
 
 /// Returns page `i`'s HTML: real markup, then filler up to its size.
 pub fn html(p: &Page, i: u64) -> Message {
-    let mut s = format!(
+    use std::io::Write;
+    let mut s: Vec<u8> = Vec::with_capacity(256 + 48 * (p.images.len() + p.links.len()));
+    let _ = write!(
+        s,
         "<!DOCTYPE html>\n<html><head><title>Page {i}</title></head>\n<body><h1>Page {i}</h1>\n"
     );
     for (k, size) in p.images.iter().enumerate() {
-        s.push_str(&format!("<img src=\"/obj/{size}\" alt=\"image {k}\">\n"));
+        let _ = writeln!(s, "<img src=\"/obj/{size}\" alt=\"image {k}\">");
     }
     for l in &p.links {
-        s.push_str(&format!("<p><a href=\"/page/{l}\">page {l}</a></p>\n"));
+        let _ = writeln!(s, "<p><a href=\"/page/{l}\">page {l}</a></p>");
     }
-    const END: &str = "</body></html>\n";
+    const END: &[u8] = b"</body></html>\n";
     let want = p.size as usize;
     let room = want.saturating_sub(s.len() + END.len());
     let real = room.min(REAL_FILL);
-    if real > 0 {
-        const WORDS: &[u8] = b"lorem ipsum dolor sit amet consectetur adipiscing elit ";
-        s.extend(WORDS.iter().cycle().take(real).map(|&b| b as char));
-    }
-    let mut m = Message::from_vec(s.into_bytes());
+    const WORDS: &[u8] = b"lorem ipsum dolor sit amet consectetur adipiscing elit ";
+    s.extend(WORDS.iter().cycle().take(real));
+    let mut m = Message::from_vec(s);
     // Past the real filler, a comment of virtual payload: `<!--` zeros `-->`.
     let left = room - real;
     if left >= 8 {
@@ -134,7 +135,7 @@ pub fn html(p: &Page, i: u64) -> Message {
     } else {
         m.append(Message::from_vec(vec![b' '; left]));
     }
-    m.append(Message::from_static(END.as_bytes()));
+    m.append(Message::from_static(END));
     m
 }
 
