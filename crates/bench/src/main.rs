@@ -50,13 +50,13 @@
 mod chain_sweep;
 mod dhcp_boot;
 mod dns;
-mod web;
 mod fattree;
 mod offload_memory;
 mod socket_overhead;
 mod star;
 mod tcp_idle;
 mod topology;
+mod web;
 
 use clap::{Parser, Subcommand};
 use elvis_sim::{Host, NetworkConfig, Protocols, Simulation};

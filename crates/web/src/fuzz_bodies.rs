@@ -23,7 +23,10 @@ pub fn http(data: &[u8]) {
                 .expect("what we emit parses")
                 .expect("what we emit is complete");
             assert_eq!(m, bytes.len());
-            assert_eq!((back.method, back.path, back.close), (r.method, r.path, r.close));
+            assert_eq!(
+                (back.method, back.path, back.close),
+                (r.method, r.path, r.close)
+            );
         }
     }
     if let Ok(Some((r, n))) = http::parse_response(data, "GET") {
@@ -33,7 +36,10 @@ pub fn http(data: &[u8]) {
                 Framing::UntilClose => Framing::Length(0),
                 f => f,
             };
-            let again = Response { framing, ..r.clone() };
+            let again = Response {
+                framing,
+                ..r.clone()
+            };
             let bytes = again.emit("text/html");
             let (back, _) = http::parse_response(&bytes, "GET")
                 .expect("what we emit parses")

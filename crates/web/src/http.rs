@@ -254,8 +254,7 @@ pub fn parse_response(buf: &[u8], method: &str) -> Result<Option<(Response, usiz
             } else {
                 f.framing.unwrap_or(Framing::UntilClose)
             };
-            let close = f.close.unwrap_or(res.version == Some(0))
-                || framing == Framing::UntilClose;
+            let close = f.close.unwrap_or(res.version == Some(0)) || framing == Framing::UntilClose;
             Ok(Some((
                 Response {
                     status,
@@ -571,7 +570,12 @@ pub fn links(html: &[u8]) -> (Vec<String>, Vec<String>) {
                 let v = &v[1..];
                 &v[..v.iter().position(|&b| b == q).unwrap_or(v.len())]
             }
-            _ => &v[..v.iter().position(u8::is_ascii_whitespace).unwrap_or(v.len())],
+            _ => {
+                &v[..v
+                    .iter()
+                    .position(u8::is_ascii_whitespace)
+                    .unwrap_or(v.len())]
+            }
         };
         if !v.is_empty() {
             list.push(String::from_utf8_lossy(v).into_owned());

@@ -70,7 +70,8 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
                 let i = started.get();
                 started.set(i + 1);
                 jobs.push(fetch_owned(host, cfg.clone()));
-                let at = t0 + std::time::Duration::from_nanos((((i + 1) as f64) * 1e9 / rate) as u64);
+                let at =
+                    t0 + std::time::Duration::from_nanos((((i + 1) as f64) * 1e9 / rate) as u64);
                 run_until(&host, &mut jobs, Some(at)).await;
             }
         }

@@ -73,7 +73,10 @@ pub fn surge_size() -> Dist {
 
 /// SURGE's embedded references per page.
 pub fn surge_embedded() -> Dist {
-    Dist::Pareto { alpha: 2.43, k: 1.0 }
+    Dist::Pareto {
+        alpha: 2.43,
+        k: 1.0,
+    }
 }
 
 /// SURGE's inactive OFF (think) time, seconds.
@@ -270,8 +273,8 @@ impl Model {
     pub fn from_dir(dir: &Path) -> Result<Model, String> {
         let read = |name: &str, scale: f64| -> Result<Dist, String> {
             let path = dir.join(name);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             buckets(&text, scale).map_err(|(line, why)| format!("{}:{line}: {why}", path.display()))
         };
         Ok(Model {
@@ -330,7 +333,12 @@ pub fn buckets(text: &str, scale: f64) -> Result<Dist, (usize, String)> {
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim()));
     match lines.next() {
         Some((_, h)) if h.replace(' ', "").eq_ignore_ascii_case("buckets,weights") => {}
-        Some((n, h)) => return Err((n, format!("expected the header 'buckets,weights', got '{h}'"))),
+        Some((n, h)) => {
+            return Err((
+                n,
+                format!("expected the header 'buckets,weights', got '{h}'"),
+            ))
+        }
         None => return Err((1, "the file is empty".into())),
     }
     let mut bounds: Vec<f64> = Vec::new();

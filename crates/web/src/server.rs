@@ -144,7 +144,10 @@ async fn serve(host: Host, s: TcpStream, cfg: Rc<Config>, workers: Rc<Workers>) 
         {
             return;
         }
-        if cfg.max_queue.is_some_and(|q| workers.full() && workers.waiting() >= q) {
+        if cfg
+            .max_queue
+            .is_some_and(|q| workers.full() && workers.waiting() >= q)
+        {
             let _ = respond(&s, &cfg, 503, req.close, Message::new(), false).await;
             if req.close {
                 return;

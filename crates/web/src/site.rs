@@ -58,7 +58,7 @@ pub fn parse_size(s: &str) -> Option<u64> {
         _ => return None,
     };
     let v = n * mult;
-    (v.is_finite() && v >= 0.0 && v <= 1e12).then_some(v.round() as u64)
+    (0.0..=1e12).contains(&v).then_some(v.round() as u64)
 }
 
 /// SplitMix64: the page streams.
@@ -95,9 +95,7 @@ pub fn page(model: &Model, pages: u64, i: u64) -> Page {
     let images = (0..n_img)
         .map(|_| model.draw_image_size(r.next_u64()))
         .collect();
-    let links = (0..n_links)
-        .map(|_| r.next_u64() % pages.max(1))
-        .collect();
+    let links = (0..n_links).map(|_| r.next_u64() % pages.max(1)).collect();
     Page {
         size,
         links,
@@ -166,7 +164,11 @@ mod tests {
             let (hrefs, srcs) = crate::http::links(&h.slice(..keep).to_vec());
             assert_eq!(hrefs.len(), p.links.len());
             assert_eq!(srcs.len(), p.images.len());
-            assert_eq!(page(&model, 100, i), p, "pages are drawn the same way twice");
+            assert_eq!(
+                page(&model, 100, i),
+                p,
+                "pages are drawn the same way twice"
+            );
         }
     }
 }

@@ -33,7 +33,10 @@ fn bucket_of(v: u64) -> usize {
     if v <= 1 {
         return 0;
     }
-    ((v as f64).ln() / STEP.ln()).floor().max(0.0).min((BUCKETS - 1) as f64) as usize
+    ((v as f64).ln() / STEP.ln())
+        .floor()
+        .max(0.0)
+        .min((BUCKETS - 1) as f64) as usize
 }
 
 /// Returns the value standing for bucket `b` (its geometric middle).
@@ -132,8 +135,8 @@ impl Recorder {
             return;
         }
         for &t in timings {
-            let metrics = ["p50", "p90", "p99"]
-                .map(|q| host.publish_live(&format!("{t}_{q}_ns"), 0.0));
+            let metrics =
+                ["p50", "p90", "p99"].map(|q| host.publish_live(&format!("{t}_{q}_ns"), 0.0));
             self.timings.borrow_mut().push((
                 t,
                 Timing {
@@ -155,7 +158,12 @@ impl Recorder {
 
     /// Adds `k` to count `name` (one of those opened).
     pub fn add(&self, name: &str, k: u64) {
-        if let Some((_, c)) = self.counts.borrow_mut().iter_mut().find(|(n, _)| *n == name) {
+        if let Some((_, c)) = self
+            .counts
+            .borrow_mut()
+            .iter_mut()
+            .find(|(n, _)| *n == name)
+        {
             c.n += k;
             c.metric.set(c.n as f64);
         }
@@ -163,7 +171,12 @@ impl Recorder {
 
     /// Records duration `ns` in timing `name` (one of those opened).
     pub fn time(&self, name: &str, ns: u64) {
-        if let Some((_, t)) = self.timings.borrow_mut().iter_mut().find(|(n, _)| *n == name) {
+        if let Some((_, t)) = self
+            .timings
+            .borrow_mut()
+            .iter_mut()
+            .find(|(n, _)| *n == name)
+        {
             t.hist.record(ns);
             for (i, m) in t.metrics.iter().enumerate() {
                 m.set(t.hist.quantile(i).round());
@@ -192,7 +205,9 @@ mod tests {
         let mut vals: Vec<u64> = (1..=1000).map(|i| i * 1000).collect();
         let mut x = 7u64;
         for i in (1..vals.len()).rev() {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             vals.swap(i, (x >> 33) as usize % (i + 1));
         }
         for v in &vals {

@@ -120,9 +120,8 @@ async fn load(
     };
     cfg.stats.add("bytes", page.bytes);
     let (hrefs, srcs) = http::links(&page.body);
-    let local = |v: Vec<String>| -> Vec<String> {
-        v.into_iter().filter(|p| p.starts_with('/')).collect()
-    };
+    let local =
+        |v: Vec<String>| -> Vec<String> { v.into_iter().filter(|p| p.starts_with('/')).collect() };
     let (hrefs, srcs) = (local(hrefs), local(srcs));
     let queue = Rc::new(RefCell::new(VecDeque::from(srcs)));
     let k = conns.len().min(queue.borrow().len());

@@ -48,7 +48,13 @@ fn run_web(dir: &Path, pcap: bool) -> (Value, Vec<u8>) {
             &pcap_dir
         ])
     } else {
-        elvis(args!["run", "--quiet", &example("web.ndl"), "--report", &report_path])
+        elvis(args![
+            "run",
+            "--quiet",
+            &example("web.ndl"),
+            "--report",
+            &report_path
+        ])
     };
     out.expect_code(0);
     let mut r = read_report(&report_path);
@@ -61,7 +67,12 @@ fn run_web(dir: &Path, pcap: bool) -> (Value, Vec<u8>) {
 fn the_web_example_browses_and_tshark_counts_the_reported_requests() {
     let dir = temp_dir();
     let (r, _) = run_web(dir.path(), true);
-    assert_eq!(r["problems"].as_array().unwrap().len(), 0, "{}", r["problems"]);
+    assert_eq!(
+        r["problems"].as_array().unwrap().len(),
+        0,
+        "{}",
+        r["problems"]
+    );
     // 4 users x 4 pages, each with its images; 4 fetches of 504 KB.
     assert_eq!(metric(&r, "web_user", "pages"), 16.0);
     assert_eq!(metric(&r, "web_user", "errors"), 0.0);
@@ -96,7 +107,10 @@ fn the_web_example_browses_and_tshark_counts_the_reported_requests() {
     let dc = dir.path().join("pcap/net-dc.pcap");
     assert_eq!(tshark_count(&dc, "http.request") as f64, requests);
     assert_eq!(tshark_count(&dc, "http.response") as f64, responses);
-    assert_eq!(tshark_count(&dc, "http.request.method == \"GET\"") as f64, requests);
+    assert_eq!(
+        tshark_count(&dc, "http.request.method == \"GET\"") as f64,
+        requests
+    );
     // Pages are chunked, objects carry a Content-Length.
     assert_eq!(
         tshark_count(&dc, "http.transfer_encoding == \"chunked\"") as f64,
@@ -118,7 +132,10 @@ fn a_bad_url_host_is_reported_where_it_was_written() {
     let out = elvis_in(&fixtures_dir(), args!["check", "bad/web-bad-url-host.ndl"]);
     out.expect_code(2);
     let first = out.first_stderr_line();
-    assert!(first.starts_with("bad/web-bad-url-host.ndl:18:39:"), "{first}");
+    assert!(
+        first.starts_with("bad/web-bad-url-host.ndl:18:39:"),
+        "{first}"
+    );
     assert!(first.contains("unknown machine 'wwww' in url"), "{first}");
 }
 

@@ -93,7 +93,10 @@ fn bucket_samplers_pass_kolmogorov_smirnov_against_the_bucket_cdf() {
     }
     let n = 20_000;
     let samples = draws(&d, n, 11);
-    assert!(samples.iter().all(|&x| !(20.0..30.0).contains(&x)), "an empty bucket is drawn");
+    assert!(
+        samples.iter().all(|&x| !(20.0..30.0).contains(&x)),
+        "an empty bucket is drawn"
+    );
     let s = ks(samples, hand);
     assert!(s < critical(n), "D = {s}");
 }
@@ -101,9 +104,18 @@ fn bucket_samplers_pass_kolmogorov_smirnov_against_the_bucket_cdf() {
 #[test]
 fn a_malformed_histogram_names_its_line() {
     assert_eq!(buckets("b,w\n", 1.0).unwrap_err().0, 1);
-    assert_eq!(buckets("buckets,weights\n0,1\nx,2\n", 1.0).unwrap_err().0, 3);
-    assert_eq!(buckets("buckets,weights\n0,1\n5,-2\n", 1.0).unwrap_err().0, 3);
-    assert_eq!(buckets("buckets,weights\n5,1\n5,2\n", 1.0).unwrap_err().0, 3);
+    assert_eq!(
+        buckets("buckets,weights\n0,1\nx,2\n", 1.0).unwrap_err().0,
+        3
+    );
+    assert_eq!(
+        buckets("buckets,weights\n0,1\n5,-2\n", 1.0).unwrap_err().0,
+        3
+    );
+    assert_eq!(
+        buckets("buckets,weights\n5,1\n5,2\n", 1.0).unwrap_err().0,
+        3
+    );
     assert_eq!(buckets("buckets,weights\n0,1,2\n", 1.0).unwrap_err().0, 2);
     assert!(buckets("buckets,weights\n0,0\n", 1.0).is_err());
 }
@@ -125,11 +137,18 @@ fn a_model_directory_loads_and_its_errors_say_file_and_line() {
     let dir = std::env::temp_dir().join(format!("elvis-web-bad-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for f in ["page_size", "num_links", "num_images", "image_size"] {
-        std::fs::copy(fixture().join(format!("{f}.csv")), dir.join(format!("{f}.csv"))).unwrap();
+        std::fs::copy(
+            fixture().join(format!("{f}.csv")),
+            dir.join(format!("{f}.csv")),
+        )
+        .unwrap();
     }
     std::fs::write(dir.join("num_images.csv"), "buckets,weights\n0,1\n1,oops\n").unwrap();
     let e = Model::from_dir(&dir).unwrap_err();
-    assert!(e.ends_with("num_images.csv:3: weight 'oops' is not a number"), "{e}");
+    assert!(
+        e.ends_with("num_images.csv:3: weight 'oops' is not a number"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -144,7 +163,9 @@ fn the_shared_yahoo_model_loads_when_present() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
     let n = 20_000;
     let s = ks(
-        (0..n).map(|_| m.image_size.sample(rng.next_u64())).collect(),
+        (0..n)
+            .map(|_| m.image_size.sample(rng.next_u64()))
+            .collect(),
         |x| m.image_size.cdf(x),
     );
     assert!(s < critical(n), "D = {s}");

@@ -14,7 +14,10 @@ fn server_cfg(max_workers: u32) -> Rc<server::Config> {
 }
 
 /// A client that GETs `paths` in order, on one connection when `reuse`.
-fn fetcher(paths: &'static [&'static str], reuse: bool) -> impl Fn(Host) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), AppError>>>> {
+fn fetcher(
+    paths: &'static [&'static str],
+    reuse: bool,
+) -> impl Fn(Host) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), AppError>>>> {
     move |h: Host| {
         Box::pin(async move {
             let o = Origin::new(SERVER, 80, "server");
@@ -65,7 +68,10 @@ fn one_persistent_connection_serves_several_requests() {
     assert_eq!(per_client(&r, "bytes_3"), 1.0);
     // The page came chunked and whole: its HTML was kept.
     assert!(per_client(&r, "kept_1") > 100.0);
-    assert_eq!(per_client(&r, "kept_1"), per_client(&r, "bytes_1").min(1048576.0));
+    assert_eq!(
+        per_client(&r, "kept_1"),
+        per_client(&r, "bytes_1").min(1048576.0)
+    );
 }
 
 #[test]
@@ -113,7 +119,7 @@ fn a_server_at_its_max_workers_queues_requests_and_reports_the_delay() {
     // transfer (0.8 s at 10 Mb/s) and at most three.
     let p90 = metric(&busy, "web_server", "server_delay_p90_ns");
     assert!(p90 > 0.1e9 && p90 < 3.0e9, "p90 {p90}");
-    assert_eq!(metric(&busy, "web_server", "server_delay_p50_ns") > 0.0, true);
+    assert!(metric(&busy, "web_server", "server_delay_p50_ns") > 0.0);
     assert!(metric(&busy, "web_server", "server_delay_p99_ns") >= p90);
 }
 
@@ -172,9 +178,15 @@ fn users_load_pages_and_their_images_and_the_server_counts_each_request() {
     assert_eq!(metric(&r, "web_user", "pages"), 15.0);
     assert_eq!(metric(&r, "web_user", "errors"), 0.0);
     let objects = metric(&r, "web_user", "objects");
-    assert!(objects >= 15.0, "SURGE pages have an image at least: {objects}");
+    assert!(
+        objects >= 15.0,
+        "SURGE pages have an image at least: {objects}"
+    );
     assert_eq!(metric(&r, "web_server", "requests"), 15.0 + objects);
-    assert_eq!(metric(&r, "web_server", "bytes_sent"), metric(&r, "web_user", "bytes"));
+    assert_eq!(
+        metric(&r, "web_server", "bytes_sent"),
+        metric(&r, "web_user", "bytes")
+    );
     let p50 = metric(&r, "web_user", "page_load_p50_ns");
     let p99 = metric(&r, "web_user", "page_load_p99_ns");
     // At least a handshake and a request: 2 RTTs of 2 ms.
@@ -211,6 +223,6 @@ fn users_stopped_by_time_keep_their_metrics() {
     let r = sim.run();
     assert_success(&r);
     let pages = metric(&r, "web_user", "pages");
-    assert!(pages >= 5.0 && pages <= 20.0, "{pages}");
+    assert!((5.0..=20.0).contains(&pages), "{pages}");
     assert_eq!(metric(&r, "web_user", "sessions"), 1.0);
 }

@@ -29,8 +29,9 @@ pub(super) fn build_server(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, P
     cfg.sndbuf = o.buffer("sndbuf")?;
     cfg.pages = o.u64_or("pages", 1000)?;
     if cfg.pages == 0 {
-        return Err(ParamError::new(o.loc("pages"), "a site has 1 page at least")
-            .hint("pages='1000'"));
+        return Err(
+            ParamError::new(o.loc("pages"), "a site has 1 page at least").hint("pages='1000'"),
+        );
     }
     if let Some(m) = o.params.get("model") {
         cfg.model = Rc::new(model(o, m)?);
@@ -64,8 +65,10 @@ pub(super) fn build_user(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
     let to = o.target("to")?;
     let connections = o.u64_or("connections", 6)?;
     if !(1..=64).contains(&connections) {
-        return Err(ParamError::new(o.loc("connections"), "connections must be 1 to 64")
-            .hint("connections='6' (what browsers open per host)"));
+        return Err(
+            ParamError::new(o.loc("connections"), "connections must be 1 to 64")
+                .hint("connections='6' (what browsers open per host)"),
+        );
     }
     let follow = match o.params.get("follow") {
         None => 0.85,
@@ -89,7 +92,11 @@ pub(super) fn build_user(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
         to: to.ip(),
         name: o.required("to")?.value.trim().to_string(),
         port: o.port_or("port", 80)?,
-        pages: o.params.get("pages").map(|_| o.u64_or("pages", 0)).transpose()?,
+        pages: o
+            .params
+            .get("pages")
+            .map(|_| o.u64_or("pages", 0))
+            .transpose()?,
         connections: connections as u32,
         think,
         follow,
@@ -130,8 +137,11 @@ pub(super) fn build_load(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
                 .ok()
                 .filter(|v| *v > 0.0 && v.is_finite())
                 .ok_or_else(|| {
-                    ParamError::new(r.loc, format!("rate '{}' is not fetches per second", r.value))
-                        .hint("rate='10'")
+                    ParamError::new(
+                        r.loc,
+                        format!("rate '{}' is not fetches per second", r.value),
+                    )
+                    .hint("rate='10'")
                 })?;
             load::Mode::Rate(rate)
         }
@@ -142,7 +152,11 @@ pub(super) fn build_load(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
         origin: client::Origin::new(to.ip(), url.port, &url.host),
         path: url.path,
         mode,
-        fetches: o.params.get("fetches").map(|_| o.u64_or("fetches", 0)).transpose()?,
+        fetches: o
+            .params
+            .get("fetches")
+            .map(|_| o.u64_or("fetches", 0))
+            .transpose()?,
         stats: Rc::default(),
     });
     let set = |c: &mut load::Config, ip| c.origin.addr.set_ip(ip);
