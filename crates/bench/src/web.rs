@@ -30,9 +30,9 @@ fn server_ip(s: u32) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 0, 0, 1)) + s)
 }
 
-/// Runs the benchmark.
-pub fn run(s: &Sizes) -> Measurement {
-    let t0 = Instant::now();
+/// Builds the LAN, the servers and the users; returns the simulation and
+/// the users' stop time.
+fn build(s: &Sizes) -> (Simulation, Time) {
     let mut sim = Simulation::new(1);
     let mut cfg = NetworkConfig::ideal("lan");
     cfg.bandwidth_bps = Some(1_000_000_000);
@@ -79,6 +79,14 @@ pub fn run(s: &Sizes) -> Measurement {
             Ok(())
         });
     }
+    (sim, stop)
+}
+
+/// Runs the benchmark.
+pub fn run(s: &Sizes) -> Measurement {
+    let t0 = Instant::now();
+    let (mut sim, stop) = build(s);
+    let servers = s.servers.max(1);
     let build_s = t0.elapsed().as_secs_f64();
     let report = sim.run_with(RunLimits { until: Some(stop) }, &mut |_| {});
     let metric = |app: &str, name: &str| -> f64 {
