@@ -96,6 +96,29 @@ pub struct TaskMeta {
     /// A daemon (a server, a forwarder) may still be waiting at the end of
     /// a run without that counting as a failure.
     pub daemon: bool,
+    /// Started by an application ([`crate::Host::spawn`]), not by the
+    /// builder: a part of that application (a server's connection), not an
+    /// instance of its own in the report.
+    pub helper: bool,
+}
+
+thread_local! {
+    /// The futures of tasks applications started during the current poll
+    /// ([`crate::Host::spawn`]), in task-id order, until the run loop
+    /// takes them ([`take_spawned`]). Kept out of the world: a future is
+    /// never stored where polling another would borrow it.
+    static SPAWNED: std::cell::RefCell<Vec<TaskFuture>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Queues the future of a task just recorded in the world's task table.
+pub(crate) fn push_spawned(fut: TaskFuture) {
+    SPAWNED.with(|s| s.borrow_mut().push(fut));
+}
+
+/// Returns the futures of the tasks started since the last call, in
+/// task-id order.
+pub fn take_spawned() -> Vec<TaskFuture> {
+    SPAWNED.with(|s| std::mem::take(&mut *s.borrow_mut()))
 }
 
 /// Task records, indexed by [`TaskId`].

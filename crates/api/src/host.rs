@@ -182,6 +182,43 @@ impl Host {
         try_with_world(|w| crate::stack::custom::push(&mut w.hosts, self.machine, proto, dst, msg))?
     }
 
+    /// Starts `fut` as a task of its own on this machine, a part of the
+    /// calling application (a server's connection: `accept` then
+    /// `spawn`), polled only when a socket or timer it waits on is ready.
+    /// It is a daemon (the run may end while it waits) and is not an
+    /// application instance in the report; it goes on when the calling
+    /// task ends or is stopped. Returns its task id, or `None` outside a
+    /// task.
+    pub fn spawn(&self, fut: impl Future<Output = ()> + 'static) -> Option<crate::executor::TaskId> {
+        let parent = current_task()?;
+        let id = try_with_world(|w| {
+            let app = w.tasks.meta[parent as usize].app;
+            let id = w.tasks.meta.len() as crate::executor::TaskId;
+            w.tasks.meta.push(crate::executor::TaskMeta {
+                machine: self.machine,
+                app,
+                state: crate::TaskState::Pending,
+                daemon: true,
+                helper: true,
+            });
+            w.hosts.sched.wakeups.add(id);
+            w.hosts.sched.queue.schedule_now(Event::Wake(id));
+            id
+        })
+        .ok()?;
+        crate::executor::push_spawned(Box::pin(async move {
+            fut.await;
+            Ok(())
+        }));
+        Some(id)
+    }
+
+    /// Wakes task `task` of this run (one waiting on something this task
+    /// provides: a worker given back).
+    pub fn wake(&self, task: crate::executor::TaskId) {
+        let _ = try_with_world(|w| w.hosts.wake(task));
+    }
+
     /// Returns 64 random bits from the machine's own stream.
     pub fn random_u64(&self) -> u64 {
         try_with_world(|w| {

@@ -1,12 +1,16 @@
-//! Concurrency inside one application task: [`Jobs`] (a server's
-//! connections, a user's parallel connections) and [`Workers`] (the
-//! server's `max_workers` limit, with a FIFO of requests waiting).
+//! Concurrency for the web applications: [`Jobs`] (an `http_load`'s
+//! fetches in flight, inside its one task) and [`Workers`] (the server's
+//! `max_workers` limit across its connection tasks, with a FIFO of
+//! requests waiting).
 //!
 //! Every elvis socket future parks the *task*, so any event for any job
 //! wakes the whole application and [`Jobs::poll`] polls every job, in the
-//! order they were added (deterministic). A worker given back may let a
-//! job polled earlier in the round go on; the round is then repeated.
+//! order they were added (deterministic); a job may ask for another round
+//! through the kick. A server instead starts a task per connection
+//! (`Host::spawn`), polled only for its own events.
 
+use elvis_api::executor::{current_task, TaskId};
+use elvis_api::Host;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -59,25 +63,28 @@ impl Jobs {
 }
 
 /// A limit on requests served at once, with a FIFO of those waiting
-/// (Apache's `MaxRequestWorkers`; past it, requests queue).
+/// (Apache's `MaxRequestWorkers`; past it, requests queue). Each waiter
+/// is a task (a server's connection); a worker given back wakes the
+/// first in line.
 #[derive(Debug)]
 pub struct Workers {
+    host: Host,
     max: u32,
     busy: Cell<u32>,
-    queue: RefCell<VecDeque<u64>>,
+    /// (ticket, task) of each request waiting, in arrival order.
+    queue: RefCell<VecDeque<(u64, Option<TaskId>)>>,
     next: Cell<u64>,
-    kick: Rc<Cell<bool>>,
 }
 
 impl Workers {
-    /// `max` workers (0: no limit), rounds repeated through `kick`.
-    pub fn new(max: u32, kick: Rc<Cell<bool>>) -> Rc<Workers> {
+    /// `max` workers on `host` (0: no limit).
+    pub fn new(host: Host, max: u32) -> Rc<Workers> {
         Rc::new(Workers {
+            host,
             max,
             busy: Cell::new(0),
             queue: RefCell::new(VecDeque::new()),
             next: Cell::new(0),
-            kick,
         })
     }
 
@@ -93,7 +100,20 @@ impl Workers {
 
     /// Returns whether a new request would have to wait.
     pub fn full(&self) -> bool {
-        self.max != 0 && self.busy.get() >= self.max || !self.queue.borrow().is_empty()
+        !self.free() || !self.queue.borrow().is_empty()
+    }
+
+    fn free(&self) -> bool {
+        self.max == 0 || self.busy.get() < self.max
+    }
+
+    /// Wakes the first in line if a worker is free for it.
+    fn wake_next(&self) {
+        if self.free() {
+            if let Some(&(_, Some(t))) = self.queue.borrow().front() {
+                self.host.wake(t);
+            }
+        }
     }
 
     /// Waits for a free worker, in arrival order.
@@ -118,16 +138,15 @@ impl Future for Acquire {
         let ticket = *self.ticket.get_or_insert_with(|| {
             let t = w.next.get();
             w.next.set(t + 1);
-            w.queue.borrow_mut().push_back(t);
+            w.queue.borrow_mut().push_back((t, current_task()));
             t
         });
-        let free = w.max == 0 || w.busy.get() < w.max;
-        if free && w.queue.borrow().front() == Some(&ticket) {
+        if w.free() && w.queue.borrow().front().map(|e| e.0) == Some(ticket) {
             w.queue.borrow_mut().pop_front();
             self.ticket = None;
             w.busy.set(w.busy.get() + 1);
             // The next in line may fit too.
-            w.kick.set(true);
+            w.wake_next();
             return Poll::Ready(Permit { w });
         }
         Poll::Pending
@@ -137,8 +156,8 @@ impl Future for Acquire {
 impl Drop for Acquire {
     fn drop(&mut self) {
         if let Some(t) = self.ticket {
-            self.w.queue.borrow_mut().retain(|&x| x != t);
-            self.w.kick.set(true);
+            self.w.queue.borrow_mut().retain(|e| e.0 != t);
+            self.w.wake_next();
         }
     }
 }
@@ -152,6 +171,6 @@ pub struct Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         self.w.busy.set(self.w.busy.get() - 1);
-        self.w.kick.set(true);
+        self.w.wake_next();
     }
 }

@@ -18,15 +18,13 @@
 //! `responses_4xx`, `responses_5xx`, `connections`, `bytes_sent` (body
 //! bytes) and `server_delay_p50_ns`/`_p90_ns`/`_p99_ns`.
 
-use crate::exec::{Jobs, Workers};
+use crate::exec::Workers;
 use crate::http::{self, Framing, Reader, Request, Response};
 use crate::model::Model;
 use crate::site::{self, Resource};
 use crate::stats::Recorder;
 use elvis_api::{AppResult, Host, Message, TcpStream};
-use std::cell::Cell;
 use std::rc::Rc;
-use std::task::Poll;
 use std::time::Duration;
 
 /// Options of `web_server`.
@@ -98,25 +96,15 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     sock.bind(cfg.port)?;
     let listener = sock.listen(cfg.backlog)?;
     cfg.stats.open(&host, &COUNTS, &["server_delay"]);
-    let kick = Rc::new(Cell::new(false));
-    let workers = Workers::new(cfg.max_workers, kick.clone());
-    let mut jobs = Jobs::new(kick);
+    let workers = Workers::new(host, cfg.max_workers);
     loop {
-        let accepted = std::future::poll_fn(|cx| {
-            jobs.poll(cx);
-            match std::pin::pin!(listener.accept()).poll(cx) {
-                Poll::Ready(r) => Poll::Ready(r),
-                Poll::Pending => Poll::Pending,
-            }
-        })
-        .await;
-        let (stream, _) = accepted?;
+        let (stream, _) = listener.accept().await?;
         cfg.stats.add("connections", 1);
-        jobs.push(serve(host, stream, cfg.clone(), workers.clone()));
+        // A task per connection, as a threaded server has a thread: it
+        // is polled only for its own connection's events.
+        host.spawn(serve(host, stream, cfg.clone(), workers.clone()));
     }
 }
-
-use std::future::Future;
 
 /// Serves one connection's requests until it closes.
 async fn serve(host: Host, s: TcpStream, cfg: Rc<Config>, workers: Rc<Workers>) {

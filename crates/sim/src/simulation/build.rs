@@ -726,6 +726,7 @@ impl Simulation {
             app,
             state: TaskState::Pending,
             daemon,
+            helper: false,
         });
         w.hosts.sched.wakeups.add(id);
         // Start through the event queue, so that tasks woken by the first

@@ -84,7 +84,8 @@ fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
     let mut entries: Vec<AppReport> = Vec::new();
     let mut index: rustc_hash::FxHashMap<(u32, u32), usize> = Default::default();
     let mut last = usize::MAX;
-    for meta in &w.tasks.meta {
+    // A task an application started is a part of it, not an instance.
+    for meta in w.tasks.meta.iter().filter(|m| !m.helper) {
         let key = (w.hosts.machines[meta.machine as usize].group, meta.app);
         let found = if keys.get(last) == Some(&key) {
             Some(last)

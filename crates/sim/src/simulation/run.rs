@@ -172,6 +172,8 @@ impl Simulation {
             .map(|d| spawn_watchdog(d, beat.clone(), group_names));
         let start = Instant::now();
         let end = self.run_loop(limits, progress, &beat, start);
+        // Tasks started at the last instant stay with this simulation.
+        self.adopt_spawned();
         crate::executor::set_current_task(None);
         self.wall += start.elapsed();
         beat.done.store(true, Ordering::Relaxed);
@@ -268,6 +270,9 @@ impl Simulation {
     /// [`Simulation::task_ended`].
     #[inline(always)]
     fn poll_task(&mut self, task: TaskId, cx: &mut Context<'_>, beat: &Heartbeat) {
+        if task as usize >= self.futures.len() {
+            self.adopt_spawned();
+        }
         // Polled in place: a task that stays pending costs no move of its
         // future out of the table and back.
         let Some(fut) = self.futures[task as usize].as_mut() else {
@@ -287,6 +292,14 @@ impl Simulation {
         } else {
             self.task_ended(task, result);
         }
+    }
+
+    /// Takes the futures of the tasks applications started
+    /// (`Host::spawn`) into the task table.
+    #[inline(never)]
+    fn adopt_spawned(&mut self) {
+        self.futures
+            .extend(crate::executor::take_spawned().into_iter().map(Some));
     }
 
     /// Records how `task` ended (its poll returned `result`), drops its
@@ -333,6 +346,7 @@ impl Simulation {
         if dead.is_empty() {
             return;
         }
+        self.adopt_spawned();
         for t in &dead {
             // Dropping runs socket destructors, which reach the world.
             drop(self.futures[*t as usize].take());
