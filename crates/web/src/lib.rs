@@ -31,9 +31,9 @@
 //!
 //! # Gaps
 //! - No pipelining, no HTTPS, no HTTP/2, no caching or cookies.
-//! - A server's connections are jobs of one task, all polled on each of
-//!   its wake-ups: a server with thousands of open connections pays for
-//!   each of them per event (see `docs/web.md`).
+//! - A server serves each connection in a task of its own
+//!   (`Host::spawn`); `http_load`'s fetches in flight are jobs of its one
+//!   task, all polled on each of its wake-ups ([`exec::Jobs`]).
 #![forbid(unsafe_code)]
 
 pub mod client;
