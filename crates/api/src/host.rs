@@ -189,7 +189,10 @@ impl Host {
     /// application instance in the report; it goes on when the calling
     /// task ends or is stopped. Returns its task id, or `None` outside a
     /// task.
-    pub fn spawn(&self, fut: impl Future<Output = ()> + 'static) -> Option<crate::executor::TaskId> {
+    pub fn spawn(
+        &self,
+        fut: impl Future<Output = ()> + 'static,
+    ) -> Option<crate::executor::TaskId> {
         let parent = current_task()?;
         let id = try_with_world(|w| {
             let app = w.tasks.meta[parent as usize].app;

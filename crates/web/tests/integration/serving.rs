@@ -86,7 +86,11 @@ fn connection_close_makes_one_connection_per_request() {
     assert_eq!(metric(&r, "web_server", "connections"), 4.0);
     // Each connection was served by a task of its own (Host::spawn), a
     // part of the server, not an application instance.
-    let server = r.applications.iter().find(|a| a.application == "web_server").unwrap();
+    let server = r
+        .applications
+        .iter()
+        .find(|a| a.application == "web_server")
+        .unwrap();
     assert_eq!((server.instances, server.waiting), (1, 1));
     assert_eq!(metric(&r, "web_server", "requests"), 4.0);
 }
