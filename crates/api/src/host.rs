@@ -221,6 +221,12 @@ impl Host {
         try_with_world(|w| crate::stack::custom::push(&mut w.hosts, self.machine, proto, dst, msg))?
     }
 
+    /// Wakes task `task` of this run (one waiting on something this task
+    /// provides: a worker given back).
+    pub fn wake(&self, task: crate::executor::TaskId) {
+        let _ = try_with_world(|w| w.hosts.wake(task));
+    }
+
     /// Returns 64 random bits from the machine's own stream.
     pub fn random_u64(&self) -> u64 {
         try_with_world(|w| {

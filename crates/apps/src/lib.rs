@@ -18,6 +18,9 @@
 //! | `tcp_echo_client` | sends `message` `message_count` times over TCP and checks the echoes | all echoed |
 //! | `dns_server` | answers DNS queries from its zone (crate `elvis-dns`) | never (daemon) |
 //! | `dns_resolver` | resolves DNS queries iteratively, with a cache (crate `elvis-dns`) | never (daemon) |
+//! | `web_server` | serves HTTP/1.1: sized objects and a site from a workload model (crate `elvis-web`) | never (daemon) |
+//! | `web_user` | browses a web server: pages, their images, think times (crate `elvis-web`) | `pages` loaded |
+//! | `http_load` | fetches one URL at a rate or with N in flight (crate `elvis-web`) | `fetches` done |
 //!
 //! `dhcp_server` is an NDL application too, but a service of the
 //! machine's stack (`elvis_stack::dhcp::server`), not a task here.

@@ -25,6 +25,8 @@
 //!   forms (`chain_sweep.rs`).
 //! - `dns-lookups`: stub lookups of Zipf-distributed names through caching
 //!   resolvers and a root / TLD / authoritative hierarchy (`dns.rs`).
+//! - `web`: browsing users (SURGE) on web servers for T simulated
+//!   seconds; pages per wall second (`web.rs`).
 //! - `tcp-idle`: N idle established TCP connections; bytes per connection
 //!   (`tcp_idle.rs`).
 //! - `offload-memory`: N idle hosts with and without `offload='linux'`
@@ -54,6 +56,7 @@ mod socket_overhead;
 mod star;
 mod tcp_idle;
 mod topology;
+mod web;
 
 use clap::{Parser, Subcommand};
 use elvis_sim::{Host, NetworkConfig, Protocols, Simulation};
@@ -175,6 +178,16 @@ enum Cmd {
         zones: u32,
         #[arg(long, default_value_t = 10)]
         servers: u32,
+    },
+    /// Browsing users (SURGE) on web servers for T simulated seconds
+    /// (`web.rs`).
+    Web {
+        #[arg(long, default_value_t = 100_000)]
+        users: u32,
+        #[arg(long, default_value_t = 100)]
+        servers: u32,
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
     },
     /// N idle established TCP connections: memory per connection.
     TcpIdle {
@@ -363,6 +376,15 @@ fn main() {
             &loss_detection,
         ),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
+        Cmd::Web {
+            users,
+            servers,
+            seconds,
+        } => web::run(&web::Sizes {
+            users,
+            servers,
+            seconds,
+        }),
         Cmd::DnsLookups {
             lookups,
             names,

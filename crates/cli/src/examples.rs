@@ -62,6 +62,7 @@ pub const FILES: &[(&str, &str)] = &[
         "topology-zoo.ndl",
         include_str!("../../../examples/ndl/topology-zoo.ndl"),
     ),
+    ("web.ndl", include_str!("../../../examples/ndl/web.ndl")),
 ];
 
 /// Returns the scenario named `name` (with or without `.ndl`).

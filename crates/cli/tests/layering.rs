@@ -90,6 +90,9 @@ const LAYERS: &[(&str, May)] = &[
     // DNS: messages, zones, the server, resolver and stub applications,
     // written against the application API only.
     ("elvis-dns", May::Only(&["elvis-api"])),
+    // Web traffic: HTTP/1.1, workload models, the server, user and load
+    // applications; the application API and the DNS stub resolver.
+    ("elvis-web", May::Only(&["elvis-api", "elvis-dns"])),
     // Builder: a scenario to a runnable simulation; the NDL names of the
     // applications.
     (
@@ -99,6 +102,7 @@ const LAYERS: &[(&str, May)] = &[
             "elvis-sim",
             "elvis-apps",
             "elvis-dns",
+            "elvis-web",
             "elvis-kernel",
             "elvis-net",
         ]),

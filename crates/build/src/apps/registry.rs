@@ -10,6 +10,7 @@
 
 use super::timing::Timing;
 mod dns;
+mod web;
 use dns::Target;
 use elvis_apps::{bulk, capture, forward, ping, ping_pong, send_message, tcp_echo, traceroute};
 use elvis_scenario::{Loc, Params};
@@ -55,7 +56,8 @@ pub struct BuildCtx<'a> {
     /// Whether the machines have a resolver configuration: a `to=` name
     /// that is not an address is then looked up through DNS when the
     /// application starts (`send_message`, `ping`, `traceroute`,
-    /// `bulk_send`, `tcp_echo_client`), not in the simulator's table.
+    /// `bulk_send`, `tcp_echo_client`, `web_user`, `http_load`), not in
+    /// the simulator's table.
     pub dns: bool,
 }
 
@@ -127,6 +129,24 @@ pub const APPS: &[(&str, &[&str])] = &[
         "dns_resolver",
         &["roots", "timeout", "attempts", "cache_size"],
     ),
+    (
+        "web_server",
+        &[
+            "port",
+            "max_workers",
+            "max_queue",
+            "backlog",
+            "keepalive",
+            "sndbuf",
+            "model",
+            "pages",
+        ],
+    ),
+    (
+        "web_user",
+        &["to", "port", "think", "pages", "connections", "follow"],
+    ),
+    ("http_load", &["url", "rate", "parallel", "fetches"]),
 ];
 
 /// Options every application accepts besides its own: `name` (the
@@ -176,6 +196,9 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "dhcp_server" => build_dhcp_server(&o),
         "dns_server" => dns::build_server(&o, timing),
         "dns_resolver" => dns::build_resolver(&o, timing),
+        "web_server" => web::build_server(&o, timing),
+        "web_user" => web::build_user(&o, timing),
+        "http_load" => web::build_load(&o, timing),
         _ => unreachable!("every name in APPS is handled"),
     }
 }
@@ -428,6 +451,7 @@ fn factory(
                 | "tcp_echo_server"
                 | "dns_server"
                 | "dns_resolver"
+                | "web_server"
         ),
         spawn: Rc::new(f),
     }

@@ -30,6 +30,7 @@ mod scale;
 mod tcp_report;
 mod topology;
 mod tshark;
+mod web;
 
 use serde_json::Value;
 use std::ffi::OsStr;
