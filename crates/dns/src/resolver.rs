@@ -100,7 +100,7 @@ struct Stats {
     servfail: Counter,
 }
 
-/// The resolver's state, shared by its jobs.
+/// The resolver's state, shared by its tasks.
 struct State {
     host: Host,
     cfg: Rc<Config>,
@@ -143,7 +143,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
                     continue;
                 };
                 // A cached answer goes out at once; only a question that
-                // needs the network becomes a job.
+                // needs the network gets a task of its own.
                 match cached_answer(&st, &q) {
                     Some(r) => {
                         let (bytes, _) = message::encode_udp(&r, message::udp_limit(&q));

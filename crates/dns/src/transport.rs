@@ -41,7 +41,7 @@ pub async fn exchange(
         return Ok((r, false));
     }
     // Boxed: the TCP exchange is rare, and its future would otherwise
-    // make every exchange's (and every resolver job's) larger.
+    // make every exchange's (and every resolver task's) larger.
     let bytes = message::encode(q);
     let r = Box::pin(tcp(host, server, q, &bytes, host.now() + timeout)).await?;
     Ok((r, true))
