@@ -120,6 +120,35 @@ pub fn push(
     Ok(())
 }
 
+/// Sends `msg` to `dst` as an IPv4 datagram of protocol `proto` whose
+/// source address is `src`, whatever the machine's own addresses are: a
+/// raw socket with `IP_HDRINCL`, as traffic generators and attack tools
+/// use to spoof sources. The caller builds the transport header (its
+/// checksum covers `src`). The route to `dst` picks the interface; a full
+/// NIC drops the datagram (counted) and returns `Ok(false)`.
+///
+/// # Errors
+/// `HostUnreachable` when no route leads to `dst`.
+pub fn push_from(
+    w: &mut Hosts,
+    m: MachineId,
+    proto: u8,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    mut msg: Message,
+) -> Result<bool, SocketError> {
+    let mut route = super::ipv4::route(w, m, dst)?;
+    if super::ipv4::room(w, m, &route) < super::ipv4::frames_needed(&route, msg.len()) {
+        w.drop_packet(crate::counters::DropReason::Net(
+            elvis_net::DropReason::NicQueueFull,
+        ));
+        return Ok(false);
+    }
+    route.src = src;
+    super::ipv4::send(w, m, route, dst, IpProtocol::from(proto), &mut msg);
+    Ok(true)
+}
+
 /// Runs `f` with protocol `proto` of machine `m` taken out of the machine
 /// (so it can borrow the world); returns false if there is none.
 fn with_protocol(

@@ -61,6 +61,7 @@ pub mod paws;
 pub mod prr;
 pub mod rack;
 pub mod rx;
+pub mod syncookie;
 pub mod tcb;
 pub mod trace;
 
@@ -346,6 +347,8 @@ pub struct Listener {
     pub ready: VecDeque<u32>,
     /// Connections in SYN-RECEIVED.
     pub embryonic: usize,
+    /// When a SYN last found the SYN backlog full ([`syncookie`]).
+    pub last_overflow: Option<Time>,
     pub waiter: Option<TaskId>,
     /// Options the accepted connections inherit.
     pub opts: SockOpts,
@@ -415,6 +418,7 @@ pub fn listen(
         backlog: backlog.max(1),
         ready: VecDeque::new(),
         embryonic: 0,
+        last_overflow: None,
         waiter: None,
         opts,
     };
@@ -866,7 +870,10 @@ pub fn demux(
         Some(l) if repr.control == Control::Syn && repr.ack_number.is_none() => {
             passive_open(w, m, l, local, remote, repr);
         }
-        Some(_) if repr.control != Control::Rst && repr.ack_number.is_some() => {
+        Some(l) if repr.control != Control::Rst && repr.ack_number.is_some() => {
+            if syncookie::ack(w, m, l, syncookie::Tuple { local, remote }, repr, msg) {
+                return;
+            }
             // RFC 9293 §3.10.7.2: an ACK to a listener gets a RST.
             send_rst(w, m, local, remote, repr, repr.payload_len);
             w.drop_packet(DropReason::NoSocket);
@@ -889,21 +896,35 @@ fn passive_open(
     remote: SocketAddrV4,
     syn: &Repr,
 ) {
+    let now = w.now();
+    let defence = syncookie::of(w, m);
     let Some(SocketSlot::TcpListener(lst)) = w.machines[m as usize].sockets.get_mut(l as usize)
     else {
         return;
     };
-    if lst.ready.len() + lst.embryonic >= lst.backlog {
-        // Backlog full: drop the SYN (Linux without syncookies); the
-        // client retries.
+    if lst.ready.len() >= lst.backlog {
+        // Accept queue full: drop the SYN, cookies or not (Linux's
+        // `sk_acceptq_is_full`); the client retries.
         return w.drop_packet(DropReason::ListenQueueFull);
     }
+    // The SYN backlog (`syncookie`): past it, a cookie or a drop.
+    let full = syncookie::backlog_full(lst, defence, now);
+    // A SYN from an address with no route back (a spoofed one) is dropped
+    // before it takes a place in the backlog.
+    let Ok(mtu) = mtu_towards(w, m, *remote.ip()) else {
+        return w.drop_packet(DropReason::NoRoute);
+    };
+    if full {
+        let t = syncookie::Tuple { local, remote };
+        return syncookie::overflow(w, m, t, syn, mtu);
+    }
+    let Some(SocketSlot::TcpListener(lst)) = w.machines[m as usize].sockets.get_mut(l as usize)
+    else {
+        return;
+    };
     lst.embryonic += 1;
     let opts = lst.opts.clone();
     let iss = initial_seq(w, m, local, remote);
-    let Ok(mtu) = mtu_towards(w, m, *remote.ip()) else {
-        return;
-    };
     let cfg = opts.config(w);
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let mut tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
