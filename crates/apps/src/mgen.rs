@@ -105,7 +105,13 @@ fn unit(host: &Host) -> f64 {
 
 /// Returns an exponential draw with mean `mean` ns (inverse transform).
 fn exp_ns(host: &Host, mean: f64) -> u64 {
-    (-mean * (1.0 - unit(host)).ln()).round() as u64
+    exp_from(unit(host), mean)
+}
+
+/// Returns the exponential draw with mean `mean` for the uniform draw
+/// `u` in [0, 1): `-mean · ln(1 − u)`, rounded to whole ns.
+pub fn exp_from(u: f64, mean: f64) -> u64 {
+    (-mean * (1.0 - u).ln()).round() as u64
 }
 
 /// Writes the MGEN header of message `seq` sent at `now` into a message
@@ -387,6 +393,27 @@ mod tests {
         let m = encode(64, 7, 42, Time::from_nanos(3_000_000_123));
         assert_eq!(m.len(), 64);
         assert_eq!(decode(&m), Some((7, 42, 3_000_000_123)));
+    }
+
+    #[test]
+    fn exponential_gaps_have_the_mean_and_tail_of_the_distribution() {
+        // SplitMix64 as a stand-in for the machine's stream.
+        let mut x = 1u64;
+        let mut next = || {
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let n = 200_000;
+        let gaps: Vec<u64> = (0..n).map(|_| exp_from(next(), 1e6)).collect();
+        let mean = gaps.iter().sum::<u64>() as f64 / n as f64;
+        // The sample mean's sigma is 1e6 / sqrt(n) = 2,236 ns.
+        assert!((mean - 1e6).abs() < 4.0 * 2_236.0, "{mean}");
+        // P(gap > mean) = 1/e.
+        let above = gaps.iter().filter(|&&g| g > 1_000_000).count() as f64 / n as f64;
+        assert!((above - (-1.0f64).exp()).abs() < 0.005, "{above}");
     }
 
     #[test]
