@@ -325,6 +325,9 @@ pub(super) fn of(w: &Hosts, m: MachineId) -> SynDefence {
 }
 
 #[cfg(test)]
+mod lab;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::net::Ipv4Addr;
@@ -358,7 +361,10 @@ mod tests {
         let mut other = tuple();
         other.remote.set_port(40_001);
         assert_eq!(check(&k, &other, c, 5, 1000), None);
-        assert_eq!(check(&k, &tuple(), c, 6, 1000), None);
+        // The client ISN enters additively (as in Linux): one off by less
+        // than 4 only shifts the MSS index; further off, it fails.
+        assert_eq!(check(&k, &tuple(), c, 6, 1000), Some(MSS_TABLE[2]));
+        assert_eq!(check(&k, &tuple(), c, 105, 1000), None);
         assert_eq!(check(&k, &tuple(), c ^ 0x0010_0000, 5, 1000), None);
         let forged = (0..10_000u32)
             .filter(|g| check(&k, &tuple(), g.wrapping_mul(2_654_435_761), 5, 1000).is_some())
