@@ -235,7 +235,10 @@ mod tests {
 
     #[test]
     fn a_syn_checksums_to_zero_with_its_pseudo_header() {
-        let (src, to) = (Ipv4Addr::new(10, 9, 1, 2), SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80));
+        let (src, to) = (
+            Ipv4Addr::new(10, 9, 1, 2),
+            SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80),
+        );
         let s = syn(src, 40_000, to, 12345);
         assert_eq!(checksum(src, *to.ip(), 6, &s), 0);
         let d = udp(src, 40_000, to, 33);

@@ -46,8 +46,8 @@
 
 use crate::Host;
 use elvis_api::{AppResult, Message, Time};
-use std::collections::{BTreeMap, BinaryHeap};
 use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddrV4;
 use std::rc::Rc;
 
@@ -261,7 +261,9 @@ impl Quantile {
             self.high.push(Reverse(v));
         }
         while self.low.len() < want {
-            let Some(Reverse(v)) = self.high.pop() else { break };
+            let Some(Reverse(v)) = self.high.pop() else {
+                break;
+            };
             self.low.push(v);
         }
     }

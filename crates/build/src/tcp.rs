@@ -32,8 +32,11 @@ pub(crate) fn syn_defence(g: &MachineGroup) -> Result<Option<SynDefence>, BuildE
                     "on" | "true" | "yes" | "1" => true,
                     "off" | "false" | "no" | "0" => false,
                     _ => {
-                        return Err(err(p.loc, format!("syn_cookies '{}' is neither on nor off", p.value))
-                            .with_hint("syn_cookies='on' or syn_cookies='off'"))
+                        return Err(err(
+                            p.loc,
+                            format!("syn_cookies '{}' is neither on nor off", p.value),
+                        )
+                        .with_hint("syn_cookies='on' or syn_cookies='off'"))
                     }
                 }
             }
@@ -45,8 +48,14 @@ pub(crate) fn syn_defence(g: &MachineGroup) -> Result<Option<SynDefence>, BuildE
                     .ok()
                     .filter(|n| (1..=1_000_000).contains(n))
                     .ok_or_else(|| {
-                        err(p.loc, format!("syn_backlog '{}' is not a whole number from 1 to 1000000", p.value))
-                            .with_hint("syn_backlog='128'")
+                        err(
+                            p.loc,
+                            format!(
+                                "syn_backlog '{}' is not a whole number from 1 to 1000000",
+                                p.value
+                            ),
+                        )
+                        .with_hint("syn_backlog='128'")
                     })?
             }
             other => {

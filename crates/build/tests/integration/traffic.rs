@@ -48,7 +48,10 @@ const IDEAL: &str = "bandwidth='10Mbps' latency='1ms'";
 #[test]
 fn a_periodic_flow_sends_exactly_ceil_duration_over_period_messages() {
     for (rate, duration, expect) in [(100u64, "1s", 100u64), (7, "2s", 14), (1000, "250ms", 250)] {
-        let r = run(&pair(IDEAL, &format!("rate='{rate}' size='64' duration='{duration}'")));
+        let r = run(&pair(
+            IDEAL,
+            &format!("rate='{rate}' size='64' duration='{duration}'"),
+        ));
         // T = round(1e9 / rate) ns; messages at 0, T, 2T, … < D.
         assert_eq!(metric(&r, "a", "sent") as u64, expect, "rate {rate}");
         assert_eq!(metric(&r, "b", "received") as u64, expect, "rate {rate}");
@@ -90,7 +93,10 @@ fn a_poisson_flow_sends_within_four_sigma_of_rate_times_duration() {
 
 #[test]
 fn the_same_seed_gives_the_same_poisson_flow_and_another_seed_another() {
-    let ndl = pair(IDEAL, "pattern='poisson' rate='100' size='64' duration='5s'");
+    let ndl = pair(
+        IDEAL,
+        "pattern='poisson' rate='100' size='64' duration='5s'",
+    );
     let a = metric(&run(&ndl), "a", "sent");
     assert_eq!(a, metric(&run(&ndl), "a", "sent"));
     let b = metric(&run(&ndl.replace("seed='5'", "seed='6'")), "a", "sent");
@@ -194,22 +200,24 @@ fn an_ack_with_a_forged_cookie_is_dropped_without_a_connection() {
     let mut built = elvis_build::build(&sc, None).unwrap();
     let (_, attacker, _) = built.groups.iter().find(|g| g.0 == "attacker").unwrap();
     let server = SocketAddrV4::new(Ipv4Addr::new(10, 0, 2, 2), 7);
-    built.sim.spawn(*attacker, "forger", move |h: Host| async move {
-        h.sleep(Duration::from_secs(3)).await;
-        for guess in 0..50u32 {
-            let src = Ipv4Addr::new(10, 9, 5, 5);
-            let mut seg = flood::syn(src, 4444, server, 1000);
-            seg[13] = 0x10; // ACK, not SYN
-            seg[4..8].copy_from_slice(&1001u32.to_be_bytes());
-            seg[8..12].copy_from_slice(&guess.wrapping_mul(2_654_435_761).to_be_bytes());
-            seg[16..18].copy_from_slice(&[0, 0]);
-            let c = flood::checksum(src, *server.ip(), 6, &seg);
-            seg[16..18].copy_from_slice(&c.to_be_bytes());
-            assert!(h.send_ip_from(src, *server.ip(), 6, seg)?, "NIC room");
-            h.sleep(Duration::from_millis(1)).await;
-        }
-        Ok(())
-    });
+    built
+        .sim
+        .spawn(*attacker, "forger", move |h: Host| async move {
+            h.sleep(Duration::from_secs(3)).await;
+            for guess in 0..50u32 {
+                let src = Ipv4Addr::new(10, 9, 5, 5);
+                let mut seg = flood::syn(src, 4444, server, 1000);
+                seg[13] = 0x10; // ACK, not SYN
+                seg[4..8].copy_from_slice(&1001u32.to_be_bytes());
+                seg[8..12].copy_from_slice(&guess.wrapping_mul(2_654_435_761).to_be_bytes());
+                seg[16..18].copy_from_slice(&[0, 0]);
+                let c = flood::checksum(src, *server.ip(), 6, &seg);
+                seg[16..18].copy_from_slice(&c.to_be_bytes());
+                assert!(h.send_ip_from(src, *server.ip(), 6, seg)?, "NIC room");
+                h.sleep(Duration::from_millis(1)).await;
+            }
+            Ok(())
+        });
     let r = built.sim.run();
     assert!(r.problems.is_empty(), "{:?}", r.problems);
     assert_eq!(dropped(&r, "bad_syn_cookie"), 50, "{:?}", r.packets.dropped);

@@ -13,7 +13,9 @@ fn run(file: &Path, dir: &Path, pcap: bool) -> (Option<i32>, Value) {
     let report = dir.join("report.json");
     let pcap_dir = dir.join("pcap");
     let out = if pcap {
-        elvis(args!["run", "--quiet", file, "--report", &report, "--pcap", &pcap_dir])
+        elvis(args![
+            "run", "--quiet", file, "--report", &report, "--pcap", &pcap_dir
+        ])
     } else {
         elvis(args!["run", "--quiet", file, "--report", &report])
     };
@@ -62,9 +64,14 @@ fn the_ddos_example_without_syn_cookies_times_the_clients_out() {
     let (code, r) = run(&file, dir.path(), false);
     assert_eq!(code, Some(1), "failed applications");
     assert_eq!(application(&r, "client", "tcp_echo_client")["finished"], 0);
-    let drops = r["packets"]["dropped"]["syn_backlog_full"].as_u64().unwrap();
+    let drops = r["packets"]["dropped"]["syn_backlog_full"]
+        .as_u64()
+        .unwrap();
     assert_eq!(drops, 20_000 - 128 + 4 * 7);
-    assert!(r["packets"].get("syn_cookies_sent").is_none(), "zero: left out");
+    assert!(
+        r["packets"].get("syn_cookies_sent").is_none(),
+        "zero: left out"
+    );
 }
 
 #[test]
@@ -88,12 +95,35 @@ fn tshark_dissects_the_ddos_capture_without_malformed_packets() {
     let out = Command::new("tshark")
         .args(["-n", "-r"])
         .arg(&pcap)
-        .args(["-o", "tcp.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"])
-        .args(["-T", "fields", "-e", "_ws.malformed", "-e", "tcp.checksum.status"])
-        .args(["-e", "udp.checksum.status", "-e", "tcp.flags.syn", "-e", "tcp.flags.ack"])
+        .args([
+            "-o",
+            "tcp.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+        ])
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "_ws.malformed",
+            "-e",
+            "tcp.checksum.status",
+        ])
+        .args([
+            "-e",
+            "udp.checksum.status",
+            "-e",
+            "tcp.flags.syn",
+            "-e",
+            "tcp.flags.ack",
+        ])
         .output()
         .expect("tshark runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
     let dmz = r["networks"]
@@ -113,5 +143,8 @@ fn tshark_dissects_the_ddos_capture_without_malformed_packets() {
     let syn_ack = rows.iter().filter(|r| r[3] == "1" && r[4] == "1").count();
     assert!(syn >= 2_000, "{syn} SYNs");
     assert!(syn_ack >= 2_000, "{syn_ack} SYN-ACKs");
-    assert!(rows.iter().all(|r| r[1] != "2" || r[3].is_empty()), "TCP checksums verified");
+    assert!(
+        rows.iter().all(|r| r[1] != "2" || r[3].is_empty()),
+        "TCP checksums verified"
+    );
 }

@@ -46,7 +46,7 @@
 //! two minutes; Linux's `tcp_synack_retries=5` gives about one).
 
 use super::tcb::Segment;
-use super::{add_conn, drive, mtu_towards, new_cc, transmit, Listener, TcpSock, Tcb};
+use super::{add_conn, drive, mtu_towards, new_cc, transmit, Listener, Tcb, TcpSock};
 use crate::counters::DropReason;
 use crate::endpoint::{alloc_slot, SocketSlot};
 use crate::hosts::Hosts;
@@ -303,8 +303,7 @@ fn establish(
 
 /// Undoes the embryonic count of a connection that could not be made.
 fn rollback(w: &mut Hosts, m: MachineId, l: u32) {
-    if let Some(SocketSlot::TcpListener(lst)) = w.machines[m as usize].sockets.get_mut(l as usize)
-    {
+    if let Some(SocketSlot::TcpListener(lst)) = w.machines[m as usize].sockets.get_mut(l as usize) {
         lst.embryonic = lst.embryonic.saturating_sub(1);
     }
 }
@@ -344,9 +343,15 @@ mod tests {
         let k = Key::new(7, 3);
         for ix in 0..4 {
             let c = encode(&k, &tuple(), 0xdead_beef, 1000, ix);
-            assert_eq!(check(&k, &tuple(), c, 0xdead_beef, 1000), Some(MSS_TABLE[ix as usize]));
+            assert_eq!(
+                check(&k, &tuple(), c, 0xdead_beef, 1000),
+                Some(MSS_TABLE[ix as usize])
+            );
             // One minute later it still holds; two minutes later it does not.
-            assert_eq!(check(&k, &tuple(), c, 0xdead_beef, 1001), Some(MSS_TABLE[ix as usize]));
+            assert_eq!(
+                check(&k, &tuple(), c, 0xdead_beef, 1001),
+                Some(MSS_TABLE[ix as usize])
+            );
             assert_eq!(check(&k, &tuple(), c, 0xdead_beef, 1002), None);
         }
     }

@@ -52,7 +52,9 @@ impl Opts<'_> {
     fn duration(&self, key: &str) -> Result<Option<u64>, ParamError> {
         match self.params.get(key) {
             None => Ok(None),
-            Some(_) => Ok(Some(self.duration_or(key, Default::default())?.as_nanos() as u64)),
+            Some(_) => Ok(Some(
+                self.duration_or(key, Default::default())?.as_nanos() as u64
+            )),
         }
     }
 
@@ -67,14 +69,22 @@ impl Opts<'_> {
     }
 
     /// One of `choices` for option `key` (case-insensitive).
-    fn choice(&self, key: &str, choices: &[&'static str], default: &'static str) -> Result<&'static str, ParamError> {
+    fn choice(
+        &self,
+        key: &str,
+        choices: &[&'static str],
+        default: &'static str,
+    ) -> Result<&'static str, ParamError> {
         let Some(p) = self.params.get(key) else {
             return Ok(default);
         };
         let v = p.value.trim().to_ascii_lowercase();
         choices.iter().find(|c| **c == v).copied().ok_or_else(|| {
-            ParamError::new(p.loc, format!("{key} '{}' is not one of {}", p.value, choices.join(", ")))
-                .hint(format!("{key}='{default}'"))
+            ParamError::new(
+                p.loc,
+                format!("{key} '{}' is not one of {}", p.value, choices.join(", ")),
+            )
+            .hint(format!("{key}='{default}'"))
         })
     }
 }
@@ -85,7 +95,10 @@ pub(super) fn build_mgen(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
         "periodic" => mgen::Pattern::Periodic,
         "poisson" => mgen::Pattern::Poisson,
         _ => mgen::Pattern::Burst {
-            interval: o.duration("burst_interval")?.unwrap_or(1_000_000_000).max(1),
+            interval: o
+                .duration("burst_interval")?
+                .unwrap_or(1_000_000_000)
+                .max(1),
             spacing: match o.choice("burst_spacing", &["random", "regular"], "random")? {
                 "regular" => mgen::Spacing::Regular,
                 _ => mgen::Spacing::Random,
@@ -98,9 +111,17 @@ pub(super) fn build_mgen(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
         },
     };
     if !matches!(pattern, mgen::Pattern::Burst { .. }) {
-        for k in ["burst_interval", "burst_duration", "burst_spacing", "burst_length"] {
+        for k in [
+            "burst_interval",
+            "burst_duration",
+            "burst_spacing",
+            "burst_length",
+        ] {
             if let Some(p) = o.params.get(k) {
-                return Err(ParamError::new(p.loc, format!("{k} applies to pattern='burst' only")));
+                return Err(ParamError::new(
+                    p.loc,
+                    format!("{k} applies to pattern='burst' only"),
+                ));
             }
         }
     }
@@ -108,7 +129,10 @@ pub(super) fn build_mgen(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
     if size < mgen::HEADER_LEN as u64 {
         return Err(ParamError::new(
             o.loc("size"),
-            format!("size must be at least {} bytes: the MGEN header (sequence number, send time)", mgen::HEADER_LEN),
+            format!(
+                "size must be at least {} bytes: the MGEN header (sequence number, send time)",
+                mgen::HEADER_LEN
+            ),
         ));
     }
     let to = o.target("to")?;
@@ -117,8 +141,9 @@ pub(super) fn build_mgen(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
         pattern,
         rate: o.rate()?,
         size: size as usize,
-        flow: u32::try_from(o.u64_or("flow", 1)?)
-            .map_err(|_| ParamError::new(o.loc("flow"), "flow must fit in 32 bits (MGEN's flow id)"))?,
+        flow: u32::try_from(o.u64_or("flow", 1)?).map_err(|_| {
+            ParamError::new(o.loc("flow"), "flow must fit in 32 bits (MGEN's flow id)")
+        })?,
         count: o.count()?,
         duration: o.duration("duration")?,
     });
@@ -137,11 +162,16 @@ pub(super) fn build_mgen_sink(o: &Opts<'_>, timing: Timing) -> Result<AppFactory
 }
 
 /// `udp_flood` and `syn_flood`: packets at `rate` to `to`:`port`.
-pub(super) fn build_flood(o: &Opts<'_>, timing: Timing, syn: bool) -> Result<AppFactory, ParamError> {
+pub(super) fn build_flood(
+    o: &Opts<'_>,
+    timing: Timing,
+    syn: bool,
+) -> Result<AppFactory, ParamError> {
     let size = if syn {
         0
     } else {
-        o.datagram_size_or("size", 512, "UDP")?.min(MAX_DATAGRAM_PAYLOAD) as usize
+        o.datagram_size_or("size", 512, "UDP")?
+            .min(MAX_DATAGRAM_PAYLOAD) as usize
     };
     let to = o.target("to")?;
     let cfg = Rc::new(flood::Config {

@@ -79,7 +79,9 @@ fn syns_beyond_the_backlog_get_stateless_cookie_syn_acks() {
     }
     let r = replies(&tap);
     assert_eq!(r.len(), 3);
-    assert!(r.iter().all(|&(_, ack, flags, _)| ack == 8 && flags == SYN | ACK));
+    assert!(r
+        .iter()
+        .all(|&(_, ack, flags, _)| ack == 8 && flags == SYN | ACK));
     // The third's sequence number is the cookie: it checks, with the
     // client's MSS (1460).
     let key = super::Key::new(lab.w.config.seed, h);
@@ -101,11 +103,21 @@ fn the_ack_of_a_cookie_makes_an_established_connection_and_a_wrong_one_is_droppe
     send(&mut lab, h, &tap, segment(PEER, 1001, 500, 0, SYN));
     let cookie = replies(&tap)[1].0;
     // A wrong cookie: dropped, no RST, no connection.
-    send(&mut lab, h, &tap, segment(PEER, 1001, 501, cookie.wrapping_add(2), ACK));
+    send(
+        &mut lab,
+        h,
+        &tap,
+        segment(PEER, 1001, 501, cookie.wrapping_add(2), ACK),
+    );
     assert!(replies(&tap).is_empty());
     assert_eq!(lab.drops(), crate::testing::drops(&[("bad_syn_cookie", 1)]));
     // The right one: a connection, ready to accept.
-    send(&mut lab, h, &tap, segment(PEER, 1001, 501, cookie.wrapping_add(1), ACK));
+    send(
+        &mut lab,
+        h,
+        &tap,
+        segment(PEER, 1001, 501, cookie.wrapping_add(1), ACK),
+    );
     assert_eq!(queues(&lab, h, l), (1, 1));
     assert_eq!(lab.w.obs.stats.syn_cookies_validated, 1);
 }
@@ -118,14 +130,22 @@ fn without_cookies_syns_beyond_the_backlog_are_dropped() {
     send(&mut lab, h, &tap, segment(PEER, 1000, 7, 0, SYN));
     send(&mut lab, h, &tap, segment(PEER, 1001, 7, 0, SYN));
     assert_eq!(replies(&tap).len(), 1);
-    assert_eq!(lab.drops(), crate::testing::drops(&[("syn_backlog_full", 1)]));
+    assert_eq!(
+        lab.drops(),
+        crate::testing::drops(&[("syn_backlog_full", 1)])
+    );
     assert_eq!(queues(&lab, h, l), (0, 1));
 }
 
 #[test]
 fn a_syn_from_a_source_with_no_route_back_takes_no_backlog_place() {
     let (mut lab, h, tap, l) = server(1);
-    send(&mut lab, h, &tap, segment(Ipv4Addr::new(192, 0, 2, 9), 1000, 7, 0, SYN));
+    send(
+        &mut lab,
+        h,
+        &tap,
+        segment(Ipv4Addr::new(192, 0, 2, 9), 1000, 7, 0, SYN),
+    );
     assert!(replies(&tap).is_empty());
     assert_eq!(lab.drops(), crate::testing::drops(&[("no_route", 1)]));
     assert_eq!(queues(&lab, h, l), (0, 0));
