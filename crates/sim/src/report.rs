@@ -483,6 +483,11 @@ pub fn peak_rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// For `skip_serializing_if`: a counter that stayed zero is left out.
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::busiest;
@@ -497,9 +502,4 @@ mod tests {
         assert_eq!(busiest(3, 5, |i| i), vec![0, 1, 2]);
         assert!(busiest(3, 0, |i| i).is_empty());
     }
-}
-
-/// For `skip_serializing_if`: a counter that stayed zero is left out.
-fn is_zero(v: &u64) -> bool {
-    *v == 0
 }
