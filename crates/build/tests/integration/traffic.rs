@@ -164,6 +164,55 @@ fn bad_traffic_options_are_located_errors() {
     }
 }
 
+#[test]
+fn udp_floods_reach_the_target_with_good_checksums_spoofed_or_not() {
+    for spoof in ["", "spoof='10.9.0.0/16'"] {
+        let ndl = pair(IDEAL, "").replace(
+            "name='mgen' to='b' port='5000' ",
+            &format!(
+                "name='udp_flood' to='b' port='5000' rate='1000' size='30' count='100' {spoof}"
+            ),
+        );
+        let r = run(&ndl);
+        assert_eq!(metric(&r, "a", "sent"), 100.0, "{spoof}");
+        // Zeros are no MGEN header: the sink counts them as malformed,
+        // after UDP checked each checksum (over the spoofed source too).
+        assert_eq!(metric(&r, "b", "malformed"), 100.0, "{spoof}");
+        assert_eq!(r.packets.dropped_total, 0, "{:?}", r.packets.dropped);
+    }
+}
+
+#[test]
+fn bad_flood_options_are_located_errors() {
+    for (opts, says) in [
+        ("spoof='10.9.0.0/40'", "prefix length"),
+        ("spoof='ten/8'", "not an IPv4 address"),
+        ("rate='fast'", "rate 'fast'"),
+    ] {
+        let ndl = pair(IDEAL, "").replace(
+            "name='mgen' to='b' port='5000' ",
+            &format!("name='syn_flood' to='b' port='5000' rate='10' {opts}"),
+        );
+        // The later `rate` wins over the default one.
+        let ndl = if opts.starts_with("rate") {
+            ndl.replace("rate='10' ", "")
+        } else {
+            ndl
+        };
+        let sc = elvis_ndl::parse(&ndl, "t.ndl").unwrap();
+        let e = elvis_build::build(&sc, None).err().expect(opts);
+        assert!(e.to_string().contains(says), "{opts}: {e}");
+        assert!(e.loc.line > 0, "{opts}: located");
+    }
+    let ndl = pair(IDEAL, "rate='1'").replace(
+        "[Protocol name='UDP']",
+        "[Protocol name='UDP']\n\t\t\t[Protocol name='TCP' syn_cookies='maybe']",
+    );
+    let sc = elvis_ndl::parse(&ndl, "t.ndl").unwrap();
+    let e = elvis_build::build(&sc, None).err().expect("syn_cookies");
+    assert!(e.to_string().contains("neither on nor off"), "{e}");
+}
+
 /// The `ddos.ndl` example, cookies on or off.
 fn ddos(cookies: &str) -> String {
     include_str!("../../../../examples/ndl/ddos.ndl")
