@@ -4,7 +4,7 @@
 //! | option | values | default |
 //! |---|---|---|
 //! | `syn_cookies` | `on` / `off` | `on` (cookies when a SYN backlog overflows, Linux's `tcp_syncookies=1`) |
-//! | `syn_backlog` | 1 to 1,000,000 | 1024 (cap on every listener's half-open connections, Linux's `tcp_max_syn_backlog`) |
+//! | `syn_backlog` | 1 to 1,000,000 | none (a cap on every listener's half-open connections below its listen backlog, as Linux's `somaxconn` caps the backlog) |
 
 use super::{err, BuildError};
 use elvis_scenario::MachineGroup;

@@ -35,7 +35,7 @@
 //! | setting | default | NDL (`[Protocol name='TCP' …]`) | Linux |
 //! |---|---|---|---|
 //! | SYN cookies | on when the SYN backlog overflows | `syn_cookies='on'` / `'off'` | `net.ipv4.tcp_syncookies=1` |
-//! | SYN backlog cap | 1024 | `syn_backlog='N'` | `net.ipv4.tcp_max_syn_backlog` (memory-scaled, at least 128) |
+//! | SYN backlog cap | none: the listen backlog alone | `syn_backlog='N'` | the SYN queue is full at the listen backlog, itself capped by `net.core.somaxconn` (4096) |
 //!
 //! # Gaps
 //! A cookie SYN-ACK carries only the MSS option: window scaling, SACK and
@@ -80,7 +80,11 @@ const VALID: Duration = Duration::from_secs(120);
 pub struct SynDefence {
     /// Answer SYNs beyond the SYN backlog with cookies.
     pub cookies: bool,
-    /// Cap on any listener's SYN backlog (Linux's `tcp_max_syn_backlog`).
+    /// Cap on any listener's SYN backlog, below its listen backlog (none by
+    /// default: Linux's SYN queue is full at the listen backlog; its
+    /// `somaxconn` cap of 4096 on that backlog is not applied, and its
+    /// `tcp_max_syn_backlog`, which only thins the queue with cookies
+    /// off, is not modelled).
     pub max_syn_backlog: usize,
 }
 
@@ -88,7 +92,7 @@ impl Default for SynDefence {
     fn default() -> Self {
         SynDefence {
             cookies: true,
-            max_syn_backlog: 1024,
+            max_syn_backlog: usize::MAX,
         }
     }
 }
