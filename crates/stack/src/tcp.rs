@@ -26,6 +26,7 @@
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
 //! | ECN ([`ecn`], RFC 3168) | accept when asked, never ask (`EcnMode::Accept`) | yes (`tcp_ecn=2`) |
 //! | loss detection ([`rack`]) | RACK-TLP (RFC 8985, `rack`); RFC 6675 (`rfc6675`) on request | yes (`tcp_recovery=1`) |
+//! | SYN backlog ([`syncookie`]) | half-open connections up to the listen backlog; beyond it SYN cookies (RFC 4987, Linux's encoding), or drops with `syn_cookies='off'` | yes (`tcp_syncookies=1`) |
 //! | sending in fast recovery (`prr.rs`) | Proportional Rate Reduction (RFC 9937) with SACK; NewReno (RFC 6582) without | yes (Linux uses PRR without SACK too) |
 //!
 //! TCP does not block on the NIC as a UDP sender does: its windows bound
