@@ -169,6 +169,8 @@ fn defence(w: &Hosts, m: MachineId) -> SynDefence {
 
 /// A SYN reached listener `lst` whose SYN backlog is full: answers it with
 /// a cookie SYN-ACK, or drops it when the machine has cookies off.
+#[cold]
+#[inline(never)]
 pub(super) fn overflow(w: &mut Hosts, m: MachineId, t: Tuple, syn: &Repr, mtu: usize) {
     if !defence(w, m).cookies {
         return w.drop_packet(DropReason::SynBacklogFull);
@@ -210,7 +212,10 @@ pub(super) fn overflow(w: &mut Hosts, m: MachineId, t: Tuple, syn: &Repr, mtu: u
 /// false when it is not taken as a cookie answer (no overflow in the last
 /// two minutes, cookies off, or not a bare ACK): the caller answers it
 /// with RST. Otherwise it was dropped (a bad cookie, or the accept queue
-/// full) or made a connection.
+/// full) or made a connection. Out of line and cold: `tcp::demux`, which
+/// every segment crosses, keeps its code as before.
+#[cold]
+#[inline(never)]
 pub(super) fn ack(
     w: &mut Hosts,
     m: MachineId,
