@@ -888,7 +888,11 @@ pub fn demux(
     }
 }
 
-/// A SYN reached a listener: create a connection in SYN-RECEIVED.
+/// A SYN reached a listener: create a connection in SYN-RECEIVED (or,
+/// past the SYN backlog, answer with a cookie or drop it: `syncookie`).
+/// Out of line: once per connection, and `demux`, which every segment
+/// crosses, stays small enough to take the established path inline.
+#[inline(never)]
 fn passive_open(
     w: &mut Hosts,
     m: MachineId,
