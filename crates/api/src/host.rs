@@ -227,6 +227,28 @@ impl Host {
         let _ = try_with_world(|w| w.hosts.wake(task));
     }
 
+    /// Sends `msg` to `dst` as a raw IPv4 datagram with protocol number
+    /// `proto` and source address `src`, which need not be the machine's
+    /// (a raw socket with `IP_HDRINCL`: spoofed sources, for traffic
+    /// generators and attacks). The caller writes the transport header and
+    /// its checksum. Returns false when the NIC was full and the datagram
+    /// was dropped.
+    ///
+    /// # Errors
+    /// `HostUnreachable` when no route leads to `dst`.
+    pub fn send_ip_from(
+        &self,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        proto: u8,
+        msg: impl Into<elvis_message::Message>,
+    ) -> Result<bool, SocketError> {
+        let msg = msg.into();
+        try_with_world(|w| {
+            crate::stack::custom::push_from(&mut w.hosts, self.machine, proto, src, dst, msg)
+        })?
+    }
+
     /// Returns 64 random bits from the machine's own stream.
     pub fn random_u64(&self) -> u64 {
         try_with_world(|w| {

@@ -16,6 +16,10 @@
 //! | `bulk_receive` | accepts one TCP connection and reads `bytes` | all received |
 //! | `tcp_echo_server` | echoes every TCP connection | never (daemon) |
 //! | `tcp_echo_client` | sends `message` `message_count` times over TCP and checks the echoes | all echoed |
+//! | `mgen` | UDP messages in MGEN's periodic, Poisson or burst pattern, each with a sequence number and send time | `count` sent or `duration` over |
+//! | `mgen_sink` | receives `mgen` flows: received, lost, one-way latency (mean, p50, p99), RFC 3550 jitter | never (daemon) |
+//! | `udp_flood` | UDP datagrams at `rate`, optionally from spoofed sources | `count` sent or `duration` over |
+//! | `syn_flood` | TCP SYNs at `rate` that never complete, optionally from spoofed sources | `count` sent or `duration` over |
 //! | `dns_server` | answers DNS queries from its zone (crate `elvis-dns`) | never (daemon) |
 //! | `dns_resolver` | resolves DNS queries iteratively, with a cache (crate `elvis-dns`) | never (daemon) |
 //! | `web_server` | serves HTTP/1.1: sized objects and a site from a workload model (crate `elvis-web`) | never (daemon) |
@@ -32,7 +36,9 @@
 
 pub mod bulk;
 pub mod capture;
+pub mod flood;
 pub mod forward;
+pub mod mgen;
 pub mod ping;
 pub mod ping_pong;
 pub mod send_message;

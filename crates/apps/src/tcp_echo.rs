@@ -1,7 +1,9 @@
 //! `tcp_echo_server` / `tcp_echo_client`: the classic echo pair over TCP.
 //! The server (a daemon) echoes every byte back on every connection it
 //! accepts, one connection at a time; the client sends `message`
-//! `message_count` times and checks each echo.
+//! `message_count` times and checks each echo. The client publishes
+//! `connect_ns` (from its start to the end of the handshake) and
+//! `completion_ns` (from its start to the last echo).
 
 use crate::Host;
 use elvis_api::{AppError, AppResult, Message};
@@ -33,7 +35,9 @@ pub async fn server(host: Host, port: u16) -> AppResult {
 
 /// Sends and checks the echoes.
 pub async fn client(host: Host, cfg: Rc<ClientConfig>) -> AppResult {
+    let start = host.now();
     let stream = host.tcp_connect(cfg.to).await?;
+    host.publish("connect_ns", (host.now() - start).as_nanos() as f64);
     stream.set_nodelay(true)?;
     for i in 0..cfg.count {
         stream.write_all(cfg.message.clone()).await?;
@@ -45,5 +49,6 @@ pub async fn client(host: Host, cfg: Rc<ClientConfig>) -> AppResult {
             )));
         }
     }
+    host.publish("completion_ns", (host.now() - start).as_nanos() as f64);
     Ok(())
 }

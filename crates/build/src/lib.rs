@@ -46,6 +46,7 @@ pub mod apps;
 mod dhcp;
 mod dns;
 pub mod estimate;
+mod tcp;
 mod topology;
 
 /// Why a scenario could not be built; `loc` points into the NDL source
@@ -306,6 +307,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         } = topology::role(g, &generated)?
         {
             protocols(g)?;
+            tcp::syn_defence(g)?;
             if counted {
                 counted_groups.push((k, len));
                 apps_from.whole_groups.insert(k);
@@ -319,6 +321,10 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         let first = sim
             .add_group(&g.name, g.count, protocols)
             .map_err(|e| err(g.loc, e.to_string()))?;
+        if let Some(d) = tcp::syn_defence(g)? {
+            sim.set_syn_defence(first, d)
+                .map_err(|e| err(g.loc, e.to_string()))?;
+        }
         groups.push((g.name.clone(), first, g.instances()));
         attach_group(&mut sim, g, first, &net_ids, &mut pools, &skip)?;
         dhcp::group(&mut sim, g, first)?;

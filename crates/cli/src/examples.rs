@@ -14,6 +14,7 @@ pub const FILES: &[(&str, &str)] = &[
         "cubic-vs-compound.ndl",
         include_str!("../../../examples/ndl/cubic-vs-compound.ndl"),
     ),
+    ("ddos.ndl", include_str!("../../../examples/ndl/ddos.ndl")),
     (
         "default.ndl",
         include_str!("../../../examples/ndl/default.ndl"),

@@ -230,6 +230,12 @@ pub struct PacketReport {
     /// them (hosts with NIC offloads, `stack::offload`); counted in
     /// `tcp_received`.
     pub gro_merged: u64,
+    /// SYN-ACKs that carried a SYN cookie, and cookies that checked
+    /// (`stack::tcp::syncookie`); listed only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub syn_cookies_sent: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub syn_cookies_validated: u64,
     /// Total of `dropped`.
     pub dropped_total: u64,
     /// Drops by reason (`loss`, `queue_full`, `bad_checksum(udp)`, …).
@@ -254,6 +260,8 @@ impl PacketReport {
             tcp_sent: s.tcp_sent,
             tcp_received: s.tcp_received,
             gro_merged: s.gro_merged,
+            syn_cookies_sent: s.syn_cookies_sent,
+            syn_cookies_validated: s.syn_cookies_validated,
             dropped_total: s.drops.values().sum(),
             dropped: s.drops.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         }
@@ -473,6 +481,11 @@ pub fn peak_rss_bytes() -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
+}
+
+/// For `skip_serializing_if`: a counter that stayed zero is left out.
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[cfg(test)]

@@ -105,8 +105,42 @@ pub fn push(
     m: MachineId,
     proto: u8,
     dst: Ipv4Addr,
-    mut msg: Message,
+    msg: Message,
 ) -> Result<(), SocketError> {
+    send(w, m, proto, None, dst, msg).map(|_| ())
+}
+
+/// Sends `msg` to `dst` as an IPv4 datagram of protocol `proto` whose
+/// source address is `src`, whatever the machine's own addresses are: a
+/// raw socket with `IP_HDRINCL`, as traffic generators and attack tools
+/// use to spoof sources. The caller builds the transport header (its
+/// checksum covers `src`). The route to `dst` picks the interface; a full
+/// NIC drops the datagram (counted) and returns `Ok(false)`.
+///
+/// # Errors
+/// `HostUnreachable` when no route leads to `dst`.
+pub fn push_from(
+    w: &mut Hosts,
+    m: MachineId,
+    proto: u8,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    msg: Message,
+) -> Result<bool, SocketError> {
+    send(w, m, proto, Some(src), dst, msg)
+}
+
+/// [`push`] and [`push_from`]: one body, so that the IPv4 calls it makes
+/// (the NIC-room check, `ipv4::send`) have one call site here, as before
+/// raw sends, and the compiler inlines them as it did.
+fn send(
+    w: &mut Hosts,
+    m: MachineId,
+    proto: u8,
+    src: Option<Ipv4Addr>,
+    dst: Ipv4Addr,
+    mut msg: Message,
+) -> Result<bool, SocketError> {
     // Used where it lies (see `ipv4::route_flow`).
     let found = super::ipv4::route(w, m, dst);
     let route = found.as_ref().map_err(Clone::clone)?;
@@ -114,10 +148,14 @@ pub fn push(
         w.drop_packet(crate::counters::DropReason::Net(
             elvis_net::DropReason::NicQueueFull,
         ));
-        return Ok(());
+        return Ok(false);
     }
-    super::ipv4::send(w, m, *route, dst, IpProtocol::from(proto), &mut msg);
-    Ok(())
+    let mut route = *route;
+    if let Some(src) = src {
+        route.src = src;
+    }
+    super::ipv4::send(w, m, route, dst, IpProtocol::from(proto), &mut msg);
+    Ok(true)
 }
 
 /// Runs `f` with protocol `proto` of machine `m` taken out of the machine

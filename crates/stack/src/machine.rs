@@ -58,6 +58,8 @@ pub struct Group {
     pub first: MachineId,
     pub len: u32,
     pub protocols: Protocols,
+    /// SYN-flood defences of the group's TCP listeners.
+    pub syn: crate::tcp::syncookie::SynDefence,
 }
 
 impl Group {

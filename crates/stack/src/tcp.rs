@@ -26,6 +26,7 @@
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
 //! | ECN ([`ecn`], RFC 3168) | accept when asked, never ask (`EcnMode::Accept`) | yes (`tcp_ecn=2`) |
 //! | loss detection ([`rack`]) | RACK-TLP (RFC 8985, `rack`); RFC 6675 (`rfc6675`) on request | yes (`tcp_recovery=1`) |
+//! | SYN backlog ([`syncookie`]) | half-open connections up to the listen backlog; beyond it SYN cookies (RFC 4987, Linux's encoding), or drops with `syn_cookies='off'` | yes (`tcp_syncookies=1`) |
 //! | sending in fast recovery (`prr.rs`) | Proportional Rate Reduction (RFC 9937) with SACK; NewReno (RFC 6582) without | yes (Linux uses PRR without SACK too) |
 //!
 //! TCP does not block on the NIC as a UDP sender does: its windows bound
@@ -61,6 +62,7 @@ pub mod paws;
 pub mod prr;
 pub mod rack;
 pub mod rx;
+pub mod syncookie;
 pub mod tcb;
 pub mod trace;
 
@@ -346,6 +348,8 @@ pub struct Listener {
     pub ready: VecDeque<u32>,
     /// Connections in SYN-RECEIVED.
     pub embryonic: usize,
+    /// When a SYN last found the SYN backlog full ([`syncookie`]).
+    pub last_overflow: Option<Time>,
     pub waiter: Option<TaskId>,
     /// Options the accepted connections inherit.
     pub opts: SockOpts,
@@ -415,6 +419,7 @@ pub fn listen(
         backlog: backlog.max(1),
         ready: VecDeque::new(),
         embryonic: 0,
+        last_overflow: None,
         waiter: None,
         opts,
     };
@@ -866,7 +871,10 @@ pub fn demux(
         Some(l) if repr.control == Control::Syn && repr.ack_number.is_none() => {
             passive_open(w, m, l, local, remote, repr);
         }
-        Some(_) if repr.control != Control::Rst && repr.ack_number.is_some() => {
+        Some(l) if repr.control != Control::Rst && repr.ack_number.is_some() => {
+            if syncookie::ack(w, m, l, syncookie::Tuple { local, remote }, repr, msg) {
+                return;
+            }
             // RFC 9293 §3.10.7.2: an ACK to a listener gets a RST.
             send_rst(w, m, local, remote, repr, repr.payload_len);
             w.drop_packet(DropReason::NoSocket);
@@ -880,7 +888,11 @@ pub fn demux(
     }
 }
 
-/// A SYN reached a listener: create a connection in SYN-RECEIVED.
+/// A SYN reached a listener: create a connection in SYN-RECEIVED (or,
+/// past the SYN backlog, answer with a cookie or drop it: `syncookie`).
+/// Out of line: once per connection, and `demux`, which every segment
+/// crosses, stays small enough to take the established path inline.
+#[inline(never)]
 fn passive_open(
     w: &mut Hosts,
     m: MachineId,
@@ -889,21 +901,35 @@ fn passive_open(
     remote: SocketAddrV4,
     syn: &Repr,
 ) {
+    let now = w.now();
+    let defence = syncookie::of(w, m);
     let Some(SocketSlot::TcpListener(lst)) = w.machines[m as usize].sockets.get_mut(l as usize)
     else {
         return;
     };
-    if lst.ready.len() + lst.embryonic >= lst.backlog {
-        // Backlog full: drop the SYN (Linux without syncookies); the
-        // client retries.
+    if lst.ready.len() >= lst.backlog {
+        // Accept queue full: drop the SYN, cookies or not (Linux's
+        // `sk_acceptq_is_full`); the client retries.
         return w.drop_packet(DropReason::ListenQueueFull);
     }
+    // The SYN backlog (`syncookie`): past it, a cookie or a drop.
+    let full = syncookie::backlog_full(lst, defence, now);
+    // A SYN from an address with no route back (a spoofed one) is dropped
+    // before it takes a place in the backlog.
+    let Ok(mtu) = mtu_towards(w, m, *remote.ip()) else {
+        return w.drop_packet(DropReason::NoRoute);
+    };
+    if full {
+        let t = syncookie::Tuple { local, remote };
+        return syncookie::overflow(w, m, t, syn, mtu);
+    }
+    let Some(SocketSlot::TcpListener(lst)) = w.machines[m as usize].sockets.get_mut(l as usize)
+    else {
+        return;
+    };
     lst.embryonic += 1;
     let opts = lst.opts.clone();
     let iss = initial_seq(w, m, local, remote);
-    let Ok(mtu) = mtu_towards(w, m, *remote.ip()) else {
-        return;
-    };
     let cfg = opts.config(w);
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let mut tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);

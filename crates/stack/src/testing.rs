@@ -146,6 +146,7 @@ impl Lab {
             first: m,
             len: 1,
             protocols,
+            syn: Default::default(),
         });
         w.group_by_name.insert(name.to_string(), gid);
         w.machines.push(Machine::new(gid));

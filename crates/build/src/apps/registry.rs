@@ -10,6 +10,7 @@
 
 use super::timing::Timing;
 mod dns;
+mod traffic;
 mod web;
 use dns::Target;
 use elvis_apps::{bulk, capture, forward, ping, ping_pong, send_message, tcp_echo, traceroute};
@@ -124,6 +125,10 @@ pub const APPS: &[(&str, &[&str])] = &[
         "tcp_echo_client",
         &["to", "port", "message", "message_count"],
     ),
+    ("mgen", traffic::MGEN),
+    ("mgen_sink", traffic::MGEN_SINK),
+    ("udp_flood", traffic::UDP_FLOOD),
+    ("syn_flood", traffic::SYN_FLOOD),
     ("dns_server", &["zone", "file"]),
     (
         "dns_resolver",
@@ -194,6 +199,10 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "tcp_echo_server" => build_tcp_echo_server(&o, timing),
         "tcp_echo_client" => build_tcp_echo_client(&o, timing),
         "dhcp_server" => build_dhcp_server(&o),
+        "mgen" => traffic::build_mgen(&o, timing),
+        "mgen_sink" => traffic::build_mgen_sink(&o, timing),
+        "udp_flood" => traffic::build_flood(&o, timing, false),
+        "syn_flood" => traffic::build_flood(&o, timing, true),
         "dns_server" => dns::build_server(&o, timing),
         "dns_resolver" => dns::build_resolver(&o, timing),
         "web_server" => web::build_server(&o, timing),
@@ -452,6 +461,7 @@ fn factory(
                 | "dns_server"
                 | "dns_resolver"
                 | "web_server"
+                | "mgen_sink"
         ),
         spawn: Rc::new(f),
     }

@@ -5,6 +5,8 @@
 use elvis_sim::qdisc::{Limit, QdiscConfig};
 use elvis_sim::{NetworkConfig, NetworkKind, Simulation};
 
+mod traffic;
+
 /// Each generator with its required keys (and the networks that carry
 /// the common link keys: all of them but a dumbbell's bottleneck).
 const GENERATORS: &[(&str, &str)] = &[

@@ -407,8 +407,11 @@ impl Lower<'_> {
             .map(|q| q.key.as_str())
             .filter(|k| *k != "name")
             .collect();
-        // DHCP's options are read by the builder (`start`).
-        let read = name.value.node.eq_ignore_ascii_case("dhcp");
+        // DHCP's options (`start`) and TCP's (`syn_cookies`,
+        // `syn_backlog`) are read, and checked, by the builder.
+        let read = ["dhcp", "tcp"]
+            .iter()
+            .any(|n| name.value.node.eq_ignore_ascii_case(n));
         if let Some(first) = params.iter().find(|q| q.key != "name").filter(|_| !read) {
             let message = format!(
                 "options of `[Protocol name='{}']` are not read yet: {} ignored",

@@ -55,6 +55,7 @@ impl Simulation {
             first,
             len,
             protocols,
+            syn: Default::default(),
         });
         w.hosts.group_by_name.insert(name.to_string(), gid);
         w.hosts.machines.reserve(len as usize);
@@ -677,6 +678,27 @@ impl Simulation {
     /// Sets the TCP settings of every connection opened from now on.
     pub fn set_tcp_config(&mut self, cfg: crate::stack::tcp::TcpConfig) {
         self.w().hosts.stack.tcp = std::rc::Rc::new(cfg);
+    }
+
+    /// Sets the SYN-flood defences (SYN backlog cap, SYN cookies; see
+    /// [`crate::stack::tcp::syncookie`]) of the group machine `m` belongs to.
+    ///
+    /// # Errors
+    /// `NoSuchMachine` for a bad id.
+    pub fn set_syn_defence(
+        &mut self,
+        m: MachineId,
+        d: crate::stack::tcp::syncookie::SynDefence,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let g = w
+            .hosts
+            .machines
+            .get(m as usize)
+            .ok_or(SimError::NoSuchMachine(m))?
+            .group;
+        w.hosts.groups[g as usize].syn = d;
+        Ok(())
     }
 
     /// Adds a user-defined protocol above IPv4 to machine `m`.

@@ -549,6 +549,28 @@ impl Tcb {
         t
     }
 
+    /// Re-creates, from a valid SYN cookie (`super::syncookie`), the
+    /// connection a cookie SYN-ACK (`iss`) answered: in SYN-RECEIVED with
+    /// the SYN-ACK counted as sent once, so that the ACK of it makes the
+    /// connection ESTABLISHED. No RTT sample is taken from it (the
+    /// SYN-ACK's time was not kept), as with Karn's rule.
+    #[allow(clippy::too_many_arguments)]
+    pub fn accept_cookie(
+        cfg: impl SharedConfig,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNumber,
+        cc: Controller,
+        mtu: usize,
+        syn: &Repr,
+    ) -> Tcb {
+        let mut t = Tcb::accept(cfg, local, remote, iss, cc, mtu, syn);
+        t.snd_nxt = iss + 1;
+        t.snd_max = t.snd_nxt;
+        t.syn_retries = 1;
+        t
+    }
+
     /// Negotiates options from the peer's SYN (RFC 7323 §1.3, §2.2; RFC
     /// 2018 §2).
     fn apply_syn_options(&mut self, syn: &Repr) {
