@@ -25,6 +25,7 @@ mod queues;
 mod rack;
 mod robustness;
 mod routing;
+mod sleep;
 mod sockets;
 mod spawn;
 mod tcp;
