@@ -50,7 +50,6 @@ impl Host {
             deadline: self.now() + d,
             armed: false,
             machine: self.machine,
-            task: None,
         }
     }
 
@@ -60,7 +59,6 @@ impl Host {
             deadline: t,
             armed: false,
             machine: self.machine,
-            task: None,
         }
     }
 
@@ -411,25 +409,6 @@ pub struct Sleep {
     deadline: Time,
     armed: bool,
     machine: MachineId,
-    /// The task its wake-up was scheduled for (once armed).
-    task: Option<u32>,
-}
-
-impl Drop for Sleep {
-    /// A sleep dropped before its deadline (the timeout of a receive that
-    /// got its datagram) cancels its wake-up, so that its task is not
-    /// polled for nothing when the deadline comes.
-    fn drop(&mut self) {
-        let Some(task) = self.task else {
-            return;
-        };
-        let deadline = self.deadline;
-        let _ = try_with_world(|w| {
-            if w.hosts.now() < deadline {
-                w.hosts.sched.cancel_wake(task, deadline);
-            }
-        });
-    }
 }
 
 impl Future for Sleep {
@@ -438,31 +417,24 @@ impl Future for Sleep {
         let deadline = self.deadline;
         let armed = self.armed;
         let machine = self.machine;
-        // `None`: due; `Some(task)`: waiting, its wake-up scheduled for
-        // `task` by this poll (or an earlier one, or none outside a task).
         let r = try_with_world(|w| {
             if w.hosts.now() >= deadline {
-                return None;
+                return true;
             }
-            if armed {
-                return Some(None);
+            if !armed {
+                if let Some(task) = current_task() {
+                    w.hosts
+                        .sched
+                        .queue
+                        .schedule(deadline, machine, Event::Wake(task));
+                }
             }
-            let task = current_task();
-            if let Some(task) = task {
-                w.hosts
-                    .sched
-                    .queue
-                    .schedule(deadline, machine, Event::Wake(task));
-            }
-            Some(task)
+            false
         });
         match r {
-            Ok(None) | Err(_) => Poll::Ready(()),
-            Ok(Some(task)) => {
-                if !armed {
-                    self.armed = true;
-                    self.task = task;
-                }
+            Ok(true) | Err(_) => Poll::Ready(()),
+            Ok(false) => {
+                self.armed = true;
                 Poll::Pending
             }
         }

@@ -86,40 +86,6 @@ pub struct Scheduling {
     /// Events queued that do not keep a run going on their own (DHCP
     /// lease timers): a run whose queue holds only these is idle.
     pub background: u64,
-    /// Timer wake-ups whose waiter is gone (a `Sleep` dropped before its
-    /// deadline: the timeout of an exchange that got its answer), by
-    /// (task, deadline in ns), with how many: the `Wake` event at that
-    /// deadline is then skipped instead of polling the task for nothing.
-    /// Looked up only, never iterated.
-    pub cancelled: rustc_hash::FxHashMap<(TaskId, u64), u32>,
-}
-
-impl Scheduling {
-    /// Notes that `task`'s timer wake-up at `deadline` (in the future) is
-    /// no longer wanted.
-    pub fn cancel_wake(&mut self, task: TaskId, deadline: Time) {
-        *self
-            .cancelled
-            .entry((task, deadline.as_nanos()))
-            .or_insert(0) += 1;
-    }
-
-    /// Returns whether a wake-up of `task` due now was cancelled (and
-    /// forgets one such cancellation).
-    fn take_cancelled(&mut self, task: TaskId, now: Time) -> bool {
-        let key = (task, now.as_nanos());
-        match self.cancelled.get_mut(&key) {
-            None => false,
-            Some(1) => {
-                self.cancelled.remove(&key);
-                true
-            }
-            Some(n) => {
-                *n -= 1;
-                true
-            }
-        }
-    }
 }
 
 /// State the machines' protocol stacks share.
@@ -297,7 +263,6 @@ impl Hosts {
                 current_machine: None,
                 crashed: Vec::new(),
                 background: 0,
-                cancelled: Default::default(),
             },
             machines: Vec::new(),
             groups: Vec::new(),
@@ -354,11 +319,7 @@ impl Hosts {
     /// Dispatches one event (a task wake-up goes to the ready list).
     pub fn handle(&mut self, event: Event) {
         match event {
-            Event::Wake(task) => {
-                if self.sched.cancelled.is_empty() || !self.sched.take_cancelled(task, self.now()) {
-                    self.wake(task);
-                }
-            }
+            Event::Wake(task) => self.wake(task),
             Event::TxDone(q) => elvis_net::tx_done(self, q),
             Event::TxRetry(q) => elvis_net::tx_retry(self, q),
             Event::NicRoom { net, port } => elvis_net::nic_room_ready(self, net, port),

@@ -25,7 +25,6 @@ mod queues;
 mod rack;
 mod robustness;
 mod routing;
-mod sleep;
 mod sockets;
 mod spawn;
 mod tcp;
