@@ -22,29 +22,6 @@ fn run_text(ndl: &str, extra: &[&str]) -> (Outcome, Option<Value>, TempDir) {
     (out, report, dir)
 }
 
-/// How many frames of capture `pcap` match tshark display `filter`
-/// (with UDP checksums validated).
-fn tshark_count(pcap: &std::path::Path, filter: &str) -> u64 {
-    let out = Command::new("tshark")
-        .args([
-            "-n",
-            "-r",
-            pcap.to_str().unwrap(),
-            "-o",
-            "udp.check_checksum:TRUE",
-            "-Y",
-            filter,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).lines().count() as u64
-}
-
 /// Four LANs behind two routers in a chain; the server is behind the
 /// first, the second relays across it (two relay hops away from nothing:
 /// each relay talks to the server directly, routed).

@@ -100,6 +100,33 @@ fn run_command(cmd: &mut Command) -> Outcome {
     }
 }
 
+/// How many frames of capture `pcap` match tshark display `filter`
+/// (with UDP checksums validated).
+pub fn tshark_count(pcap: &Path, filter: &str) -> u64 {
+    let out = std::process::Command::new("tshark")
+        .arg("-n")
+        .arg("-r")
+        .arg(pcap)
+        .args([
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-Y",
+            filter,
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ])
+        .output()
+        .expect("tshark runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).lines().count() as u64
+}
+
 /// The directory of the NDL fixtures.
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

@@ -6,22 +6,6 @@
 use crate::*;
 use std::process::Command;
 
-fn tshark_count(pcap: &Path, filter: &str) -> usize {
-    let out = Command::new("tshark")
-        .arg("-n")
-        .arg("-r")
-        .arg(pcap)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).lines().count()
-}
-
 /// The value of metric `name` of application `app` (published once per
 /// group).
 fn metric(report: &Value, app: &str, name: &str) -> f64 {
