@@ -284,13 +284,14 @@ impl Host {
     }
 
     /// Returns the machine's resolver configuration (its DNS servers and
-    /// search domain), if it has one.
-    pub fn resolver(&self) -> Option<crate::machine::ResolverConf> {
+    /// search domain), if it has one: shared, not copied, as every
+    /// lookup reads it.
+    pub fn resolver(&self) -> Option<std::sync::Arc<crate::machine::ResolverConf>> {
         try_with_world(|w| {
             w.hosts.machines[self.machine as usize]
                 .ext
                 .as_ref()
-                .and_then(|e| e.resolver.as_deref().cloned())
+                .and_then(|e| e.resolver.clone())
         })
         .ok()
         .flatten()
@@ -303,7 +304,7 @@ impl Host {
         let _ = try_with_world(|w| {
             let m = &mut w.hosts.machines[self.machine as usize];
             match conf {
-                Some(c) => m.ext().resolver = Some(Box::new(c)),
+                Some(c) => m.ext().resolver = Some(std::sync::Arc::new(c)),
                 None => {
                     if let Some(e) = m.ext.as_deref_mut() {
                         e.resolver = None;

@@ -162,7 +162,11 @@ pub fn run(s: &Sizes) -> Measurement {
     let done = Rc::new(Cell::new(0u64));
     let failed = Rc::new(Cell::new(0u64));
     let per_client = s.lookups / u64::from(s.clients);
-    let zones_n = s.zones;
+    // The names to look up, written once: the clients ask, they do not
+    // format.
+    let names: Rc<[String]> = (0..s.names)
+        .map(|i| format!("n{i}.d{}.com", i % s.zones))
+        .collect();
     for c in 0..s.clients {
         let m = first + c;
         let ip = Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 64, 0, 0)) + c);
@@ -172,14 +176,13 @@ pub fn run(s: &Sizes) -> Measurement {
             domain: None,
         };
         sim.set_resolver(m, Some(conf)).expect("a machine");
-        let (done, failed) = (done.clone(), failed.clone());
+        let (done, failed, names) = (done.clone(), failed.clone(), names.clone());
         sim.spawn(m, "lookups", move |h: Host| async move {
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(h.random_u64());
             for _ in 0..per_client {
                 // Ranks 1..=names; name i = rank - 1.
                 let i = zipf.sample(&mut rng) as u32 - 1;
-                let q = format!("n{i}.d{}.com", i % zones_n);
-                match elvis_dns::resolve(&h, &q).await {
+                match elvis_dns::resolve(&h, &names[i as usize]).await {
                     Ok(ip) if ip == name_ip(i) => done.set(done.get() + 1),
                     _ => failed.set(failed.get() + 1),
                 }

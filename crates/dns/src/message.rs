@@ -198,6 +198,128 @@ pub fn answers(q: &Message, r: &Message) -> bool {
         && r.queries[0].query_type() == q.queries[0].query_type()
 }
 
+/// Reads the first IPv4 address out of a response to the A query `q`
+/// without building a message: what a stub resolver wants from nearly
+/// every answer it gets. `Some` only for a response that hickory decodes
+/// too, that [`answers`] `q`, is not truncated, has RCODE NOERROR (no
+/// extended RCODE) and holds an A record among its answers; then the
+/// address is the first A record's, as from the decoded message. `None`
+/// for anything else (a CNAME-only answer, NXDOMAIN, records of other
+/// types or classes, compression in the question), which the caller then
+/// decodes in full: the tests hold the two paths to the same result over
+/// the answers our servers send and every one-byte mutation of them.
+pub fn first_address(q: &Message, b: &[u8]) -> Option<std::net::Ipv4Addr> {
+    let u16_at =
+        |i: usize| -> Option<u16> { Some(u16::from_be_bytes([*b.get(i)?, *b.get(i + 1)?])) };
+    let query = q.queries.first()?;
+    if q.queries.len() != 1 || query.query_type() != RecordType::A {
+        return None;
+    }
+    let (flags_hi, flags_lo) = (*b.get(2)?, *b.get(3)?);
+    // A response (QR), opcode QUERY, not truncated; RCODE NOERROR.
+    if u16_at(0)? != q.metadata.id || flags_hi & 0xfa != 0x80 || flags_lo & 0x0f != 0 {
+        return None;
+    }
+    let (answers, additional) = (u16_at(6)?, u16_at(10)?);
+    if u16_at(4)? != 1 || answers == 0 || u16_at(8)? != 0 || additional > 1 {
+        return None;
+    }
+    // The question: the query's name (letters in any case), uncompressed,
+    // type A, class IN.
+    let want = crate::key::Key::new(query.name(), None);
+    let want = want.as_bytes();
+    let mut at = 12;
+    let got = b.get(at..at + want.len())?;
+    if !got
+        .iter()
+        .map(u8::to_ascii_lowercase)
+        .eq(want.iter().copied())
+        || u16_at(at + want.len())? != 1
+        || u16_at(at + want.len() + 2)? != 1
+    {
+        return None;
+    }
+    at += want.len() + 4;
+    let mut first = None;
+    for _ in 0..answers {
+        at = skip_name(b, at)?;
+        let (rtype, class, len) = (u16_at(at)?, u16_at(at + 2)?, usize::from(u16_at(at + 8)?));
+        let rdata = at + 10;
+        let end = rdata + len;
+        b.get(rdata..end)?;
+        match rtype {
+            1 if class == 1 && len == 4 => {
+                first = first.or(Some(std::net::Ipv4Addr::new(
+                    b[rdata],
+                    b[rdata + 1],
+                    b[rdata + 2],
+                    b[rdata + 3],
+                )));
+            }
+            // CNAME: one name, filling the data.
+            5 if class == 1 && skip_name(b, rdata)? == end => {}
+            _ => return None,
+        }
+        at = end;
+    }
+    if additional == 1 {
+        // The OPT record: root owner, type 41, no extended RCODE, version
+        // 0, the DO bit at most, no options.
+        if *b.get(at)? != 0 || u16_at(at + 1)? != 41 || u16_at(at + 3)? < 512 {
+            return None;
+        }
+        if u16_at(at + 5)? != 0 || u16_at(at + 7)? & 0x7fff != 0 || u16_at(at + 9)? != 0 {
+            return None;
+        }
+        at += 11;
+    }
+    if at != b.len() {
+        return None;
+    }
+    first
+}
+
+/// Returns the offset past the name at `start` in `b`, its labels
+/// followed through compression pointers as hickory reads them: labels of
+/// at most 63 bytes, pointers only to earlier bytes, and what they lead to
+/// wholly before the name (no overlap), at most 255 bytes in all. `None`
+/// for anything else, hickory's errors among it.
+fn skip_name(b: &[u8], start: usize) -> Option<usize> {
+    let (mut at, mut end, mut len) = (start, None, 0usize);
+    // Each pointer goes strictly backwards, so at most one per byte.
+    for _ in 0..=b.len() {
+        let c = usize::from(*b.get(at)?);
+        // Bytes reached through a pointer lie before the name.
+        let limit = if end.is_some() { start } else { usize::MAX };
+        match c {
+            0 => {
+                len += 1;
+                return (len <= 255 && at < limit).then_some(end.unwrap_or(at + 1));
+            }
+            1..=63 => {
+                len += 1 + c;
+                if len > 255 || at + 1 + c > limit {
+                    return None;
+                }
+                b.get(at + 1..at + 1 + c)?;
+                at += 1 + c;
+            }
+            0xc0..=0xff => {
+                let target = ((c & 0x3f) << 8) | usize::from(*b.get(at + 1)?);
+                // A pointer into the name being read, or forward, is a
+                // loop or worse: hickory refuses it; so do we.
+                if target >= start.min(at) || target < 12 {
+                    return None;
+                }
+                end.get_or_insert(at + 2);
+                at = target;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,5 +458,127 @@ mod tests {
             assert!(decode_query(&longer).is_none());
         }
         assert!(fast_hits > 1000, "{fast_hits} mutations decoded");
+    }
+
+    /// What a stub takes from a decoded response to `q`: the first A
+    /// record's address, when the response answers `q` untruncated with
+    /// NOERROR and holds an A record.
+    fn first_address_decoded(q: &Message, b: &[u8]) -> Option<std::net::Ipv4Addr> {
+        let r = decode(b).ok()?;
+        let usable = answers(q, &r)
+            && !r.metadata.truncation
+            && r.metadata.response_code == ResponseCode::NoError;
+        usable.then_some(())?;
+        r.answers.iter().find_map(|a| match a.data {
+            RData::A(x) => Some(x.0),
+            _ => None,
+        })
+    }
+
+    /// The stub's address fast path reads what the full decoder reads:
+    /// over answers like our resolver's (CNAME chains, several
+    /// addresses, with and without EDNS, compressed and not, the question
+    /// in another case) and every one-byte mutation of them, and it
+    /// leaves alone what it must (other RCODEs, other types, truncation).
+    #[test]
+    fn the_address_fast_path_agrees_with_the_decoder() {
+        use hickory_proto::rr::rdata::{CNAME, SOA};
+        use std::net::Ipv4Addr;
+        let a = |owner: &str, ip: [u8; 4]| {
+            Record::from_rdata(name(owner), 300, RData::A(A::from(Ipv4Addr::from(ip))))
+        };
+        let cname = |owner: &str, to: &str| {
+            Record::from_rdata(name(owner), 300, RData::CNAME(CNAME(name(to))))
+        };
+        let q = query(0x4242, name("n17.d3.com."), RecordType::A, true);
+        let mut bases = Vec::new();
+        let mut expect = Vec::new();
+        for edns in [true, false] {
+            let mut q = q.clone();
+            if !edns {
+                q.edns = None;
+            }
+            let mut r = response_to(&q, ResponseCode::NoError);
+            r.add_answer(a("n17.d3.com.", [10, 128, 0, 17]));
+            bases.push(encode(&r));
+            expect.push(Some(Ipv4Addr::new(10, 128, 0, 17)));
+            let mut r = response_to(&q, ResponseCode::NoError);
+            r.add_answer(cname("n17.d3.com.", "www.other.net."));
+            r.add_answer(cname("www.other.net.", "x.d3.com."));
+            r.add_answer(a("x.d3.com.", [10, 0, 0, 1]));
+            r.add_answer(a("x.d3.com.", [10, 0, 0, 2]));
+            bases.push(encode(&r));
+            expect.push(Some(Ipv4Addr::new(10, 0, 0, 1)));
+            // Uncompressed, by hickory's own encoder.
+            bases.push(r.to_vec().unwrap());
+            expect.push(Some(Ipv4Addr::new(10, 0, 0, 1)));
+            // The question in capitals.
+            let mut upper = response_to(&q, ResponseCode::NoError);
+            upper.queries[0].set_name(name("N17.D3.Com."));
+            upper.add_answer(a("N17.D3.Com.", [1, 2, 3, 4]));
+            bases.push(encode(&upper));
+            expect.push(Some(Ipv4Addr::new(1, 2, 3, 4)));
+            // Left to the decoder: a CNAME alone, NXDOMAIN with an SOA.
+            let mut r = response_to(&q, ResponseCode::NoError);
+            r.add_answer(cname("n17.d3.com.", "elsewhere.org."));
+            bases.push(encode(&r));
+            expect.push(None);
+            let mut r = response_to(&q, ResponseCode::NXDomain);
+            let soa = SOA::new(name("d3.com."), name("h.d3.com."), 1, 2, 3, 4, 5);
+            r.add_authority(Record::from_rdata(name("d3.com."), 5, RData::SOA(soa)));
+            bases.push(encode(&r));
+            expect.push(None);
+        }
+        let mut hits = 0;
+        for (base, want) in bases.iter().zip(&expect) {
+            assert_eq!(first_address(&q, base), *want, "{base:?}");
+            if want.is_some() {
+                assert_eq!(first_address_decoded(&q, base), *want);
+            }
+            for i in 0..base.len() {
+                for v in [0u8, 1, 2, 0x05, 0x0c, 0x20, 0x3f, 0x40, 0x80, 0xc0, 0xff] {
+                    let mut b = base.clone();
+                    b[i] = v;
+                    if let Some(ip) = first_address(&q, &b) {
+                        hits += 1;
+                        assert_eq!(Some(ip), first_address_decoded(&q, &b), "byte {i} = {v:#x}");
+                    }
+                }
+                assert_eq!(first_address(&q, &base[..i]), None);
+            }
+            let mut longer = base.clone();
+            longer.push(0);
+            assert_eq!(first_address(&q, &longer), None);
+        }
+        assert!(hits > 500, "{hits} mutations read");
+        // Another id, another question, truncation: not an answer here.
+        let mut r = response_to(&q, ResponseCode::NoError);
+        r.add_answer(a("n17.d3.com.", [10, 128, 0, 17]));
+        let mut other = q.clone();
+        other.metadata.id = 7;
+        assert_eq!(first_address(&other, &encode(&r)), None);
+        let other = query(0x4242, name("n18.d3.com."), RecordType::A, true);
+        assert_eq!(first_address(&other, &encode(&r)), None);
+        r.metadata.truncation = true;
+        assert_eq!(first_address(&q, &encode(&r)), None);
+    }
+
+    /// Names of 255 bytes are the longest (RFC 1035 §3.1): the fast path
+    /// reads one, refuses one byte more, as hickory does.
+    #[test]
+    fn the_address_fast_path_keeps_the_name_limit() {
+        let label = "x".repeat(63);
+        // 4 labels of 63 bytes: 4 × 64 + 1 = 257 bytes; trim to fit.
+        let long = format!("{label}.{label}.{label}.{}.", &label[..61]);
+        let q = query(1, name(&long), RecordType::A, false);
+        let mut r = response_to(&q, ResponseCode::NoError);
+        r.add_answer(Record::from_rdata(
+            name(&long),
+            1,
+            RData::A(A::new(1, 1, 1, 1)),
+        ));
+        let b = encode(&r);
+        assert_eq!(first_address(&q, &b), first_address_decoded(&q, &b));
+        assert!(first_address(&q, &b).is_some());
     }
 }

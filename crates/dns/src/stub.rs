@@ -14,7 +14,7 @@
 //! length of the lookup.
 
 use crate::message;
-use crate::transport::{self, Failure};
+use crate::transport::{self, Failure, Reply};
 use elvis_api::Host;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
@@ -95,7 +95,10 @@ pub async fn resolve_with(
     if let Ok(ip) = name.trim().parse::<Ipv4Addr>() {
         return Ok(ip);
     }
-    let records = lookup(host, name, RecordType::A, opts).await?;
+    let records = match ask(host, name, RecordType::A, opts, true).await? {
+        Found::Address(ip) => return Ok(ip),
+        Found::Records(r) => r,
+    };
     records
         .iter()
         .find_map(|r| match r.data {
@@ -118,6 +121,30 @@ pub async fn lookup(
     qtype: RecordType,
     opts: Options,
 ) -> Result<Vec<Record>, ResolveError> {
+    match ask(host, name, qtype, opts, false).await? {
+        Found::Records(r) => Ok(r),
+        Found::Address(_) => unreachable!("no address is read without asking"),
+    }
+}
+
+/// What [`ask`] found.
+enum Found {
+    /// The answer section.
+    Records(Vec<Record>),
+    /// The first address of an answer to an A query, read without
+    /// decoding the answer (most answers [`resolve`] gets).
+    Address(Ipv4Addr),
+}
+
+/// [`lookup`], returning just the first address of an answer that allows
+/// it when `address` is set.
+async fn ask(
+    host: &Host,
+    name: &str,
+    qtype: RecordType,
+    opts: Options,
+    address: bool,
+) -> Result<Found, ResolveError> {
     let conf = host.resolver().ok_or(ResolveError::NoResolver)?;
     if conf.servers.is_empty() {
         return Err(ResolveError::NoResolver);
@@ -128,11 +155,12 @@ pub async fn lookup(
         for &server in &conf.servers {
             let id = host.random_u64() as u16;
             let q = message::query(id, qname.clone(), qtype, true);
-            match transport::exchange(host, server, &q, opts.timeout).await {
-                Ok((r, _)) => match r.metadata.response_code {
+            match transport::exchange_for(host, server, &q, opts.timeout, address).await {
+                Ok(Reply::Address(ip)) => return Ok(Found::Address(ip)),
+                Ok(Reply::Message(r, _)) => match r.metadata.response_code {
                     ResponseCode::NoError => {
                         if r.answers.iter().any(|a| a.record_type() == qtype) {
-                            return Ok(r.answers);
+                            return Ok(Found::Records(r.answers));
                         }
                         return Err(ResolveError::NoAddress {
                             name: name.to_string(),
@@ -166,9 +194,9 @@ pub fn qualify(name: &str, domain: Option<&str>) -> Result<Name, ResolveError> {
         name: name.to_string(),
         why,
     };
-    let full = match domain {
-        Some(d) if !name.contains('.') => format!("{name}.{}", d.trim_end_matches('.')),
-        _ => name.to_string(),
+    let full: std::borrow::Cow<'_, str> = match domain {
+        Some(d) if !name.contains('.') => format!("{name}.{}", d.trim_end_matches('.')).into(),
+        _ => name.into(),
     };
     let mut n = match plain(&full) {
         Some(n) => n,

@@ -35,16 +35,46 @@ pub async fn exchange(
     q: &Message,
     timeout: std::time::Duration,
 ) -> Result<(Message, bool), Failure> {
+    match exchange_for(host, server, q, timeout, false).await? {
+        Reply::Message(r, tcp) => Ok((r, tcp)),
+        Reply::Address(_) => unreachable!("no address is read without asking"),
+    }
+}
+
+/// What [`exchange_for`] got back.
+pub enum Reply {
+    /// The answer, and whether TCP carried it.
+    Message(Message, bool),
+    /// The first address of an answer to an A query, read without
+    /// decoding it ([`message::first_address`]).
+    Address(Ipv4Addr),
+}
+
+/// [`exchange`], reading just the first address of the answers that
+/// allow it when `address` is set (`q` an A query).
+///
+/// # Errors
+/// As [`exchange`].
+pub async fn exchange_for(
+    host: &Host,
+    server: Ipv4Addr,
+    q: &Message,
+    timeout: std::time::Duration,
+    address: bool,
+) -> Result<Reply, Failure> {
     let deadline = host.now() + timeout;
-    let r = udp(host, server, q, message::encode(q), deadline).await?;
+    let r = match udp(host, server, q, message::encode(q), deadline, address).await? {
+        Reply::Message(r, _) => r,
+        a @ Reply::Address(_) => return Ok(a),
+    };
     if !r.metadata.truncation {
-        return Ok((r, false));
+        return Ok(Reply::Message(r, false));
     }
     // Boxed: the TCP exchange is rare, and its future would otherwise
     // make every exchange's (and every resolver task's) larger.
     let bytes = message::encode(q);
     let r = Box::pin(tcp(host, server, q, &bytes, host.now() + timeout)).await?;
-    Ok((r, true))
+    Ok(Reply::Message(r, true))
 }
 
 async fn udp(
@@ -53,7 +83,8 @@ async fn udp(
     q: &Message,
     bytes: Vec<u8>,
     deadline: Time,
-) -> Result<Message, Failure> {
+    address: bool,
+) -> Result<Reply, Failure> {
     let sock = host.udp_bind(0).map_err(sock_err)?;
     let to = SocketAddrV4::new(server, PORT);
     sock.send_to(Payload::from_vec(bytes), to)
@@ -64,9 +95,15 @@ async fn udp(
             None => return Err(Failure::Timeout),
             Some(Err(e)) => return Err(sock_err(e)),
             Some(Ok((mut m, from))) if from == to => {
-                if let Ok(r) = message::decode(bytes_of(&mut m)) {
+                let b = bytes_of(&mut m);
+                if address {
+                    if let Some(ip) = message::first_address(q, b) {
+                        return Ok(Reply::Address(ip));
+                    }
+                }
+                if let Ok(r) = message::decode(b) {
                     if message::answers(q, &r) {
-                        return Ok(r);
+                        return Ok(Reply::Message(r, false));
                     }
                 }
             }

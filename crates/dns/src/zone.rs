@@ -95,7 +95,11 @@ impl Zone {
             return Err(format!("the zone apex {origin} cannot be a CNAME"));
         }
         // Every node holds a record: its first one's owner names it.
-        let names = nodes.values().map(|n| n[0].name.clone()).collect();
+        // Sorted by canonical key first, the set builds from one sorted
+        // run (names differ, as their keys do, so none is merged).
+        let mut names: Vec<Name> = nodes.values().map(|n| n[0].name.clone()).collect();
+        names.sort_by_cached_key(crate::key::canonical);
+        let names = names.into_iter().collect();
         Ok(Zone {
             origin_labels: Key::new(&origin, None).labels(),
             origin,

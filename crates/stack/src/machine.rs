@@ -132,7 +132,7 @@ pub struct MachineExt {
     pub icmp_limit: Option<Box<crate::icmp_limit::Limiter>>,
     /// Where the machine's stub resolver sends DNS queries (its
     /// `/etc/resolv.conf`): set from NDL `resolver=` or by a DHCP lease.
-    pub resolver: Option<Box<ResolverConf>>,
+    pub resolver: Option<std::sync::Arc<ResolverConf>>,
     /// The DHCP client of a machine configured by DHCP.
     pub dhcp: Option<Box<crate::dhcp::client::Client>>,
     /// The DHCP server of a machine (`crate::dhcp::server`).

@@ -625,7 +625,7 @@ impl Simulation {
             return Err(SimError::NoSuchMachine(m));
         };
         match conf {
-            Some(c) => machine.ext().resolver = Some(Box::new(c)),
+            Some(c) => machine.ext().resolver = Some(std::sync::Arc::new(c)),
             None => {
                 if let Some(e) = machine.ext.as_deref_mut() {
                     e.resolver = None;

@@ -455,7 +455,7 @@ fn configure(w: &mut Hosts, m: MachineId, p: &Parsed) {
 /// Sets the resolver configuration a lease carries.
 fn set_resolver(w: &mut Hosts, m: MachineId, p: &Parsed) {
     if !p.dns.is_empty() || p.domain.is_some() {
-        w.machines[m as usize].ext().resolver = Some(Box::new(ResolverConf {
+        w.machines[m as usize].ext().resolver = Some(std::sync::Arc::new(ResolverConf {
             servers: p.dns.to_vec(),
             domain: p.domain.clone(),
         }));
