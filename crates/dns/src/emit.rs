@@ -61,30 +61,49 @@ impl Names {
             wire[len + 1..len + 1 + l.len()].copy_from_slice(l);
             len += 1 + l.len();
         }
-        for k in 0..labels {
+        // The first (longest) suffix already written, if any: its labels
+        // up to it are written out, then a pointer.
+        let mut cut = labels;
+        let mut pointer = None;
+        'search: for k in 0..labels {
             let suffix = &wire[usize::from(starts[k])..len];
-            let found = self.written[..self.count]
-                .iter()
-                .find(|&&(_, a, b)| &self.arena[usize::from(a)..usize::from(b)] == suffix);
-            if let Some(&(at, _, _)) = found {
-                out.extend_from_slice(&(0xc000 | at).to_be_bytes());
-                return;
+            for &(at, a, b) in &self.written[..self.count] {
+                if usize::from(b - a) == suffix.len()
+                    && &self.arena[usize::from(a)..usize::from(b)] == suffix
+                {
+                    cut = k;
+                    pointer = Some(at);
+                    break 'search;
+                }
             }
-            if out.len() < 0x4000 && self.count < SUFFIXES && self.used + suffix.len() <= ARENA {
-                let a = self.used;
-                self.arena[a..a + suffix.len()].copy_from_slice(suffix);
-                self.used += suffix.len();
-                self.written[self.count] = (out.len() as u16, a as u16, self.used as u16);
+        }
+        let head = if cut < labels {
+            usize::from(starts[cut])
+        } else {
+            len
+        };
+        // The new suffixes (those before the cut) are remembered from one
+        // copy of the whole name.
+        let base = out.len();
+        if cut > 0 && self.used + len <= ARENA {
+            let a = self.used;
+            self.arena[a..a + len].copy_from_slice(&wire[..len]);
+            self.used += len;
+            for &start in &starts[..cut] {
+                let at = base + usize::from(start);
+                if at >= 0x4000 || self.count == SUFFIXES {
+                    break;
+                }
+                self.written[self.count] =
+                    (at as u16, (a + usize::from(start)) as u16, (a + len) as u16);
                 self.count += 1;
             }
-            let end = if k + 1 < labels {
-                usize::from(starts[k + 1])
-            } else {
-                len
-            };
-            out.extend_from_slice(&wire[usize::from(starts[k])..end]);
         }
-        out.push(0);
+        out.extend_from_slice(&wire[..head]);
+        match pointer {
+            Some(at) => out.extend_from_slice(&(0xc000 | at).to_be_bytes()),
+            None => out.push(0),
+        }
     }
 }
 

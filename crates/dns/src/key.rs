@@ -33,12 +33,13 @@ impl Key {
             // hickory keeps names within 255 bytes, so no label overflows.
             k.labels += 1;
             k.bytes[k.len] = label.len() as u8;
-            for (d, s) in k.bytes[k.len + 1..].iter_mut().zip(label) {
-                *d = s.to_ascii_lowercase();
-            }
+            k.bytes[k.len + 1..k.len + 1 + label.len()].copy_from_slice(label);
             k.len += 1 + label.len();
         }
         k.len += 1; // the root label
+                    // Lengths (at most 63) are below the capitals: one pass lower-cases
+                    // the letters alone.
+        k.bytes[..k.len].make_ascii_lowercase();
         if let Some(t) = rtype {
             k.bytes[k.len..k.len + 2].copy_from_slice(&u16::from(t).to_be_bytes());
             k.len += 2;
