@@ -286,6 +286,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
     if let Some(ttl) = scenario.sim.ttl {
         sim.set_default_ttl(ttl);
     }
+    sim.set_realtime(scenario.sim.realtime);
     icmp_limits(&mut sim, &scenario.sim);
     let (mut pools, net_ids) = add_networks(&mut sim, scenario)?;
     let skip = claimed_addresses(scenario)?;

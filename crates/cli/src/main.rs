@@ -187,6 +187,10 @@ struct RunArgs {
     /// e.g. `30s`, `300s` (the report's `end` is `wall_limit`).
     #[arg(long, value_name = "DURATION")]
     wall_limit: Option<String>,
+    /// Pace virtual time to the wall clock (as `[Simulation
+    /// realtime='yes']`); the summary says how well the run kept up.
+    #[arg(long)]
+    realtime: bool,
     /// Refuse scenarios estimated above this much memory, e.g. `8GiB`
     /// (default: the memory available).
     #[arg(long, value_name = "SIZE")]
@@ -676,6 +680,9 @@ fn prepare(
     sim.set_interrupt_flag(stop);
     if let Some(limit) = wall_limit {
         sim.set_wall_limit(limit);
+    }
+    if args.realtime {
+        sim.set_realtime(true);
     }
     sim.set_watchdog(watchdog, |machine| {
         eprintln!(

@@ -179,6 +179,25 @@ fn costs(s: &mut String, r: &Report, build: Duration) {
         let _ = write!(s, " (estimated {:.1} MiB)", e.bytes as f64 / 1048576.0);
     }
     s.push('\n');
+    if let Some(rt) = &p.realtime {
+        let _ = write!(
+            s,
+            "  real time        largest lag {:.3} ms",
+            rt.max_lag_ns as f64 / 1e6
+        );
+        if rt.fell_behind == 0 {
+            s.push_str(", kept up\n");
+        } else {
+            let _ = writeln!(
+                s,
+                ", fell behind {} times ({} events over {:.0} ms late): \
+                 the machine cannot run this scenario in real time",
+                rt.fell_behind,
+                rt.late_events,
+                rt.tolerance_ns as f64 / 1e6
+            );
+        }
+    }
 }
 
 /// Counts the frames and UDP datagrams sent and delivered, the drops by

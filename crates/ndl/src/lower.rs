@@ -351,6 +351,7 @@ impl Lower<'_> {
                 "icmp_msgs_burst",
                 "dns",
                 "domain",
+                "realtime",
             ],
         );
         self.no_children(b);
@@ -390,6 +391,16 @@ impl Lower<'_> {
         }
         if let Some(p) = b.param("icmp_msgs_burst") {
             self.sc.sim.icmp_msgs_burst = self.value(p, parse_u64, "icmp_msgs_burst='50'");
+        }
+        if let Some(p) = b.param("realtime") {
+            let yes = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
+                "yes" | "on" | "true" => Ok(true),
+                "no" | "off" | "false" => Ok(false),
+                _ => Err("expected yes or no".to_string()),
+            };
+            if let Some(on) = self.value(p, yes, "realtime='yes'") {
+                self.sc.sim.realtime = on;
+            }
         }
         self.dns_auto(b);
     }

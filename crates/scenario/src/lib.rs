@@ -166,6 +166,9 @@ pub struct SimSettings {
     /// machine and points every machine at its resolver.
     #[serde(default)]
     pub dns: Option<DnsAuto>,
+    /// `realtime='yes'`: virtual time paced to the wall clock.
+    #[serde(default)]
+    pub realtime: bool,
     pub loc: Loc,
 }
 
@@ -226,6 +229,7 @@ impl Default for SimSettings {
             icmp_msgs_per_sec: None,
             icmp_msgs_burst: None,
             dns: None,
+            realtime: false,
             loc: Loc::default(),
         }
     }

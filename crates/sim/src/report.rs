@@ -412,6 +412,9 @@ pub struct Performance {
     /// Peak resident set size of the whole process, bytes (Linux; 0 if
     /// unknown).
     pub peak_rss_bytes: u64,
+    /// How a run paced to the wall clock kept up (only in such runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub realtime: Option<crate::realtime::RealtimeReport>,
 }
 
 impl Report {

@@ -77,6 +77,8 @@ pub struct Simulation {
     polls: u64,
     /// What ends a run early: an interrupt flag, a wall-clock limit.
     stop: crate::stop::Stop,
+    /// Real-time pacing, when on ([`Simulation::set_realtime`]).
+    pacer: Option<crate::realtime::Pacer>,
 }
 
 impl Simulation {
@@ -89,6 +91,7 @@ impl Simulation {
             wall: Duration::ZERO,
             polls: 0,
             stop: crate::stop::Stop::default(),
+            pacer: None,
         }
     }
 

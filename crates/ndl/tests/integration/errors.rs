@@ -504,6 +504,19 @@ fn icmp_rate_limits_are_read_and_bad_ones_refused() {
 }
 
 #[test]
+fn realtime_is_read_and_a_bad_value_refused() {
+    let sc = elvis_ndl::parse("[Simulation realtime='yes']\n", "t.ndl").unwrap();
+    assert!(sc.sim.realtime);
+    let sc = elvis_ndl::parse("[Simulation seed='3']\n", "t.ndl").unwrap();
+    assert!(!sc.sim.realtime);
+    let e = fails("[Simulation realtime='fast']\n");
+    assert!(
+        e.starts_with("t.ndl:1:23: error:") && e.contains("yes or no"),
+        "{e}"
+    );
+}
+
+#[test]
 fn offload_keys_are_read_with_linux_meaning_tso_gro_and_eight_microseconds() {
     let read = |head: &str| {
         elvis_ndl::parse(&machine(head, ""), "t.ndl")

@@ -277,6 +277,7 @@ impl Simulation {
                     0.0
                 },
                 peak_rss_bytes: report::peak_rss_bytes(),
+                realtime: self.pacer.as_ref().map(|p| p.stats),
             },
             memory_estimate: None,
         }

@@ -6,6 +6,7 @@
 use super::{Progress, RunLimits, Simulation};
 use crate::executor::{AppResult, TaskId, TaskState};
 use crate::machine::MachineId;
+use crate::realtime::Pacer;
 use crate::report::{End, Problem, Report};
 use crate::world::{self, World};
 use elvis_kernel::Time;
@@ -23,6 +24,8 @@ enum Step {
     Event,
     /// Events were processed and a machine crashed in the last one.
     Crashed,
+    /// A paced run: the next event is due at this wall-clock instant.
+    Wait(Instant),
 }
 
 /// Most events processed per borrow of the world when no task wakes (so
@@ -41,9 +44,15 @@ fn next_ready(w: &mut World) -> Option<Step> {
 
 /// One turn of the run loop inside the world: the next task woken, if
 /// any, else the next events (as many as run without waking a task, up to
-/// `EVENT_BATCH`).
+/// `EVENT_BATCH`). A paced run (`PACED`, with its `pacer`) stops before
+/// an event that is not due yet on the wall clock.
 #[inline]
-fn run_events(w: &mut World, until: Time) -> Result<Step, End> {
+fn run_events<const PACED: bool>(
+    w: &mut World,
+    until: Time,
+    pacer: Option<&mut Pacer>,
+) -> Result<Step, End> {
+    let mut pacer = pacer;
     if let Some(step) = next_ready(w) {
         return Ok(step);
     }
@@ -54,12 +63,20 @@ fn run_events(w: &mut World, until: Time) -> Result<Step, End> {
         if background > 0 && until == Time::MAX && w.hosts.sched.queue.len() as u64 <= background {
             return Err(End::Idle);
         }
-        if w.hosts.sched.queue.peek_time().is_none_or(|t| t > until) {
+        let next = w.hosts.sched.queue.peek_time();
+        if next.is_none_or(|t| t > until) {
             return Err(if w.hosts.sched.queue.is_empty() {
                 End::Idle
             } else {
                 End::TimeLimit
             });
+        }
+        if PACED {
+            if let (Some(p), Some(t)) = (pacer.as_deref_mut(), next) {
+                if let Some(due) = p.check(t) {
+                    return Ok(Step::Wait(due));
+                }
+            }
         }
         let Some((_, ev)) = w.hosts.sched.queue.pop() else {
             return Err(End::Idle);
@@ -81,6 +98,20 @@ fn run_events(w: &mut World, until: Time) -> Result<Step, End> {
         }
     }
     Ok(Step::Event)
+}
+
+/// Waits toward `due`: sleeps until shortly before it (50 ms at most at
+/// a time), then yields the processor until it comes. A sleeping thread
+/// wakes up to tens of microseconds late; the last stretch is not slept
+/// so that an event runs close to its instant.
+fn sleep_toward(due: Instant) {
+    const SPIN: Duration = Duration::from_micros(200);
+    let left = due.saturating_duration_since(Instant::now());
+    if left > SPIN {
+        std::thread::sleep((left - SPIN).min(Duration::from_millis(50)));
+    } else {
+        std::thread::yield_now();
+    }
 }
 
 /// Shared between the run loop and the watchdog thread.
@@ -124,6 +155,16 @@ impl Simulation {
     /// it has taken `limit` of wall-clock time.
     pub fn set_wall_limit(&mut self, limit: Duration) {
         self.stop.wall = Some(limit);
+    }
+
+    /// Paces the next runs to the wall clock (or stops pacing): an event
+    /// is processed no earlier than its virtual time after the run's start,
+    /// and a run with a time limit lasts that long on the wall clock too.
+    /// Results are those of an unpaced run; the report's
+    /// `performance.realtime` says how well the run kept up (see
+    /// [`crate::realtime`]).
+    pub fn set_realtime(&mut self, on: bool) {
+        self.pacer = on.then(|| crate::realtime::Pacer::new(Time::ZERO));
     }
 
     /// Runs until nothing is left to happen.
@@ -171,6 +212,10 @@ impl Simulation {
             .as_ref()
             .map(|d| spawn_watchdog(d, beat.clone(), group_names));
         let start = Instant::now();
+        if let Some(p) = self.pacer.as_mut() {
+            let now = world::try_with_world(|w| w.hosts.now()).unwrap_or(Time::ZERO);
+            p.restart(now);
+        }
         let end = self.run_loop(limits, progress, &beat, start);
         crate::executor::set_current_task(None);
         self.wall += start.elapsed();
@@ -216,9 +261,10 @@ impl Simulation {
             // events: as many as run without waking a task (up to
             // `EVENT_BATCH`), in one borrow of the world.
             let next = match cell.try_borrow_mut() {
-                Ok(mut guard) => match guard.as_deref_mut() {
-                    Some(w) => run_events(w, until),
-                    None => Err(End::Idle),
+                Ok(mut guard) => match (guard.as_deref_mut(), self.pacer.as_mut()) {
+                    (Some(w), None) => run_events::<false>(w, until, None),
+                    (Some(w), Some(p)) => run_events::<true>(w, until, Some(p)),
+                    (None, _) => Err(End::Idle),
                 },
                 Err(_) => Err(End::Idle),
             };
@@ -234,8 +280,27 @@ impl Simulation {
                     self.reap_crashed();
                     None
                 }
+                Ok(Step::Wait(due)) => {
+                    // Asleep in slices, so that an interrupt or the wall
+                    // limit still ends the run within one slice.
+                    if let Some(end) = self.stop.reached(start) {
+                        return end;
+                    }
+                    sleep_toward(due);
+                    continue;
+                }
                 Err(end) => {
                     if end == End::TimeLimit && until != Time::MAX {
+                        // A paced run lasts until its limit on the wall
+                        // clock too.
+                        if let Some(due) = self.pacer.as_ref().map(|p| p.due(until)) {
+                            while Instant::now() < due {
+                                if let Some(end) = self.stop.reached(start) {
+                                    return end;
+                                }
+                                sleep_toward(due);
+                            }
+                        }
                         let _ = world::try_with_world(|w| w.hosts.sched.queue.advance_to(until));
                     }
                     return end;

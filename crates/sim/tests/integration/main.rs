@@ -23,6 +23,7 @@ mod offload;
 mod qdisc;
 mod queues;
 mod rack;
+mod realtime;
 mod robustness;
 mod routing;
 mod sockets;
