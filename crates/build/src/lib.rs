@@ -46,6 +46,7 @@ pub mod apps;
 mod dhcp;
 mod dns;
 pub mod estimate;
+mod tap;
 mod tcp;
 mod topology;
 
@@ -170,6 +171,9 @@ pub struct Built {
     /// Machine names in id order are `group` or `group-i`; this maps each
     /// group to its first id and size (for tools and tests).
     pub groups: Vec<(String, u32, u32)>,
+    /// The kernel sides of the TAP machines: keep them until the run is
+    /// over (dropping one removes the namespace elvis made for it).
+    pub taps: Vec<elvis_tap::TapGuard>,
 }
 
 /// Builds `scenario` with its own seed (or `seed` when given).
@@ -233,6 +237,8 @@ struct Attached {
     apps_from: AppsFrom,
     /// The machines of `dns='auto'`, if asked for.
     dns: Option<dns::AutoServers>,
+    /// The kernel sides of the TAP machines.
+    taps: Vec<elvis_tap::TapGuard>,
 }
 
 /// Sets routes and offloads (`machines` with the counts of
@@ -276,6 +282,7 @@ fn spawn_and_finish<'a>(
         sim: a.sim,
         until: until.map(Time::from_nanos),
         groups: a.groups,
+        taps: a.taps,
     })
 }
 
@@ -300,7 +307,16 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
     // machines are copied only when there are any).
     let mut counted_groups: Vec<(usize, u32)> = Vec::new();
     let mut apps_from = AppsFrom::default();
+    let mut taps = Vec::new();
     for (k, g) in scenario.machines.iter().enumerate() {
+        if let Some(spec) = &g.tap {
+            let pending = tap::add(&mut sim, scenario, g, spec)?;
+            let m = pending.machine;
+            groups.push((g.name.clone(), m, 1));
+            attach_group(&mut sim, g, m, &net_ids, &mut pools, &skip)?;
+            taps.push((pending, spec.loc));
+            continue;
+        }
         if let topology::Role::Attach {
             first,
             len,
@@ -332,6 +348,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
     }
     let dns = dns::attach_servers(&mut sim, scenario, &mut pools, &skip, &mut groups)?;
     check_links(scenario)?;
+    let taps = tap::set_up(&mut sim, taps)?;
     let generated = (generated.iter())
         .map(|x| (x.name.clone(), x.first, x.len))
         .collect();
@@ -342,6 +359,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         counted_groups,
         apps_from,
         dns,
+        taps,
     })
 }
 

@@ -93,6 +93,8 @@ const LAYERS: &[(&str, May)] = &[
     // Web traffic: HTTP/1.1, workload models, the server, user and load
     // applications; the application API and the DNS stub resolver.
     ("elvis-web", May::Only(&["elvis-api", "elvis-dns"])),
+    // Real Linux hosts: TAP devices as machines of a simulation.
+    ("elvis-tap", May::Only(&["elvis-sim"])),
     // Builder: a scenario to a runnable simulation; the NDL names of the
     // applications.
     (
@@ -103,6 +105,7 @@ const LAYERS: &[(&str, May)] = &[
             "elvis-apps",
             "elvis-dns",
             "elvis-web",
+            "elvis-tap",
             "elvis-kernel",
             "elvis-net",
         ]),

@@ -445,6 +445,21 @@ pub struct MachineGroup {
     /// list of server addresses), as written.
     #[serde(default)]
     pub dhcp_relay: Option<Param>,
+    /// A real Linux host: the machine's frames go to and come from a TAP
+    /// device (`tap='tap0'`, optionally `netns='ns1'`).
+    #[serde(default)]
+    pub tap: Option<TapSpec>,
+    pub loc: Loc,
+}
+
+/// A TAP machine's device and namespace, as written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TapSpec {
+    /// The TAP device elvis creates.
+    pub device: String,
+    /// The network namespace it goes into (created when missing).
+    pub netns: Option<String>,
+    /// Where `tap=` is written.
     pub loc: Loc,
 }
 

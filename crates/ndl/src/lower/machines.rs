@@ -107,6 +107,8 @@ impl Lower<'_> {
                 "offload",
                 "rx_usecs",
                 "dhcp_relay",
+                "tap",
+                "netns",
             ],
         );
         let Some(name) = self.required(b, "name") else {
@@ -136,9 +138,11 @@ impl Lower<'_> {
                 value: p.value.node.to_string(),
                 loc: self.loc(p.value.span),
             }),
+            tap: None,
             loc: self.loc(b.head()),
         };
         self.check_name(name);
+        self.tap(b, &mut g);
         self.forwarding(b, &mut g);
         self.offloads(b, &mut g);
         self.gateway_route(b, &mut g);
@@ -152,6 +156,46 @@ impl Lower<'_> {
         g.routes.shrink_to_fit();
         g.pinned.shrink_to_fit();
         self.sc.machines.push(g);
+    }
+
+    /// Reads a machine's `tap` and `netns` (a real Linux host).
+    fn tap(&mut self, b: &Block, g: &mut MachineGroup) {
+        let Some(p) = b.param("tap") else {
+            if let Some(ns) = b.param("netns") {
+                let hint = Some("add tap='tap0': a namespace holds a TAP machine's device".into());
+                self.error(ErrorKind::BadValue, ns.key.span, "netns needs tap", hint);
+            }
+            return;
+        };
+        let device = p.value.node.trim();
+        if device.is_empty()
+            || device.len() > 15
+            || !device.bytes().all(|c| c.is_ascii_graphic() && c != b'/')
+        {
+            let hint = Some("tap='tap0' (at most 15 characters, Linux's limit)".into());
+            self.error(
+                ErrorKind::BadValue,
+                p.value.span,
+                format!("'{device}' is not a device name"),
+                hint,
+            );
+            return;
+        }
+        if g.count.is_some() {
+            let hint = Some("a TAP machine is one Linux host: remove count".into());
+            self.error(
+                ErrorKind::BadValue,
+                p.key.span,
+                "tap is for one machine",
+                hint,
+            );
+            return;
+        }
+        g.tap = Some(sc::TapSpec {
+            device: device.to_string(),
+            netns: b.param("netns").map(|n| n.value.node.trim().to_string()),
+            loc: self.loc(p.key.span),
+        });
     }
 
     /// Reads a machine's `forward` and `decrement_ttl` (routers only).

@@ -504,6 +504,30 @@ fn icmp_rate_limits_are_read_and_bad_ones_refused() {
 }
 
 #[test]
+fn tap_machines_are_read_and_misuses_refused() {
+    let sc = elvis_ndl::parse(
+        &machine("name='linux1' tap='tap0' netns='ns1'", ""),
+        "t.ndl",
+    )
+    .unwrap();
+    let tap = sc.machines[0].tap.as_ref().expect("a TAP machine");
+    assert_eq!(
+        (tap.device.as_str(), tap.netns.as_deref()),
+        ("tap0", Some("ns1"))
+    );
+    for (head, says) in [
+        ("name='h' netns='ns1'", "netns needs tap"),
+        ("name='h' count='2' tap='tap0'", "tap is for one machine"),
+        ("name='h' tap='a-name-far-too-long'", "not a device name"),
+    ] {
+        let e = elvis_ndl::parse(&machine(head, ""), "t.ndl")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t.ndl:") && e.contains(says), "{head}: {e}");
+    }
+}
+
+#[test]
 fn realtime_is_read_and_a_bad_value_refused() {
     let sc = elvis_ndl::parse("[Simulation realtime='yes']\n", "t.ndl").unwrap();
     assert!(sc.sim.realtime);

@@ -291,15 +291,8 @@ impl Simulation {
                 }
                 Err(end) => {
                     if end == End::TimeLimit && until != Time::MAX {
-                        // A paced run lasts until its limit on the wall
-                        // clock too.
-                        if let Some(due) = self.pacer.as_ref().map(|p| p.due(until)) {
-                            while Instant::now() < due {
-                                if let Some(end) = self.stop.reached(start) {
-                                    return end;
-                                }
-                                sleep_toward(due);
-                            }
+                        if let Some(end) = self.hold_until(until, start) {
+                            return end;
                         }
                         let _ = world::try_with_world(|w| w.hosts.sched.queue.advance_to(until));
                     }
@@ -327,6 +320,20 @@ impl Simulation {
                 }
             }
         })
+    }
+
+    /// Holds a paced run until virtual time `until` is due on the wall
+    /// clock (a paced run lasts until its limit there too); `Some` when
+    /// an interrupt or the wall limit ends it first.
+    fn hold_until(&self, until: Time, start: Instant) -> Option<End> {
+        let due = self.pacer.as_ref()?.due(until);
+        while Instant::now() < due {
+            if let Some(end) = self.stop.reached(start) {
+                return Some(end);
+            }
+            sleep_toward(due);
+        }
+        None
     }
 
     /// Polls `task` once; a task that ends is retired by
