@@ -1,6 +1,7 @@
 //! Linux's `ping`, in a network namespace behind a TAP machine, reaches a
 //! simulated host across five simulated routers, with the round trip the
-//! closed form gives (plus the kernel's and the pacing's delays, bounded).
+//! closed form gives (plus the kernel's and the pacing's delays, bounded),
+//! and Linux's `tracepath` lists the five routers in order.
 //! Needs root, `/dev/net/tun`, `ip` and `ping`; says so and passes
 //! without them.
 #![forbid(unsafe_code)]
@@ -102,6 +103,20 @@ fn linux_ping_crosses_five_simulated_routers_in_the_closed_form_time() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("ping starts");
+    // tracepath (iputils), where installed: each simulated router answers
+    // from the address of the link the probe came in on.
+    let has_tracepath = Command::new("sh")
+        .args(["-c", "command -v tracepath"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let trace = has_tracepath.then(|| {
+        Command::new("ip")
+            .args(["netns", "exec", &ns, "tracepath", "-n", "-m", "8"])
+            .arg(target.to_string())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("tracepath starts")
+    });
     let report = sim.run_with(
         RunLimits {
             until: Some(Time::from_nanos(3_000_000_000)),
@@ -133,6 +148,22 @@ fn linux_ping_crosses_five_simulated_routers_in_the_closed_form_time() {
     // later by at most the read interval, the kernel and the scheduler.
     assert!(min >= closed_ms - 0.05, "min {min} < {closed_ms}");
     assert!(avg <= closed_ms + 10.0, "avg {avg} vs {closed_ms}");
+    if let Some(trace) = trace {
+        let out = trace.wait_with_output().expect("tracepath ends");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        eprintln!("{text}");
+        let hops: Vec<String> = (0..ROUTERS).map(|k| link_ip(k, 1).to_string()).collect();
+        for (k, hop) in hops.iter().enumerate() {
+            let line = format!("{}:  {hop} ", k + 1);
+            assert!(text.contains(&line), "hop {} is not {hop}: {text}", k + 1);
+        }
+        assert!(
+            text.contains(&format!("{}:  {target} ", ROUTERS + 1)) && text.contains("reached"),
+            "{text}"
+        );
+    } else {
+        eprintln!("tracepath part skipped: no `tracepath` command");
+    }
     let rt = report.performance.realtime.expect("a paced run");
     eprintln!("{rt:?}");
     assert!(guard.stats.from_kernel.get() >= 5 && guard.stats.to_kernel.get() >= 5);
