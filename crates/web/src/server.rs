@@ -277,8 +277,10 @@ async fn answer_video(
             respond_as(s, cfg, 200, req.close, body, head_only, "text/plain").await
         }
         Some(video::Resource::Segment { rep, index }) => {
+            // Zeros, not MP4: labelled as bytes, so that a dissector does
+            // not try to decode them as video.
             let body = Message::zeros(v.size(rep, index));
-            respond_as(s, cfg, 200, req.close, body, head_only, "video/mp4").await
+            respond(s, cfg, 200, req.close, body, head_only).await
         }
     }
 }
