@@ -141,7 +141,10 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
             continue;
         }
         *open.borrow_mut().entry(ip).or_insert(0) += 1;
-        let held = Held { open: open.clone(), ip };
+        let held = Held {
+            open: open.clone(),
+            ip,
+        };
         // A task per connection, as a threaded server has a thread: it
         // is polled only for its own connection's events.
         let (c, w) = (cfg.clone(), workers.clone());

@@ -132,7 +132,7 @@ impl Video {
         if self.variation == 0.0 {
             return n;
         }
-        let mut r = SplitMix((rep as u64) << 48 ^ index ^ 0x5EED_0F_7157);
+        let mut r = SplitMix(((rep as u64) << 48) ^ index ^ 0x005E_ED0F_7157);
         let u = (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
         ((n as f64) * (1.0 + self.variation * (2.0 * u - 1.0))).round() as u64
     }
@@ -257,7 +257,13 @@ mod tests {
     use super::*;
 
     fn video() -> Video {
-        Video::new(DEFAULT_LADDER_KBPS.to_vec(), 4_000_000_000, 10_000_000_000, 0.0).unwrap()
+        Video::new(
+            DEFAULT_LADDER_KBPS.to_vec(),
+            4_000_000_000,
+            10_000_000_000,
+            0.0,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -309,8 +315,17 @@ mod tests {
             v.resource("/video/8/2"),
             Some(Resource::Segment { rep: 8, index: 2 })
         );
-        assert_eq!(v.resource(&segment_path(3, 1)), Some(Resource::Segment { rep: 3, index: 1 }));
-        for p in ["/video/9/0", "/video/0/3", "/video/x/1", "/video/1", "/video/"] {
+        assert_eq!(
+            v.resource(&segment_path(3, 1)),
+            Some(Resource::Segment { rep: 3, index: 1 })
+        );
+        for p in [
+            "/video/9/0",
+            "/video/0/3",
+            "/video/x/1",
+            "/video/1",
+            "/video/",
+        ] {
             assert_eq!(v.resource(p), None, "{p}");
         }
     }

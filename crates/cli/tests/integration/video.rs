@@ -170,7 +170,11 @@ fn malformed_frames(pcap: &Path) -> u64 {
         ])
         .output()
         .expect("tshark runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).lines().count() as u64
 }
 
@@ -245,5 +249,8 @@ fn bad_video_and_flood_options_are_reported_where_they_were_written() {
     }
     let first = check(&with_app("[Application name='http_flood' url='http://s/']"));
     assert!(first.starts_with("x.ndl:12:4: error: "), "{first}");
-    assert!(first.contains("http_flood needs rate or parallel"), "{first}");
+    assert!(
+        first.contains("http_flood needs rate or parallel"),
+        "{first}"
+    );
 }

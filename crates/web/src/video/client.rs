@@ -149,8 +149,15 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     let mut conn: Option<Conn> = None;
     let start_ns = now_ns(&host);
     cfg.stats.add("requests", 1);
-    let video = match client::get(&host, &origin, &mut conn, MANIFEST_PATH, MAX_MANIFEST, false)
-        .await
+    let video = match client::get(
+        &host,
+        &origin,
+        &mut conn,
+        MANIFEST_PATH,
+        MAX_MANIFEST,
+        false,
+    )
+    .await
     {
         Ok(f) if f.status == 200 => Video::parse_manifest(&f.body),
         Ok(f) => Err(format!("the manifest request got status {}", f.status)),
@@ -172,10 +179,20 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
         fetches: Vec::new(),
     };
     let mut reported = Reported::default();
-    let r = stream(&host, &cfg, (&origin, &mut conn), &video, n, &mut s, &mut reported).await;
+    let r = stream(
+        &host,
+        &cfg,
+        (&origin, &mut conn),
+        &video,
+        n,
+        &mut s,
+        &mut reported,
+    )
+    .await;
     if r.is_ok() {
         // Play out what is buffered.
-        host.sleep(Duration::from_nanos(s.playback.buffer_ns())).await;
+        host.sleep(Duration::from_nanos(s.playback.buffer_ns()))
+            .await;
         s.playback.advance(now_ns(&host));
         reported.sync(&cfg.stats, &s.playback);
     }
@@ -241,8 +258,7 @@ async fn stream(
         }
         cfg.stats.add("segments", 1);
         cfg.stats.add("bytes", f.bytes);
-        cfg.stats
-            .add("bitrate_sum_kbps", video.ladder_kbps[rep]);
+        cfg.stats.add("bitrate_sum_kbps", video.ladder_kbps[rep]);
         if last.is_some_and(|l| l != rep) {
             cfg.stats.add("switches", 1);
         }

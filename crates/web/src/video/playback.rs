@@ -114,7 +114,10 @@ mod tests {
         p.push(S, 4 * S);
         p.push(3 * S, 4 * S); // 2 s played, 6 left
         p.advance(9 * S);
-        assert_eq!((p.play_ns, p.stall_ns, p.stalls, p.buffer_ns()), (8 * S, 0, 0, 0));
+        assert_eq!(
+            (p.play_ns, p.stall_ns, p.stalls, p.buffer_ns()),
+            (8 * S, 0, 0, 0)
+        );
         assert_eq!(p.ratio(), 0.0);
     }
 

@@ -123,7 +123,10 @@ fn a_link_slower_than_the_lowest_rung_rebuffers_as_the_closed_form_says() {
         let got = metric(&r, "video_client", "rebuffer_ratio");
         eprintln!("{rule:?}: T {t:.6} s; rebuffering ratio {got:.6}, closed form {want:.6}");
         assert!((got - want).abs() / want < 0.025, "ratio {got} vs {want}");
-        assert_eq!(metric(&r, "video_client", "rebuffer_events"), (n - 1) as f64);
+        assert_eq!(
+            metric(&r, "video_client", "rebuffer_events"),
+            (n - 1) as f64
+        );
         // Exactly: the stalls are the gaps between arrivals less D.
         let stall: u64 = s
             .fetches
@@ -153,8 +156,14 @@ fn start_up_delay_is_three_round_trips_plus_the_bytes_at_the_link_rate() {
     let want = 4.0 * 2e-3 + bytes * 8.0 / bps as f64;
     let got = s.playback.startup_ns().unwrap() as f64 / 1e9;
     eprintln!("start-up {got:.6} s, closed form {want:.6} s");
-    assert!((got - want).abs() / want < 0.005, "startup {got} s vs {want} s");
-    assert_eq!(s.playback.startup_ns(), Some(s.fetches[0].arrived_ns - s.start_ns));
+    assert!(
+        (got - want).abs() / want < 0.005,
+        "startup {got} s vs {want} s"
+    );
+    assert_eq!(
+        s.playback.startup_ns(),
+        Some(s.fetches[0].arrived_ns - s.start_ns)
+    );
     let p50 = metric(&r, "video_client", "startup_p50_ns") / 1e9;
     assert!((p50 - got).abs() / got < 0.01, "published p50 {p50}");
 }
@@ -229,7 +238,10 @@ fn a_server_without_a_video_fails_the_client_with_the_manifest_status() {
     let r = sim.run();
     assert!(!r.success());
     let json = r.deterministic_json();
-    assert!(json.contains("the manifest request got status 404"), "{json}");
+    assert!(
+        json.contains("the manifest request got status 404"),
+        "{json}"
+    );
     assert_eq!(metric(&r, "video_client", "errors"), 1.0);
     assert_eq!(metric(&r, "video_client", "segments"), 0.0);
 }

@@ -43,14 +43,8 @@ pub(super) const VIDEO_SERVER: &[&str] = &[
     "variation",
 ];
 pub(super) const VIDEO_CLIENT: &[&str] = &["to", "port", "abr", "buffer", "duration"];
-pub(super) const HTTP_FLOOD: &[&str] = &[
-    "url",
-    "rate",
-    "parallel",
-    "keepalive",
-    "count",
-    "duration",
-];
+pub(super) const HTTP_FLOOD: &[&str] =
+    &["url", "rate", "parallel", "keepalive", "count", "duration"];
 
 /// `web_server`: serves sized objects and a site drawn from `model`
 /// (SURGE by default, or an Elvis-format directory relative to the NDL
@@ -126,7 +120,13 @@ fn video_of(o: &Opts<'_>) -> Result<Video, ParamError> {
             .trim_end_matches('%')
             .parse::<f64>()
             .ok()
-            .map(|v| if p.value.trim().ends_with('%') { v / 100.0 } else { v })
+            .map(|v| {
+                if p.value.trim().ends_with('%') {
+                    v / 100.0
+                } else {
+                    v
+                }
+            })
             .filter(|v| (0.0..1.0).contains(v))
             .ok_or_else(|| {
                 ParamError::new(
@@ -168,11 +168,10 @@ pub(super) fn build_video_client(o: &Opts<'_>, timing: Timing) -> Result<AppFact
     }
     cfg.watch = o.duration("duration")?.map(Duration::from_nanos);
     if cfg.watch.is_some_and(|w| w.is_zero()) {
-        return Err(ParamError::new(
-            o.loc("duration"),
-            "a duration of 0 watches nothing",
-        )
-        .hint("duration='60s', or leave it out to watch the whole video"));
+        return Err(
+            ParamError::new(o.loc("duration"), "a duration of 0 watches nothing")
+                .hint("duration='60s', or leave it out to watch the whole video"),
+        );
     }
     let cfg = Rc::new(cfg);
     let set = |c: &mut vclient::Config, ip| c.to = ip;
@@ -278,14 +277,15 @@ fn rate_or_parallel(o: &Opts<'_>, what: &str) -> Result<Option<Result<f64, u32>>
                 .ok()
                 .filter(|v| *v > 0.0 && v.is_finite() && *v <= 1e9)
                 .ok_or_else(|| {
-                    ParamError::new(r.loc, format!("rate '{}' is not {what} per second", r.value))
-                        .hint("rate='10'")
+                    ParamError::new(
+                        r.loc,
+                        format!("rate '{}' is not {what} per second", r.value),
+                    )
+                    .hint("rate='10'")
                 })?;
             Ok(Some(Ok(rate)))
         }
-        (None, Some(_)) => Ok(Some(Err(
-            o.u64_or("parallel", 1)?.clamp(1, 10_000) as u32
-        ))),
+        (None, Some(_)) => Ok(Some(Err(o.u64_or("parallel", 1)?.clamp(1, 10_000) as u32))),
         (None, None) => Ok(None),
     }
 }
@@ -298,8 +298,10 @@ pub(super) fn build_flood(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Pa
         Some(Ok(r)) => flood::Mode::Rate(r),
         Some(Err(n)) => flood::Mode::Parallel(n),
         None => {
-            return Err(ParamError::new(o.ctx.loc, "http_flood needs rate or parallel")
-                .hint("parallel='100' (connections) or rate='1000' (requests per second)"))
+            return Err(
+                ParamError::new(o.ctx.loc, "http_flood needs rate or parallel")
+                    .hint("parallel='100' (connections) or rate='1000' (requests per second)"),
+            )
         }
     };
     let cfg = Rc::new(flood::Config {
