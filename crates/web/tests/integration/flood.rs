@@ -121,3 +121,37 @@ fn a_rate_flood_sends_rate_times_duration_requests() {
     let conns = metric(&r, "web_server", "connections");
     assert!((500.0..600.0).contains(&conns), "{conns}");
 }
+
+/// A flood stopped from outside (as `stop` does: its future dropped)
+/// ends every request task with it: the server hears nothing after.
+#[test]
+fn a_stopped_flood_ends_all_its_connections() {
+    let (mut sim, s, a) = lan(13, 1, 100_000_000);
+    let mut cfg = server::Config::new();
+    cfg.max_workers = 4;
+    cfg.service = Duration::from_millis(10);
+    let cfg = Rc::new(cfg);
+    sim.spawn_daemon(s, "web_server", move |h| server::run(h, cfg));
+    let fcfg = Rc::new(flood::Config {
+        origin: Origin::new(SERVER, 80, "server"),
+        path: "/obj/1KB".into(),
+        mode: flood::Mode::Parallel(16),
+        keepalive: true,
+        count: None,
+        duration: None,
+        stats: Rc::default(),
+    });
+    sim.spawn(a, "http_flood", move |h: elvis_sim::Host| async move {
+        let stop = h.now() + Duration::from_secs(2);
+        h.timeout_at(stop, flood::run(h, fcfg)).await;
+        Ok(())
+    });
+    let r = sim.run();
+    assert_success(&r);
+    // Until the stop: at most 4 / 10 ms = 400 a second for 2 s. (The
+    // run itself goes on for the connections' TIME-WAIT; a flood that
+    // went on would not let it end at all.)
+    let served = metric(&r, "web_server", "responses_2xx");
+    assert!(served > 100.0 && served <= 800.0, "{served}");
+    assert_eq!(served, metric(&r, "web_server", "requests"));
+}
