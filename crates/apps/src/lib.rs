@@ -25,6 +25,9 @@
 //! | `web_server` | serves HTTP/1.1: sized objects and a site from a workload model (crate `elvis-web`) | never (daemon) |
 //! | `web_user` | browses a web server: pages, their images, think times (crate `elvis-web`) | `pages` loaded |
 //! | `http_load` | fetches one URL at a rate or with N in flight (crate `elvis-web`) | `fetches` done |
+//! | `video_server` | a `web_server` that also serves a DASH-like video: a manifest and segments at a ladder of bitrates (crate `elvis-web`) | never (daemon) |
+//! | `video_client` | streams that video with an adaptive bitrate rule (BOLA or throughput) and a playback buffer (crate `elvis-web`) | the video (or `duration`) watched |
+//! | `http_flood` | an HTTP GET flood: GETs at `rate` or over `parallel` connections (crate `elvis-web`) | `count` sent or `duration` over |
 //!
 //! `dhcp_server` is an NDL application too, but a service of the
 //! machine's stack (`elvis_stack::dhcp::server`), not a task here.

@@ -42,6 +42,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../examples/ndl/fattree-4.ndl"),
     ),
     ("fig2.ndl", include_str!("../../../examples/ndl/fig2.ndl")),
+    (
+        "http-flood.ndl",
+        include_str!("../../../examples/ndl/http-flood.ndl"),
+    ),
     ("lan.ndl", include_str!("../../../examples/ndl/lan.ndl")),
     (
         "offload-bulk.ndl",
@@ -63,6 +67,7 @@ pub const FILES: &[(&str, &str)] = &[
         "topology-zoo.ndl",
         include_str!("../../../examples/ndl/topology-zoo.ndl"),
     ),
+    ("video.ndl", include_str!("../../../examples/ndl/video.ndl")),
     ("web.ndl", include_str!("../../../examples/ndl/web.ndl")),
 ];
 

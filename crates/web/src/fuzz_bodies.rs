@@ -3,9 +3,11 @@
 //! (`fuzz/corpus/http/`) and over random and mutated inputs.
 //!
 //! `http` reads arbitrary bytes as a request head, a response head, a
-//! chunked body and HTML; none may panic. A head that parses is emitted
-//! again and must parse to the same head; a chunked body that decodes is
-//! encoded again and must decode to the same data.
+//! chunked body, HTML and a video manifest; none may panic. A head that
+//! parses is emitted again and must parse to the same head; a chunked
+//! body that decodes is encoded again and must decode to the same data;
+//! a manifest that reads is written again and must read to the same
+//! video.
 
 use crate::http::{self, Framing, Request, Response};
 
@@ -56,6 +58,13 @@ pub fn http(data: &[u8]) {
         assert_eq!((back, m), (body, coded.len()));
     }
     let _ = http::links(data);
+    if let Ok(v) = crate::video::Video::parse_manifest(data) {
+        let text = v.manifest();
+        assert_eq!(
+            crate::video::Video::parse_manifest(text.as_bytes()).as_ref(),
+            Ok(&v)
+        );
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,10 @@
 //! - [`user`]: `web_user`, a browsing user (pages, images over parallel
 //!   persistent connections, think times).
 //! - [`load`]: `http_load`, a rate- or concurrency-driven fetcher.
+//! - [`video`]: `video_server`'s video (a DASH-like ladder of segments and
+//!   a manifest) and `video_client`, an adaptive player (throughput rule
+//!   or BOLA) with a playback buffer in virtual time.
+//! - [`flood`]: `http_flood`, an HTTP GET flood.
 //! - [`stats`]: the metrics they publish (counts, p50/p90/p99).
 //!
 //! ```no_run
@@ -27,7 +31,8 @@
 //! # Layer
 //! Beside `elvis-apps`: it uses only the application API (`elvis-api`)
 //! and `elvis-dns`'s stub resolver; the builder (`elvis-build`) maps the
-//! NDL names `web_server`, `web_user` and `http_load` to its applications.
+//! NDL names `web_server`, `web_user`, `http_load`, `video_server`,
+//! `video_client` and `http_flood` to its applications.
 //!
 //! # Gaps
 //! - No pipelining, no HTTPS, no HTTP/2, no caching or cookies.
@@ -38,6 +43,7 @@
 
 pub mod client;
 pub mod exec;
+pub mod flood;
 pub mod fuzz_bodies;
 pub mod http;
 pub mod load;
@@ -46,3 +52,4 @@ pub mod server;
 pub mod site;
 pub mod stats;
 pub mod user;
+pub mod video;

@@ -14,16 +14,33 @@
 //! The **server delay** of a request is the time from its head being
 //! received to its response's start (the wait for a worker).
 //!
+//! With `service` set, a worker is held that long before each response
+//! starts (the time a dynamic page takes to make: a backend's work).
+//!
+//! With a [`Video`] (`video_server`), it also serves the video's manifest
+//! and segments ([`crate::video`]).
+//!
+//! With `limit_conn` set (nginx's `limit_conn` per client address), a
+//! connection from an address that already has that many open is not
+//! served: its first request is answered 503 (`Connection: close`)
+//! without a worker, and it is closed; such connections are counted in
+//! `limited`.
+//!
 //! Metrics (per group, [`crate::stats`]): `requests`, `responses_2xx`,
 //! `responses_4xx`, `responses_5xx`, `connections`, `bytes_sent` (body
-//! bytes) and `server_delay_p50_ns`/`_p90_ns`/`_p99_ns`.
+//! bytes), `limited` (only with `limit_conn`) and
+//! `server_delay_p50_ns`/`_p90_ns`/`_p99_ns`.
 
 use crate::exec::Workers;
 use crate::http::{self, Framing, Reader, Request, Response};
 use crate::model::Model;
 use crate::site::{self, Resource};
 use crate::stats::Recorder;
+use crate::video::{self, Video};
 use elvis_api::{AppResult, Host, Message, TcpStream};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -46,6 +63,12 @@ pub struct Config {
     /// The site's model and its page count.
     pub model: Rc<Model>,
     pub pages: u64,
+    /// How long a worker works on a request before its response starts.
+    pub service: Duration,
+    /// Connections served at once per client address (`None`: any).
+    pub limit_conn: Option<u32>,
+    /// The video it serves, if any (`video_server`).
+    pub video: Option<Rc<Video>>,
     /// The group's metrics.
     pub stats: Rc<Recorder>,
 }
@@ -64,6 +87,9 @@ impl Config {
             sndbuf: None,
             model: Rc::new(Model::surge()),
             pages: 1000,
+            service: Duration::ZERO,
+            limit_conn: None,
+            video: None,
             stats: Rc::default(),
         }
     }
@@ -95,14 +121,66 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     }
     sock.bind(cfg.port)?;
     let listener = sock.listen(cfg.backlog)?;
-    cfg.stats.open(&host, &COUNTS, &["server_delay"]);
+    let mut counts = COUNTS.to_vec();
+    if cfg.limit_conn.is_some() {
+        counts.push("limited");
+    }
+    cfg.stats.open(&host, &counts, &["server_delay"]);
     let workers = Workers::new(host, cfg.max_workers);
+    let open: Rc<RefCell<BTreeMap<Ipv4Addr, u32>>> = Rc::default();
     loop {
-        let (stream, _) = listener.accept().await?;
+        let (stream, peer) = listener.accept().await?;
         cfg.stats.add("connections", 1);
+        let ip = *peer.ip();
+        if cfg
+            .limit_conn
+            .is_some_and(|l| open.borrow().get(&ip).copied().unwrap_or(0) >= l)
+        {
+            cfg.stats.add("limited", 1);
+            host.spawn(refuse(host, stream, cfg.clone()))?;
+            continue;
+        }
+        *open.borrow_mut().entry(ip).or_insert(0) += 1;
+        let held = Held {
+            open: open.clone(),
+            ip,
+        };
         // A task per connection, as a threaded server has a thread: it
         // is polled only for its own connection's events.
-        host.spawn(serve(host, stream, cfg.clone(), workers.clone()))?;
+        let (c, w) = (cfg.clone(), workers.clone());
+        host.spawn(async move {
+            serve(host, stream, c, w).await;
+            drop(held);
+        })?;
+    }
+}
+
+/// A connection counted against its client's `limit_conn`, until dropped.
+struct Held {
+    open: Rc<RefCell<BTreeMap<Ipv4Addr, u32>>>,
+    ip: Ipv4Addr,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut open = self.open.borrow_mut();
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Answers a connection over its client's `limit_conn`: its first request
+/// gets 503 and the connection closes (nginx's `limit_conn` status).
+async fn refuse(host: Host, s: TcpStream, cfg: Rc<Config>) {
+    let mut reader = Reader::new();
+    let deadline = host.now() + cfg.keepalive;
+    if let Some(Ok(Some(_))) = host.timeout_at(deadline, reader.request(&s)).await {
+        cfg.stats.add("requests", 1);
+        let _ = respond(&s, &cfg, 503, true, Message::new(), false).await;
     }
 }
 
@@ -145,6 +223,9 @@ async fn serve(host: Host, s: TcpStream, cfg: Rc<Config>, workers: Rc<Workers>) 
         let permit = workers.acquire().await;
         cfg.stats
             .time("server_delay", host.now().as_nanos() - received.as_nanos());
+        if !cfg.service.is_zero() {
+            host.sleep(cfg.service).await;
+        }
         let ok = answer(&s, &cfg, &req).await;
         drop(permit);
         if !ok || req.close {
@@ -159,6 +240,11 @@ async fn answer(s: &TcpStream, cfg: &Config, req: &Request) -> bool {
     let head_only = req.method == "HEAD";
     if req.method != "GET" && !head_only {
         return respond(s, cfg, 405, req.close, Message::new(), false).await;
+    }
+    if let Some(v) = &cfg.video {
+        if req.path.starts_with("/video/") {
+            return answer_video(s, cfg, req, v, head_only).await;
+        }
     }
     match site::resource(&req.path, cfg.pages) {
         None => {
@@ -176,6 +262,32 @@ async fn answer(s: &TcpStream, cfg: &Config, req: &Request) -> bool {
     }
 }
 
+/// Writes the response to a `/video/…` request.
+async fn answer_video(
+    s: &TcpStream,
+    cfg: &Config,
+    req: &Request,
+    v: &Video,
+    head_only: bool,
+) -> bool {
+    match v.resource(&req.path) {
+        None => {
+            let body = Message::from_static(b"<html><body>Not Found</body></html>\n");
+            respond(s, cfg, 404, req.close, body, head_only).await
+        }
+        Some(video::Resource::Manifest) => {
+            let body = Message::from_vec(v.manifest().into_bytes());
+            respond_as(s, cfg, 200, req.close, body, head_only, "text/plain").await
+        }
+        Some(video::Resource::Segment { rep, index }) => {
+            // Zeros, not MP4: labelled as bytes, so that a dissector does
+            // not try to decode them as video.
+            let body = Message::zeros(v.size(rep, index));
+            respond(s, cfg, 200, req.close, body, head_only).await
+        }
+    }
+}
+
 /// Writes a response with `Content-Length`.
 async fn respond(
     s: &TcpStream,
@@ -185,15 +297,28 @@ async fn respond(
     body: Message,
     head_only: bool,
 ) -> bool {
-    let r = Response {
-        status,
-        close,
-        framing: Framing::Length(body.len() as u64),
-    };
     let ty = if status == 200 {
         "application/octet-stream"
     } else {
         "text/html"
+    };
+    respond_as(s, cfg, status, close, body, head_only, ty).await
+}
+
+/// [`respond`] with the media type `ty`.
+async fn respond_as(
+    s: &TcpStream,
+    cfg: &Config,
+    status: u16,
+    close: bool,
+    body: Message,
+    head_only: bool,
+    ty: &str,
+) -> bool {
+    let r = Response {
+        status,
+        close,
+        framing: Framing::Length(body.len() as u64),
     };
     let mut m = Message::from_vec(r.emit(ty));
     let n = if head_only { 0 } else { body.len() as u64 };

@@ -110,12 +110,25 @@ struct Count {
     metric: LiveMetric,
 }
 
-/// A group's shared metrics: counts and durations, each made and
-/// published when first touched.
+/// A ratio: count `num` over the sum of counts `den`.
+pub type RatioDef = (&'static str, &'static str, &'static [&'static str]);
+
+/// One quotient of counts published as `<name>` (0 while the denominator
+/// is 0).
+struct Ratio {
+    name: &'static str,
+    num: &'static str,
+    den: &'static [&'static str],
+    metric: LiveMetric,
+}
+
+/// A group's shared metrics: counts, durations and quotients of counts,
+/// each made and published when first touched.
 #[derive(Default)]
 pub struct Recorder {
     counts: RefCell<Vec<(&'static str, Count)>>,
     timings: RefCell<Vec<(&'static str, Timing)>>,
+    ratios: RefCell<Vec<Ratio>>,
     /// The first machine that published (the metrics' owner).
     started: Cell<bool>,
 }
@@ -131,6 +144,19 @@ impl Recorder {
     /// 0) on the first call, so the report lists them in a fixed order
     /// even when nothing happens; later calls do nothing.
     pub fn open(&self, host: &Host, counts: &[&'static str], timings: &[&'static str]) {
+        self.open_with_ratios(host, counts, timings, &[]);
+    }
+
+    /// [`Recorder::open`], then publishes `ratios`: each `(name, num,
+    /// den)` is count `num` over the sum of the counts `den`, kept
+    /// current.
+    pub fn open_with_ratios(
+        &self,
+        host: &Host,
+        counts: &[&'static str],
+        timings: &[&'static str],
+        ratios: &[RatioDef],
+    ) {
         if self.started.replace(true) {
             return;
         }
@@ -154,6 +180,14 @@ impl Recorder {
                 },
             ));
         }
+        for &(name, num, den) in ratios {
+            self.ratios.borrow_mut().push(Ratio {
+                name,
+                num,
+                den,
+                metric: host.publish_live(name, 0.0),
+            });
+        }
     }
 
     /// Adds `k` to count `name` (one of those opened).
@@ -167,6 +201,28 @@ impl Recorder {
             c.n += k;
             c.metric.set(c.n as f64);
         }
+        for r in self.ratios.borrow().iter() {
+            if r.num == name || r.den.contains(&name) {
+                r.metric.set(self.quotient(r));
+            }
+        }
+    }
+
+    fn quotient(&self, r: &Ratio) -> f64 {
+        match r.den.iter().map(|d| self.get(d)).sum::<u64>() {
+            0 => 0.0,
+            d => self.get(r.num) as f64 / d as f64,
+        }
+    }
+
+    /// Returns ratio `name`'s value (0 if there is none or its
+    /// denominator is 0).
+    pub fn ratio(&self, name: &str) -> f64 {
+        let ratios = self.ratios.borrow();
+        ratios
+            .iter()
+            .find(|r| r.name == name)
+            .map_or(0.0, |r| self.quotient(r))
     }
 
     /// Records duration `ns` in timing `name` (one of those opened).

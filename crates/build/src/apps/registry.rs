@@ -57,8 +57,8 @@ pub struct BuildCtx<'a> {
     /// Whether the machines have a resolver configuration: a `to=` name
     /// that is not an address is then looked up through DNS when the
     /// application starts (`send_message`, `ping`, `traceroute`,
-    /// `bulk_send`, `tcp_echo_client`, `web_user`, `http_load`), not in
-    /// the simulator's table.
+    /// `bulk_send`, `tcp_echo_client`, `web_user`, `http_load`,
+    /// `video_client`, `http_flood`), not in the simulator's table.
     pub dns: bool,
 }
 
@@ -134,19 +134,10 @@ pub const APPS: &[(&str, &[&str])] = &[
         "dns_resolver",
         &["roots", "timeout", "attempts", "cache_size"],
     ),
-    (
-        "web_server",
-        &[
-            "port",
-            "max_workers",
-            "max_queue",
-            "backlog",
-            "keepalive",
-            "sndbuf",
-            "model",
-            "pages",
-        ],
-    ),
+    ("web_server", web::SERVER),
+    ("video_server", web::VIDEO_SERVER),
+    ("video_client", web::VIDEO_CLIENT),
+    ("http_flood", web::HTTP_FLOOD),
     (
         "web_user",
         &["to", "port", "think", "pages", "connections", "follow"],
@@ -205,7 +196,10 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "syn_flood" => traffic::build_flood(&o, timing, true),
         "dns_server" => dns::build_server(&o, timing),
         "dns_resolver" => dns::build_resolver(&o, timing),
-        "web_server" => web::build_server(&o, timing),
+        "web_server" => web::build_server(&o, timing, false),
+        "video_server" => web::build_server(&o, timing, true),
+        "video_client" => web::build_video_client(&o, timing),
+        "http_flood" => web::build_flood(&o, timing),
         "web_user" => web::build_user(&o, timing),
         "http_load" => web::build_load(&o, timing),
         _ => unreachable!("every name in APPS is handled"),
@@ -461,6 +455,7 @@ fn factory(
                 | "dns_server"
                 | "dns_resolver"
                 | "web_server"
+                | "video_server"
                 | "mgen_sink"
         ),
         spawn: Rc::new(f),

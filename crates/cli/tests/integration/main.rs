@@ -31,6 +31,7 @@ mod scale;
 mod tcp_report;
 mod topology;
 mod tshark;
+mod video;
 mod web;
 
 use serde_json::Value;

@@ -1,10 +1,13 @@
 //! elvis-web inside simulations: a server and its clients on one switched
 //! LAN, checked against what HTTP/1.1 and the applications promise
 //! (connection reuse, `Connection: close`, the `max_workers` queue, page
-//! loads, determinism).
+//! loads, determinism), video streaming against closed forms of its link,
+//! and an HTTP GET flood against the server's capacity.
 #![forbid(unsafe_code)]
 
+mod flood;
 mod serving;
+mod video;
 
 use elvis_sim::{MachineId, NetworkConfig, Protocols, Report, Simulation};
 use std::net::Ipv4Addr;

@@ -41,7 +41,7 @@ impl Opts<'_> {
     }
 
     /// An optional positive count.
-    fn count(&self) -> Result<Option<u64>, ParamError> {
+    pub(super) fn count(&self) -> Result<Option<u64>, ParamError> {
         match self.params.get("count") {
             None => Ok(None),
             Some(_) => Ok(Some(self.u64_or("count", 0)?)),
@@ -49,7 +49,7 @@ impl Opts<'_> {
     }
 
     /// An optional duration, ns.
-    fn duration(&self, key: &str) -> Result<Option<u64>, ParamError> {
+    pub(super) fn duration(&self, key: &str) -> Result<Option<u64>, ParamError> {
         match self.params.get(key) {
             None => Ok(None),
             Some(_) => Ok(Some(
@@ -69,7 +69,7 @@ impl Opts<'_> {
     }
 
     /// One of `choices` for option `key` (case-insensitive).
-    fn choice(
+    pub(super) fn choice(
         &self,
         key: &str,
         choices: &[&'static str],
