@@ -5,6 +5,8 @@ mod corpus;
 mod dialect;
 mod errors;
 mod props;
+mod templates;
+mod elvis_files;
 
 /// Fig. 2 of the Elvis paper, tab-indented, exactly as in the repository.
 pub const FIG2: &str = include_str!("../../../../examples/ndl/fig2.ndl");
