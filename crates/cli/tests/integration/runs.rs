@@ -751,7 +751,7 @@ fn templates_arp_options_and_capture_factories_run() {
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, text.replace("type='message'", "type='messages'")).unwrap();
     let out = elvis(args!["check", &file]);
-    out.expect_code(1);
+    out.expect_code(2);
     assert!(
         out.stderr.contains("tpl.ndl:23:") && out.stderr.contains("capture type 'messages' is neither count nor message"),
         "{}",
@@ -759,7 +759,7 @@ fn templates_arp_options_and_capture_factories_run() {
     );
     std::fs::write(&file, text.replace("template='udp']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t[Protocols]", "template='upd']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t[Protocols]")).unwrap();
     let out = elvis(args!["check", &file]);
-    out.expect_code(1);
+    out.expect_code(2);
     assert!(
         out.stderr.contains("tpl.ndl:9:40: error: unknown template 'upd'"),
         "{}",
