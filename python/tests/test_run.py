@@ -115,7 +115,7 @@ def test_an_unknown_template_is_located():
     )
     with pytest.raises(elvis.NdlError) as e:
         elvis.check(bad)
-    assert (e.value.line, e.value.col) == (15, 42)
+    assert (e.value.line, e.value.col) == (15, 37)
     assert "unknown template 'upd'" in str(e.value)
     assert e.value.hint == "did you mean 'udp'?"
 
