@@ -306,10 +306,9 @@ impl Lower<'_> {
         self.keys(b, &allowed);
         let mut sections: Vec<&str> = MACHINE_SECTIONS.to_vec();
         sections.extend(["Network", "Protocol", "Application"]);
-        for c in &b.children {
-            if !sections.iter().any(|s| c.is(s)) {
-                self.unexpected(c, Some(&b.keyword.node), MACHINE_SECTIONS);
-            }
+        let section = |c: &Block<'_>| sections.iter().any(|s| c.is(s));
+        for c in b.children.iter().filter(|c| !section(c)) {
+            self.unexpected(c, Some(&b.keyword.node), MACHINE_SECTIONS);
         }
         let Some(name) = self.required(b, "name") else {
             return;
@@ -321,7 +320,9 @@ impl Lower<'_> {
             let msg = format!("template '{name_s}' is declared twice");
             return self.error(ErrorKind::Duplicate, name.value.span, msg, hint);
         }
-        let body = owned(b);
+        let mut body = owned(b);
+        // Reported above, once: not again in every machine using it.
+        body.children.retain(|c| section(c));
         let base = match b.param("template") {
             Some(base) => match self.templates.get(base.value.node.as_ref()) {
                 Some(t) => t.body.clone(),

@@ -192,3 +192,13 @@ fn a_mistake_in_a_template_is_reported_once_at_the_template() {
         errors[0]
     );
 }
+
+#[test]
+fn a_block_a_template_cannot_hold_is_reported_once() {
+    let src = format!(
+        "[Template name='t']\n\t[Machine name='x']\n{NET}[Machines]\n\
+         \t[Machine name='a' template='t']\n\t[Machine name='b' template='t']\n"
+    );
+    let errors = elvis_ndl::parse_all(&src, "t.ndl").unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+}
