@@ -766,3 +766,58 @@ fn templates_arp_options_and_capture_factories_run() {
         out.stderr
     );
 }
+
+/// `[Protocol name='TCP' congestion=…]` is the machine's default: its
+/// `bulk_send` without a `congestion=` uses it, one with its own keeps
+/// that; the report's connections say which each used.
+#[test]
+fn a_tcp_protocols_congestion_is_its_senders_default() {
+    let dir = temp_dir();
+    let file = dir.path().join("cc.ndl");
+    std::fs::write(
+        &file,
+        "[Networks]\n\t[Network id='1' bandwidth='10Mbps' latency='1ms']\n[Machines]\n\
+         \t[Machine name='s']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\
+         \t\t[Protocols]\n\t\t\t[Protocol name='TCP' congestion='compound']\n\
+         \t\t[Applications]\n\t\t\t[Application name='bulk_send' to='r' port='80' bytes='100kB']\n\
+         \t\t\t[Application name='bulk_send' to='r' port='81' bytes='100kB' congestion='newreno']\n\
+         \t[Machine name='r']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\
+         \t\t[Protocols]\n\t\t\t[Protocol name='TCP']\n\
+         \t\t[Applications]\n\t\t\t[Application name='bulk_receive' port='80' bytes='100kB']\n\
+         \t\t\t[Application name='bulk_receive' port='81' bytes='100kB']\n",
+    )
+    .unwrap();
+    let report = dir.path().join("r.json");
+    elvis(args!["run", &file, "--report", &report, "--quiet"]).expect_code(0);
+    let r = read_report(&report);
+    let mut senders: Vec<(String, String)> = r["tcp_connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["machine"] == "s")
+        .map(|c| {
+            let remote = c["remote"].as_str().unwrap_or_default();
+            let port = remote.rsplit(':').next().unwrap_or_default().to_string();
+            (port, c["congestion"].as_str().unwrap_or_default().to_string())
+        })
+        .collect();
+    senders.sort();
+    assert_eq!(
+        senders,
+        [
+            ("80".to_string(), "compound".to_string()),
+            ("81".to_string(), "newreno".to_string())
+        ],
+        "{r:#}"
+    );
+    // A bad value is located at it.
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("congestion='compound'", "congestion='vegas'")).unwrap();
+    let out = elvis(args!["check", &file]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("cc.ndl:8:37: error: unknown congestion control 'vegas'"),
+        "{}",
+        out.stderr
+    );
+}
