@@ -597,8 +597,11 @@ fn route_via(
     let addrs = addrs.get_or_insert_with(|| sim.primary_addresses());
     let addr = id.and_then(|id| addrs.get(id as usize).copied().flatten());
     addr.filter(|ip| !ip.is_unspecified()).ok_or_else(|| {
-        err(r.via.loc, format!("ARP default '{name}' is neither an address nor a machine with one"))
-            .with_hint("default='10.0.0.1' or the name of a machine on one of this machine's networks")
+        err(
+            r.via.loc,
+            format!("ARP default '{name}' is neither an address nor a machine with one"),
+        )
+        .with_hint("default='10.0.0.1' or the name of a machine on one of this machine's networks")
     })
 }
 

@@ -473,7 +473,7 @@ impl Lower<'_> {
 mod machines;
 mod networks;
 mod offload;
-mod qdisc;
 mod protocol;
+mod qdisc;
 mod template;
 mod topology;

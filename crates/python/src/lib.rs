@@ -59,7 +59,13 @@ fn located(file: &str, line: u32, col: u32, message: &str, hint: Option<&str>) -
 }
 
 fn ndl_error(e: &elvis_ndl::NdlError) -> PyErr {
-    located(&e.file, e.loc.line, e.loc.col, &e.message, e.hint.as_deref())
+    located(
+        &e.file,
+        e.loc.line,
+        e.loc.col,
+        &e.message,
+        e.hint.as_deref(),
+    )
 }
 
 /// Parses `until` (`'10s'`, `'250ms'`).
@@ -88,7 +94,12 @@ fn warnings(scenario: &Scenario, file: &str) -> Vec<Warning> {
 }
 
 /// Builds and runs `scenario` read from `file`.
-fn run(scenario: Scenario, file: &str, seed: Option<u64>, until: Option<&str>) -> PyResult<Outcome> {
+fn run(
+    scenario: Scenario,
+    file: &str,
+    seed: Option<u64>,
+    until: Option<&str>,
+) -> PyResult<Outcome> {
     let until = parse_until(until)?;
     let warned = warnings(&scenario, file);
     let mut built = elvis_build::build_owned(scenario, seed)

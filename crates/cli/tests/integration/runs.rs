@@ -740,7 +740,8 @@ fn templates_arp_options_and_capture_factories_run() {
     let out = elvis(args!["run", &file, "--report", &report, "--quiet"]);
     out.expect_code(0);
     assert!(
-        out.stderr.contains("tpl.ndl:13:25: warning: ARP local/default"),
+        out.stderr
+            .contains("tpl.ndl:13:25: warning: ARP local/default"),
         "{}",
         out.stderr
     );
@@ -753,15 +754,26 @@ fn templates_arp_options_and_capture_factories_run() {
     let out = elvis(args!["check", &file]);
     out.expect_code(2);
     assert!(
-        out.stderr.contains("tpl.ndl:23:") && out.stderr.contains("capture type 'messages' is neither count nor message"),
+        out.stderr.contains("tpl.ndl:23:")
+            && out
+                .stderr
+                .contains("capture type 'messages' is neither count nor message"),
         "{}",
         out.stderr
     );
-    std::fs::write(&file, text.replace("template='udp']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t[Protocols]", "template='upd']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t[Protocols]")).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(
+            "template='udp']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t[Protocols]",
+            "template='upd']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t[Protocols]",
+        ),
+    )
+    .unwrap();
     let out = elvis(args!["check", &file]);
     out.expect_code(2);
     assert!(
-        out.stderr.contains("tpl.ndl:9:40: error: unknown template 'upd'"),
+        out.stderr
+            .contains("tpl.ndl:9:40: error: unknown template 'upd'"),
         "{}",
         out.stderr
     );
@@ -798,7 +810,10 @@ fn a_tcp_protocols_congestion_is_its_senders_default() {
         .map(|c| {
             let remote = c["remote"].as_str().unwrap_or_default();
             let port = remote.rsplit(':').next().unwrap_or_default().to_string();
-            (port, c["congestion"].as_str().unwrap_or_default().to_string())
+            (
+                port,
+                c["congestion"].as_str().unwrap_or_default().to_string(),
+            )
         })
         .collect();
     senders.sort();
@@ -812,11 +827,16 @@ fn a_tcp_protocols_congestion_is_its_senders_default() {
     );
     // A bad value is located at it.
     let text = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(&file, text.replace("congestion='compound'", "congestion='vegas'")).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("congestion='compound'", "congestion='vegas'"),
+    )
+    .unwrap();
     let out = elvis(args!["check", &file]);
     out.expect_code(2);
     assert!(
-        out.stderr.contains("cc.ndl:8:37: error: unknown congestion control 'vegas'"),
+        out.stderr
+            .contains("cc.ndl:8:37: error: unknown congestion control 'vegas'"),
         "{}",
         out.stderr
     );
