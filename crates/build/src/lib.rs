@@ -544,6 +544,7 @@ fn routes(
     routing: RoutingMode,
     groups: &[(String, u32, u32)],
 ) -> Result<(), BuildError> {
+    let mut addrs = None;
     let mut routers = false;
     for (g, &(_, first, n)) in machines.iter().zip(groups) {
         for i in 0..n {
@@ -558,7 +559,8 @@ fn routes(
                 }
             }
             for r in &g.routes {
-                let via = parse_ip(&instance_value(&r.via.value, g, i), r.via.loc)?;
+                let v = instance_value(&r.via.value, g, i);
+                let via = route_via(sim, &mut addrs, groups, &v, r)?;
                 let added = match r.from {
                     Some(from) => sim.add_flow_route(m, from, r.prefix, r.port, via),
                     None => sim.add_route(m, r.prefix, r.len, via),
@@ -586,6 +588,40 @@ fn routes(
         sim.set_auto_routes(metric);
     }
     Ok(())
+}
+
+/// Returns the gateway of route `r` (`v`, its `via` for this instance):
+/// an address, or, for ARP's `default=` (Elvis allows a machine name
+/// there), the first address of the machine named `v`.
+fn route_via(
+    sim: &Simulation,
+    addrs: &mut Option<Vec<Option<Ipv4Addr>>>,
+    groups: &[(String, u32, u32)],
+    v: &str,
+    r: &elvis_scenario::RouteSpec,
+) -> Result<Ipv4Addr, BuildError> {
+    if r.via.key != "default" || v.trim().parse::<Ipv4Addr>().is_ok() {
+        return parse_ip(v, r.via.loc);
+    }
+    let name = v.trim();
+    let id = groups.iter().find_map(|(n, first, len)| {
+        if n == name && *len == 1 {
+            return Some(*first);
+        }
+        let (base, idx) = name.rsplit_once('-')?;
+        let idx: u32 = idx.parse().ok()?;
+        (n == base && idx < *len).then(|| first + idx)
+    });
+    // Made once, when the first name is looked up.
+    let addrs = addrs.get_or_insert_with(|| sim.primary_addresses());
+    let addr = id.and_then(|id| addrs.get(id as usize).copied().flatten());
+    addr.filter(|ip| !ip.is_unspecified()).ok_or_else(|| {
+        err(
+            r.via.loc,
+            format!("ARP default '{name}' is neither an address nor a machine with one"),
+        )
+        .with_hint("default='10.0.0.1' or the name of a machine on one of this machine's networks")
+    })
 }
 
 /// Sets the NIC offloads (`offload=`, `rx_usecs=`) of every instance of
@@ -868,6 +904,7 @@ fn spawn_apps<'a>(
             vec![(*first, *len)]
         };
         for app in &g.applications {
+            let app = &*tcp::with_congestion(&g, app);
             let per_instance = app.params.iter().any(|p| p.value.contains('{'));
             let ctx = BuildCtx {
                 resolve: &resolve,

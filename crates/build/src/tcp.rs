@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `syn_cookies` | `on` / `off` | `on` (cookies when a SYN backlog overflows, Linux's `tcp_syncookies=1`) |
 //! | `syn_backlog` | 1 to 1,000,000 | none (a cap on every listener's half-open connections below its listen backlog, as Linux's `somaxconn` caps the backlog) |
+//! | `congestion` | `newreno`, `cubic`, `compound` | none (each application's own `congestion=`, else CUBIC); the machine's default, as Linux's `tcp_congestion_control`: its TCP senders without a `congestion=` use it |
 
 use super::{err, BuildError};
 use elvis_scenario::MachineGroup;
@@ -27,6 +28,10 @@ pub(crate) fn syn_defence(g: &MachineGroup) -> Result<Option<SynDefence>, BuildE
     for p in spec.params.iter() {
         match p.key.as_str() {
             "name" => continue,
+            "congestion" => {
+                check_congestion(p)?;
+                continue;
+            }
             "syn_cookies" => {
                 d.cookies = match p.value.trim().to_ascii_lowercase().as_str() {
                     "on" | "true" | "yes" | "1" => true,
@@ -60,10 +65,42 @@ pub(crate) fn syn_defence(g: &MachineGroup) -> Result<Option<SynDefence>, BuildE
             }
             other => {
                 return Err(err(p.loc, format!("protocol TCP has no option '{other}'"))
-                    .with_hint("its options are: syn_cookies, syn_backlog"))
+                    .with_hint("its options are: syn_cookies, syn_backlog, congestion"))
             }
         }
         any = true;
     }
     Ok(any.then_some(d))
+}
+
+fn check_congestion(p: &elvis_scenario::Param) -> Result<elvis_sim::Congestion, BuildError> {
+    p.value.parse().map_err(|_| {
+        err(p.loc, format!("unknown congestion control '{}'", p.value))
+            .with_hint("congestion='newreno', 'cubic' or 'compound'")
+    })
+}
+
+/// The applications that take `congestion=`.
+const TCP_SENDERS: &[&str] = &["send_message", "bulk_send"];
+
+/// Returns `app` with the group's TCP `congestion` added when the group
+/// sets one and the application is a TCP sender without its own.
+pub(crate) fn with_congestion<'a>(
+    g: &MachineGroup,
+    app: &'a elvis_scenario::AppSpec,
+) -> std::borrow::Cow<'a, elvis_scenario::AppSpec> {
+    let default = g
+        .protocols
+        .iter()
+        .filter(|p| p.name.eq_ignore_ascii_case("tcp"))
+        .find_map(|p| p.params.get("congestion"));
+    let sender = TCP_SENDERS.iter().any(|n| app.name.eq_ignore_ascii_case(n));
+    match default {
+        Some(c) if sender && app.params.get("congestion").is_none() => {
+            let mut a = app.clone();
+            a.params.0.push(c.clone());
+            std::borrow::Cow::Owned(a)
+        }
+        _ => std::borrow::Cow::Borrowed(app),
+    }
 }

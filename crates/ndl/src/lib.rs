@@ -25,9 +25,10 @@
 //! [`NdlError::render_fancy`]. Nothing here panics on any input.
 //!
 //! # Gaps
-//! - `[Template]` blocks are accepted and not expanded, and protocol
-//!   options are not read: each is a located warning
-//!   (`Scenario::warnings`), which `elvis` prints.
+//! - `[Template]` blocks expand into the machines that name them (see
+//!   `lower/template.rs`); ARP's Elvis options become a default route,
+//!   with a located warning (`Scenario::warnings`) that on-link
+//!   destinations are still reached directly.
 //! - Syntax errors stop at the first; lowering errors are all collected
 //!   ([`parse_all`]).
 //! - Application and protocol options are kept as text; their meaning is

@@ -21,7 +21,14 @@ use elvis_scenario::{Loc, Scenario};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeMap;
 
-const SECTIONS: &[&str] = &["Networks", "Machines", "Simulation", "Template", "Topology"];
+const SECTIONS: &[&str] = &[
+    "Networks",
+    "Machines",
+    "Simulation",
+    "Template",
+    "Templates",
+    "Topology",
+];
 const NETWORK_KEYS: &[&str] = &[
     "id",
     "type",
@@ -37,6 +44,21 @@ const NETWORK_KEYS: &[&str] = &[
     "subnet",
 ];
 const MACHINE_SECTIONS: &[&str] = &["Networks", "Protocols", "Applications", "Routes", "Route"];
+/// The keys of a `[Machine]` (and of a `[Template]`, which holds a
+/// machine's keys but `name`), but `template`.
+const MACHINE_KEYS: &[&str] = &[
+    "name",
+    "count",
+    "resolver",
+    "forward",
+    "decrement_ttl",
+    "gateway",
+    "offload",
+    "rx_usecs",
+    "dhcp_relay",
+    "tap",
+    "netns",
+];
 
 /// Parses and lowers `src`. Each network and machine block is lowered
 /// as soon as the parser has read it and then dropped, so a large file's
@@ -124,6 +146,10 @@ struct Lower<'a> {
     /// its `networks` (a router may have a million interfaces, so the
     /// duplicate check must not scan them).
     attached: HashMap<String, usize>,
+    /// The templates declared so far, by name.
+    templates: BTreeMap<String, template::Template>,
+    /// `template=` values that named no template declared before them.
+    template_uses: Vec<(String, Loc)>,
 }
 
 /// Returns the earlier entry of `set` overlapping `first..=last`, or
@@ -160,6 +186,8 @@ impl<'a> Lower<'a> {
             claimed: BTreeMap::new(),
             sim: None,
             attached: HashMap::default(),
+            templates: BTreeMap::new(),
+            template_uses: Vec::new(),
         }
     }
 
@@ -168,12 +196,16 @@ impl<'a> Lower<'a> {
         self.resolve_networks();
         self.check_links();
         self.check_instance_names();
+        self.check_template_uses();
         self.sc.networks.shrink_to_fit();
         self.sc.machines.shrink_to_fit();
         if self.errors.is_empty() {
             Ok(self.sc)
         } else {
             self.errors.sort_by_key(|e| e.loc.offset);
+            // A template's mistake is found once per machine using it.
+            self.errors
+                .dedup_by(|a, b| a.loc.offset == b.loc.offset && a.message == b.message);
             Err(self.errors)
         }
     }
@@ -288,13 +320,7 @@ impl Lower<'_> {
 
     fn section(&mut self, b: &mut Block) {
         if b.is("Template") || b.is("Templates") {
-            // Accepted (Elvis' files have them) but not expanded yet.
-            let loc = self.loc(b.head());
-            self.sc.warnings.push(elvis_scenario::Warning {
-                message: "`[Template]` blocks are not expanded yet: this one is ignored".into(),
-                loc,
-            });
-            return;
+            return self.templates(b);
         }
         if b.is("Simulation") {
             return self.simulation(b);
@@ -460,5 +486,7 @@ impl Lower<'_> {
 mod machines;
 mod networks;
 mod offload;
+mod protocol;
 mod qdisc;
+mod template;
 mod topology;

@@ -66,8 +66,9 @@ pub struct Scenario {
     /// the NDL file's own directory; `None` = the working directory.
     #[serde(default)]
     pub base_dir: Option<String>,
-    /// What the file says that is not used (a `[Template]` block, protocol
-    /// options), each with its place; the command line prints them.
+    /// What the file says that the simulator does only in part (ARP's
+    /// Elvis `local`/`default`), each with its place; the command line
+    /// prints them.
     #[serde(default)]
     pub warnings: Vec<Warning>,
 }

@@ -102,7 +102,15 @@ pub const APPS: &[(&str, &[&str])] = &[
     ),
     (
         "capture",
-        &["message", "port", "message_count", "counter", "transport"],
+        &[
+            "message",
+            "port",
+            "message_count",
+            "counter",
+            "transport",
+            "type",
+            "factory",
+        ],
     ),
     ("forward", &["local_port", "to", "remote_port"]),
     (
@@ -253,6 +261,7 @@ fn build_send_message(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamE
 /// checking them against `message` and counting them in `counter`.
 fn build_capture(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
     let params = o.params;
+    capture_elvis_options(o)?;
     let cfg = Rc::new(capture::Config {
         port: o.port("port")?,
         count: o.u64_or("message_count", 1)?,
@@ -266,6 +275,50 @@ fn build_capture(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError>
         let cfg = cfg.clone();
         timing.spawn(sim, m, "capture", move |h: Host| capture::run(h, cfg));
     }))
+}
+
+/// Checks Elvis' capture options. `type='count'` needs `message_count`
+/// and `type='message'` a `message` (Elvis asserts both); `factory` names
+/// a group of captures that the run waits for together, which every
+/// capture here is (each waits for its own `message_count`, and the run
+/// goes on until all have), so it only has to be a name, and not be
+/// mixed with `counter` (a shared total, another thing).
+fn capture_elvis_options(o: &Opts<'_>) -> Result<(), ParamError> {
+    let params = o.params;
+    if let Some(t) = params.get("type") {
+        let needs = match t.value.trim().to_ascii_lowercase().as_str() {
+            "count" => "message_count",
+            "message" => "message",
+            _ => {
+                return Err(ParamError::new(
+                    t.loc,
+                    format!("capture type '{}' is neither count nor message", t.value),
+                )
+                .hint("type='count' (with message_count) or type='message' (with message)"));
+            }
+        };
+        if params.get(needs).is_none() {
+            return Err(ParamError::new(
+                t.loc,
+                format!("capture type='{}' needs a `{needs}`", t.value.trim()),
+            )
+            .hint(format!("add {needs}='…' to the application")));
+        }
+    }
+    if let Some(f) = params.get("factory") {
+        if f.value.trim().is_empty() {
+            return Err(ParamError::new(f.loc, "factory is empty").hint("factory='factory1'"));
+        }
+        if let Some(c) = params.get("counter") {
+            return Err(ParamError::new(
+                c.loc,
+                "counter (one total shared by several captures) and factory (captures that \
+                 each wait for their own count) do not go together",
+            )
+            .hint("keep one"));
+        }
+    }
+    Ok(())
 }
 
 /// `forward`: a daemon that relays every datagram received on

@@ -716,33 +716,127 @@ fn run_with_plot_draws_the_figures_of_the_cubic_vs_compound_example() {
     elvis(args!["run", "--plot", &figs, "--report", "-"]).expect_code(2);
 }
 
-/// What a file says and the simulator does not use yet is said, with its
-/// place, and the run goes on: a `[Template]` block (Elvis files have
-/// them) and a protocol's options.
+/// Elvis' dialect runs as Elvis means it: a `[Template]` expands into the
+/// machine naming it, ARP's `local`/`default` make a default route (with a
+/// located warning about on-link destinations), captures take `type=` and
+/// `factory=`; a bad template reference is a located error.
 #[test]
-fn unused_templates_and_protocol_options_are_located_warnings() {
+fn templates_arp_options_and_capture_factories_run() {
     let dir = temp_dir();
     let file = dir.path().join("tpl.ndl");
     std::fs::write(
         &file,
-        "[Template name='t']\n\t[Machine name='x']\n[Networks]\n\t[Network id='1']\n\t\t[IP ip='10.0.0.1']\n\
-         [Machines]\n\t[Machine name='a']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t[Protocols]\n\
-         \t\t\t[Protocol name='ARP' local='10.0.0.2' default='10.0.0.1']\n\t\t\t[Protocol name='UDP']\n",
+        "[Template name='udp']\n\t[Protocols]\n\t\t[Protocol name='IPv4']\n\t\t[Protocol name='UDP']\n\
+         [Networks]\n\t[Network id='1']\n\t\t[IP range='10.0.0.1-9']\n\
+         [Machines]\n\t[Machine name='s' count='3' template='udp']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\
+         \t\t[Protocols]\n\t\t\t[Protocol name='ARP' local='10.0.0.{i}' default='r']\n\
+         \t\t[Applications]\n\t\t\t[Application name='send_message' message='hi' to='c-{i}' port='0xbeef']\n\
+         \t[Machine name='r' template='udp']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\
+         \t[Machine name='c' count='3' template='udp']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\
+         \t\t[Applications]\n\t\t\t[Application name='capture' type='message' message='hi' factory='f1' port='0xbeef']\n",
     )
     .unwrap();
-    let out = elvis(args!["check", &file]);
+    let report = dir.path().join("r.json");
+    let out = elvis(args!["run", &file, "--report", &report, "--quiet"]);
     out.expect_code(0);
     assert!(
         out.stderr
-            .contains("tpl.ndl:1:1: warning: `[Template]` blocks are not expanded yet"),
+            .contains("tpl.ndl:13:25: warning: ARP local/default"),
         "{}",
         out.stderr
     );
+    let r = read_report(&report);
+    assert_eq!(application(&r, "c", "capture")["finished"], 3, "{r:#}");
+    assert_eq!(application(&r, "s", "send_message")["finished"], 3);
+    // A bad capture type and an unknown template, located.
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("type='message'", "type='messages'")).unwrap();
+    let out = elvis(args!["check", &file]);
+    out.expect_code(2);
     assert!(
-        out.stderr.contains("tpl.ndl:11:")
+        out.stderr.contains("tpl.ndl:23:")
             && out
                 .stderr
-                .contains("`[Protocol name='ARP']` are not read yet: local, default ignored"),
+                .contains("capture type 'messages' is neither count nor message"),
+        "{}",
+        out.stderr
+    );
+    std::fs::write(
+        &file,
+        text.replace(
+            "template='udp']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t[Protocols]",
+            "template='upd']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\t\t[Protocols]",
+        ),
+    )
+    .unwrap();
+    let out = elvis(args!["check", &file]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("tpl.ndl:9:40: error: unknown template 'upd'"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `[Protocol name='TCP' congestion=…]` is the machine's default: its
+/// `bulk_send` without a `congestion=` uses it, one with its own keeps
+/// that; the report's connections say which each used.
+#[test]
+fn a_tcp_protocols_congestion_is_its_senders_default() {
+    let dir = temp_dir();
+    let file = dir.path().join("cc.ndl");
+    std::fs::write(
+        &file,
+        "[Networks]\n\t[Network id='1' bandwidth='10Mbps' latency='1ms']\n[Machines]\n\
+         \t[Machine name='s']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\
+         \t\t[Protocols]\n\t\t\t[Protocol name='TCP' congestion='compound']\n\
+         \t\t[Applications]\n\t\t\t[Application name='bulk_send' to='r' port='80' bytes='100kB']\n\
+         \t\t\t[Application name='bulk_send' to='r' port='81' bytes='100kB' congestion='newreno']\n\
+         \t[Machine name='r']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\
+         \t\t[Protocols]\n\t\t\t[Protocol name='TCP']\n\
+         \t\t[Applications]\n\t\t\t[Application name='bulk_receive' port='80' bytes='100kB']\n\
+         \t\t\t[Application name='bulk_receive' port='81' bytes='100kB']\n",
+    )
+    .unwrap();
+    let report = dir.path().join("r.json");
+    elvis(args!["run", &file, "--report", &report, "--quiet"]).expect_code(0);
+    let r = read_report(&report);
+    let mut senders: Vec<(String, String)> = r["tcp_connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["machine"] == "s")
+        .map(|c| {
+            let remote = c["remote"].as_str().unwrap_or_default();
+            let port = remote.rsplit(':').next().unwrap_or_default().to_string();
+            (
+                port,
+                c["congestion"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    senders.sort();
+    assert_eq!(
+        senders,
+        [
+            ("80".to_string(), "compound".to_string()),
+            ("81".to_string(), "newreno".to_string())
+        ],
+        "{r:#}"
+    );
+    // A bad value is located at it.
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("congestion='compound'", "congestion='vegas'"),
+    )
+    .unwrap();
+    let out = elvis(args!["check", &file]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("cc.ndl:8:37: error: unknown congestion control 'vegas'"),
         "{}",
         out.stderr
     );

@@ -1,7 +1,7 @@
 //! `[Machines]`: machine groups with their networks, protocols and
 //! applications, per-instance placeholders and `ip=` claims.
 
-use super::{at, take, Lower, MACHINE_SECTIONS};
+use super::{at, take, Lower, MACHINE_KEYS, MACHINE_SECTIONS};
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
 use elvis_scenario as sc;
@@ -95,22 +95,17 @@ impl Lower<'_> {
 
     /// Lowers a `[Machine]` block to a machine group of the scenario.
     pub(super) fn machine(&mut self, b: &Block) {
-        self.keys(
-            b,
-            &[
-                "name",
-                "count",
-                "resolver",
-                "forward",
-                "decrement_ttl",
-                "gateway",
-                "offload",
-                "rx_usecs",
-                "dhcp_relay",
-                "tap",
-                "netns",
-            ],
-        );
+        if let Some(expanded) = self.instantiate(b) {
+            return self.machine_block(&expanded);
+        }
+        self.machine_block(b);
+    }
+
+    /// Lowers a `[Machine]` block whose template, if any, is expanded.
+    fn machine_block(&mut self, b: &Block) {
+        let mut keys = MACHINE_KEYS.to_vec();
+        keys.push("template");
+        self.keys(b, &keys);
         let Some(name) = self.required(b, "name") else {
             return;
         };
@@ -447,26 +442,7 @@ impl Lower<'_> {
             return;
         };
         let params = self.params(p, g.count.is_some());
-        let unread: Vec<&str> = (params.iter())
-            .map(|q| q.key.as_str())
-            .filter(|k| *k != "name")
-            .collect();
-        // DHCP's options (`start`) and TCP's (`syn_cookies`,
-        // `syn_backlog`) are read, and checked, by the builder.
-        let read = ["dhcp", "tcp"]
-            .iter()
-            .any(|n| name.value.node.eq_ignore_ascii_case(n));
-        if let Some(first) = params.iter().find(|q| q.key != "name").filter(|_| !read) {
-            let message = format!(
-                "options of `[Protocol name='{}']` are not read yet: {} ignored",
-                name.value.node,
-                unread.join(", ")
-            );
-            self.sc.warnings.push(sc::Warning {
-                message,
-                loc: first.loc,
-            });
-        }
+        self.protocol_options(p, &name.value.node, g);
         g.protocols.push(sc::ProtocolSpec {
             name: name.value.node.to_string(),
             params,

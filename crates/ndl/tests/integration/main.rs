@@ -3,8 +3,10 @@
 
 mod corpus;
 mod dialect;
+mod elvis_files;
 mod errors;
 mod props;
+mod templates;
 
 /// Fig. 2 of the Elvis paper, tab-indented, exactly as in the repository.
 pub const FIG2: &str = include_str!("../../../../examples/ndl/fig2.ndl");
