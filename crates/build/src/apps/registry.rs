@@ -143,6 +143,7 @@ pub const APPS: &[(&str, &[&str])] = &[
             "backlog",
             "keepalive",
             "sndbuf",
+            "congestion",
             "model",
             "pages",
         ],

@@ -107,6 +107,7 @@ fn queued(max_workers: u32) -> elvis_sim::Report {
         mode: load::Mode::Parallel(4),
         fetches: Some(8),
         stats: Rc::default(),
+        offered_rate: Rc::default(),
     });
     sim.spawn(c, "http_load", move |h| load::run(h, lcfg));
     let r = sim.run();
@@ -146,6 +147,7 @@ fn a_full_queue_is_answered_503() {
         mode: load::Mode::Parallel(4),
         fetches: Some(4),
         stats: Rc::default(),
+        offered_rate: Rc::default(),
     });
     sim.spawn(c, "http_load", move |h| load::run(h, lcfg));
     let r = sim.run();

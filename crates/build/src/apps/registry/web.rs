@@ -27,6 +27,7 @@ pub(super) fn build_server(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, P
     cfg.backlog = o.u64_or("backlog", 511)?.clamp(1, 65_535) as usize;
     cfg.keepalive = o.duration_or("keepalive", cfg.keepalive)?;
     cfg.sndbuf = o.buffer("sndbuf")?;
+    cfg.congestion = o.congestion()?;
     cfg.pages = o.u64_or("pages", 1000)?;
     if cfg.pages == 0 {
         return Err(
@@ -158,6 +159,7 @@ pub(super) fn build_load(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
             .map(|_| o.u64_or("fetches", 0))
             .transpose()?,
         stats: Rc::default(),
+        offered_rate: Rc::default(),
     });
     let set = |c: &mut load::Config, ip| c.origin.addr.set_ip(ip);
     Ok(factory("http_load", false, move |sim, m| {
