@@ -210,6 +210,10 @@ enum Cmd {
         /// When the browser sends its request, simulated seconds.
         #[arg(long, default_value_t = 5.0)]
         browser_at: f64,
+        /// TCP's initial RTO, ms (3000: RFC 2988, as the testbed's
+        /// systems; elvis' default is RFC 6298's 1000).
+        #[arg(long, default_value_t = 3000)]
+        initial_rto_ms: u64,
         #[arg(long, default_value = "web-study")]
         out: std::path::PathBuf,
     },
@@ -405,11 +409,13 @@ fn main() {
             filter,
             seconds,
             browser_at,
+            initial_rto_ms,
             out,
         } => {
             let t = web_study::Timing {
                 load_s: seconds,
                 browser_at,
+                initial_rto_ms,
             };
             match web_study::run(seeds, filter.as_deref(), t, &out) {
                 Ok(ok) => std::process::exit(if ok { 0 } else { 1 }),

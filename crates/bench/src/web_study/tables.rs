@@ -300,11 +300,13 @@ fn summary(
     let _ = writeln!(
         s,
         "# Web server performance with CUBIC and Compound TCP: elvis against the paper\n\n\
-         {} configurations × {seeds} seeds; loads for {} s, the browser's request at {} s. \
+         {} configurations × {seeds} seeds; loads for {} s, the browser's request at {} s, \
+         TCP's initial RTO {} ms. \
          Each cell: mean ± sample standard deviation over the runs, then the paper's value.\n",
         configs.len(),
         t.load_s,
-        t.browser_at
+        t.browser_at,
+        t.initial_rto_ms
     );
     let p = Pick { outcomes };
     tables_2_3(&mut s, &p);
