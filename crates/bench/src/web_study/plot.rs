@@ -22,9 +22,7 @@ const FONT: &[u8] = include_bytes!("../../../cli/assets/DejaVuSansMono.ttf");
 pub fn write(_configs: &[Config], outcomes: &[Outcome], out: &Path) -> Result<(), String> {
     let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
     let all = bars(outcomes);
-    let mut figs: Vec<&'static str> = all.iter().map(|b| b.figure).collect();
-    figs.dedup();
-    for f in figs {
+    for f in figures(&all) {
         let these: Vec<&Bar> = all
             .iter()
             .filter(|b| b.figure == f && b.stat.mean.is_finite())
@@ -38,6 +36,18 @@ pub fn write(_configs: &[Config], outcomes: &[Outcome], out: &Path) -> Result<()
         draw(area, f, &these).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     Ok(())
+}
+
+/// Returns the figures of `bars`, each once, in number order.
+pub fn figures(bars: &[Bar]) -> Vec<&'static str> {
+    let mut figs: Vec<&'static str> = Vec::new();
+    for b in bars {
+        if !figs.contains(&b.figure) {
+            figs.push(b.figure);
+        }
+    }
+    figs.sort_by_key(|f| f.trim_start_matches("Fig. ").parse::<u32>().unwrap_or(0));
+    figs
 }
 
 fn err<E: std::fmt::Display>(e: E) -> String {

@@ -388,9 +388,7 @@ fn row(s: &mut String, label: &str, cells: &[Stat], paper: &[f64]) {
 
 /// The figures' data, one table per figure.
 fn figures(s: &mut String, bars: &[Bar]) {
-    let mut figs: Vec<&'static str> = bars.iter().map(|b| b.figure).collect();
-    figs.dedup();
-    for f in figs {
+    for f in super::plot::figures(bars) {
         let these: Vec<&Bar> = bars.iter().filter(|b| b.figure == f).collect();
         let _ = writeln!(
             s,
