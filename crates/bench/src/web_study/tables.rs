@@ -60,7 +60,7 @@ pub struct Bar {
     /// `Fig. 2`, …
     pub figure: &'static str,
     /// The figure's caption and unit.
-    pub title: &'static str,
+    pub title: String,
     pub unit: &'static str,
     /// The group on the x axis (a scenario, or a case of §4.3).
     pub x: String,
@@ -140,10 +140,10 @@ const KINDS: [Kind; 2] = [Kind::Apache, Kind::Iis];
 pub fn bars(outcomes: &[Outcome]) -> Vec<Bar> {
     let p = Pick { outcomes };
     let mut out = Vec::new();
-    let mut bar = |figure, title, unit, x: &str, series: String, stat, paper| {
+    let mut bar = |figure, title: &str, unit, x: &str, series: String, stat, paper| {
         out.push(Bar {
             figure,
-            title,
+            title: title.to_string(),
             unit,
             x: x.to_string(),
             series,
@@ -161,12 +161,13 @@ pub fn bars(outcomes: &[Outcome]) -> Vec<Bar> {
             for k in KINDS {
                 let c = same(load, k, size);
                 let d = p.stat(&c, |o| o.delay_s[0]);
-                bar(fd, "Server delay (same server type)", "s", load.name, k.name().into(), d, None);
+                let title = format!("Server delay (same server type), {size} KB");
+                bar(fd, &title, "s", load.name, k.name().into(), d, None);
                 let t = p.stat(&c, |o| o.server_mbps[0]);
                 let n = p.stat(&c, |o| o.server_nrt_mbps[0]);
-                let title = "Server throughput (same server type)";
-                bar(ft, title, "Mbit/s", load.name, k.name().into(), t, None);
-                bar(ft, title, "Mbit/s", load.name, format!("{} NRT", k.name()), n, None);
+                let title = format!("Server throughput (same server type), {size} KB");
+                bar(ft, &title, "Mbit/s", load.name, k.name().into(), t, None);
+                bar(ft, &title, "Mbit/s", load.name, format!("{} NRT", k.name()), n, None);
             }
         }
     }
