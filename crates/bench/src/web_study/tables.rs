@@ -204,8 +204,7 @@ pub fn bars(outcomes: &[Outcome]) -> Vec<Bar> {
         for i in 0..2 {
             let d = p.stat(&c, |o| o.delay_s[i]);
             let paper = Some(paper::FIG12[k].1[i]);
-            let s = format!("S{} {}", i + 1, c.servers[i].name());
-            bar("Fig. 12", title, "s", label, s, d, paper);
+            bar("Fig. 12", title, "s", label, format!("S{}", i + 1), d, paper);
         }
         let title = "Server throughput (competing servers), 504 KB";
         for i in 0..2 {
