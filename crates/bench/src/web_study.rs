@@ -502,7 +502,7 @@ pub fn run(seeds: u64, filter: Option<&str>, t: Timing, out: &Path) -> std::io::
         std::fs::write(out.join("example.ndl"), ndl(cfg, 1, t))?;
     }
     let summary = tables::write(&configs, &outcomes, seeds, t, out)?;
-    plot::write(&configs, &outcomes, out).map_err(std::io::Error::other)?;
+    plot::write(&outcomes, out).map_err(std::io::Error::other)?;
     print!("{summary}");
     Ok(outcomes.iter().all(|o| o.ok))
 }

@@ -12,7 +12,8 @@
 //! `non_200`, and `fetch_p50_ns`/`_p90_ns`/`_p99_ns`; then the client
 //! throughput as `http_load` prints it (its "bytes/sec"):
 //! `throughput_bps`, the bodies' bits over the time from the group's start
-//! to the last fetch done. With `rate`, also `offered_bps`, the rate the
+//! to the last fetch done (with `rate`, at least the fetches done over the
+//! rate: the time their starts were spread over). With `rate`, also `offered_bps`, the rate the
 //! group was asked for (its machines' fetches per second × the mean body
 //! of the fetches done × 8), and `rate_share_percent`, `throughput_bps`
 //! over `offered_bps`: the share of the maximum allowed rate that a
@@ -138,13 +139,21 @@ async fn fetch(host: &Host, cfg: &Config) {
 fn rates(host: &Host, cfg: &Config) {
     let s = &cfg.stats;
     let (bytes, fetches) = (s.get("bytes") as f64, s.get("fetches") as f64);
-    let span = host.now().as_nanos().saturating_sub(s.since());
-    if span == 0 {
+    let mut span = host.now().as_nanos().saturating_sub(s.since()) as f64;
+    // At a rate, the fetches done so far were scheduled over at least
+    // fetches / rate seconds: the last one starts (n − 1) / rate after
+    // the first, and a short fetch must not count as a rate above the
+    // one asked for.
+    let rate = cfg.offered_rate.get();
+    if rate > 0.0 {
+        span = span.max(fetches / rate * 1e9);
+    }
+    if span <= 0.0 {
         return;
     }
-    let bps = bytes * 8e9 / span as f64;
+    let bps = bytes * 8e9 / span;
     s.set("throughput_bps", bps.round());
-    let offered = cfg.offered_rate.get() * bytes / fetches.max(1.0) * 8.0;
+    let offered = rate * bytes / fetches.max(1.0) * 8.0;
     if offered > 0.0 {
         s.set("offered_bps", offered.round());
         s.set("rate_share_percent", bps / offered * 100.0);

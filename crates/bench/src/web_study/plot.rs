@@ -7,7 +7,7 @@
 //! Text is drawn with the DejaVu Sans Mono that `elvis plot` embeds.
 
 use super::tables::{bars, Bar};
-use super::{Config, Outcome};
+use super::Outcome;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
@@ -19,7 +19,7 @@ const FONT: &[u8] = include_bytes!("../../../cli/assets/DejaVuSansMono.ttf");
 ///
 /// # Errors
 /// A file that cannot be written.
-pub fn write(_configs: &[Config], outcomes: &[Outcome], out: &Path) -> Result<(), String> {
+pub fn write(outcomes: &[Outcome], out: &Path) -> Result<(), String> {
     let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
     let all = bars(outcomes);
     for f in figures(&all) {
