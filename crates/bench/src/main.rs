@@ -207,8 +207,9 @@ enum Cmd {
         /// How long the loads run, simulated seconds.
         #[arg(long, default_value_t = 20.0)]
         seconds: f64,
-        /// When the browser sends its request, simulated seconds.
-        #[arg(long, default_value_t = 5.0)]
+        /// When the browser sends its request, simulated seconds (by 10
+        /// s the bottleneck queue has filled).
+        #[arg(long, default_value_t = 10.0)]
         browser_at: f64,
         /// TCP's initial RTO, ms (3000: RFC 2988, as the testbed's
         /// systems; elvis' default is RFC 6298's 1000).

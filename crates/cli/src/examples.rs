@@ -63,6 +63,10 @@ pub const FILES: &[(&str, &str)] = &[
         "topology-zoo.ndl",
         include_str!("../../../examples/ndl/topology-zoo.ndl"),
     ),
+    (
+        "web-study.ndl",
+        include_str!("../../../examples/ndl/web-study.ndl"),
+    ),
     ("web.ndl", include_str!("../../../examples/ndl/web.ndl")),
 ];
 
