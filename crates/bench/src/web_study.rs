@@ -244,30 +244,7 @@ pub fn ndl(cfg: &Config, seed: u64, t: Timing) -> String {
         "# {} (elvis-bench web-study, seed {seed})\n[Simulation seed='{seed}' until='{until}s']\n",
         cfg.id()
     );
-    s.push_str("[Networks]\n");
-    // S0: the client network; its ports, and R1's NIC onto it, hold 1,000
-    // frames (Linux's txqueuelen on the routers).
-    s.push_str(
-        "\t[Network id='s0' type='switch' bandwidth='100Mbps' latency='5us' qdisc='droptail' limit='1000']\n\t\t[IP subnet='10.0.0.0/24']\n",
-    );
-    for k in 1..=3 {
-        let _ = writeln!(
-            s,
-            "\t[Network id='s{k}' type='switch' bandwidth='1Gbps' latency='50us']\n\t\t[IP subnet='10.0.{k}.0/24']"
-        );
-    }
-    s.push_str(
-        "\t[Network id='s4' type='switch' bandwidth='1Gbps' latency='5us']\n\t\t[IP subnet='10.0.4.0/24']\n\n[Machines]\n",
-    );
-    for r in 1..=4u32 {
-        let _ = writeln!(
-            s,
-            "\t[Machine name='r{r}' forward='yes']\n\t\t[Networks]\n\t\t\t[Network id='s{}' ip='10.0.{}.{}']\n\t\t\t[Network id='s{r}' ip='10.0.{r}.1']",
-            r - 1,
-            r - 1,
-            if r == 1 { 1 } else { 2 }
-        );
-    }
+    fabric(&mut s);
     let stress_rate = cfg.load.stress * 1e6 / (LOAD_OBJECT * 8) as f64;
     let bt_rate = cfg.load.bt * 1e6 / (LOAD_OBJECT * 8) as f64;
     let udp_rate = cfg.load.udp * 1e6 / (UDP_SIZE * 8) as f64;
@@ -334,6 +311,34 @@ pub fn ndl(cfg: &Config, seed: u64, t: Timing) -> String {
     );
     host(&mut s, "mgen-sink", "s0", &["mgen_sink port='5000'".into()]);
     s
+}
+
+/// Writes the networks and the routers of Fig. 1.
+fn fabric(s: &mut String) {
+    s.push_str("[Networks]\n");
+    // S0: the client network; its ports, and R1's NIC onto it, hold 1,000
+    // frames (Linux's txqueuelen on the routers).
+    s.push_str(
+        "\t[Network id='s0' type='switch' bandwidth='100Mbps' latency='5us' qdisc='droptail' limit='1000']\n\t\t[IP subnet='10.0.0.0/24']\n",
+    );
+    for k in 1..=3 {
+        let _ = writeln!(
+            s,
+            "\t[Network id='s{k}' type='switch' bandwidth='1Gbps' latency='50us']\n\t\t[IP subnet='10.0.{k}.0/24']"
+        );
+    }
+    s.push_str(
+        "\t[Network id='s4' type='switch' bandwidth='1Gbps' latency='5us']\n\t\t[IP subnet='10.0.4.0/24']\n\n[Machines]\n",
+    );
+    for r in 1..=4u32 {
+        let _ = writeln!(
+            s,
+            "\t[Machine name='r{r}' forward='yes']\n\t\t[Networks]\n\t\t\t[Network id='s{}' ip='10.0.{}.{}']\n\t\t\t[Network id='s{r}' ip='10.0.{r}.1']",
+            r - 1,
+            r - 1,
+            if r == 1 { 1 } else { 2 }
+        );
+    }
 }
 
 /// Writes one host on network `net` with IPv4, UDP and TCP and `apps`

@@ -55,6 +55,10 @@ fn err<E: std::fmt::Display>(e: E) -> String {
 }
 
 /// Draws one grouped bar chart.
+///
+/// Long because it is one chart drawn in order: axes, each series' bars
+/// and whiskers, the paper's markers, the legend and the category
+/// labels, each a few plotters calls.
 fn draw<DB: DrawingBackend>(
     area: DrawingArea<DB, plotters::coord::Shift>,
     figure: &str,

@@ -137,6 +137,9 @@ fn competing() -> Vec<(&'static str, Config)> {
 const KINDS: [Kind; 2] = [Kind::Apache, Kind::Iis];
 
 /// Returns the bars of Figs. 2–14.
+///
+/// Long because it is the flat list of the paper's thirteen figures, a
+/// few lines each.
 pub fn bars(outcomes: &[Outcome]) -> Vec<Bar> {
     let p = Pick { outcomes };
     let mut out = Vec::new();
