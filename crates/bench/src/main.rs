@@ -27,6 +27,9 @@
 //!   resolvers and a root / TLD / authoritative hierarchy (`dns.rs`).
 //! - `web`: browsing users (SURGE) on web servers for T simulated
 //!   seconds; pages per wall second (`web.rs`).
+//! - `web-study`: Loukili et al.'s CUBIC (Apache) against Compound TCP
+//!   (IIS) web servers under congestion, Tables 2–4 and Figs. 2–14 beside
+//!   the paper's numbers (`web_study.rs`, `docs/web-study.md`).
 //! - `tcp-idle`: N idle established TCP connections; bytes per connection
 //!   (`tcp_idle.rs`).
 //! - `offload-memory`: N idle hosts with and without `offload='linux'`
@@ -57,6 +60,7 @@ mod star;
 mod tcp_idle;
 mod topology;
 mod web;
+mod web_study;
 
 use clap::{Parser, Subcommand};
 use elvis_sim::{Host, NetworkConfig, Protocols, Simulation};
@@ -188,6 +192,31 @@ enum Cmd {
         servers: u32,
         #[arg(long, default_value_t = 60)]
         seconds: u64,
+    },
+    /// Loukili et al.'s study of CUBIC and Compound TCP web servers:
+    /// every configuration × seeds; writes Tables 2–4, the data of Figs.
+    /// 2–14 and PNGs into OUT (`web_study.rs`).
+    WebStudy {
+        /// Seeds per configuration (1 … N).
+        #[arg(long, default_value_t = 3)]
+        seeds: u64,
+        /// Only the configurations whose id contains this (e.g.
+        /// `same/C1/Apache`).
+        #[arg(long)]
+        filter: Option<String>,
+        /// How long the loads run, simulated seconds.
+        #[arg(long, default_value_t = 20.0)]
+        seconds: f64,
+        /// When the browser sends its request, simulated seconds (by 10
+        /// s the bottleneck queue has filled).
+        #[arg(long, default_value_t = 10.0)]
+        browser_at: f64,
+        /// TCP's initial RTO, ms (3000: RFC 2988, as the testbed's
+        /// systems; elvis' default is RFC 6298's 1000).
+        #[arg(long, default_value_t = 3000)]
+        initial_rto_ms: u64,
+        #[arg(long, default_value = "web-study")]
+        out: std::path::PathBuf,
     },
     /// N idle established TCP connections: memory per connection.
     TcpIdle {
@@ -376,6 +405,27 @@ fn main() {
             &loss_detection,
         ),
         Cmd::TcpIdle { n } => tcp_idle::tcp_idle(n),
+        Cmd::WebStudy {
+            seeds,
+            filter,
+            seconds,
+            browser_at,
+            initial_rto_ms,
+            out,
+        } => {
+            let t = web_study::Timing {
+                load_s: seconds,
+                browser_at,
+                initial_rto_ms,
+            };
+            match web_study::run(seeds, filter.as_deref(), t, &out) {
+                Ok(ok) => std::process::exit(if ok { 0 } else { 1 }),
+                Err(e) => {
+                    eprintln!("error: {}: {e}", out.display());
+                    std::process::exit(5);
+                }
+            }
+        }
         Cmd::Web {
             users,
             servers,

@@ -68,6 +68,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../examples/ndl/topology-zoo.ndl"),
     ),
     ("video.ndl", include_str!("../../../examples/ndl/video.ndl")),
+    (
+        "web-study.ndl",
+        include_str!("../../../examples/ndl/web-study.ndl"),
+    ),
     ("web.ndl", include_str!("../../../examples/ndl/web.ndl")),
 ];
 

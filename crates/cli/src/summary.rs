@@ -298,6 +298,25 @@ fn tcp(s: &mut String, r: &Report) {
         r.tcp_connections_total,
         shares.join(", ")
     );
+    // The busiest senders (a web server's throughput), with and without
+    // retransmissions, when any retransmitted.
+    let mut senders: Vec<&elvis_sim::report::SenderReport> = r.tcp_senders.iter().collect();
+    senders.sort_by_key(|t| std::cmp::Reverse(t.bytes_sent));
+    if senders.iter().any(|t| t.retransmitted_bytes > 0) {
+        let top: Vec<String> = senders
+            .iter()
+            .take(3)
+            .map(|t| {
+                format!(
+                    "{} {}bit/s ({}bit/s without retransmissions)",
+                    t.machine,
+                    si(t.throughput_bps as f64),
+                    si(t.nrt_throughput_bps as f64)
+                )
+            })
+            .collect();
+        let _ = writeln!(s, "  TCP senders      {}", top.join(", "));
+    }
 }
 
 /// Lists the first 20 metrics the applications published, each in its

@@ -102,6 +102,11 @@ pub struct Report {
     /// Payload bytes acknowledged to senders, per congestion control
     /// algorithm, over all connections (listed or not).
     pub tcp_shares: Vec<CongestionShare>,
+    /// Per machine that sent TCP data, over its listed connection ends
+    /// (`tcp_connections`): bytes sent with and without retransmissions,
+    /// and the rates over its sending span (a web server's throughput, as
+    /// a capture at the server measures it).
+    pub tcp_senders: Vec<SenderReport>,
     /// DHCP clients, messages and lease tables (only in runs with DHCP).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dhcp: Option<DhcpReport>,
@@ -159,8 +164,82 @@ pub struct ConnectionReport {
     /// Mean goodput as a sender: `bytes_acked` × 8 over
     /// `last_ack_ns − opened_ns`, bit/s (0 for a pure receiver).
     pub throughput_bps: u64,
+    /// Mean sending rate with retransmissions: `bytes_sent` × 8 over
+    /// `last_ack_ns − opened_ns`, bit/s (0 for a pure receiver).
+    pub sent_bps: u64,
     #[serde(flatten)]
     pub stats: crate::stack::tcp::TcpStats,
+}
+
+/// What one machine sent over TCP, summed over its listed connection ends
+/// that sent data.
+#[derive(Clone, Debug, Serialize)]
+pub struct SenderReport {
+    pub machine: String,
+    /// Connection ends that sent payload.
+    pub connections: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Payload bytes sent again.
+    pub retransmitted_bytes: u64,
+    pub bytes_acked: u64,
+    /// The sending span: the first of those connections' opening and the
+    /// last acknowledgement to any of them, ns.
+    pub first_opened_ns: u64,
+    pub last_ack_ns: u64,
+    /// `bytes_sent` × 8 over the span, bit/s: the throughput a capture at
+    /// the sender counts, retransmissions included.
+    pub throughput_bps: u64,
+    /// (`bytes_sent` − `retransmitted_bytes`) × 8 over the span, bit/s:
+    /// the throughput with retransmissions left out ("NRT").
+    pub nrt_throughput_bps: u64,
+}
+
+impl SenderReport {
+    /// Sums the connection ends of `conns` that sent payload, per machine,
+    /// in the order machines first appear.
+    pub(crate) fn from_connections(conns: &[ConnectionReport]) -> Vec<SenderReport> {
+        let mut out: Vec<SenderReport> = Vec::new();
+        let mut index: std::collections::HashMap<&str, usize> = Default::default();
+        for c in conns.iter().filter(|c| c.stats.bytes_sent > 0) {
+            let k = *index.entry(c.machine.as_str()).or_insert_with(|| {
+                out.push(SenderReport {
+                    machine: c.machine.clone(),
+                    connections: 0,
+                    bytes_sent: 0,
+                    retransmitted_bytes: 0,
+                    bytes_acked: 0,
+                    first_opened_ns: u64::MAX,
+                    last_ack_ns: 0,
+                    throughput_bps: 0,
+                    nrt_throughput_bps: 0,
+                });
+                out.len() - 1
+            });
+            let s = &mut out[k];
+            s.connections += 1;
+            s.bytes_sent += c.stats.bytes_sent;
+            s.retransmitted_bytes += c.stats.retransmitted_bytes;
+            s.bytes_acked += c.stats.bytes_acked;
+            s.first_opened_ns = s.first_opened_ns.min(c.opened_ns);
+            s.last_ack_ns = s.last_ack_ns.max(c.last_ack_ns);
+        }
+        for s in &mut out {
+            let span = s.last_ack_ns.saturating_sub(s.first_opened_ns);
+            s.throughput_bps = bps(s.bytes_sent, span);
+            s.nrt_throughput_bps =
+                bps(s.bytes_sent - s.retransmitted_bytes.min(s.bytes_sent), span);
+        }
+        out
+    }
+}
+
+/// Returns `bytes` × 8 over `ns`, bit/s (0 over no time).
+pub(crate) fn bps(bytes: u64, ns: u64) -> u64 {
+    if ns == 0 {
+        return 0;
+    }
+    (u128::from(bytes) * 8 * 1_000_000_000 / u128::from(ns)) as u64
 }
 
 /// What one congestion control algorithm got, over all connections.

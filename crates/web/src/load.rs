@@ -9,7 +9,15 @@
 //!
 //! Metrics (per group, [`crate::stats`]): `fetches` (completed with any
 //! status), `bytes` (bodies), `errors` (failed connections or responses),
-//! `non_200`, and `fetch_p50_ns`/`_p90_ns`/`_p99_ns`.
+//! `non_200`, and `fetch_p50_ns`/`_p90_ns`/`_p99_ns`; then the client
+//! throughput as `http_load` prints it (its "bytes/sec"):
+//! `throughput_bps`, the bodies' bits over the time from the group's start
+//! to the last fetch done (with `rate`, at least the fetches done over the
+//! rate: the time their starts were spread over). With `rate`, also `offered_bps`, the rate the
+//! group was asked for (its machines' fetches per second × the mean body
+//! of the fetches done × 8), and `rate_share_percent`, `throughput_bps`
+//! over `offered_bps`: the share of the maximum allowed rate that a
+//! traffic class achieved (Loukili et al., Tables 2–4).
 
 use crate::client::{self, Origin};
 use crate::exec::Jobs;
@@ -38,16 +46,26 @@ pub struct Config {
     /// Fetches to make (`None`: until stopped).
     pub fetches: Option<u64>,
     pub stats: Rc<Recorder>,
+    /// Fetches per second the group's machines were asked for (`rate`),
+    /// summed as they start.
+    pub offered_rate: Rc<Cell<f64>>,
 }
 
 const COUNTS: [&str; 4] = ["fetches", "bytes", "errors", "non_200"];
+
+/// The gauges, published after the counts.
+const GAUGES: [&str; 3] = ["throughput_bps", "offered_bps", "rate_share_percent"];
 
 /// Fetches until done or stopped.
 ///
 /// # Errors
 /// None of its own: failures are counted in `errors`.
 pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
-    cfg.stats.open(&host, &COUNTS, &["fetch"]);
+    cfg.stats
+        .open_with_gauges(&host, &COUNTS, &["fetch"], &GAUGES);
+    if let Mode::Rate(r) = cfg.mode {
+        cfg.offered_rate.set(cfg.offered_rate.get() + r);
+    }
     let kick = Rc::new(Cell::new(false));
     let mut jobs = Jobs::new(kick);
     let started = Rc::new(Cell::new(0u64));
@@ -111,7 +129,33 @@ async fn fetch(host: &Host, cfg: &Config) {
             }
             cfg.stats
                 .time("fetch", host.now().as_nanos() - start.as_nanos());
+            rates(host, cfg);
         }
         Err(_) => cfg.stats.add("errors", 1),
+    }
+}
+
+/// Updates the group's throughput gauges after a fetch.
+fn rates(host: &Host, cfg: &Config) {
+    let s = &cfg.stats;
+    let (bytes, fetches) = (s.get("bytes") as f64, s.get("fetches") as f64);
+    let mut span = host.now().as_nanos().saturating_sub(s.since()) as f64;
+    // At a rate, the fetches done so far were scheduled over at least
+    // fetches / rate seconds: the last one starts (n − 1) / rate after
+    // the first, and a short fetch must not count as a rate above the
+    // one asked for.
+    let rate = cfg.offered_rate.get();
+    if rate > 0.0 {
+        span = span.max(fetches / rate * 1e9);
+    }
+    if span <= 0.0 {
+        return;
+    }
+    let bps = bytes * 8e9 / span;
+    s.set("throughput_bps", bps.round());
+    let offered = rate * bytes / fetches.max(1.0) * 8.0;
+    if offered > 0.0 {
+        s.set("offered_bps", offered.round());
+        s.set("rate_share_percent", bps / offered * 100.0);
     }
 }

@@ -60,6 +60,10 @@ pub struct Config {
     /// the stack's default, 4 MiB). A worker is held until its response
     /// is in this buffer, so a smaller one holds workers longer.
     pub sndbuf: Option<usize>,
+    /// The congestion control of its connections (`TCP_CONGESTION` on the
+    /// listening socket; `None`: the stack's default, CUBIC). Apache on
+    /// Linux serves with CUBIC, IIS on Windows with Compound TCP.
+    pub congestion: Option<elvis_api::Congestion>,
     /// The site's model and its page count.
     pub model: Rc<Model>,
     pub pages: u64,
@@ -85,6 +89,7 @@ impl Config {
             backlog: 511,
             keepalive: Duration::from_secs(5),
             sndbuf: None,
+            congestion: None,
             model: Rc::new(Model::surge()),
             pages: 1000,
             service: Duration::ZERO,
@@ -118,6 +123,9 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     let mut sock = host.tcp_socket()?;
     if let Some(b) = cfg.sndbuf {
         sock.set_send_buffer_size(b);
+    }
+    if let Some(c) = cfg.congestion {
+        sock.set_congestion(c);
     }
     sock.bind(cfg.port)?;
     let listener = sock.listen(cfg.backlog)?;

@@ -122,15 +122,18 @@ struct Ratio {
     metric: LiveMetric,
 }
 
-/// A group's shared metrics: counts, durations and quotients of counts,
-/// each made and published when first touched.
+/// A group's shared metrics: counts, durations, quotients of counts and
+/// rates (gauges), each made and published when first touched.
 #[derive(Default)]
 pub struct Recorder {
     counts: RefCell<Vec<(&'static str, Count)>>,
     timings: RefCell<Vec<(&'static str, Timing)>>,
     ratios: RefCell<Vec<Ratio>>,
+    gauges: RefCell<Vec<(&'static str, LiveMetric)>>,
     /// The first machine that published (the metrics' owner).
     started: Cell<bool>,
+    /// When the group's first machine opened its metrics, ns.
+    since: Cell<u64>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -144,7 +147,7 @@ impl Recorder {
     /// 0) on the first call, so the report lists them in a fixed order
     /// even when nothing happens; later calls do nothing.
     pub fn open(&self, host: &Host, counts: &[&'static str], timings: &[&'static str]) {
-        self.open_with_ratios(host, counts, timings, &[]);
+        self.open_full(host, counts, timings, &[], &[]);
     }
 
     /// [`Recorder::open`], then publishes `ratios`: each `(name, num,
@@ -157,9 +160,35 @@ impl Recorder {
         timings: &[&'static str],
         ratios: &[RatioDef],
     ) {
+        self.open_full(host, counts, timings, ratios, &[]);
+    }
+
+    /// As [`Recorder::open`], then publishes `gauges` (values set with
+    /// [`Recorder::set`], at 0), and remembers the time of the first call
+    /// ([`Recorder::since`]).
+    pub fn open_with_gauges(
+        &self,
+        host: &Host,
+        counts: &[&'static str],
+        timings: &[&'static str],
+        gauges: &[&'static str],
+    ) {
+        self.open_full(host, counts, timings, &[], gauges);
+    }
+
+    /// [`Recorder::open`] with ratios and gauges.
+    fn open_full(
+        &self,
+        host: &Host,
+        counts: &[&'static str],
+        timings: &[&'static str],
+        ratios: &[RatioDef],
+        gauges: &[&'static str],
+    ) {
         if self.started.replace(true) {
             return;
         }
+        self.since.set(host.now().as_nanos());
         for &t in timings {
             let metrics =
                 ["p50", "p90", "p99"].map(|q| host.publish_live(&format!("{t}_{q}_ns"), 0.0));
@@ -187,6 +216,24 @@ impl Recorder {
                 den,
                 metric: host.publish_live(name, 0.0),
             });
+        }
+        for &g in gauges {
+            self.gauges
+                .borrow_mut()
+                .push((g, host.publish_live(g, 0.0)));
+        }
+    }
+
+    /// Returns when the group's metrics were opened (its first machine's
+    /// start), ns.
+    pub fn since(&self) -> u64 {
+        self.since.get()
+    }
+
+    /// Sets gauge `name` (one of those opened) to `v`.
+    pub fn set(&self, name: &str, v: f64) {
+        if let Some((_, m)) = self.gauges.borrow().iter().find(|(n, _)| *n == name) {
+            m.set(v);
         }
     }
 

@@ -225,6 +225,7 @@ impl Simulation {
         let wall = self.wall.as_secs_f64();
         let (queues_total, queues) = self.queue_reports();
         let (applications_total, applications) = app_reports(w);
+        let tcp_connections = self.connection_reports();
         Report {
             seed: w.hosts.config.seed,
             end,
@@ -262,7 +263,8 @@ impl Simulation {
             problems,
             metrics: metric_reports(w),
             tcp_connections_total: w.hosts.obs.conns.created,
-            tcp_connections: self.connection_reports(),
+            tcp_senders: report::SenderReport::from_connections(&tcp_connections),
+            tcp_connections,
             tcp_shares: self.congestion_shares(),
             performance: Performance {
                 wall_time_s: wall,
@@ -320,6 +322,11 @@ impl Simulation {
                 opened_ns: r.life.opened_ns,
                 last_ack_ns: r.life.last_ack_ns,
                 throughput_bps: r.life.throughput_bps(r.stats.bytes_acked),
+                sent_bps: if r.life.last_ack_ns > r.life.opened_ns {
+                    report::bps(r.stats.bytes_sent, r.life.last_ack_ns - r.life.opened_ns)
+                } else {
+                    0
+                },
                 stats: r.stats,
             })
             .collect()

@@ -74,6 +74,22 @@ fn the_report_lists_both_ends_of_a_connection_with_agreeing_counters() {
     assert_eq!(r.tcp_shares.len(), 1);
     assert_eq!(r.tcp_shares[0].bytes_acked, BYTES);
     assert_eq!(r.tcp_shares[0].throughput_share, 1.0);
+    // The sender's rate with retransmissions is above its goodput; the
+    // machine's totals are its one sending end's, and leaving the
+    // retransmitted bytes out gives the rate of the transfer itself.
+    assert!(c[0].sent_bps > bps, "{} vs {bps}", c[0].sent_bps);
+    assert_eq!(c[1].sent_bps, 0);
+    assert_eq!(r.tcp_senders.len(), 1, "the receiver sent no payload");
+    let s = &r.tcp_senders[0];
+    assert_eq!(s.machine, "client");
+    assert_eq!((s.connections, s.bytes_sent), (1, c[0].stats.bytes_sent));
+    assert_eq!(s.retransmitted_bytes, c[0].stats.retransmitted_bytes);
+    assert_eq!(s.throughput_bps, c[0].sent_bps);
+    assert_eq!(
+        s.nrt_throughput_bps, bps,
+        "bytes sent less retransmitted = bytes acked"
+    );
+    assert!(s.nrt_throughput_bps < s.throughput_bps);
 }
 
 #[test]

@@ -107,6 +107,7 @@ fn queued(max_workers: u32) -> elvis_sim::Report {
         mode: load::Mode::Parallel(4),
         fetches: Some(8),
         stats: Rc::default(),
+        offered_rate: Rc::default(),
     });
     sim.spawn(c, "http_load", move |h| load::run(h, lcfg));
     let r = sim.run();
@@ -146,6 +147,7 @@ fn a_full_queue_is_answered_503() {
         mode: load::Mode::Parallel(4),
         fetches: Some(4),
         stats: Rc::default(),
+        offered_rate: Rc::default(),
     });
     sim.spawn(c, "http_load", move |h| load::run(h, lcfg));
     let r = sim.run();
@@ -233,4 +235,47 @@ fn users_stopped_by_time_keep_their_metrics() {
     let pages = metric(&r, "web_user", "pages");
     assert!((5.0..=20.0).contains(&pages), "{pages}");
     assert_eq!(metric(&r, "web_user", "sessions"), 1.0);
+}
+
+/// `http_load` at a rate: 10 fetches a second of 100 KB over an idle
+/// 100 Mb/s LAN get the whole 8 Mbit/s asked for; over 1 Mb/s they get
+/// at most the link's rate, a share well below 100 %.
+fn at_rate(bandwidth: u64) -> elvis_sim::Report {
+    let (mut sim, s, c) = lan(1, 1, bandwidth);
+    let cfg = server_cfg(0);
+    sim.spawn_daemon(s, "web_server", move |h| server::run(h, cfg));
+    let lcfg = Rc::new(load::Config {
+        origin: Origin::new(SERVER, 80, "server"),
+        path: "/obj/100KB".into(),
+        mode: load::Mode::Rate(10.0),
+        fetches: Some(20),
+        stats: Rc::default(),
+        offered_rate: Rc::default(),
+    });
+    sim.spawn(c, "http_load", move |h| load::run(h, lcfg));
+    let r = sim.run();
+    assert_success(&r);
+    assert_eq!(metric(&r, "http_load", "fetches"), 20.0);
+    assert_eq!(metric(&r, "http_load", "offered_bps"), 8e6);
+    r
+}
+
+#[test]
+fn http_load_reports_its_throughput_and_share_of_the_rate_asked_for() {
+    let fast = at_rate(100_000_000);
+    let (bps, share) = (
+        metric(&fast, "http_load", "throughput_bps"),
+        metric(&fast, "http_load", "rate_share_percent"),
+    );
+    // 2 MB over the 2 s the 20 starts were spread over (the last fetch,
+    // started at 1.9 s, takes about 10 ms): the rate asked for.
+    assert!(bps > 8e6 * 0.99 && bps <= 8e6, "{bps}");
+    assert!((share - bps / 8e6 * 100.0).abs() < 1e-3, "{share}");
+    let slow = at_rate(1_000_000);
+    let (bps, share) = (
+        metric(&slow, "http_load", "throughput_bps"),
+        metric(&slow, "http_load", "rate_share_percent"),
+    );
+    assert!(bps < 1e6 && bps > 0.8e6, "{bps}");
+    assert!(share < 12.5, "{share}");
 }

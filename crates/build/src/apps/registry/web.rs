@@ -21,6 +21,7 @@ pub(super) const SERVER: &[&str] = &[
     "backlog",
     "keepalive",
     "sndbuf",
+    "congestion",
     "model",
     "pages",
     "service",
@@ -33,6 +34,7 @@ pub(super) const VIDEO_SERVER: &[&str] = &[
     "backlog",
     "keepalive",
     "sndbuf",
+    "congestion",
     "model",
     "pages",
     "service",
@@ -67,6 +69,7 @@ pub(super) fn build_server(
     cfg.backlog = o.u64_or("backlog", 511)?.clamp(1, 65_535) as usize;
     cfg.keepalive = o.duration_or("keepalive", cfg.keepalive)?;
     cfg.sndbuf = o.buffer("sndbuf")?;
+    cfg.congestion = o.congestion()?;
     cfg.pages = o.u64_or("pages", 1000)?;
     if cfg.pages == 0 {
         return Err(
@@ -356,6 +359,7 @@ pub(super) fn build_load(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
             .map(|_| o.u64_or("fetches", 0))
             .transpose()?,
         stats: Rc::default(),
+        offered_rate: Rc::default(),
     });
     let set = |c: &mut load::Config, ip| c.origin.addr.set_ip(ip);
     Ok(factory("http_load", false, move |sim, m| {
