@@ -396,6 +396,9 @@ pub struct Outcome {
 
 /// Runs one configuration with one seed.
 ///
+/// Long because it reads every measure of the run (per server, the
+/// background and the UDP load) into its outcome in one place.
+///
 /// # Panics
 /// If the generated NDL does not parse or build (a bug here).
 pub fn run_one(cfg: &Config, seed: u64, t: Timing) -> Outcome {

@@ -45,6 +45,7 @@ fn attack(parallel: u32, limit_conn: Option<u32>) -> elvis_sim::Report {
         mode: load::Mode::Parallel(1),
         fetches: Some(20),
         stats: Rc::default(),
+        offered_rate: Rc::default(),
     });
     sim.spawn(user, "http_load", move |h: elvis_sim::Host| async move {
         h.sleep(Duration::from_millis(1500)).await;
