@@ -24,7 +24,9 @@ from ._native import check_text as _check_text
 from ._native import run_file as _run_file
 from ._native import run_text as _run_text
 
-__all__ = ["run", "check", "NdlError", "Report", "TABLES"]
+from .scenario import Scenario
+
+__all__ = ["run", "check", "NdlError", "Report", "TABLES", "Scenario"]
 
 #: The report's lists that become DataFrames when pandas is installed.
 TABLES = ("tcp_connections", "tcp_shares", "queues", "applications", "metrics")

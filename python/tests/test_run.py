@@ -153,3 +153,40 @@ def test_tables_are_dataframes_with_pandas():
     assert isinstance(r["applications"], pandas.DataFrame)
     assert set(r["applications"]["group"]) == {"sender", "capturer"}
     assert isinstance(r["packets"], dict)
+
+
+def test_a_scenario_built_in_python_runs_as_its_ndl_file_does():
+    s = elvis.Scenario(seed=3)
+    s.network("3", ip="123.45.67.89")
+    udp = ["IPv4", "UDP"]
+    s.machine(
+        "sender",
+        count=4,
+        networks=["3"],
+        protocols=udp,
+        applications=[("send_message", {"message": "Hello!", "to": "capturer", "port": "0xbeef"})],
+    )
+    s.machine(
+        "capturer",
+        networks=["3"],
+        protocols=udp,
+        applications=[
+            ("capture", {"ip": "123.45.67.89", "port": "0xbeef", "message_count": 4})
+        ],
+    )
+    built = s.run(frames=False)
+    from_text = elvis.run(FIG2, seed=3, frames=False)
+    assert built["packets"] == from_text["packets"]
+    assert built["packets"]["udp_delivered"] == 4
+    # The same scenario as the hand-written file, key for key.
+    assert s.ndl().splitlines()[1:] == FIG2.splitlines()
+
+
+def test_a_python_scenario_error_names_its_ndl_line():
+    s = elvis.Scenario().network("lan").machine("a", networks=["wan"])
+    with pytest.raises(elvis.NdlError) as e:
+        s.run()
+    line = s.ndl().splitlines()[e.value.line - 1]
+    assert "wan" in line, (str(e.value), line)
+    with pytest.raises(ValueError):
+        elvis.Scenario().network("it's").ndl()
