@@ -6,10 +6,12 @@
 //! without them.
 #![forbid(unsafe_code)]
 
+mod common;
+
 use elvis_sim::net::NetworkConfig;
 use elvis_sim::stack::route::Metric;
 use elvis_sim::{Protocols, RunLimits, Simulation, Time};
-use elvis_tap::{add_tap_machine, TapConfig, TapError};
+use elvis_tap::{add_tap_machine, TapConfig};
 use std::net::Ipv4Addr;
 use std::process::Command;
 
@@ -19,26 +21,6 @@ const RATE: u64 = 100_000_000;
 const LATENCY_NS: u64 = 1_000_000;
 /// An echo frame: Ethernet 14 + IPv4 20 + ICMP 8 + ping's 56 bytes.
 const FRAME: u64 = 14 + 20 + 8 + 56;
-
-fn missing() -> Option<String> {
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun".into());
-    }
-    for tool in ["ip", "ping"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            return Some(format!("no `{tool}` command"));
-        }
-    }
-    let root = Command::new("id").arg("-u").output();
-    if !root.is_ok_and(|o| o.stdout.starts_with(b"0")) {
-        return Some("not root".into());
-    }
-    None
-}
 
 fn link_ip(i: u32, side: u8) -> Ipv4Addr {
     Ipv4Addr::new(10, 77, i as u8, side)
@@ -54,7 +36,7 @@ fn link(name: &str) -> NetworkConfig {
 
 #[test]
 fn linux_ping_crosses_five_simulated_routers_in_the_closed_form_time() {
-    if let Some(why) = missing() {
+    if let Some(why) = common::missing(&["ping"]) {
         eprintln!("skipped: {why}");
         return;
     }
@@ -84,11 +66,7 @@ fn linux_ping_crosses_five_simulated_routers_in_the_closed_form_time() {
         Ok((_, guard)) => guard,
         // Where TAP devices or namespaces are not allowed (an unprivileged
         // container), say so and pass.
-        Err(e @ TapError::Create { .. }) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-        Err(e @ TapError::Ip { .. }) if e.to_string().contains("netns add") => {
+        Err(e) if common::unavailable(&e) => {
             eprintln!("skipped: {e}");
             return;
         }
@@ -105,11 +83,7 @@ fn linux_ping_crosses_five_simulated_routers_in_the_closed_form_time() {
         .expect("ping starts");
     // tracepath (iputils), where installed: each simulated router answers
     // from the address of the link the probe came in on.
-    let has_tracepath = Command::new("sh")
-        .args(["-c", "command -v tracepath"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let trace = has_tracepath.then(|| {
+    let trace = common::has("tracepath").then(|| {
         Command::new("ip")
             .args(["netns", "exec", &ns, "tracepath", "-n", "-m", "8"])
             .arg(target.to_string())

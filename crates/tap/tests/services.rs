@@ -5,33 +5,15 @@
 //! `/dev/net/tun`, `ip`, `getent` and `curl`; says so and passes without.
 #![forbid(unsafe_code)]
 
+mod common;
+
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-fn missing() -> Option<String> {
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun".into());
-    }
-    for tool in ["ip", "getent", "curl"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            return Some(format!("no `{tool}` command"));
-        }
-    }
-    let root = Command::new("id").arg("-u").output();
-    if !root.is_ok_and(|o| o.stdout.starts_with(b"0")) {
-        return Some("not root".into());
-    }
-    None
-}
-
 #[test]
 fn linux_resolves_a_name_from_elvis_dns_and_fetches_from_elvis_web() {
-    if let Some(why) = missing() {
+    if let Some(why) = common::missing(&["getent", "curl"]) {
         eprintln!("skipped: {why}");
         return;
     }

@@ -5,10 +5,12 @@
 //! root, `/dev/net/tun`, `ip` and `python3`; says so and passes without.
 #![forbid(unsafe_code)]
 
+mod common;
+
 use elvis_sim::net::NetworkConfig;
 use elvis_sim::stack::route::Metric;
 use elvis_sim::{Host, Protocols, Simulation};
-use elvis_tap::{add_tap_machine, TapConfig, TapError};
+use elvis_tap::{add_tap_machine, TapConfig};
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,26 +32,6 @@ print("echoed", len(got), "bytes,", "identical" if same else "DIFFERENT")
 sys.exit(0 if same else 1)
 "#;
 
-fn missing() -> Option<String> {
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun".into());
-    }
-    for tool in ["ip", "python3"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            return Some(format!("no `{tool}` command"));
-        }
-    }
-    let root = Command::new("id").arg("-u").output();
-    if !root.is_ok_and(|o| o.stdout.starts_with(b"0")) {
-        return Some("not root".into());
-    }
-    None
-}
-
 fn link(name: &str, lossy: bool) -> NetworkConfig {
     let mut c = NetworkConfig::ideal(name);
     c.kind = elvis_sim::NetworkKind::Link;
@@ -64,7 +46,7 @@ fn link(name: &str, lossy: bool) -> NetworkConfig {
 
 #[test]
 fn linux_tcp_and_elvis_tcp_exchange_two_megabytes_over_loss_and_reordering() {
-    if let Some(why) = missing() {
+    if let Some(why) = common::missing(&["python3"]) {
         eprintln!("skipped: {why}");
         return;
     }
@@ -90,11 +72,7 @@ fn linux_tcp_and_elvis_tcp_exchange_two_megabytes_over_loss_and_reordering() {
     };
     let guard = match add_tap_machine(&mut sim, "linux", l0, Ipv4Addr::new(10, 78, 0, 2), &cfg) {
         Ok((_, guard)) => guard,
-        Err(e @ TapError::Create { .. }) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-        Err(e @ TapError::Ip { .. }) if e.to_string().contains("netns add") => {
+        Err(e) if common::unavailable(&e) => {
             eprintln!("skipped: {e}");
             return;
         }
