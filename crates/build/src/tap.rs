@@ -2,7 +2,10 @@
 //! Linux hosts whose frames cross the simulated networks (`elvis-tap`).
 //! The device is made when the machine is; its namespace is set up once
 //! every machine is attached (it needs the machine's address); a scenario
-//! with one runs in real time.
+//! with one runs in real time. With `[Protocol name='DHCP']` the machine
+//! starts without an address: Linux's own DHCP client gets one (from an
+//! elvis `dhcp_server`, say), and elvis sets only the device's MAC
+//! address and brings it up.
 
 use crate::{err, BuildError};
 use elvis_scenario::{MachineGroup, Scenario, TapSpec};
@@ -19,7 +22,8 @@ pub(crate) struct Pending {
 }
 
 /// Makes the TAP machine of group `g` (one machine on one network, no
-/// protocols or applications of elvis's own).
+/// protocols or applications of elvis's own, apart from `DHCP`, which
+/// says that Linux configures it).
 ///
 /// # Errors
 /// Such a machine with more, or a device that cannot be created.
@@ -34,12 +38,22 @@ pub(crate) fn add(
         e.hint = Some("give it one [Network id='…'] line".into());
         return Err(e);
     }
-    if !g.protocols.is_empty() || !g.applications.is_empty() || g.forward {
+    let by_dhcp = crate::dhcp::is_client(g);
+    let own_protocol = (g.protocols.iter()).find(|p| !p.name.eq_ignore_ascii_case("dhcp"));
+    if let Some(p) = own_protocol {
+        let mut e = err(
+            p.loc,
+            format!("a TAP machine runs Linux's stack, not elvis's {}", p.name),
+        );
+        e.hint = Some("a TAP machine takes only [Protocol name='DHCP'] (Linux's client then asks for its address)".into());
+        return Err(e);
+    }
+    if !g.applications.is_empty() || g.forward {
         let mut e = err(
             spec.loc,
             "a TAP machine runs Linux's stack and programs, not elvis's",
         );
-        e.hint = Some("remove its [Protocols], [Applications] and forward".into());
+        e.hint = Some("remove its [Applications] and forward".into());
         return Err(e);
     }
     let (stack, stats) =
@@ -51,6 +65,14 @@ pub(crate) fn add(
         .find(|n| n.id == g.networks[0].name)
         .and_then(|n| n.subnet)
         .map_or(24, |(_, len)| len);
+    if let Some(r) = g.routes.iter().find(|_| by_dhcp) {
+        let mut e = err(
+            r.loc,
+            "a TAP machine configured by DHCP takes its routes from the server",
+        );
+        e.hint = Some("give the dhcp_server's pool a router= instead".into());
+        return Err(e);
+    }
     let gateway = (g.routes.iter())
         .find(|r| r.len == 0)
         .and_then(|r| r.via.value.trim().parse::<Ipv4Addr>().ok());

@@ -27,6 +27,13 @@
 //! - The machine's MAC address on each network is the simulator's
 //!   ([`ForeignCtx::mac`]): simulated machines address it from their
 //!   static neighbour table, or learn it with ARP, like any other.
+//! - The machine's address on an interface is the one given when it was
+//!   attached, or, once it sends an ARP packet whose sender address is
+//!   another (a stack that configured itself, by DHCP or by hand), that
+//!   address: the static neighbour table learns it then, as a switch
+//!   learns a MAC address from the frames a port sends
+//!   ([`crate::addr::assign`]; refused, and the table left alone, when
+//!   another machine on the network has it).
 //! - A panic in the stack crashes that machine only (frames to it are then
 //!   dropped as `machine_crashed`).
 //!
@@ -217,6 +224,9 @@ impl ForeignCtx<'_> {
         if !self.can_transmit(iface) {
             return Err(TransmitError::NicFull(iface));
         }
+        if let Some(sender) = arp_sender(frame).filter(|&a| a != ifc.ip) {
+            let _ = crate::addr::assign(self.w, self.machine, iface as IfaceId, sender, None);
+        }
         let mut msg = Message::from_vec(frame.to_vec());
         if msg.len() < ethernet::MIN_FRAME_LEN {
             msg.pad_to(ethernet::MIN_FRAME_LEN);
@@ -244,6 +254,19 @@ impl ForeignCtx<'_> {
             .queue
             .schedule(at, m, Event::Timer { machine: m, timer });
     }
+}
+
+/// The sender protocol address of an Ethernet/IPv4 ARP packet (RFC 826:
+/// hardware type 1, protocol type 0x0800, lengths 6 and 4), unless it is
+/// `0.0.0.0` (an RFC 5227 probe) or not a unicast address.
+fn arp_sender(frame: &[u8]) -> Option<std::net::Ipv4Addr> {
+    let arp = frame.get(ethernet::HEADER_LEN..ethernet::HEADER_LEN + 28)?;
+    if frame[12..14] != [0x08, 0x06] || arp[..6] != [0, 1, 0x08, 0x00, 6, 4] {
+        return None;
+    }
+    let ip = std::net::Ipv4Addr::new(arp[14], arp[15], arp[16], arp[17]);
+    let usable = !(ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast());
+    usable.then_some(ip)
 }
 
 fn slot_mut(w: &mut Hosts, m: MachineId) -> Option<&mut ForeignSlot> {
@@ -310,4 +333,38 @@ pub fn on_poll(w: &mut Hosts, m: MachineId, room: bool) {
 pub fn start(w: &mut Hosts, m: MachineId) {
     let mut cx = ForeignCtx { w, machine: m };
     cx.poll_at(Time::ZERO);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::arp_sender;
+    use std::net::Ipv4Addr;
+
+    /// An Ethernet/IPv4 ARP request from `spa` (RFC 826 layout).
+    fn arp(spa: [u8; 4]) -> Vec<u8> {
+        let mut f = vec![0xff; 6];
+        f.extend([2, 0, 0, 0, 0, 7, 0x08, 0x06]);
+        f.extend([0, 1, 0x08, 0x00, 6, 4, 0, 1]);
+        f.extend([2, 0, 0, 0, 0, 7]);
+        f.extend(spa);
+        f.extend([0; 6]);
+        f.extend([10, 0, 0, 1]);
+        f
+    }
+
+    #[test]
+    fn the_sender_of_an_arp_packet_is_read_and_probes_are_not() {
+        assert_eq!(
+            arp_sender(&arp([10, 0, 0, 9])),
+            Some(Ipv4Addr::new(10, 0, 0, 9))
+        );
+        assert_eq!(arp_sender(&arp([0, 0, 0, 0])), None, "an RFC 5227 probe");
+        let mut ipv4 = arp([10, 0, 0, 9]);
+        ipv4[12..14].copy_from_slice(&[0x08, 0x00]);
+        assert_eq!(arp_sender(&ipv4), None, "not ARP");
+        let mut other = arp([10, 0, 0, 9]);
+        other[16..18].copy_from_slice(&[0x86, 0xdd]);
+        assert_eq!(arp_sender(&other), None, "not IPv4 over Ethernet");
+        assert_eq!(arp_sender(&arp([10, 0, 0, 9])[..40]), None, "short");
+    }
 }
