@@ -85,6 +85,7 @@ impl UdpSocket {
                 port,
                 remote: Cell::new(None),
                 tos: Cell::new(0),
+                ce_received: Cell::new(0),
                 closed: Cell::new(false),
                 rx: RefCell::new(UdpRx::new()),
             });
@@ -123,6 +124,15 @@ impl UdpSocket {
         self.check_open()?;
         self.shared.tos.set(tos);
         Ok(())
+    }
+
+    /// Datagrams this socket has received (queued) whose ECN field was CE,
+    /// congestion experienced (RFC 3168 §5): a count that grows as marked
+    /// datagrams arrive, so a receiver that answers congestion (DCQCN's
+    /// notification point) compares it before and after a `recv`, as it
+    /// would read the TOS of each datagram with Linux's `IP_RECVTOS`.
+    pub fn ce_received(&self) -> u64 {
+        self.shared.ce_received.get()
     }
 
     /// Limits the receive queue to `bytes` of payload; datagrams that do not

@@ -28,6 +28,8 @@
 //! | `video_server` | a `web_server` that also serves a DASH-like video: a manifest and segments at a ladder of bitrates (crate `elvis-web`) | never (daemon) |
 //! | `video_client` | streams that video with an adaptive bitrate rule (BOLA or throughput) and a playback buffer (crate `elvis-web`) | the video (or `duration`) watched |
 //! | `http_flood` | an HTTP GET flood: GETs at `rate` or over `parallel` connections (crate `elvis-web`) | `count` sent or `duration` over |
+//! | `dcqcn_send` | a RoCEv2-style UDP flow paced by DCQCN's reaction point (rate cut on CNPs, timer and byte-counter increases) | `bytes` sent |
+//! | `dcqcn_receive` | receives DCQCN flows and answers CE-marked packets with CNPs (at most one per flow per 50 µs) | never (daemon) |
 //!
 //! `dhcp_server` is an NDL application too, but a service of the
 //! machine's stack (`elvis_stack::dhcp::server`), not a task here.
@@ -39,6 +41,7 @@
 
 pub mod bulk;
 pub mod capture;
+pub mod dcqcn;
 pub mod flood;
 pub mod forward;
 pub mod mgen;

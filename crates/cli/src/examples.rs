@@ -14,6 +14,7 @@ pub const FILES: &[(&str, &str)] = &[
         "cubic-vs-compound.ndl",
         include_str!("../../../examples/ndl/cubic-vs-compound.ndl"),
     ),
+    ("dcqcn.ndl", include_str!("../../../examples/ndl/dcqcn.ndl")),
     ("ddos.ndl", include_str!("../../../examples/ndl/ddos.ndl")),
     (
         "default.ndl",

@@ -93,6 +93,10 @@ pub struct UdpShared {
     pub remote: Cell<Option<SocketAddrV4>>,
     /// TOS byte of the datagrams sent (`IP_TOS`).
     pub tos: Cell<u8>,
+    /// Datagrams queued here that arrived with the ECN field at CE
+    /// (congestion experienced, RFC 3168 §5): what a receiver that
+    /// answers marks (DCQCN's notification point) reads.
+    pub ce_received: Cell<u64>,
     /// The socket-table entry is gone (the socket was closed or its
     /// machine crashed): calls on the handle fail with `BadDescriptor`.
     pub closed: Cell<bool>,

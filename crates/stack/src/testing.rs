@@ -291,6 +291,7 @@ impl Lab {
             port,
             remote: Cell::new(None),
             tos: Cell::new(0),
+            ce_received: Cell::new(0),
             closed: Cell::new(false),
             rx: RefCell::new(UdpRx::new()),
         });

@@ -194,6 +194,9 @@ pub fn receive(
     let Some(waiter) = pushed else {
         return w.drop_packet(DropReason::SocketBufferFull);
     };
+    if ip_header.get(1).is_some_and(|tos| tos & 0b11 == 0b11) {
+        sock.ce_received.set(sock.ce_received.get() + 1);
+    }
     w.obs.stats.udp_delivered += 1;
     if let Some(t) = waiter {
         w.wake(t);

@@ -9,6 +9,7 @@
 //! the builder) and `start` / `stop` (when it runs, `timing.rs`).
 
 use super::timing::Timing;
+mod dcqcn;
 mod dns;
 mod traffic;
 mod web;
@@ -151,6 +152,8 @@ pub const APPS: &[(&str, &[&str])] = &[
         &["to", "port", "think", "pages", "connections", "follow"],
     ),
     ("http_load", &["url", "rate", "parallel", "fetches"]),
+    ("dcqcn_send", dcqcn::SEND),
+    ("dcqcn_receive", dcqcn::RECEIVE),
 ];
 
 /// Options every application accepts besides its own: `name` (the
@@ -210,6 +213,8 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "http_flood" => web::build_flood(&o, timing),
         "web_user" => web::build_user(&o, timing),
         "http_load" => web::build_load(&o, timing),
+        "dcqcn_send" => dcqcn::build_send(&o, timing),
+        "dcqcn_receive" => dcqcn::build_receive(&o, timing),
         _ => unreachable!("every name in APPS is handled"),
     }
 }
@@ -510,6 +515,7 @@ fn factory(
                 | "web_server"
                 | "video_server"
                 | "mgen_sink"
+                | "dcqcn_receive"
         ),
         spawn: Rc::new(f),
     }
