@@ -11,6 +11,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../examples/ndl/backbone-10.gml"),
     ),
     (
+        "bbr-vs-cubic.ndl",
+        include_str!("../../../examples/ndl/bbr-vs-cubic.ndl"),
+    ),
+    (
         "cubic-vs-compound.ndl",
         include_str!("../../../examples/ndl/cubic-vs-compound.ndl"),
     ),

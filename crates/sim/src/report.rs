@@ -153,7 +153,7 @@ pub struct ConnectionReport {
     /// `ip:port`.
     pub local: String,
     pub remote: String,
-    /// `newreno`, `cubic` or `compound`.
+    /// `newreno`, `cubic`, `compound` or `bbr`.
     pub congestion: &'static str,
     /// RFC 9293 state at the end (`Closed`, `TimeWait`, `Established`…).
     pub state: crate::stack::tcp::tcb::State,

@@ -50,6 +50,10 @@ pub enum SimError {
         "machine '{0}': too many distinct NIC offload settings (at most 65,536 per simulation)"
     )]
     TooManyOffloads(String),
+    /// A bandwidth change asked of a network that has none (an ideal
+    /// network), or a bandwidth of zero.
+    #[error("network '{0}': the bandwidth can only change on a network that has one, to a rate above zero")]
+    BadBandwidth(String),
 }
 
 /// Limits of one call to [`Simulation::run_with`].

@@ -61,6 +61,7 @@ pub mod keepalive;
 pub mod paws;
 pub mod prr;
 pub mod rack;
+pub mod rate;
 pub mod rx;
 pub mod syncookie;
 pub mod tcb;
@@ -88,7 +89,7 @@ use tcb::{Effects, Segment, State, Tcb};
 
 pub use ecn::EcnMode;
 pub use rack::LossDetection;
-pub use tcb::TcpStats;
+pub use tcb::{CcModel, TcpStats};
 
 /// TCP settings of a simulation (see the module table for defaults).
 #[derive(Clone, Debug, PartialEq)]

@@ -1,4 +1,4 @@
-//! TCP congestion control: NewReno, CUBIC and Compound TCP.
+//! TCP congestion control: NewReno, CUBIC, Compound TCP and BBR.
 //!
 //! Each algorithm is a small state machine that the TCP engine feeds with
 //! what it observes (ACKs, loss detection, timeouts) and asks for the
@@ -67,6 +67,14 @@
 //!   CUBIC does not count that time in its epoch.
 //! - **Initial state.** `cwnd = initial_window_segments * mss` (RFC 6928
 //!   allows 10), `ssthresh = u64::MAX` ("arbitrarily high", RFC 5681 §3.1).
+//! - **Model-based algorithms (BBR).** An algorithm whose
+//!   [`CongestionControl::wants_rate_samples`] is true also gets a
+//!   [`RateSample`] on every ACK that delivers data, in or out of
+//!   recovery (draft-cheng-iccrg-delivery-rate-estimation), and may ask
+//!   for a pacing rate ([`CongestionControl::pacing_rate`]) that the
+//!   sender then honours. The other algorithms keep the defaults (no
+//!   samples, no pacing), so the engine does for them exactly what it did
+//!   before these hooks existed.
 //!
 //! # Determinism
 //! Every state change is a function of the arguments. NewReno and Compound's
@@ -93,6 +101,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+pub mod bbr;
 pub mod compound;
 pub mod cubic;
 pub mod hystart;
@@ -101,6 +110,7 @@ pub mod newreno;
 #[cfg(test)]
 mod testutil;
 
+pub use bbr::Bbr;
 pub use compound::Compound;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
@@ -124,6 +134,72 @@ pub struct AckEvent {
     /// The sender was application-limited (not cwnd-limited) when it sent
     /// the data this ACK covers.
     pub app_limited: bool,
+}
+
+/// One delivery-rate sample, taken by the sender on an ACK
+/// (draft-cheng-iccrg-delivery-rate-estimation-02 §3.3, Linux's
+/// `struct rate_sample`). Sizes are bytes, times nanoseconds. "The
+/// packet" is the most recently sent packet this ACK delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RateSample {
+    /// The current virtual time.
+    pub now_ns: u64,
+    /// Bytes delivered (cumulatively or by SACK) between the packet's
+    /// transmission and this ACK (`C.delivered - P.delivered`); 0 when the
+    /// sample is not valid.
+    pub delivered: u64,
+    /// The sampling interval, `max(send_elapsed, ack_elapsed)`; 0 when the
+    /// sample is not valid (no packet delivered, or an interval shorter
+    /// than the minimum RTT, §3.3).
+    pub interval_ns: u64,
+    /// `P.delivered`: the connection's delivered count when the packet was
+    /// sent (BBR counts round trips with it).
+    pub prior_delivered: u64,
+    /// `C.delivered` after this ACK.
+    pub total_delivered: u64,
+    /// Bytes this ACK newly delivered (cumulative advance plus newly
+    /// SACKed bytes).
+    pub newly_acked: u64,
+    /// Bytes newly marked lost since the previous sample.
+    pub newly_lost: u64,
+    /// Bytes marked lost between the packet's transmission and this ACK
+    /// (`C.lost - P.lost`).
+    pub lost: u64,
+    /// Bytes in flight when the packet was sent, the packet included.
+    pub tx_in_flight: u64,
+    /// Bytes in flight after this ACK.
+    pub in_flight: u64,
+    /// The packet was sent while the sender was application-limited
+    /// (§3.4: the sample may underestimate the path's rate).
+    pub is_app_limited: bool,
+    /// The sender was limited by the congestion window (Linux's
+    /// `tcp_is_cwnd_limited`) before this ACK.
+    pub is_cwnd_limited: bool,
+    /// The packet's round-trip time, none if it was retransmitted.
+    pub rtt_ns: Option<u64>,
+}
+
+impl RateSample {
+    /// Returns the delivery rate in bytes per second, if the sample is
+    /// valid.
+    pub fn rate(&self) -> Option<u64> {
+        (self.interval_ns > 0).then(|| {
+            (u128::from(self.delivered) * 1_000_000_000 / u128::from(self.interval_ns)) as u64
+        })
+    }
+}
+
+/// What a model-based algorithm estimates, for reports and traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ModelInfo {
+    /// The state's name (`startup`, `drain`, `probe_bw_down`, …).
+    pub state: &'static str,
+    /// The bottleneck bandwidth estimate, bytes per second.
+    pub bw: u64,
+    /// The minimum RTT estimate, ns (0: none yet).
+    pub min_rtt_ns: u64,
+    /// The pacing rate, bytes per second.
+    pub pacing_rate: u64,
 }
 
 /// A congestion control algorithm: the window the TCP engine may have in
@@ -173,6 +249,28 @@ pub trait CongestionControl: fmt::Debug {
     fn in_slow_start(&self) -> bool {
         self.window() < self.ssthresh()
     }
+    /// Returns true when the algorithm wants a [`RateSample`] per ACK
+    /// (the sender then keeps per-packet delivery stamps). Default: false.
+    fn wants_rate_samples(&self) -> bool {
+        false
+    }
+    /// Takes the delivery-rate sample of an ACK that delivered data (called
+    /// after [`CongestionControl::on_ack`], in recovery too). Default:
+    /// ignored.
+    fn on_rate_sample(&mut self, rs: &RateSample) {
+        let _ = rs;
+    }
+    /// Returns the rate, bytes per second, that the sender paces its data
+    /// at; `None` (the default): no pacing, as many segments as the
+    /// window allows go at once.
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+    /// Returns the model's estimates, for an algorithm that keeps one
+    /// (BBR). Default: none.
+    fn model(&self) -> Option<ModelInfo> {
+        None
+    }
 }
 
 /// The congestion control algorithms this crate offers.
@@ -185,11 +283,23 @@ pub enum Algorithm {
     Cubic,
     /// Compound TCP (draft-sridharan-tcpm-ctcp-02), Windows' default.
     Compound,
+    /// BBR version 3 (draft-ietf-ccwg-bbr), model-based and paced.
+    Bbr,
 }
 
 impl Algorithm {
     /// Every algorithm, in declaration order.
-    pub const ALL: [Algorithm; 3] = [Algorithm::NewReno, Algorithm::Cubic, Algorithm::Compound];
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::NewReno,
+        Algorithm::Cubic,
+        Algorithm::Compound,
+        Algorithm::Bbr,
+    ];
+
+    /// The window-based, loss-driven algorithms (all but BBR): the ones the
+    /// slow start / multiplicative decrease tests hold to.
+    pub const LOSS_BASED: [Algorithm; 3] =
+        [Algorithm::NewReno, Algorithm::Cubic, Algorithm::Compound];
 
     /// Returns the canonical lower-case name (`newreno`, `cubic`,
     /// `compound`).
@@ -198,6 +308,7 @@ impl Algorithm {
             Algorithm::NewReno => "newreno",
             Algorithm::Cubic => "cubic",
             Algorithm::Compound => "compound",
+            Algorithm::Bbr => "bbr",
         }
     }
 }
@@ -216,7 +327,7 @@ impl fmt::Display for ParseAlgorithmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown congestion control algorithm `{}` (expected newreno, reno, cubic, compound or ctcp)",
+            "unknown congestion control algorithm `{}` (expected newreno, reno, cubic, compound, ctcp or bbr)",
             self.0
         )
     }
@@ -227,7 +338,7 @@ impl std::error::Error for ParseAlgorithmError {}
 impl FromStr for Algorithm {
     type Err = ParseAlgorithmError;
 
-    /// Parses `newreno`/`reno`, `cubic`, `compound`/`ctcp`, ignoring ASCII
+    /// Parses `newreno`/`reno`, `cubic`, `compound`/`ctcp`, `bbr`, ignoring ASCII
     /// case and surrounding whitespace.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
@@ -238,6 +349,8 @@ impl FromStr for Algorithm {
             Ok(Algorithm::Cubic)
         } else if is("compound") || is("ctcp") {
             Ok(Algorithm::Compound)
+        } else if is("bbr") {
+            Ok(Algorithm::Bbr)
         } else {
             Err(ParseAlgorithmError(s.to_owned()))
         }
@@ -246,13 +359,14 @@ impl FromStr for Algorithm {
 
 /// One connection's congestion control: the algorithm chosen at run time,
 /// held inline (no allocation, no virtual call per ACK). NewReno and CUBIC
-/// live in the enum itself; Compound, larger and rarely chosen, is boxed so
-/// that it does not widen every connection's state.
+/// live in the enum itself; Compound and BBR, larger and rarely chosen,
+/// are boxed so that they do not widen every connection's state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Controller {
     NewReno(NewReno),
     Cubic(Cubic),
     Compound(Box<Compound>),
+    Bbr(Box<Bbr>),
 }
 
 impl Controller {
@@ -262,6 +376,7 @@ impl Controller {
             Controller::NewReno(c) => c,
             Controller::Cubic(c) => c,
             Controller::Compound(c) => &**c,
+            Controller::Bbr(c) => &**c,
         }
     }
 
@@ -271,6 +386,7 @@ impl Controller {
             Controller::NewReno(c) => c,
             Controller::Cubic(c) => c,
             Controller::Compound(c) => &mut **c,
+            Controller::Bbr(c) => &mut **c,
         }
     }
 }
@@ -282,6 +398,7 @@ macro_rules! dispatch {
             Controller::NewReno($c) => $e,
             Controller::Cubic($c) => $e,
             Controller::Compound($c) => $e,
+            Controller::Bbr($c) => $e,
         }
     };
 }
@@ -327,6 +444,29 @@ impl CongestionControl for Controller {
     fn in_slow_start(&self) -> bool {
         dispatch!(self, c => c.in_slow_start())
     }
+    #[inline]
+    fn wants_rate_samples(&self) -> bool {
+        matches!(self, Controller::Bbr(_))
+    }
+    #[inline]
+    fn on_rate_sample(&mut self, rs: &RateSample) {
+        if let Controller::Bbr(c) = self {
+            c.on_rate_sample(rs);
+        }
+    }
+    #[inline]
+    fn pacing_rate(&self) -> Option<u64> {
+        match self {
+            Controller::Bbr(c) => c.pacing_rate(),
+            _ => None,
+        }
+    }
+    fn model(&self) -> Option<ModelInfo> {
+        match self {
+            Controller::Bbr(c) => c.model(),
+            _ => None,
+        }
+    }
 }
 
 /// Returns the threshold an undo restores (Linux's `tcp_current_ssthresh`
@@ -348,6 +488,7 @@ pub fn new(alg: Algorithm, mss: u64, initial_window_segments: u64) -> Controller
         Algorithm::Compound => {
             Controller::Compound(Box::new(Compound::new(mss, initial_window_segments)))
         }
+        Algorithm::Bbr => Controller::Bbr(Box::new(Bbr::new(mss, initial_window_segments))),
     }
 }
 
@@ -366,6 +507,7 @@ pub fn take_over(alg: Algorithm, mss: u64, cwnd: u64, ssthresh: u64) -> Controll
         Algorithm::Compound => {
             Controller::Compound(Box::new(Compound::new(mss, 1).with_window(cwnd, ssthresh)))
         }
+        Algorithm::Bbr => Controller::Bbr(Box::new(Bbr::new(mss, 1).with_window(cwnd))),
     }
 }
 
@@ -411,7 +553,7 @@ mod tests {
     /// 5681 §3.1), and every algorithm in slow start doubles per RTT.
     #[test]
     fn an_algorithm_taking_over_keeps_the_window_and_threshold() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let cc = take_over(alg, MSS, 40 * MSS, 30 * MSS);
             assert_eq!((cc.window(), cc.ssthresh()), (40 * MSS, 30 * MSS), "{alg}");
             assert_eq!(cc.name(), alg.as_str());
@@ -442,7 +584,7 @@ mod tests {
 
     #[test]
     fn slow_start_doubles_the_window_every_rtt() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let mut cc = new(alg, MSS, 10);
             let mut path = Path::new(100_000_000);
             for round in 1..=5 {
@@ -455,7 +597,7 @@ mod tests {
 
     #[test]
     fn slow_start_doubles_the_window_with_delayed_acks() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let mut cc = new(alg, MSS, 10);
             let mut path = Path::new(100_000_000);
             path.segments_per_ack = 2;
@@ -466,7 +608,7 @@ mod tests {
 
     #[test]
     fn rto_sets_the_window_to_one_mss() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let mut cc = new(alg, MSS, 40);
             cc.on_rto(1_000, 40 * MSS);
             assert_eq!(cc.window(), MSS, "{alg}");
@@ -476,7 +618,7 @@ mod tests {
 
     #[test]
     fn congestion_never_leaves_the_window_below_two_mss() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let mut cc = new(alg, MSS, 1);
             cc.on_congestion(1_000, MSS);
             assert_eq!(cc.window(), 2 * MSS, "{alg}");
@@ -489,7 +631,7 @@ mod tests {
 
     #[test]
     fn a_second_rto_without_progress_keeps_ssthresh() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let mut cc = new(alg, MSS, 40);
             cc.on_rto(1_000, 40 * MSS);
             let ssthresh = cc.ssthresh();
@@ -502,7 +644,7 @@ mod tests {
 
     #[test]
     fn window_does_not_grow_during_recovery_or_when_app_limited() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let mut cc = new(alg, MSS, 100);
             cc.on_congestion(0, 100 * MSS);
             let w = cc.window();
@@ -525,7 +667,7 @@ mod tests {
     /// grows again at once.
     #[test]
     fn an_undo_restores_the_window_and_threshold_before_the_reduction() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let mut cc = new(alg, MSS, 10);
             cc.on_congestion(0, 10 * MSS); // leave slow start
             cc.on_recovery_end(0);
@@ -550,7 +692,7 @@ mod tests {
     /// window it had (Linux restores `prior_ssthresh` = `TCP_INFINITE_SSTHRESH`).
     #[test]
     fn an_undone_timeout_in_slow_start_returns_to_slow_start() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let mut cc = new(alg, MSS, 10);
             let (cwnd, ssthresh) = (cc.window(), cc.ssthresh());
             cc.on_rto(1_000, cwnd);
@@ -567,7 +709,7 @@ mod tests {
     /// the prior one while the evidence came back stays.
     #[test]
     fn an_undo_never_lowers_the_window_or_threshold() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let mut cc = new(alg, MSS, 40);
             cc.undo(10 * MSS, 5 * MSS);
             assert_eq!((cc.window(), cc.ssthresh()), (40 * MSS, u64::MAX), "{alg}");
@@ -576,7 +718,7 @@ mod tests {
 
     #[test]
     fn zero_mss_and_zero_initial_window_are_taken_as_one() {
-        for alg in Algorithm::ALL {
+        for alg in Algorithm::LOSS_BASED {
             let cc = new(alg, 0, 0);
             assert_eq!(cc.window(), 1, "{alg}");
         }

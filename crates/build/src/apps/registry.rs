@@ -640,7 +640,7 @@ impl Opts<'_> {
             None => Ok(None),
             Some(p) => p.value.parse().map(Some).map_err(|_| {
                 ParamError::new(p.loc, format!("unknown congestion control '{}'", p.value))
-                    .hint("congestion='newreno', 'cubic' or 'compound'")
+                    .hint("congestion='newreno', 'cubic', 'compound' or 'bbr'")
             }),
         }
     }

@@ -157,6 +157,27 @@ impl Simulation {
         w.hosts.fabric.networks.get(net as usize).map(|n| &n.cfg)
     }
 
+    /// Changes network `net`'s bandwidth to `bps` bit/s from now on, also
+    /// between two calls of [`Simulation::run_with`] (a step change of a
+    /// bottleneck's rate): frames that start their serialization after the
+    /// change take the new rate; frames already timed keep theirs. Queue
+    /// disciplines built from the old rate keep it.
+    ///
+    /// # Errors
+    /// `NoSuchNetwork`; `BadBandwidth` if the network is ideal (no
+    /// bandwidth) or `bps` is 0.
+    pub fn set_network_bandwidth(&mut self, net: NetId, bps: u64) -> Result<(), SimError> {
+        let w = self.w();
+        let Some(n) = w.hosts.fabric.networks.get_mut(net as usize) else {
+            return Err(SimError::NoSuchNetwork(net));
+        };
+        if n.cfg.bandwidth_bps.is_none() || bps == 0 {
+            return Err(SimError::BadBandwidth(n.cfg.name.clone()));
+        }
+        n.cfg.bandwidth_bps = Some(bps);
+        Ok(())
+    }
+
     /// Returns the number of machines.
     pub fn machine_count(&self) -> usize {
         self.world.as_ref().map_or(0, |w| w.hosts.machines.len())

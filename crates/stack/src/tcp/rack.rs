@@ -242,6 +242,8 @@ pub struct Rack {
 pub struct AckOutcome {
     /// Segments newly marked lost.
     pub newly_lost: u32,
+    /// Their bytes.
+    pub newly_lost_bytes: u64,
     /// Of them, segments that were retransmissions.
     pub lost_retransmissions: u32,
     /// The TLP episode ended with a repaired loss: reduce cwnd once.
@@ -573,6 +575,7 @@ impl Rack {
                 s.flags |= LOST;
                 self.lost_bytes += s.len();
                 out.newly_lost += 1;
+                out.newly_lost_bytes += s.len() as u64;
                 if s.has(RETRANS) {
                     out.lost_retransmissions += 1;
                 }

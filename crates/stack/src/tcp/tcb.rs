@@ -31,6 +31,7 @@ use super::ecn::{EcnState, Reaction};
 use super::keepalive::{self, KeepaliveTimer};
 use super::prr::Prr;
 use super::rack::Rack;
+use super::rate::RateState;
 use super::TcpConfig;
 use crate::endpoint::SocketError;
 use elvis_kernel::Time;
@@ -107,6 +108,36 @@ pub struct TcpStats {
     /// (Linux's `TCPFullUndo` + `TCPPartialUndo` + `TCPDSACKUndo` +
     /// `TCPLossUndo`; `tcb/undo.rs`).
     pub undos: u64,
+    /// A model-based congestion control's estimates (BBR; absent for the
+    /// others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<CcModel>,
+}
+
+/// A model-based congestion control's estimates (BBR's, Linux's
+/// `tcp_bbr_info`), in a connection's statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CcModel {
+    /// The state (`startup`, `drain`, `probe_bw_down`, `probe_bw_cruise`,
+    /// `probe_bw_refill`, `probe_bw_up`, `probe_rtt`).
+    pub state: &'static str,
+    /// The bottleneck bandwidth estimate, bit/s.
+    pub bw_bps: u64,
+    /// The minimum RTT estimate, ns (0: none yet).
+    pub min_rtt_ns: u64,
+    /// The pacing rate, bit/s.
+    pub pacing_rate_bps: u64,
+}
+
+impl From<elvis_tcpcc::ModelInfo> for CcModel {
+    fn from(m: elvis_tcpcc::ModelInfo) -> CcModel {
+        CcModel {
+            state: m.state,
+            bw_bps: m.bw.saturating_mul(8),
+            min_rtt_ns: m.min_rtt_ns,
+            pacing_rate_bps: m.pacing_rate.saturating_mul(8),
+        }
+    }
 }
 
 /// The counters a connection keeps: [`TcpStats`] less the fields read from
@@ -363,6 +394,10 @@ pub struct Cold {
     /// RACK marked segments lost during the ACK being processed (PRR's
     /// `safeACK` needs "no further loss indicated").
     prr_new_loss: bool,
+    /// Delivery-rate samples and pacing (`../rate.rs`), for a congestion
+    /// control that asks for them (BBR); it keeps the box for the
+    /// connection's life.
+    rate: Option<Box<RateState>>,
 }
 
 /// A connection's state before an ACK, for PRR's count of what the ACK
@@ -393,6 +428,7 @@ impl Cold {
         undo: None,
         prr: Prr::NONE,
         prr_new_loss: false,
+        rate: None,
     };
 
     /// Returns true when every field that is read outside recovery holds
@@ -408,6 +444,7 @@ impl Cold {
             && self.rack.is_none()
             && self.peer_syn_opts.is_none()
             && self.dsack.is_none()
+            && self.rate.is_none()
     }
 }
 
@@ -929,13 +966,17 @@ impl Tcb {
             (x, None) => x,
             (None, y) => y,
         };
-        min(
+        let t = min(
             min(
                 min(self.rto_at.get(), self.delack_at.get()),
                 self.keepalive_deadline(),
             ),
             min(self.cold().persist_at.get(), self.cold().timewait_at.get()),
-        )
+        );
+        match self.cold().rate.as_deref() {
+            Some(r) => min(t, r.pace_at.get()),
+            None => t,
+        }
     }
 
     /// Returns the statistics: the counters, and the congestion and RTT
@@ -968,6 +1009,7 @@ impl Tcb {
             min_rtt_ns: self.min_rtt().map_or(0, |d| d.as_nanos() as u64),
             cwnd: self.cc.window(),
             ssthresh: self.cc.ssthresh(),
+            model: self.cc.model().map(CcModel::from),
         }
     }
 
@@ -980,6 +1022,15 @@ impl Tcb {
         }
         let (cwnd, ssthresh) = (self.cc.window(), self.cc.ssthresh());
         self.cc = elvis_tcpcc::take_over(alg, self.smss() as u64, cwnd, ssthresh);
+        if !self.cc.wants_rate_samples() {
+            self.reset_cold(|c| c.rate = None);
+        }
+    }
+
+    /// Returns the congestion control's model (BBR's estimates), if it
+    /// keeps one.
+    pub fn cc_model(&self) -> Option<elvis_tcpcc::ModelInfo> {
+        self.cc.model()
     }
 
     /// Returns the congestion-control algorithm's name.
@@ -1051,6 +1102,7 @@ pub mod fuzz;
 mod input;
 mod loss;
 mod output;
+mod pacing;
 #[cfg(test)]
 mod tests;
 mod timers;

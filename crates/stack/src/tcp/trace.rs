@@ -20,7 +20,12 @@
 //!   an idle connection is not sampled, and its state did not change).
 //!
 //! Samples are kept in memory (48 bytes each) and written by
-//! [`write_csv`]: one file per connection.
+//! [`write_csv`]: one file per connection. A connection whose congestion
+//! control keeps a model (BBR) also records the model's estimates with
+//! each sample ([`Series::model`]), written as four more columns; the
+//! files of the other connections have the columns they always had.
+//! For those connections a change of the model's state or pacing rate
+//! also makes an on-change sample.
 //!
 //! A machine that crashes ends its connections: they are archived in the
 //! state they had.
@@ -29,7 +34,7 @@
 //! Samples are not streamed to disk during the run (a long on-change trace of a fast
 //! connection can take tens of megabytes).
 
-use super::tcb::{State, Tcb, TcpStats};
+use super::tcb::{CcModel, State, Tcb, TcpStats};
 use crate::machine::MachineId;
 use elvis_kernel::Time;
 use std::collections::BTreeMap;
@@ -79,6 +84,9 @@ pub struct Series {
     /// Congestion control algorithm.
     pub congestion: &'static str,
     pub samples: Vec<Sample>,
+    /// The model's estimates at each sample (BBR), in step with
+    /// `samples`; empty for the other algorithms.
+    pub model: Vec<CcModel>,
 }
 
 /// When a connection was opened and last had data acknowledged.
@@ -133,6 +141,7 @@ struct Open {
     remote: SocketAddrV4,
     congestion: &'static str,
     samples: Vec<Sample>,
+    model: Vec<CcModel>,
 }
 
 /// The run's connection log (lives in the world).
@@ -170,6 +179,7 @@ impl ConnLog {
                 remote: tcb.remote,
                 congestion: tcb.cc_name(),
                 samples: Vec::new(),
+                model: Vec::new(),
             });
         }
         id
@@ -240,10 +250,16 @@ impl Trace {
             bytes_acked: st.bytes_acked,
             retransmitted_segments: st.retransmitted_segments,
         };
+        let model = st.model;
         let due = match (self.sampling, open.samples.last()) {
             (_, None) => true,
             (Sampling::OnChange, Some(p)) => {
                 (p.cwnd, p.ssthresh, p.srtt_ns) != (s.cwnd, s.ssthresh, s.srtt_ns)
+                    || model.is_some_and(|m| {
+                        open.model.last().is_none_or(|q| {
+                            (q.state, q.pacing_rate_bps) != (m.state, m.pacing_rate_bps)
+                        })
+                    })
             }
             (Sampling::Every(d), Some(p)) => {
                 let every = (d.as_nanos() as u64).max(1);
@@ -252,6 +268,9 @@ impl Trace {
         };
         if due {
             open.samples.push(s);
+            if let Some(m) = model {
+                open.model.push(m);
+            }
         }
     }
 
@@ -266,6 +285,7 @@ impl Trace {
                 remote: o.remote,
                 congestion: o.congestion,
                 samples: o.samples.clone(),
+                model: o.model.clone(),
             })
             .collect()
     }
@@ -277,7 +297,9 @@ impl Trace {
 /// Columns: `time_ns, cwnd, ssthresh, srtt_ns, bytes_acked,
 /// retransmitted_segments, throughput_bps` (the last: bytes acknowledged
 /// since the previous sample × 8 / elapsed time; empty on the first row).
-/// `ssthresh` is empty while it is still infinite.
+/// `ssthresh` is empty while it is still infinite. A connection with a
+/// model (BBR) has four more: `pacing_rate_bps, bw_bps, min_rtt_ns,
+/// bbr_state`.
 ///
 /// # Errors
 /// If the directory or a file cannot be written.
@@ -288,12 +310,22 @@ pub fn write_csv(dir: &Path, series: &[Series]) -> std::io::Result<Vec<PathBuf>>
         let name = format!("tcp-{}-{}-{}.csv", s.id, s.machine, s.local.port());
         let path = dir.join(name);
         let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
-        writeln!(
+        let with_model = !s.model.is_empty() && s.model.len() == s.samples.len();
+        write!(
             f,
             "time_ns,cwnd,ssthresh,srtt_ns,bytes_acked,retransmitted_segments,throughput_bps"
         )?;
+        writeln!(
+            f,
+            "{}",
+            if with_model {
+                ",pacing_rate_bps,bw_bps,min_rtt_ns,bbr_state"
+            } else {
+                ""
+            }
+        )?;
         let mut prev: Option<&Sample> = None;
-        for x in &s.samples {
+        for (i, x) in s.samples.iter().enumerate() {
             let ssthresh = if x.ssthresh >= u64::MAX / 2 {
                 String::new()
             } else {
@@ -306,7 +338,7 @@ pub fn write_csv(dir: &Path, series: &[Series]) -> std::io::Result<Vec<PathBuf>>
                 }
                 _ => String::new(),
             };
-            writeln!(
+            write!(
                 f,
                 "{},{},{},{},{},{},{}",
                 x.time_ns,
@@ -317,6 +349,14 @@ pub fn write_csv(dir: &Path, series: &[Series]) -> std::io::Result<Vec<PathBuf>>
                 x.retransmitted_segments,
                 tput
             )?;
+            match s.model.get(i).filter(|_| with_model) {
+                Some(m) => writeln!(
+                    f,
+                    ",{},{},{},{}",
+                    m.pacing_rate_bps, m.bw_bps, m.min_rtt_ns, m.state
+                )?,
+                None => writeln!(f)?,
+            }
             prev = Some(x);
         }
         f.flush()?;

@@ -188,6 +188,7 @@ impl Tcb {
         }
         self.loss_on_ack(now, seg, payload_len, out);
         self.prr_on_ack(prior);
+        self.rate_on_ack(now, seg, prior);
         if ece {
             self.undo_forbid(); // (an episode this ACK began)
         }
@@ -239,6 +240,10 @@ impl Tcb {
     /// recovery point is `snd_max`, the window is reduced once.
     pub fn enter_recovery(&mut self, now: Time) {
         self.stats.loss().fast_recoveries += 1;
+        if !self.rack_on() {
+            // (RACK counts its own marks, `rack_found`.)
+            self.rate_on_lost(self.smss() as u64);
+        }
         self.cold_mut().recovery = Some(self.snd_max);
         self.reset_cold(|c| c.rexmit_bytes_in_recovery = 0);
         self.cold_mut().rexmit_next = self.snd_una;
@@ -273,7 +278,9 @@ impl Tcb {
     /// which `tcp_cwnd_reduction` sets in recovery).
     pub fn send_cwnd(&self) -> u64 {
         match self.cold().recovery {
-            Some(_) if self.prr_on() => self.cold().prr.cwnd(),
+            // (A model-based control, BBR, sets its own window in
+            // recovery, as Linux's `cong_control` bypasses PRR.)
+            Some(_) if self.prr_on() && !self.cc.wants_rate_samples() => self.cold().prr.cwnd(),
             _ => self.cc.window(),
         }
     }

@@ -218,6 +218,7 @@ impl Harness {
             congestion: match setup >> 4 & 3 {
                 0 => Algorithm::NewReno,
                 2 => Algorithm::Compound,
+                3 => Algorithm::Bbr,
                 _ => Algorithm::Cubic,
             },
             sndbuf: 1 << (8 + (sizes & 0xf) % 15),

@@ -123,6 +123,7 @@ impl Tcb {
         if found.lost_retransmissions > 0 {
             self.stats.loss().lost_retransmissions += u64::from(found.lost_retransmissions);
         }
+        self.rate_on_lost(found.newly_lost_bytes);
         if found.newly_lost == 0 || !self.can_send_data() {
             return;
         }

@@ -53,6 +53,7 @@ impl Tcb {
             g => usize::from(g),
         };
         self.loss_on_send(seg.repr.seq_number, len, frame, now);
+        self.rate_on_send(seg.repr.seq_number, len, frame, now, is_retransmit);
         if len > 0 && self.cold().recovery.is_some() && self.prr_on() {
             self.cold_mut().prr.on_send(len as u64);
         }
@@ -99,6 +100,7 @@ impl Tcb {
             let sent_unacked = (self.snd_nxt - self.snd_una).max(0) as usize;
             let available = self.sndbuf.len().saturating_sub(sent_unacked);
             if available == 0 {
+                self.rate_app_limited();
                 break;
             }
             let cwnd = self.send_cwnd() as usize;
@@ -143,6 +145,10 @@ impl Tcb {
             let resend = self.snd_nxt < self.snd_max;
             let small_unacked = self.snd_sml > self.snd_una && self.snd_sml <= self.snd_nxt;
             if len < smss && !self.nodelay && sent_unacked > 0 && small_unacked && !resend {
+                break;
+            }
+            // Pacing (a congestion control that sets a rate, `tcb/pacing.rs`).
+            if self.pace_blocked(now) {
                 break;
             }
             if len < smss && !resend {
@@ -203,6 +209,12 @@ impl Tcb {
     /// unlimited).
     pub fn tso_autosize(&self, smss: usize) -> usize {
         const GSO_MAX: u64 = 65_536;
+        if let Some(bytes) = self.paced_tso_bytes() {
+            // A paced sender (BBR, `bbr_tso_segs_goal`): 1 ms at the
+            // pacing rate, at least 2 segments above 1.2 Mbit/s, else 1.
+            let floor = if bytes < 150 { 1 } else { 2 };
+            return (bytes as usize / smss.max(1)).max(floor);
+        }
         let mut bytes = GSO_MAX;
         if self.srtt_ns != NO_RTT && self.srtt_ns > 0 {
             let cwnd = self.cc.window();

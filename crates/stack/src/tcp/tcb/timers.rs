@@ -33,6 +33,7 @@ impl Tcb {
         if self.keepalive_deadline().is_some_and(|t| t <= now) {
             self.on_keepalive(now, out, &mut fx);
         }
+        self.pace_timer(now);
         if self.state != State::Closed {
             self.output(now, out);
         }
@@ -108,6 +109,9 @@ impl Tcb {
         if fresh {
             self.undo_begin(true);
         }
+        let sacked = self.cold().scoreboard.sacked_bytes();
+        let outstanding = (self.snd_max - self.snd_una).max(0) as usize;
+        self.rate_on_lost(outstanding.saturating_sub(sacked) as u64);
         self.cc.on_rto(now.as_nanos(), self.flight() as u64);
         self.ecn.take_reduction();
         self.ecn.reduced(self.snd_max, false);
