@@ -141,39 +141,7 @@ impl Lower<'_> {
                     .value(p, parse_standard, "standard='802.11b'")
                     .unwrap_or('b')
             }
-            "mac" => match p.value.node.trim().to_ascii_lowercase().as_str() {
-                "dcf" => w.dcf = true,
-                "none" => w.dcf = false,
-                v => {
-                    let msg = format!("bad mac '{v}': a wireless network runs `dcf` or `none`");
-                    let hint = suggest(v, &["dcf", "none"]).map(|s| format!("did you mean '{s}'?"));
-                    self.error(ErrorKind::BadValue, p.value.span, msg, hint);
-                }
-            },
-            "propagation" => {
-                let v = p.value.node.trim().to_ascii_lowercase();
-                let models = ["unit_disk", "two_ray", "log_distance"];
-                if models.contains(&v.as_str()) {
-                    w.propagation = v;
-                } else {
-                    let msg = format!(
-                        "unknown propagation model '{v}': use unit_disk, two_ray or log_distance"
-                    );
-                    let hint = suggest(&v, &models).map(|s| format!("did you mean '{s}'?"));
-                    self.error(ErrorKind::BadValue, p.value.span, msg, hint);
-                }
-            }
-            "placement" => {
-                let v = p.value.node.trim().to_ascii_lowercase();
-                let kinds = ["line", "grid", "uniform"];
-                if kinds.contains(&v.as_str()) {
-                    w.placement = Some(v);
-                } else {
-                    let msg = format!("unknown placement '{v}': use line, grid or uniform");
-                    let hint = suggest(&v, &kinds).map(|s| format!("did you mean '{s}'?"));
-                    self.error(ErrorKind::BadValue, p.value.span, msg, hint);
-                }
-            }
+            "mac" | "propagation" | "placement" => self.wireless_choice(p, w),
             "data_rate" => {
                 w.rate_bps = self
                     .value(p, parse_bandwidth, "data_rate='11Mbps'")
@@ -217,6 +185,46 @@ impl Lower<'_> {
                 w.rts_threshold = self
                     .value(p, f, "rts_threshold='500' (bytes) or 'off'")
                     .flatten();
+            }
+            _ => {}
+        }
+    }
+
+    /// Reads a key whose value is one of a few words.
+    fn wireless_choice(&mut self, p: &Param, w: &mut WirelessSpec) {
+        match p.key.node.to_ascii_lowercase().as_str() {
+            "mac" => match p.value.node.trim().to_ascii_lowercase().as_str() {
+                "dcf" => w.dcf = true,
+                "none" => w.dcf = false,
+                v => {
+                    let msg = format!("bad mac '{v}': a wireless network runs `dcf` or `none`");
+                    let hint = suggest(v, &["dcf", "none"]).map(|s| format!("did you mean '{s}'?"));
+                    self.error(ErrorKind::BadValue, p.value.span, msg, hint);
+                }
+            },
+            "propagation" => {
+                let v = p.value.node.trim().to_ascii_lowercase();
+                let models = ["unit_disk", "two_ray", "log_distance"];
+                if models.contains(&v.as_str()) {
+                    w.propagation = v;
+                } else {
+                    let msg = format!(
+                        "unknown propagation model '{v}': use unit_disk, two_ray or log_distance"
+                    );
+                    let hint = suggest(&v, &models).map(|s| format!("did you mean '{s}'?"));
+                    self.error(ErrorKind::BadValue, p.value.span, msg, hint);
+                }
+            }
+            "placement" => {
+                let v = p.value.node.trim().to_ascii_lowercase();
+                let kinds = ["line", "grid", "uniform"];
+                if kinds.contains(&v.as_str()) {
+                    w.placement = Some(v);
+                } else {
+                    let msg = format!("unknown placement '{v}': use line, grid or uniform");
+                    let hint = suggest(&v, &kinds).map(|s| format!("did you mean '{s}'?"));
+                    self.error(ErrorKind::BadValue, p.value.span, msg, hint);
+                }
             }
             _ => {}
         }
