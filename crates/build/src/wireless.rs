@@ -109,6 +109,70 @@ pub(crate) fn place(
                 .map_err(|e| err(spec.loc, e.to_string()))?;
         }
     }
+    positions(sim, scenario, groups, net_ids)?;
+    for spec in &scenario.networks {
+        let (Some(w), Some(&net)) = (&spec.wireless, net_ids.get(spec.id.as_str())) else {
+            continue;
+        };
+        mobility(sim, scenario, spec, w, net)?;
+    }
+    Ok(())
+}
+
+/// Sets the mobility of wireless network `net`.
+///
+/// # Errors
+/// A movement file that cannot be read or parsed.
+fn mobility(
+    sim: &mut Simulation,
+    scenario: &Scenario,
+    spec: &elvis_scenario::NetworkSpec,
+    w: &WirelessSpec,
+    net: u32,
+) -> Result<(), BuildError> {
+    use elvis_sim::net::wireless::mobility::{parse_setdest, Model as Moves};
+    let area = w.area.unwrap_or((1000.0, 1000.0));
+    let model = match w.mobility.as_deref() {
+        Some("random_waypoint") => Moves::RandomWaypoint {
+            area,
+            speed: w.speed,
+            pause_ns: w.pause_ns,
+        },
+        Some("random_walk") => Moves::RandomWalk {
+            area,
+            speed: w.speed,
+            step_ns: w.step_ns,
+        },
+        Some("setdest") => {
+            let file = w.trace.as_deref().unwrap_or_default();
+            let path = match &scenario.base_dir {
+                Some(d) => std::path::Path::new(d).join(file),
+                None => std::path::PathBuf::from(file),
+            };
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| err(spec.loc, format!("cannot read {}: {e}", path.display())))?;
+            let legs = parse_setdest(&text)
+                .map_err(|e| err(spec.loc, format!("{}: {e}", path.display())))?;
+            return sim
+                .set_trace(net, legs)
+                .map_err(|e| err(spec.loc, e.to_string()));
+        }
+        _ => return Ok(()),
+    };
+    sim.set_mobility(net, model)
+        .map_err(|e| err(spec.loc, e.to_string()))
+}
+
+/// Applies the positions machines give themselves.
+///
+/// # Errors
+/// A machine not on the network (cannot happen after NDL's checks).
+fn positions(
+    sim: &mut Simulation,
+    scenario: &Scenario,
+    groups: &[(String, MachineId, u32)],
+    net_ids: &rustc_hash::FxHashMap<&str, u32>,
+) -> Result<(), BuildError> {
     for (k, g) in scenario.machines.iter().enumerate() {
         let Some(&(_, first, len)) = groups.get(k) else {
             continue;

@@ -42,6 +42,7 @@
 
 pub mod dcf;
 mod frame;
+pub mod mobility;
 pub mod phy;
 pub mod propagation;
 
@@ -226,6 +227,16 @@ pub(crate) struct Sta {
 pub struct Wireless {
     pub cfg: WirelessConfig,
     pos: Vec<[f64; 2]>,
+    /// How stations move ([`mobility`]).
+    pub mobility: mobility::Model,
+    /// Each moving station's current leg, and the legs of a trace still
+    /// ahead of it (last first).
+    legs: Vec<(mobility::Leg, Vec<mobility::Leg>)>,
+    /// Each station's random stream (moving models).
+    rngs: Vec<elvis_kernel::rng::Rng>,
+    seed: u64,
+    /// Positions come from an ns-2 `setdest` trace.
+    traced: bool,
     pub(crate) sta: Vec<Sta>,
     pub(crate) air: slab::Slab<Air>,
     pub(crate) t: Timing,
@@ -254,6 +265,11 @@ impl Wireless {
             cs_thr: cfg.propagation.cs_threshold(),
             cfg,
             pos: Vec::new(),
+            mobility: mobility::Model::Static,
+            legs: Vec::new(),
+            rngs: Vec::new(),
+            seed: 0,
+            traced: false,
             sta: Vec::new(),
             air: slab::Slab::new(),
             t,
@@ -267,9 +283,69 @@ impl Wireless {
         self.pos[port as usize] = [x, y];
     }
 
-    /// Returns where the machine on `port` is, metres.
+    /// Returns where the machine on `port` was placed, metres.
     pub fn position(&self, port: u32) -> [f64; 2] {
         self.pos.get(port as usize).copied().unwrap_or([0.0, 0.0])
+    }
+
+    /// Moves every station under `model` from its placed position, each
+    /// drawing from its own stream of `seed` (network `net`).
+    pub fn set_mobility(&mut self, model: mobility::Model, seed: u64, net: crate::NetId) {
+        self.mobility = model;
+        self.seed = elvis_kernel::rng::mix(seed ^ (u64::from(net) << 32));
+        self.legs.clear();
+        self.rngs.clear();
+    }
+
+    /// Moves the stations along the legs of an ns-2 `setdest` trace
+    /// (node i on port i; ports beyond the trace stay where placed).
+    pub fn set_trace(&mut self, legs: Vec<Vec<mobility::Leg>>) {
+        self.traced = true;
+        self.legs = legs
+            .into_iter()
+            .map(|mut l| {
+                l.reverse();
+                let first = l
+                    .pop()
+                    .unwrap_or(mobility::Leg::stay([0.0, 0.0], 0, u64::MAX));
+                (first, l)
+            })
+            .collect();
+    }
+
+    /// Returns where the machine on `port` is at `now_ns`, metres,
+    /// drawing its next legs when the clock has passed its last one.
+    pub fn position_at(&mut self, port: u32, now_ns: u64) -> [f64; 2] {
+        let p = port as usize;
+        if self.traced {
+            let Some((leg, ahead)) = self.legs.get_mut(p) else {
+                return self.position(port);
+            };
+            while now_ns >= leg.until_ns {
+                let Some(next) = ahead.pop() else { break };
+                *leg = next;
+            }
+            return leg.at(now_ns);
+        }
+        if self.mobility == mobility::Model::Static {
+            return self.position(port);
+        }
+        while self.legs.len() <= p {
+            let k = self.legs.len();
+            let at = self.position(k as u32);
+            self.legs.push((mobility::Leg::stay(at, 0, 0), Vec::new()));
+            let stream = self.seed ^ (k as u64 + 1);
+            self.rngs.push(elvis_kernel::rng::stream(
+                stream,
+                elvis_kernel::rng::StreamKind::Network,
+                k as u64,
+            ));
+        }
+        while now_ns >= self.legs[p].0.until_ns {
+            let next = mobility::next_leg(&self.mobility, &self.legs[p].0, &mut self.rngs[p]);
+            self.legs[p].0 = next;
+        }
+        self.legs[p].0.at(now_ns)
     }
 
     /// Returns the distance between two ports, metres.
@@ -298,16 +374,23 @@ impl Wireless {
         }
     }
 
-    /// Returns the stations that sense or decode a frame from `from`,
-    /// with their power, in port order.
-    pub(crate) fn hearers(&self, from: u32) -> smallvec::SmallVec<[(u32, f64); 8]> {
+    /// Returns the stations that sense or decode a frame from `from` at
+    /// `now_ns`, with their power, in port order.
+    pub(crate) fn hearers(
+        &mut self,
+        from: u32,
+        now_ns: u64,
+    ) -> smallvec::SmallVec<[(u32, f64); 8]> {
         let floor = self.rx_thr.min(self.cs_thr);
         let mut out = smallvec::SmallVec::new();
+        let [fx, fy] = self.position_at(from, now_ns);
         for p in 0..self.pos.len() as u32 {
             if p == from {
                 continue;
             }
-            let power = self.cfg.propagation.power_mw(self.distance(from, p));
+            let [x, y] = self.position_at(p, now_ns);
+            let d = ((x - fx) * (x - fx) + (y - fy) * (y - fy)).sqrt();
+            let power = self.cfg.propagation.power_mw(d);
             if power >= floor && power > 0.0 {
                 out.push((p, power));
             }

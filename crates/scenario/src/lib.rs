@@ -251,6 +251,7 @@ pub enum NetworkKind {
 /// A wireless network's radio and placement, as parsed
 /// (`[Network type='wireless' standard='802.11b' …]`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WirelessSpec {
     /// `a`, `b` or `g` (802.11a, 802.11b, 802.11g).
     pub standard: char,
@@ -281,6 +282,18 @@ pub struct WirelessSpec {
     pub placement: Option<String>,
     /// Distance between neighbours of a `line` or `grid`, m (`spacing=`).
     pub spacing_m: f64,
+    /// `random_waypoint`, `random_walk` or `setdest` (`mobility=`);
+    /// `None`: the machines stay put.
+    pub mobility: Option<String>,
+    /// Speeds, m/s, lowest and highest (`speed='1-20'`).
+    pub speed: (f64, f64),
+    /// Pause at each waypoint, ns (`pause=`).
+    pub pause_ns: u64,
+    /// Duration of a random walk's step, ns (`step=`).
+    pub step_ns: u64,
+    /// An ns-2 `setdest` movement file, relative to the NDL file
+    /// (`trace=`).
+    pub trace: Option<String>,
 }
 
 impl Default for WirelessSpec {
@@ -299,6 +312,11 @@ impl Default for WirelessSpec {
             area: None,
             placement: None,
             spacing_m: 200.0,
+            mobility: None,
+            speed: (1.0, 20.0),
+            pause_ns: 0,
+            step_ns: 10_000_000_000,
+            trace: None,
         }
     }
 }

@@ -109,3 +109,39 @@ fn radio_options_on_a_wired_network_are_an_error() {
         "{first}"
     );
 }
+
+#[test]
+fn a_neighbour_leaving_along_a_setdest_trace_stops_answering_pings() {
+    let dir = temp_dir();
+    // node 1 drives east from 100 m at 100 m/s from 2 s on: in range
+    // (250 m) until 3.5 s.
+    let trace = "$node_(0) set X_ 0.0\n$node_(0) set Y_ 0.0\n$node_(1) set X_ 100.0\n\
+                 $node_(1) set Y_ 0.0\n$ns_ at 2.0 \"$node_(1) setdest 2000.0 0.0 100.0\"\n";
+    std::fs::write(dir.path().join("scen.ns"), trace).expect("written");
+    let src = "[Simulation until='10s']\n[Networks]\n\
+               \t[Network id='w' type='wireless' mobility='setdest' trace='scen.ns']\n\
+               \t\t[IP subnet='10.0.0.0/24']\n[Machines]\n\
+               \t[Machine name='a']\n\t\t[Networks]\n\t\t\t[Network id='w' ip='10.0.0.1']\n\
+               \t\t[Applications]\n\t\t\t[Application name='ping' to='10.0.0.2' count='6' interval='1s']\n\
+               \t[Machine name='b']\n\t\t[Networks]\n\t\t\t[Network id='w' ip='10.0.0.2']\n";
+    let file = dir.path().join("m.ndl");
+    std::fs::write(&file, src).expect("written");
+    let report = dir.path().join("r.json");
+    elvis(args!["run", &file, "--report", &report]).expect_code(0);
+    let r = read_report(&report);
+    // Pings at 0, 1, 2 and 3 s find b within 250 m; at 4 and 5 s it is
+    // 300 and 400 m away, and a's MAC gives up after 7 attempts each.
+    assert_eq!(metric(&r, "a", "ping", "received"), 4.0);
+    assert_eq!(r["networks"][0]["wireless"]["retry_drops"], 2);
+}
+
+#[test]
+fn random_mobility_without_an_area_is_a_located_error() {
+    let src = NET.replace(" area='500x100'", " mobility='random_waypoint'");
+    let first = check_error(&src);
+    assert!(first.contains("w.ndl:2:"), "{first}");
+    assert!(
+        first.contains("needs the area the machines move in"),
+        "{first}"
+    );
+}

@@ -6,7 +6,7 @@ use super::Lower;
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
 use crate::suggest;
-use elvis_scenario::units::{parse_bandwidth, parse_size_bytes};
+use elvis_scenario::units::{parse_bandwidth, parse_duration_ns, parse_size_bytes};
 use elvis_scenario::{MachineGroup, NetworkKind, NetworkSpec, WirelessSpec};
 
 /// The keys only a wireless network takes.
@@ -24,6 +24,11 @@ pub(super) const WIRELESS_KEYS: &[&str] = &[
     "area",
     "placement",
     "spacing",
+    "mobility",
+    "speed",
+    "pause",
+    "step",
+    "trace",
 ];
 
 /// Rates of each standard, Mbit/s (802.11-2016 clauses 15, 16 and 17).
@@ -53,6 +58,24 @@ fn parse_range_m(s: &str) -> Result<f64, String> {
         v if v > 0.0 => Ok(v),
         _ => Err("a range is above 0 m".into()),
     }
+}
+
+/// Parses a speed range in m/s: `1-20`, `5` (one speed), `1-20m/s`.
+fn parse_speeds(s: &str) -> Result<(f64, f64), String> {
+    let t = s.trim().trim_end_matches("m/s").trim();
+    let (a, b) = t.split_once('-').unwrap_or((t, t));
+    let num = |x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .ok_or_else(|| format!("`{}` is not a speed above 0 (m/s)", x.trim()))
+    };
+    let (lo, hi) = (num(a)?, num(b)?);
+    if lo > hi {
+        return Err(format!("the range ends ({hi}) below its start ({lo})"));
+    }
+    Ok((lo, hi))
 }
 
 /// Parses an area `W x H` (metres).
@@ -116,6 +139,18 @@ impl Lower<'_> {
                 self.error(ErrorKind::BadValue, p.value.span, msg, hint);
             }
         }
+        if let (Some(m), Some(p)) = (&w.mobility, b.param("mobility")) {
+            if m.starts_with("random") && w.area.is_none() {
+                let msg = format!("mobility='{m}' needs the area the machines move in");
+                let hint = Some("add e.g. area='1000x1000' (metres)".into());
+                self.error(ErrorKind::MissingKey, p.value.span, msg, hint);
+            }
+            if m == "setdest" && w.trace.is_none() {
+                let msg = "mobility='setdest' needs the movement file";
+                let hint = Some("add trace='scen.ns' (an ns-2 setdest file)".into());
+                self.error(ErrorKind::MissingKey, p.value.span, msg, hint);
+            }
+        }
         net.wireless = Some(Box::new(w));
     }
 
@@ -141,7 +176,20 @@ impl Lower<'_> {
                     .value(p, parse_standard, "standard='802.11b'")
                     .unwrap_or('b')
             }
-            "mac" | "propagation" | "placement" => self.wireless_choice(p, w),
+            "mac" | "propagation" | "placement" | "mobility" => self.wireless_choice(p, w),
+            "speed" => {
+                w.speed = self
+                    .value(p, parse_speeds, "speed='1-20' (m/s)")
+                    .unwrap_or((1.0, 20.0))
+            }
+            "pause" => w.pause_ns = self.value(p, parse_duration_ns, "pause='2s'").unwrap_or(0),
+            "step" => {
+                w.step_ns = self
+                    .value(p, parse_duration_ns, "step='10s'")
+                    .filter(|&n| n > 0)
+                    .unwrap_or(10_000_000_000)
+            }
+            "trace" => w.trace = Some(p.value.node.trim().to_string()),
             "data_rate" => {
                 w.rate_bps = self
                     .value(p, parse_bandwidth, "data_rate='11Mbps'")
@@ -222,6 +270,19 @@ impl Lower<'_> {
                     w.placement = Some(v);
                 } else {
                     let msg = format!("unknown placement '{v}': use line, grid or uniform");
+                    let hint = suggest(&v, &kinds).map(|s| format!("did you mean '{s}'?"));
+                    self.error(ErrorKind::BadValue, p.value.span, msg, hint);
+                }
+            }
+            "mobility" => {
+                let v = p.value.node.trim().to_ascii_lowercase();
+                let kinds = ["static", "random_waypoint", "random_walk", "setdest"];
+                if kinds.contains(&v.as_str()) {
+                    w.mobility = (v != "static").then_some(v);
+                } else {
+                    let msg = format!(
+                        "unknown mobility model '{v}': use static, random_waypoint, random_walk or setdest"
+                    );
                     let hint = suggest(&v, &kinds).map(|s| format!("did you mean '{s}'?"));
                     self.error(ErrorKind::BadValue, p.value.span, msg, hint);
                 }

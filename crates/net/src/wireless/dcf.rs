@@ -233,7 +233,7 @@ fn start_air(
         frame,
         nav,
         seq: s.seq,
-        hearers: w.hearers(port),
+        hearers: w.hearers(port, now),
     };
     let f = c.fabric_mut();
     if f.pcap.captures(net) {

@@ -388,3 +388,57 @@ fn hidden_terminals_collapse_without_rts_cts_and_recover_with_it() {
     assert!(rts_hidden > 0.6 * rts, "{msg}");
     assert!(rts_hidden > 2.0 * basic_hidden, "{msg}");
 }
+
+#[test]
+fn a_neighbour_that_drives_out_of_range_becomes_a_link_failure() {
+    let mut c = Ctx::new(b11(Mac::Dcf), &[[0.0, 0.0], [100.0, 0.0]]);
+    // Node 1 leaves at 1 s eastwards at 100 m/s: out of range (250 m)
+    // from 2.5 s on.
+    let trace = "$node_(0) set X_ 0.0\n$node_(0) set Y_ 0.0\n\
+                 $node_(1) set X_ 100.0\n$node_(1) set Y_ 0.0\n\
+                 $ns_ at 1.0 \"$node_(1) setdest 1000.0 0.0 100.0\"\n";
+    let legs = mobility::parse_setdest(trace).expect("a trace");
+    let w = c.fabric.networks[0]
+        .wireless
+        .as_deref_mut()
+        .expect("wireless");
+    w.set_trace(legs);
+    assert_eq!(w.position_at(1, 2_000 * MS), [200.0, 0.0]);
+    c.idle_until(2_000 * MS);
+    c.send(0, Some(1), 500);
+    c.run_until(2_400 * MS);
+    assert_eq!(c.arrivals.len(), 1);
+    assert!(c.failures.is_empty());
+    c.idle_until(2_600 * MS);
+    c.send(0, Some(1), 500);
+    c.run_until(3_000 * MS);
+    assert_eq!((c.arrivals.len(), c.failures.clone()), (1, vec![(0, 1)]));
+}
+
+#[test]
+fn random_waypoint_stations_move_in_virtual_time() {
+    let mut c = Ctx::new(b11(Mac::None), &[[0.0, 0.0], [10.0, 0.0]]);
+    let w = c.fabric.networks[0]
+        .wireless
+        .as_deref_mut()
+        .expect("wireless");
+    let model = mobility::Model::RandomWaypoint {
+        area: (2000.0, 2000.0),
+        speed: (10.0, 20.0),
+        pause_ns: 0,
+    };
+    w.set_mobility(model, 1, 0);
+    let a = w.position_at(0, 0);
+    let b = w.position_at(0, 10_000 * MS);
+    let d = ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)).sqrt();
+    // At most 20 m/s for 10 s, and it did move.
+    assert!(d > 0.0 && d <= 200.0 + 1e-6, "{d}");
+    // The same seed gives the same path.
+    let again = {
+        let mut w2 = Wireless::new(b11(Mac::None));
+        w2.set_position(0, 0.0, 0.0);
+        w2.set_mobility(w.mobility.clone(), 1, 0);
+        w2.position_at(0, 10_000 * MS)
+    };
+    assert_eq!(again, b);
+}

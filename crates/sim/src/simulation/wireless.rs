@@ -81,3 +81,48 @@ impl Simulation {
         Ok(())
     }
 }
+
+impl Simulation {
+    /// Moves the machines of wireless network `net` under `model` (from
+    /// where they were placed), with the simulation's seed.
+    ///
+    /// # Errors
+    /// No such network, or a wired one.
+    pub fn set_mobility(
+        &mut self,
+        net: NetId,
+        model: crate::net::wireless::mobility::Model,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let seed = w.hosts.config.seed;
+        let n =
+            (w.hosts.fabric.networks.get_mut(net as usize)).ok_or(SimError::NoSuchNetwork(net))?;
+        let radio = n
+            .wireless
+            .as_deref_mut()
+            .ok_or(SimError::NoSuchNetwork(net))?;
+        radio.set_mobility(model, seed, net);
+        Ok(())
+    }
+
+    /// Moves the machines of wireless network `net` along the legs of an
+    /// ns-2 `setdest` trace (node i on the i-th machine attached).
+    ///
+    /// # Errors
+    /// No such network, or a wired one.
+    pub fn set_trace(
+        &mut self,
+        net: NetId,
+        legs: Vec<Vec<crate::net::wireless::mobility::Leg>>,
+    ) -> Result<(), SimError> {
+        let w = self.w();
+        let n =
+            (w.hosts.fabric.networks.get_mut(net as usize)).ok_or(SimError::NoSuchNetwork(net))?;
+        let radio = n
+            .wireless
+            .as_deref_mut()
+            .ok_or(SimError::NoSuchNetwork(net))?;
+        radio.set_trace(legs);
+        Ok(())
+    }
+}
