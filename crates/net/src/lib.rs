@@ -16,6 +16,11 @@
 //!   frame being serialized onto the port.
 //! - **Ideal** (no bandwidth given): no serialization and no queues;
 //!   arrival = `L`. This is Elvis' default network.
+//! - **Wireless** ([`wireless`]): a frame is on the air for its 802.11
+//!   time (preamble, MAC header, LLC/SNAP, payload, FCS at the data
+//!   rate) after the MAC's access delay, and reaches the machines in
+//!   range when it ends (plus `L`); the queue disciplines, the
+//!   departure-time FIFO and the impairments are not used there.
 //!
 //! # Departure-time FIFO
 //! A drop-tail FIFO feeding a wire at a fixed rate is work-conserving, so

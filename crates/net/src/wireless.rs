@@ -8,7 +8,9 @@
 //! what a capture of the network holds (pcap link type 105,
 //! `LINKTYPE_IEEE802_11`).
 //!
-//! Every machine has a position ([`Wireless::set_position`], metres).
+//! Every machine has a position ([`Wireless::set_position`], metres),
+//! fixed or moving ([`mobility`]: random waypoint, random walk, ns-2
+//! `setdest` traces; computed lazily at the instant a frame starts).
 //! Received power, and so who hears and who decodes a frame, comes from
 //! [`propagation`].
 //!
@@ -39,6 +41,9 @@
 //!   infrastructure mode (every station is in one IBSS).
 //! - A station counts its post-transmission back-off down only while it
 //!   has a frame to send.
+//! - Neighbours are found by scanning every station at each
+//!   transmission (no spatial index); positions do not change during a
+//!   frame.
 
 pub mod dcf;
 mod frame;
