@@ -49,6 +49,7 @@ pub mod estimate;
 mod tap;
 mod tcp;
 mod topology;
+mod wireless;
 
 /// Why a scenario could not be built; `loc` points into the NDL source
 /// when the scenario came from a file.
@@ -348,6 +349,8 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
     }
     let dns = dns::attach_servers(&mut sim, scenario, &mut pools, &skip, &mut groups)?;
     check_links(scenario)?;
+    let seed = seed.unwrap_or(scenario.sim.seed);
+    wireless::place(&mut sim, scenario, &groups, &net_ids, seed)?;
     let taps = tap::set_up(&mut sim, taps)?;
     let generated = (generated.iter())
         .map(|x| (x.name.clone(), x.first, x.len))
@@ -380,6 +383,7 @@ fn add_networks<'s>(
             kind: match spec.kind {
                 NetworkKind::Switch => elvis_sim::NetworkKind::Switch,
                 NetworkKind::Link => elvis_sim::NetworkKind::Link,
+                NetworkKind::Wireless => elvis_sim::NetworkKind::Switch,
             },
             bandwidth_bps: spec.bandwidth_bps,
             latency_ns: spec.latency_ns,
@@ -399,6 +403,11 @@ fn add_networks<'s>(
             },
         };
         let id = sim.add_network(cfg);
+        if let Some(w) = &spec.wireless {
+            let radio = wireless::config(w, spec.loc)?;
+            sim.set_wireless(id, radio)
+                .map_err(|e| err(spec.loc, e.to_string()))?;
+        }
         if let Some((prefix, len)) = spec.subnet {
             sim.set_network_subnet(id, prefix, len)
                 .map_err(|e| err(spec.loc, e.to_string()))?;

@@ -78,6 +78,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../examples/ndl/web-study.ndl"),
     ),
     ("web.ndl", include_str!("../../../examples/ndl/web.ndl")),
+    (
+        "wireless-chain.ndl",
+        include_str!("../../../examples/ndl/wireless-chain.ndl"),
+    ),
 ];
 
 /// Returns the scenario named `name` (with or without `.ndl`).

@@ -197,6 +197,7 @@ impl<'a> Lower<'a> {
         self.check_links();
         self.check_instance_names();
         self.check_template_uses();
+        self.check_positions();
         self.sc.networks.shrink_to_fit();
         self.sc.machines.shrink_to_fit();
         if self.errors.is_empty() {
@@ -490,3 +491,4 @@ mod protocol;
 mod qdisc;
 mod template;
 mod topology;
+mod wireless;

@@ -11,6 +11,10 @@ pub enum NetworkKind {
     Switch,
     /// A point-to-point link between exactly two machines.
     Link,
+    /// A shared radio medium: a frame reaches the machines in range of
+    /// its sender ([`crate::wireless`]; the network's
+    /// [`crate::Network::wireless`] holds the rest).
+    Wireless,
 }
 
 /// The properties of a network.

@@ -54,7 +54,7 @@ pub(crate) fn propagate(c: &mut impl Context, net: NetId, port: u32, id: FrameId
                 from: NO_PORT,
             }
         }
-        NetworkKind::Switch => NetEvent::AtSwitch {
+        NetworkKind::Switch | NetworkKind::Wireless => NetEvent::AtSwitch {
             net,
             from: port,
             frame: id,

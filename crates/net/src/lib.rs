@@ -16,6 +16,11 @@
 //!   frame being serialized onto the port.
 //! - **Ideal** (no bandwidth given): no serialization and no queues;
 //!   arrival = `L`. This is Elvis' default network.
+//! - **Wireless** ([`wireless`]): a frame is on the air for its 802.11
+//!   time (preamble, MAC header, LLC/SNAP, payload, FCS at the data
+//!   rate) after the MAC's access delay, and reaches the machines in
+//!   range when it ends (plus `L`); the queue disciplines, the
+//!   departure-time FIFO and the impairments are not used there.
 //!
 //! # Departure-time FIFO
 //! A drop-tail FIFO feeding a wire at a fixed rate is work-conserving, so
@@ -153,6 +158,7 @@ pub mod qdisc;
 mod queue;
 mod room;
 mod transmit;
+pub mod wireless;
 
 #[cfg(test)]
 mod tests;
@@ -252,6 +258,8 @@ pub enum NetEvent {
         frame: FrameId,
         from: u32,
     },
+    /// A timer of a wireless network's MAC ([`wireless::dcf`]).
+    Wireless(wireless::Timer),
 }
 
 impl NetEvent {
@@ -262,6 +270,7 @@ impl NetEvent {
             NetEvent::NicRoom { net, .. }
             | NetEvent::AtSwitch { net, .. }
             | NetEvent::Deliver { net, .. } => net,
+            NetEvent::Wireless(t) => t.net,
         }
     }
 }
@@ -279,6 +288,7 @@ pub fn handle(c: &mut impl Context, event: NetEvent) {
             frame,
             from,
         } => deliver(c, net, port, frame, from),
+        NetEvent::Wireless(t) => wireless::dcf::handle(c, t),
     }
 }
 
@@ -356,6 +366,13 @@ pub trait Context {
     /// Endpoint `slot` of `machine` waits for room in its NIC (registered
     /// by [`wait_for_room_endpoint`]); schedules its call at the present.
     fn room_for_endpoint(&mut self, machine: MachineId, slot: u32);
+    /// Link-layer feedback: the wireless NIC at `port` of `net` gave up
+    /// on unicast `frame` to `dst` after its retry limit (no ACK or no
+    /// CTS came; see "Link-layer feedback" in [`wireless`]). A routing
+    /// protocol may take the neighbour as gone and repair its route (and
+    /// send the frame again). The default does nothing: the frame is
+    /// dropped.
+    fn link_failed(&mut self, _net: NetId, _port: u32, _dst: [u8; 6], _frame: Message) {}
     /// A broadcast `frame` from `from` is about to be copied to every
     /// other port of ideal switched network `net`. The layer above may
     /// answer with the ports whose machines would do anything with it

@@ -64,6 +64,8 @@ pub struct Network {
     /// The configuration draws at least one impairment (see
     /// "Impairments"; fixed when the network is made).
     pub(crate) impaired: bool,
+    /// The radio medium of a [`NetworkKind::Wireless`] network.
+    pub wireless: Option<Box<crate::wireless::Wireless>>,
 }
 
 impl Network {
@@ -86,7 +88,16 @@ impl Network {
             index,
             nic_qdisc: BTreeMap::new(),
             subnet: None,
+            wireless: None,
         }
+    }
+
+    /// Makes this a wireless network of `cfg` (its kind becomes
+    /// [`NetworkKind::Wireless`], its bandwidth the data rate).
+    pub fn set_wireless(&mut self, cfg: crate::wireless::WirelessConfig) {
+        self.cfg.kind = NetworkKind::Wireless;
+        self.cfg.bandwidth_bps = Some(cfg.rate_bps);
+        self.wireless = Some(Box::new(crate::wireless::Wireless::new(cfg)));
     }
 
     /// Returns the MAC address of `port` (locally administered, encodes the

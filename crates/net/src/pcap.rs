@@ -8,13 +8,15 @@
 //! order; records due after the end of the run are dropped, as the
 //! frames never started. Virtual payload bytes are written as
 //! zeros. Files are written with `pcap-file` in the nanosecond-resolution
-//! pcap format, link type Ethernet, so Wireshark and `tshark` read them.
+//! pcap format, link type Ethernet (802.11 for a wireless network), so
+//! Wireshark and `tshark` read them.
 
 use crate::NetId;
 use elvis_kernel::Time;
 use elvis_message::Message;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-use pcap_file::{DataLink, Endianness, TsResolution};
+pub use pcap_file::DataLink;
+use pcap_file::{Endianness, TsResolution};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
@@ -86,11 +88,24 @@ pub fn network_name(file: &str) -> Option<String> {
 }
 
 impl PcapSet {
-    /// Opens one file per network in `dir` (created if missing).
+    /// Opens one file per network in `dir` (created if missing), link
+    /// type Ethernet.
     pub fn open(dir: &Path, names: &[String]) -> std::io::Result<PcapSet> {
+        let links = vec![DataLink::ETHERNET; names.len()];
+        PcapSet::open_with_links(dir, names, &links)
+    }
+
+    /// Opens one file per network in `dir` (created if missing), network
+    /// `i` with link type `links[i]` (Ethernet where not given; 802.11
+    /// for a wireless network, `crate::wireless`).
+    pub fn open_with_links(
+        dir: &Path,
+        names: &[String],
+        links: &[DataLink],
+    ) -> std::io::Result<PcapSet> {
         std::fs::create_dir_all(dir)?;
         let mut set = PcapSet::default();
-        for name in names {
+        for (i, name) in names.iter().enumerate() {
             let path = dir.join(file_name(name));
             let file = BufWriter::new(File::create(&path)?);
             let header = PcapHeader {
@@ -99,7 +114,7 @@ impl PcapSet {
                 ts_correction: 0,
                 ts_accuracy: 0,
                 snaplen: 262_144,
-                datalink: DataLink::ETHERNET,
+                datalink: links.get(i).copied().unwrap_or(DataLink::ETHERNET),
                 ts_resolution: TsResolution::NanoSecond,
                 endianness: Endianness::Little,
             };

@@ -47,7 +47,11 @@ pub fn transmit(c: &mut impl Context, net: NetId, port: u32, frame: &mut Message
     if n.is_ideal() {
         return transmit_ideal(c, net, port, frame, now);
     }
+    let wireless = n.cfg.kind == NetworkKind::Wireless;
     let id = f.frames.insert(std::mem::take(frame)) as FrameId;
+    if wireless {
+        return crate::wireless::dcf::transmit(c, net, port, id);
+    }
     let q = QueueRef {
         net,
         port_dir: port << 1,
@@ -149,6 +153,9 @@ pub fn transmit_queued(c: &mut impl Context, net: NetId, port: u32, id: FrameId)
     n.stats.frames_sent += 1;
     n.stats.bytes_sent += bytes;
     f.frames_sent += 1;
+    if n.cfg.kind == NetworkKind::Wireless {
+        return crate::wireless::dcf::transmit(c, net, port, id);
+    }
     let q = QueueRef {
         net,
         port_dir: port << 1,

@@ -244,6 +244,81 @@ pub enum NetworkKind {
     Switch,
     /// A point-to-point link between exactly two machines.
     Link,
+    /// A shared radio medium (`type='wireless'`, [`WirelessSpec`]).
+    Wireless,
+}
+
+/// A wireless network's radio and placement, as parsed
+/// (`[Network type='wireless' standard='802.11b' …]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WirelessSpec {
+    /// `a`, `b` or `g` (802.11a, 802.11b, 802.11g).
+    pub standard: char,
+    /// Runs 802.11 DCF (`mac='dcf'`); otherwise no contention
+    /// (`mac='none'`).
+    pub dcf: bool,
+    /// Data rate, bit/s (`data_rate=`); `None`: the standard's top rate.
+    pub rate_bps: Option<u64>,
+    /// Control-frame rate, bit/s (`basic_rate=`); `None`: the lowest.
+    pub basic_rate_bps: Option<u64>,
+    /// Reception range, m (`range=`).
+    pub range_m: f64,
+    /// Carrier-sense range, m (`cs_range=`); `None`: the reception range.
+    pub cs_range_m: Option<f64>,
+    /// `unit_disk`, `two_ray` or `log_distance` (`propagation=`).
+    pub propagation: String,
+    /// Path-loss exponent of `log_distance` (`exponent=`).
+    pub exponent: f64,
+    /// Capture threshold, dB (`sinr=`).
+    pub sinr_db: f64,
+    /// RTS threshold, bytes (`rts_threshold=`); `None`: RTS/CTS off.
+    pub rts_threshold: Option<u32>,
+    /// The area machines stay in, m (`area='1000x500'`): positions must
+    /// lie inside it.
+    pub area: Option<(f64, f64)>,
+    /// How machines without a position are placed (`placement=`):
+    /// `line`, `grid` or `uniform`.
+    pub placement: Option<String>,
+    /// Distance between neighbours of a `line` or `grid`, m (`spacing=`).
+    pub spacing_m: f64,
+    /// `random_waypoint`, `random_walk` or `setdest` (`mobility=`);
+    /// `None`: the machines stay put.
+    pub mobility: Option<String>,
+    /// Speeds, m/s, lowest and highest (`speed='1-20'`).
+    pub speed: (f64, f64),
+    /// Pause at each waypoint, ns (`pause=`).
+    pub pause_ns: u64,
+    /// Duration of a random walk's step, ns (`step=`).
+    pub step_ns: u64,
+    /// An ns-2 `setdest` movement file, relative to the NDL file
+    /// (`trace=`).
+    pub trace: Option<String>,
+}
+
+impl Default for WirelessSpec {
+    fn default() -> Self {
+        WirelessSpec {
+            standard: 'b',
+            dcf: true,
+            rate_bps: None,
+            basic_rate_bps: None,
+            range_m: 250.0,
+            cs_range_m: None,
+            propagation: "unit_disk".into(),
+            exponent: 3.0,
+            sinr_db: 10.0,
+            rts_threshold: None,
+            area: None,
+            placement: None,
+            spacing_m: 200.0,
+            mobility: None,
+            speed: (1.0, 20.0),
+            pause_ns: 0,
+            step_ns: 10_000_000_000,
+            trace: None,
+        }
+    }
 }
 
 /// One network (an Elvis `[Network id='…']` block).
@@ -287,6 +362,9 @@ pub struct NetworkSpec {
     pub subnet: Option<(Ipv4Addr, u8)>,
     /// Where the block starts.
     pub loc: Loc,
+    /// The radio of a wireless network.
+    #[serde(default)]
+    pub wireless: Option<Box<WirelessSpec>>,
 }
 
 impl NetworkSpec {
@@ -308,6 +386,7 @@ impl NetworkSpec {
             addresses: Vec::new(),
             subnet: None,
             loc: Loc::default(),
+            wireless: None,
         }
     }
 }
@@ -451,6 +530,11 @@ pub struct MachineGroup {
     #[serde(default)]
     pub tap: Option<TapSpec>,
     pub loc: Loc,
+    /// Positions on wireless networks (`[Network id='w' x='…' y='…']`):
+    /// the index into `networks`, x and y in metres, where they are
+    /// written.
+    #[serde(default)]
+    pub positions: Vec<(u32, f64, f64, Loc)>,
 }
 
 /// A TAP machine's device and namespace, as written.

@@ -358,6 +358,9 @@ pub struct NetworkReport {
     pub ports: u64,
     #[serde(flatten)]
     pub stats: NetStats,
+    /// A wireless network's MAC counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wireless: Option<crate::net::wireless::WirelessStats>,
 }
 
 /// The counters of one egress queue.

@@ -9,6 +9,7 @@ mod build;
 mod observe;
 mod reporting;
 mod run;
+mod wireless;
 
 use crate::executor::TaskFuture;
 use crate::machine::MachineId;

@@ -50,6 +50,8 @@ pub enum Event {
         machine: MachineId,
         timer: crate::Timer,
     },
+    /// A timer of a wireless network's MAC.
+    Wireless(elvis_net::wireless::Timer),
 }
 
 /// The hosts and the networks between them, in named parts: scheduling,
@@ -330,6 +332,7 @@ impl Hosts {
                 frame,
                 from,
             } => elvis_net::deliver(self, net, port, frame, from),
+            Event::Wireless(t) => elvis_net::wireless::dcf::handle(self, t),
             Event::Timer { machine, timer } => {
                 if let crate::Timer::Dhcp {
                     background: true, ..
@@ -363,6 +366,7 @@ impl From<NetEvent> for Event {
                 frame,
                 from,
             },
+            NetEvent::Wireless(t) => Event::Wireless(t),
         }
     }
 }

@@ -146,6 +146,22 @@ fn neighbour_of_many(w: &Hosts, m: MachineId, dst: u32) -> Option<(IfaceId, u32)
     best
 }
 
+/// Returns whether `dst`, attached to the network of interface `i`, is
+/// reached through a gateway all the same: the network is wireless (its
+/// machines may be out of each other's range) and the machine's table
+/// holds a host route (`/32`) to `dst` through a gateway, as a
+/// multi-hop route on one radio network is written (statically, or by an
+/// ad hoc routing protocol). On a Linux host such a route wins over the
+/// subnet's connected route by the longest prefix.
+#[inline]
+fn routed_on_air(w: &Hosts, m: MachineId, i: IfaceId, dst: Ipv4Addr) -> bool {
+    let net = w.machines[m as usize].ifaces[i as usize].net;
+    w.fabric.networks[net as usize].cfg.kind == elvis_net::NetworkKind::Wireless
+        && (w.stack.routing.table(m))
+            .and_then(|t| t.lookup_host(u32::from(dst)))
+            .is_some_and(|h| h.iter().any(|h| h.gateway != 0))
+}
+
 /// Finds the interface and next hop for `dst`.
 pub fn route(w: &Hosts, m: MachineId, dst: Ipv4Addr) -> Result<Route, SocketError> {
     route_flow(w, m, dst, None)
@@ -216,7 +232,7 @@ pub fn route_flow(
                 .map(|&port| (i as IfaceId, port))
         })
     };
-    if let Some((i, port)) = neighbour {
+    if let Some((i, port)) = neighbour.filter(|&(i, _)| !routed_on_air(w, m, i, dst)) {
         let ifc = machine.ifaces[i as usize];
         if ifc.ip.is_unspecified() {
             return Err(SocketError::NoAddress);

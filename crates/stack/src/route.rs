@@ -132,6 +132,13 @@ impl Table {
         None
     }
 
+    /// Returns the next hops of a host route (`/32`) to `dst`, if any.
+    pub fn lookup_host(&self, dst: u32) -> Option<&[Hop]> {
+        let l = self.levels.first().filter(|l| l.len == 32)?;
+        let &(start, n) = l.map.get(&dst)?;
+        Some(&self.hops[start as usize..start as usize + usize::from(n)])
+    }
+
     /// Returns the number of routes.
     pub fn len(&self) -> usize {
         self.routes

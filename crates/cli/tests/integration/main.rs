@@ -34,6 +34,7 @@ mod topology;
 mod tshark;
 mod video;
 mod web;
+mod wireless;
 
 use serde_json::Value;
 use std::ffi::OsStr;

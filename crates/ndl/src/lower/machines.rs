@@ -127,6 +127,7 @@ impl Lower<'_> {
             keep_ttl: false,
             routes: Vec::new(),
             pinned: Vec::new(),
+            positions: Vec::new(),
             offloads: None,
             dhcp_relay: b.param("dhcp_relay").map(|p| sc::Param {
                 key: "dhcp_relay".into(),
@@ -373,7 +374,7 @@ impl Lower<'_> {
     }
 
     fn attach(&mut self, n: &Block, g: &mut MachineGroup) {
-        self.keys(n, &["id", "ip"]);
+        self.keys(n, &["id", "ip", "x", "y"]);
         self.no_children(n);
         let Some(id) = self.required(n, "id") else {
             return;
@@ -430,6 +431,7 @@ impl Lower<'_> {
                 },
             ));
         }
+        self.position(n, g);
         g.networks.push(Ref {
             name: id.value.node.to_string(),
             loc: self.loc(id.value.span),

@@ -81,6 +81,7 @@ impl Lower<'_> {
         static KEYS: LazyLock<Vec<&str>> = LazyLock::new(|| {
             (NETWORK_KEYS.iter())
                 .chain(super::qdisc::QDISC_KEYS)
+                .chain(super::wireless::WIRELESS_KEYS)
                 .copied()
                 .collect()
         });
@@ -112,6 +113,7 @@ impl Lower<'_> {
             self.network_param(p, &mut net);
         }
         self.qdisc(b, &mut net);
+        self.wireless(b, &mut net);
         for c in &b.children {
             if c.is("IP") {
                 self.ip(c, &mut net);
@@ -133,12 +135,13 @@ impl Lower<'_> {
                     self.link_locs
                         .insert(net.id.clone(), self.loc(p.value.span));
                 }
+                "wireless" => net.kind = NetworkKind::Wireless,
                 _ => {
                     let msg = format!(
-                        "bad type '{}': a network is a `switch` or a `link`",
+                        "bad type '{}': a network is a `switch`, a `link` or `wireless`",
                         p.value.node
                     );
-                    let hint = suggest(&p.value.node, &["switch", "link"])
+                    let hint = suggest(&p.value.node, &["switch", "link", "wireless"])
                         .map(|s| format!("did you mean '{s}'?"));
                     self.error(ErrorKind::BadValue, p.value.span, msg, hint);
                 }

@@ -254,7 +254,7 @@ fn bad_reorder_duplicate_and_reorder_delay_point_at_the_value() {
 fn bad_link_type_suggests_a_kind() {
     assert_eq!(
         fails("[Networks]\n\t[Network id='1' type='lnk']\n"),
-        "t.ndl:2:24: error: bad type 'lnk': a network is a `switch` or a `link` (hint: did you mean 'link'?)"
+        "t.ndl:2:24: error: bad type 'lnk': a network is a `switch`, a `link` or `wireless` (hint: did you mean 'link'?)"
     );
 }
 

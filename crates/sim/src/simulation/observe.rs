@@ -194,7 +194,13 @@ impl Simulation {
             .iter()
             .map(|n| n.cfg.name.clone())
             .collect();
-        w.hosts.fabric.pcap = PcapSet::open(dir, &names)?;
+        let links: Vec<crate::pcap::DataLink> = (w.hosts.fabric.networks.iter())
+            .map(|n| match n.wireless {
+                Some(_) => crate::pcap::DataLink::IEEE802_11,
+                None => crate::pcap::DataLink::ETHERNET,
+            })
+            .collect();
+        w.hosts.fabric.pcap = PcapSet::open_with_links(dir, &names, &links)?;
         Ok(w.hosts.fabric.pcap.files.clone())
     }
 

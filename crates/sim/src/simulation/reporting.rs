@@ -408,6 +408,7 @@ impl Simulation {
                     latency_ns: n.cfg.latency_ns,
                     ports: n.ports.len() as u64,
                     stats: n.stats.clone(),
+                    wireless: n.wireless.as_deref().map(|r| r.stats.clone()),
                 }
             })
             .collect()
