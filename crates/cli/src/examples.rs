@@ -73,6 +73,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../examples/ndl/web-study.ndl"),
     ),
     ("web.ndl", include_str!("../../../examples/ndl/web.ndl")),
+    (
+        "aodv-chain.ndl",
+        include_str!("../../../examples/ndl/aodv-chain.ndl"),
+    ),
 ];
 
 /// Returns the scenario named `name` (with or without `.ndl`).
