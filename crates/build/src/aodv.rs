@@ -23,6 +23,25 @@ fn yes_no(p: &Param) -> Result<bool, BuildError> {
     }
 }
 
+/// Refuses AODV on a group a generated topology places (not supported).
+///
+/// # Errors
+/// The group runs AODV; located at the protocol.
+pub(crate) fn not_in_topology(g: &MachineGroup) -> Result<(), BuildError> {
+    match g
+        .protocols
+        .iter()
+        .find(|p| p.name.eq_ignore_ascii_case("aodv"))
+    {
+        Some(spec) => Err(err(
+            spec.loc,
+            format!("machine '{}' runs AODV inside a generated topology", g.name),
+        )
+        .with_hint("AODV runs on machines with their own [Networks]")),
+        None => Ok(()),
+    }
+}
+
 /// Starts AODV on the machines of group `g` (the first is `first`).
 ///
 /// # Errors

@@ -326,6 +326,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         {
             protocols(g)?;
             tcp::syn_defence(g)?;
+            aodv::not_in_topology(g)?;
             if counted {
                 counted_groups.push((k, len));
                 apps_from.whole_groups.insert(k);

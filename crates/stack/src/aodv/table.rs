@@ -234,9 +234,14 @@ impl Table {
         });
     }
 
-    /// True when some route is active at `now` (a HELLO sender, §6.9).
-    pub fn any_active(&self, now: u64) -> bool {
-        self.routes.values().any(|r| r.valid && r.expires > now)
+    /// True when the node is part of an active route at `now` (§6.9: only
+    /// such nodes send HELLOs): it holds an active route of more than one
+    /// hop, or one that neighbours forward through (precursors). Routes to
+    /// neighbours alone, which HELLOs themselves make, do not count, or
+    /// HELLOs would keep each other going.
+    pub fn on_active_path(&self, now: u64) -> bool {
+        (self.routes.values())
+            .any(|r| r.valid && r.expires > now && (r.hops > 1 || !r.precursors.is_empty()))
     }
 
     /// Every entry, in destination order.

@@ -336,3 +336,97 @@ fn a_lost_next_hop_is_found_by_hellos_reported_by_rerr_and_routed_around() {
     let lost = 52 - got;
     assert!((1..=13).contains(&lost), "lost {lost}");
 }
+
+#[test]
+fn an_intermediate_node_with_a_fresh_route_answers_and_tells_the_destination() {
+    // n0 … n4 in a chain; x hangs off n2. Once n0 has found n4, n2 holds
+    // a fresh route to n4: x's first RREQ (TTL 1) reaches only n2, which
+    // answers (§6.6.2) and, the G flag being set, sends the gratuitous
+    // RREP to n4 (§6.6.3).
+    let cfg = Config {
+        hello: false,
+        gratuitous: true,
+    };
+    let (mut lab, ms, _) = chain(5, cfg, false);
+    let lx = lab.lan("lx");
+    let x = lab.machine("x", Protocols::UDP);
+    lab.attach(x, lx, Ipv4Addr::new(10, 9, 0, 1));
+    lab.attach(ms[2], lx, Ipv4Addr::new(10, 9, 0, 2));
+    enable(&mut lab.w, x, cfg);
+    let sock = lab.bind_udp(ms[4], 7);
+    let n4 = addr(&lab, ms[4]);
+    lab.send_udp(ms[0], n4, b"from n0");
+    lab.run_until(Time::from_nanos(1_000_000_000));
+    assert!(sock.rx.borrow_mut().pop().is_some());
+    let rreqs = lab.w.obs.aodv.rreq_originated;
+    // One hop out and back for the RREQ and RREP, three for the data.
+    let t1 = 1_000_000_000;
+    lab.send_udp(x, n4, b"from x");
+    lab.run_until(Time::from_nanos(t1 + 5 * LAT - 1));
+    assert!(sock.rx.borrow_mut().pop().is_none());
+    lab.run_until(Time::from_nanos(t1 + 5 * LAT));
+    assert_eq!(sock.rx.borrow_mut().pop().unwrap().0.to_vec(), b"from x");
+    assert_eq!(lab.w.obs.aodv.rreq_originated, rreqs + 1, "one ring");
+    let now = lab.w.now().as_nanos();
+    let xr = node_ref(&lab.w, x)
+        .unwrap()
+        .table
+        .active(n4, now)
+        .cloned()
+        .unwrap();
+    assert_eq!((xr.hops, xr.next_hop), (3, Ipv4Addr::new(10, 9, 0, 2)));
+    // The gratuitous RREP gave n4 a route to x through n3.
+    let back = node_ref(&lab.w, ms[4])
+        .unwrap()
+        .table
+        .active(Ipv4Addr::new(10, 9, 0, 1), now)
+        .cloned();
+    let back = back.expect("n4 learnt x from the gratuitous RREP");
+    assert_eq!((back.hops, back.next_hop), (3, Ipv4Addr::new(10, 0, 3, 1)));
+}
+
+#[test]
+fn a_node_without_a_route_for_transit_data_sends_a_rerr_and_the_source_finds_a_new_route() {
+    // §6.11 case ii: n1 lost its table; n0's next datagram reaches n1,
+    // which drops it and broadcasts a RERR for n2; n0 invalidates its
+    // route (sequence number + 1) and its next datagram finds a new one.
+    let (mut lab, ms, _) = chain(3, no_hello(), false);
+    let sock = lab.bind_udp(ms[2], 7);
+    let n2 = addr(&lab, ms[2]);
+    lab.send_udp(ms[0], n2, b"1");
+    lab.run_for(Duration::from_secs(1));
+    assert!(sock.rx.borrow_mut().pop().is_some());
+    let seq = node_ref(&lab.w, ms[0]).unwrap().table.get(n2).unwrap().seq;
+    node(&mut lab.w, ms[1]).unwrap().table = table::Table::default();
+    lab.send_udp(ms[0], n2, b"2");
+    lab.run_for(Duration::from_millis(10));
+    assert!(sock.rx.borrow_mut().pop().is_none());
+    assert!(
+        lab.drops().contains(&("aodv(no_route)".to_string(), 1)),
+        "{:?}",
+        lab.drops()
+    );
+    assert_eq!(lab.w.obs.aodv.sent[2], 2, "a RERR on each of n1's links");
+    let r = node_ref(&lab.w, ms[0])
+        .unwrap()
+        .table
+        .get(n2)
+        .cloned()
+        .unwrap();
+    assert!(!r.valid);
+    assert_eq!(r.seq, seq.wrapping_add(1));
+    lab.send_udp(ms[0], n2, b"3");
+    lab.run_for(Duration::from_secs(1));
+    assert_eq!(sock.rx.borrow_mut().pop().unwrap().0.to_vec(), b"3");
+    assert_eq!(lab.w.obs.aodv.discoveries, 2);
+    // The new RREQ asked for a number at least the one n0 keeps (§6.3),
+    // and n2 answered with it (§6.6.1).
+    let now = lab.w.now().as_nanos();
+    let r = node_ref(&lab.w, ms[0])
+        .unwrap()
+        .table
+        .active(n2, now)
+        .cloned()
+        .unwrap();
+    assert!(!table::newer(seq.wrapping_add(1), r.seq));
+}
