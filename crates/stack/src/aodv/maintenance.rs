@@ -152,7 +152,7 @@ pub(super) fn on_hello_tick(w: &mut Hosts, m: MachineId) {
         })
         .map(|(&a, _)| Ipv4Addr::from(a))
         .collect();
-    let speak = n.table.on_active_path(now) && now.saturating_sub(n.last_broadcast) >= HELLO_INTERVAL;
+    let speak = n.table.any_active(now) && now.saturating_sub(n.last_broadcast) >= HELLO_INTERVAL;
     let seq = n.seq;
     for a in lost {
         link_failed(w, m, a);

@@ -234,14 +234,13 @@ impl Table {
         });
     }
 
-    /// True when the node is part of an active route at `now` (§6.9: only
-    /// such nodes send HELLOs): it holds an active route of more than one
-    /// hop, or one that neighbours forward through (precursors). Routes to
-    /// neighbours alone, which HELLOs themselves make, do not count, or
-    /// HELLOs would keep each other going.
-    pub fn on_active_path(&self, now: u64) -> bool {
-        (self.routes.values())
-            .any(|r| r.valid && r.expires > now && (r.hops > 1 || !r.precursors.is_empty()))
+    /// True when the node holds an active route at `now` (§6.9: only a
+    /// node on an active route sends HELLOs). A route to a neighbour
+    /// counts: a destination holds no route that data refreshes, and
+    /// would fall silent while data still reaches it. So HELLOs, once
+    /// heard, keep neighbours speaking, as in AODV-UU.
+    pub fn any_active(&self, now: u64) -> bool {
+        self.routes.values().any(|r| r.valid && r.expires > now)
     }
 
     /// Every entry, in destination order.
