@@ -42,6 +42,7 @@ use elvis_sim::{NetworkConfig, Protocols, Simulation};
 use std::borrow::Cow;
 use std::net::Ipv4Addr;
 
+mod aodv;
 pub mod apps;
 mod dhcp;
 mod dns;
@@ -326,6 +327,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         {
             protocols(g)?;
             tcp::syn_defence(g)?;
+            aodv::not_in_topology(g)?;
             if counted {
                 counted_groups.push((k, len));
                 apps_from.whole_groups.insert(k);
@@ -346,6 +348,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         groups.push((g.name.clone(), first, g.instances()));
         attach_group(&mut sim, g, first, &net_ids, &mut pools, &skip)?;
         dhcp::group(&mut sim, g, first)?;
+        aodv::group(&mut sim, g, first)?;
     }
     let dns = dns::attach_servers(&mut sim, scenario, &mut pools, &skip, &mut groups)?;
     check_links(scenario)?;
@@ -713,9 +716,11 @@ fn protocols(g: &MachineGroup) -> Result<Protocols, BuildError> {
             // Configures the first interface (see `dhcp::group`); DHCP
             // runs over UDP.
             "dhcp" => p.udp = true,
+            // Routes on demand (see `aodv::group`); AODV runs over UDP.
+            "aodv" => p.udp = true,
             other => {
                 return Err(err(spec.loc, format!("unknown protocol '{other}'"))
-                    .with_hint("known: IPv4, UDP, TCP, ARP, ICMP, DHCP"))
+                    .with_hint("known: IPv4, UDP, TCP, ARP, ICMP, DHCP, AODV"))
             }
         }
     }

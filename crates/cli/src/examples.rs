@@ -7,6 +7,10 @@ use std::fmt::Write;
 /// files they read (a GML topology).
 pub const FILES: &[(&str, &str)] = &[
     (
+        "aodv-chain.ndl",
+        include_str!("../../../examples/ndl/aodv-chain.ndl"),
+    ),
+    (
         "backbone-10.gml",
         include_str!("../../../examples/ndl/backbone-10.gml"),
     ),

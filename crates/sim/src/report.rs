@@ -13,6 +13,8 @@ use std::fmt;
 
 mod dhcp;
 pub use dhcp::{DhcpReport, DhcpServerReport, LeaseReport};
+mod aodv;
+pub use aodv::AodvReport;
 
 pub use elvis_stack::counters::DropReason;
 pub(crate) use elvis_stack::counters::Stats;
@@ -116,6 +118,10 @@ pub struct Report {
     /// (set by the builder's caller; absent when nobody estimated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_estimate: Option<MemoryEstimate>,
+    /// AODV's routing overhead, discoveries and delivery (only in runs
+    /// with AODV).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aodv: Option<AodvReport>,
 }
 
 /// The memory a scenario was estimated to take, from its counts, before

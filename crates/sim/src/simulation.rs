@@ -6,6 +6,7 @@
 //! switches.
 
 mod build;
+mod manet;
 mod observe;
 mod reporting;
 mod run;

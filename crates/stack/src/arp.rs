@@ -251,6 +251,11 @@ pub fn on_retry(w: &mut Hosts, m: MachineId, iface: IfaceId, ip: u32) {
         for _ in p.queued {
             w.drop_packet(DropReason::ArpFailed);
         }
+        // A next hop that does not answer ARP is a broken link to an
+        // on-demand routing protocol.
+        if w.stack.on_demand {
+            crate::ondemand::link_failed(w, m, Ipv4Addr::from(ip));
+        }
         return;
     }
     cache.pending[i].tries += 1;

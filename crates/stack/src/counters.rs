@@ -47,6 +47,10 @@ pub enum DropReason {
     /// A DHCP message its receiver ignores (why named): another client's
     /// reply, a reply in the wrong state, a request no pool can serve.
     Dhcp(&'static str),
+    /// AODV found no route (why named): a discovery gave up, a full
+    /// queue of datagrams waiting for one, a datagram to forward without
+    /// one, a RREP without a reverse route.
+    Aodv(&'static str),
 }
 
 impl From<elvis_net::DropReason> for DropReason {
@@ -78,6 +82,7 @@ impl fmt::Display for DropReason {
             DropReason::NoRoute => f.write_str("no_route"),
             DropReason::FragNeeded => f.write_str("frag_needed"),
             DropReason::Dhcp(why) => write!(f, "dhcp({why})"),
+            DropReason::Aodv(why) => write!(f, "aodv({why})"),
         }
     }
 }

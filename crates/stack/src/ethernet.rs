@@ -49,7 +49,10 @@ pub fn send(
 /// addressed to it.
 pub fn receive(w: &mut Hosts, m: MachineId, iface: IfaceId, frame: &mut Message) {
     if w.machines[m as usize].forward {
-        if w.config.fast_forward && super::forward::forward_frame(w, m, iface, frame) {
+        if w.config.fast_forward
+            && !w.stack.on_demand
+            && super::forward::forward_frame(w, m, iface, frame)
+        {
             return;
         }
     } else if w.config.tcp_fast_path && super::tcp::rx::receive_frame(w, m, iface, frame) {

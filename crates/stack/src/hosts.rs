@@ -126,6 +126,9 @@ pub struct StackShared {
     pub fanout: crate::dhcp::fanout::Fanout,
     /// DHCP clients, servers and relays enabled (0: DHCP is not in the run).
     pub dhcp_roles: u64,
+    /// Some machine routes on demand (`crate::ondemand`; AODV): the one
+    /// flag IPv4 tests before it looks for the machine's protocol.
+    pub on_demand: bool,
 }
 
 /// What the stacks record for the run's report.
@@ -142,6 +145,8 @@ pub struct Observers {
     pub tcp_fast_received: u64,
     /// DHCP messages and leases.
     pub dhcp: crate::dhcp::Stats,
+    /// AODV messages, discoveries and datagrams held.
+    pub aodv: crate::aodv::Stats,
 }
 
 /// Settings that change how a run is computed, never what it computes
@@ -282,6 +287,7 @@ impl Hosts {
                 dst_epoch: 0,
                 fanout: Default::default(),
                 dhcp_roles: 0,
+                on_demand: false,
             },
             obs: Observers::default(),
             config: RunConfig {
@@ -336,7 +342,8 @@ impl Hosts {
             Event::Timer { machine, timer } => {
                 if let crate::Timer::Dhcp {
                     background: true, ..
-                } = timer
+                }
+                | crate::Timer::AodvHello = timer
                 {
                     self.sched.background -= 1;
                 }

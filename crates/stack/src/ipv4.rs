@@ -51,6 +51,9 @@ pub enum NextHop {
     Multicast(Ipv4Addr),
     /// A neighbour on the interface's network, and its port there.
     Neighbour(Ipv4Addr, u32),
+    /// No route yet: an on-demand routing protocol holds the datagram
+    /// while it finds one ([`crate::ondemand::hold`]).
+    OnDemand,
 }
 
 /// The result of a route lookup.
@@ -217,6 +220,11 @@ pub fn route_flow(
             next: NextHop::Multicast(dst),
             mtu: mtu_of(first.net),
         });
+    }
+    // A MANET node's unicast routes come from its routing protocol, its
+    // neighbours' included (one run-wide flag when no machine has one).
+    if w.stack.on_demand && crate::ondemand::runs(w, m) {
+        return crate::ondemand::route(w, m, dst);
     }
     // A neighbour on a directly connected network: the first interface
     // whose network has `dst`. A machine with many interfaces (a switch
@@ -451,9 +459,13 @@ fn emit_and_send(w: &mut Hosts, m: MachineId, route: &Route, repr: &ipv4::Repr, 
 pub fn transmit(w: &mut Hosts, m: MachineId, route: &Route, msg: &mut Message) {
     let dst_mac = match route.next {
         NextHop::Local => return,
+        NextHop::OnDemand => return crate::ondemand::hold(w, m, msg),
         NextHop::Broadcast => EthernetAddress::BROADCAST,
         NextHop::Multicast(g) => EthernetAddress::from_ipv4_multicast(g),
         NextHop::Neighbour(ip, port) => {
+            if w.stack.on_demand {
+                crate::ondemand::used(w, m, ip, msg);
+            }
             let group = w.machines[m as usize].group;
             if w.groups[group as usize].protocols.arp {
                 match super::arp::lookup_or_queue(w, m, route.iface, ip, msg) {

@@ -28,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod addr;
+pub mod aodv;
 pub mod arp;
 pub mod counters;
 pub mod crash;
@@ -43,6 +44,7 @@ pub mod icmp_limit;
 pub mod ipv4;
 pub mod machine;
 pub mod offload;
+pub mod ondemand;
 pub mod route;
 pub mod tcp;
 #[cfg(test)]
@@ -78,6 +80,10 @@ pub enum Timer {
     /// The DHCP client's timer (generation `gen`; see [`dhcp::client`]);
     /// a `background` one does not keep a run going.
     Dhcp { gen: u32, background: bool },
+    /// AODV's housekeeping and HELLO tick (see [`aodv`]); background.
+    AodvHello,
+    /// AODV's wait for a RREP to the discovery of `dst` (generation `gen`).
+    AodvDiscovery { dst: u32, gen: u32 },
 }
 
 /// Runs a protocol timer.
@@ -95,6 +101,7 @@ pub fn on_timer(w: &mut Hosts, m: MachineId, timer: Timer) {
         Timer::ForeignRoom => crate::foreign::on_poll(w, m, true),
         Timer::NapiPoll => offload::poll(w, m),
         Timer::Dhcp { gen, .. } => dhcp::client::on_timer(w, m, gen),
+        Timer::AodvHello | Timer::AodvDiscovery { .. } => aodv::on_timer(w, m, timer),
     }
 }
 
@@ -109,7 +116,7 @@ pub fn frame_arrived(w: &mut Hosts, net: NetId, port: u32, id: FrameId) {
         return;
     };
     let m = &w.machines[machine as usize];
-    let router = m.forward && w.config.fast_forward && !m.foreign;
+    let router = m.forward && w.config.fast_forward && !m.foreign && !w.stack.on_demand;
     if router && forward::forward_in_slab(w, machine, iface, id) {
         return;
     }

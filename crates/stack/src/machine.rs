@@ -142,6 +142,8 @@ pub struct MachineExt {
     /// Tasks waiting for the machine to get an address
     /// (`crate::addr::wait_configured`).
     pub addr_waiters: Vec<crate::hosts::TaskId>,
+    /// The on-demand routing protocol of a MANET node (AODV).
+    pub manet: Option<Box<crate::ondemand::OnDemand>>,
 }
 
 /// A machine's resolver configuration, as `/etc/resolv.conf` holds it.

@@ -175,6 +175,11 @@ pub fn receive(
         {
             return;
         }
+        if dst_port == crate::aodv::PORT
+            && crate::aodv::receive(w, m, iface, ip_header, src, dst, msg)
+        {
+            return;
+        }
         if !dst.is_broadcast() && !dst.is_multicast() {
             super::icmp::send_port_unreachable(w, m, ip_header, &first8);
         }

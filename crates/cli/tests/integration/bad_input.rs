@@ -388,3 +388,26 @@ fn a_receive_buffer_below_two_kib_is_bad_input_located_at_the_value() {
         &["rcvbuf '1KB' is not between 2KiB and 1GiB"],
     );
 }
+
+#[test]
+fn aodv_mistakes_are_located_at_the_protocol() {
+    // Line 11 is `\t\t\t[Protocol name='AODV' …]` on the sender.
+    assert_bad_input(
+        "bad/aodv-unknown-option.ndl",
+        11,
+        32,
+        &["protocol AODV has no option 'helo'"],
+    );
+    assert_bad_input(
+        "bad/aodv-bad-hello.ndl",
+        11,
+        33,
+        &["hello 'maybe' is neither yes nor no"],
+    );
+    assert_bad_input(
+        "bad/aodv-no-network.ndl",
+        24,
+        4,
+        &["machine 'lonely' runs AODV but has no network"],
+    );
+}

@@ -14,6 +14,7 @@ macro_rules! args {
     };
 }
 
+mod aodv;
 mod bad_input;
 mod dcqcn;
 mod ddos;

@@ -5,6 +5,7 @@
 //! | `ARP` | `local`, `default` (Elvis: ARP's preconfigured subnet) | here: `default` becomes a default route |
 //! | `TCP` | `syn_cookies`, `syn_backlog`, `congestion` | the builder (`elvis-build`, `tcp.rs`) |
 //! | `DHCP` | `start` | the builder (`dhcp.rs`) |
+//! | `AODV` | `hello`, `gratuitous` | the builder (`aodv.rs`) |
 //! | `IPv4`, `UDP`, `ICMP`, `Ethernet` | none | — |
 //!
 //! In Elvis, `[Protocol name='ARP' local='A' default='G']` gives ARP the
@@ -23,7 +24,7 @@ use elvis_scenario::MachineGroup;
 use std::net::Ipv4Addr;
 
 /// Protocols whose options the builder reads and checks.
-const READ_BY_BUILDER: &[&str] = &["tcp", "dhcp"];
+const READ_BY_BUILDER: &[&str] = &["tcp", "dhcp", "aodv"];
 /// Protocols that take no options.
 const NO_OPTIONS: &[&str] = &["ipv4", "udp", "icmp", "ethernet"];
 

@@ -282,6 +282,9 @@ impl Simulation {
                 realtime: self.pacer.as_ref().map(|p| p.stats),
             },
             memory_estimate: None,
+            aodv: (w.hosts.stack.on_demand)
+                .then(|| report::AodvReport::new(&w.hosts, &metric_reports(w)))
+                .flatten(),
         }
     }
 

@@ -38,3 +38,4 @@ mod timing;
 mod topology;
 mod tshark;
 mod undo;
+mod aodv;

@@ -91,6 +91,13 @@ pub fn lookup(
     local: SocketAddrV4,
     remote: SocketAddrV4,
 ) -> Dst {
+    if w.stack.on_demand && crate::ondemand::runs(w, m) {
+        // Routes change during the run: looked up per call, sent on the
+        // layered path (which holds a datagram while its route is found).
+        let flow = super::tcp_flow(local, remote);
+        let route = ipv4::route_flow(w, m, *remote.ip(), Some(&flow)).ok();
+        return Dst { route, link: None };
+    }
     let epoch = w.stack.dst_epoch;
     let way = slot as usize % WAYS;
     let cached = w.machines[m as usize]
