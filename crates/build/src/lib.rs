@@ -45,6 +45,7 @@ use std::net::Ipv4Addr;
 pub mod apps;
 mod dhcp;
 mod dns;
+mod marking;
 pub mod estimate;
 mod tap;
 mod tcp;
@@ -153,6 +154,7 @@ fn qdisc_config(
         QdiscKind::Wrr => QdiscConfig::Wrr(classes()),
         QdiscKind::Wfq => QdiscConfig::Wfq(classes()),
         QdiscKind::VirtualClock => QdiscConfig::VirtualClock(classes()),
+        QdiscKind::EcnThreshold | QdiscKind::Srtcm | QdiscKind::Trtcm => marking::config(q)?,
     };
     match cfg.build(bandwidth_bps) {
         Ok(_) => Ok(cfg),

@@ -14,6 +14,10 @@ pub const FILES: &[(&str, &str)] = &[
         "cubic-vs-compound.ndl",
         include_str!("../../../examples/ndl/cubic-vs-compound.ndl"),
     ),
+    (
+        "dctcp-dumbbell.ndl",
+        include_str!("../../../examples/ndl/dctcp-dumbbell.ndl"),
+    ),
     ("ddos.ndl", include_str!("../../../examples/ndl/ddos.ndl")),
     (
         "default.ndl",

@@ -126,7 +126,7 @@ pub const APPS: &[(&str, &[&str])] = &[
         "bulk_send",
         &["to", "port", "bytes", "payload", "congestion", "sndbuf"],
     ),
-    ("bulk_receive", &["port", "bytes", "rcvbuf"]),
+    ("bulk_receive", &["port", "bytes", "rcvbuf", "congestion"]),
     ("tcp_echo_server", &["port"]),
     ("dhcp_server", crate::dhcp::SERVER_OPTIONS),
     (
@@ -444,6 +444,7 @@ fn build_bulk_receive(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamE
         port: o.port("port")?,
         bytes: o.size(o.required("bytes")?)?,
         rcvbuf: o.buffer("rcvbuf")?,
+        congestion: o.congestion()?,
     });
     Ok(factory("bulk_receive", false, move |sim, m| {
         let cfg = cfg.clone();
@@ -634,7 +635,7 @@ impl Opts<'_> {
             None => Ok(None),
             Some(p) => p.value.parse().map(Some).map_err(|_| {
                 ParamError::new(p.loc, format!("unknown congestion control '{}'", p.value))
-                    .hint("congestion='newreno', 'cubic' or 'compound'")
+                    .hint("congestion='newreno', 'cubic', 'compound' or 'dctcp'")
             }),
         }
     }

@@ -15,6 +15,7 @@ macro_rules! args {
 }
 
 mod bad_input;
+mod dctcp;
 mod ddos;
 mod determinism;
 mod dhcp;

@@ -25,6 +25,7 @@ const KINDS: &[(&str, QdiscKind)] = &[
     ("wrr", QdiscKind::Wrr),
     ("wfq", QdiscKind::Wfq),
     ("vclock", QdiscKind::VirtualClock),
+    ("ecn_threshold", QdiscKind::EcnThreshold),
 ];
 
 /// Every discipline parameter key.
@@ -42,6 +43,7 @@ pub(super) const QDISC_KEYS: &[&str] = &[
     "burst",
     "weights",
     "classify",
+    "ecn_k",
 ];
 
 /// Returns the keys `kind` accepts and those it requires.
@@ -62,6 +64,7 @@ fn keys_of(kind: QdiscKind) -> (&'static [&'static str], &'static [&'static str]
             &["red_min", "red_max"],
         ),
         QdiscKind::TokenBucket => (&["limit", "rate", "burst"], &["rate", "burst"]),
+        QdiscKind::EcnThreshold => (&["limit", "ecn_k"], &["ecn_k"]),
         _ => (&["limit", "weights", "classify"], &["weights"]),
     }
 }
@@ -234,6 +237,7 @@ impl Lower<'_> {
             "rate" => spec.rate_bps = self.value(p, parse_bandwidth, ex).flatten(),
             "burst" => spec.burst_bytes = self.value(p, parse_size_bytes, ex),
             "classify" => spec.classify = self.value(p, parse_classify, ex),
+            "ecn_k" => spec.ecn_k = self.value(p, parse_limit, ex),
             "weights" => {
                 let f: fn(&str) -> Result<u64, String> = match spec.kind {
                     QdiscKind::Drr => parse_size_bytes,
@@ -262,6 +266,7 @@ fn example(key: &str) -> &'static str {
         "rate" => "rate='1Mbps'",
         "burst" => "burst='10kB'",
         "classify" => "classify='flow' or classify='dscp:46,0'",
+        "ecn_k" => "ecn_k='20' (packets) or ecn_k='30kB' (bytes)",
         _ => "weights='1500,3000'",
     }
 }

@@ -12,6 +12,7 @@
 use super::droptail::{DropTail, Limit};
 use super::red::{Red, RedConfig};
 use super::tbf::{TokenBucket, TokenBucketConfig};
+use super::threshold::{Threshold, ThresholdConfig};
 use super::{ClassParams, Classify, Drr, Prio, Qdisc, VirtualClock, Wfq, Wrr};
 use serde::Serialize;
 
@@ -36,6 +37,8 @@ pub enum QdiscConfig {
     Wfq(ClassParams),
     /// Virtual clock (reserved rate per class, bit/s).
     VirtualClock(ClassParams),
+    /// ECN marking at a threshold K of the instantaneous queue (DCTCP).
+    EcnThreshold(ThresholdConfig),
 }
 
 /// Why a [`QdiscConfig`] was rejected: the parameter (by its NDL key) and
@@ -69,6 +72,7 @@ impl QdiscConfig {
             QdiscConfig::Wrr(_) => "wrr",
             QdiscConfig::Wfq(_) => "wfq",
             QdiscConfig::VirtualClock(_) => "vclock",
+            QdiscConfig::EcnThreshold(_) => "ecn_threshold",
         }
     }
 
@@ -93,6 +97,7 @@ impl QdiscConfig {
             | QdiscConfig::Wrr(p)
             | QdiscConfig::Wfq(p)
             | QdiscConfig::VirtualClock(p) => check_classes(p, true),
+            QdiscConfig::EcnThreshold(c) => c.validate(),
         }
     }
 
@@ -119,6 +124,7 @@ impl QdiscConfig {
             QdiscConfig::VirtualClock(p) => {
                 Qdisc::VirtualClock(Box::new(VirtualClock::new(p).map_err(class_error)?))
             }
+            QdiscConfig::EcnThreshold(c) => Qdisc::Threshold(Box::new(Threshold::new(c))),
         })
     }
 }

@@ -25,6 +25,7 @@
 //! | weighted round robin (frames per round) | `wrr.rs` | [`Classify`] |
 //! | weighted fair queueing: PGPS (GPS virtual time) or SCFQ (self-clocked) | `wfq.rs` | [`Classify`] |
 //! | virtual clock (reserved bit/s per class) | `vclock.rs` | [`Classify`] |
+//! | ECN marking at a threshold K of the instantaneous queue (DCTCP) | `threshold.rs` | ECN field |
 //!
 //! [`QdiscConfig`] (`config.rs`) is the plain-data description a network
 //! or an interface is given; it validates its parameters and builds one
@@ -39,6 +40,7 @@ pub mod red;
 pub mod stats;
 pub mod tagged;
 pub mod tbf;
+pub mod threshold;
 pub mod vclock;
 pub mod wfq;
 pub mod wrr;
@@ -52,6 +54,7 @@ pub use drr::Drr;
 pub use prio::Prio;
 pub use red::{Red, RedConfig};
 pub use tbf::{TokenBucket, TokenBucketConfig};
+pub use threshold::{Threshold, ThresholdConfig};
 pub use vclock::VirtualClock;
 pub use wfq::Wfq;
 pub use wrr::Wrr;
@@ -191,6 +194,7 @@ pub enum Qdisc {
     Wrr(Box<Wrr>),
     Drr(Box<Drr>),
     VirtualClock(Box<VirtualClock>),
+    Threshold(Box<Threshold>),
 }
 
 impl Qdisc {
@@ -205,6 +209,7 @@ impl Qdisc {
             Qdisc::Wrr(_) => "wrr",
             Qdisc::Drr(_) => "drr",
             Qdisc::VirtualClock(_) => "vclock",
+            Qdisc::Threshold(_) => "ecn_threshold",
         }
     }
 
@@ -219,7 +224,9 @@ impl Qdisc {
     /// empty for a classless discipline.
     pub fn class_stats(&self) -> &[ClassStats] {
         match self {
-            Qdisc::DropTail(_) | Qdisc::Red(_) | Qdisc::TokenBucket(_) => &[],
+            Qdisc::DropTail(_) | Qdisc::Red(_) | Qdisc::TokenBucket(_) | Qdisc::Threshold(_) => {
+                &[]
+            }
             Qdisc::Prio(d) => d.class_stats(),
             Qdisc::VirtualClock(d) => d.class_stats(),
             Qdisc::Wfq(d) => d.class_stats(),
@@ -241,6 +248,7 @@ impl Discipline for Qdisc {
             Qdisc::Wfq(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Wrr(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Drr(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Threshold(d) => d.enqueue(q, now_ns, rng),
         }
     }
 
@@ -255,6 +263,7 @@ impl Discipline for Qdisc {
             Qdisc::Wfq(d) => d.dequeue(now_ns),
             Qdisc::Wrr(d) => d.dequeue(now_ns),
             Qdisc::Drr(d) => d.dequeue(now_ns),
+            Qdisc::Threshold(d) => d.dequeue(now_ns),
         }
     }
 
@@ -269,6 +278,7 @@ impl Discipline for Qdisc {
             Qdisc::Wfq(d) => d.packets(),
             Qdisc::Wrr(d) => d.packets(),
             Qdisc::Drr(d) => d.packets(),
+            Qdisc::Threshold(d) => d.packets(),
         }
     }
 
@@ -283,6 +293,7 @@ impl Discipline for Qdisc {
             Qdisc::Wfq(d) => d.bytes(),
             Qdisc::Wrr(d) => d.bytes(),
             Qdisc::Drr(d) => d.bytes(),
+            Qdisc::Threshold(d) => d.bytes(),
         }
     }
 }
