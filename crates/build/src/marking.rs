@@ -1,9 +1,10 @@
 //! The marking disciplines' NDL spec → `QdiscConfig`: ECN threshold
-//! marking (`ecn_threshold`).
+//! marking (`ecn_threshold`) and the three-colour markers (`srtcm`,
+//! `trtcm`).
 
 use super::BuildError;
 use elvis_scenario::{QdiscKind, QdiscSpec, QueueLimit};
-use elvis_sim::qdisc::{Limit, QdiscConfig, ThresholdConfig};
+use elvis_sim::qdisc::{Limit, MeterConfig, MeterKind, QdiscConfig, ThresholdConfig};
 
 /// Returns `limit` as the simulator's [`Limit`].
 fn to_limit(l: QueueLimit) -> Limit {
@@ -32,6 +33,30 @@ pub(crate) fn config(q: &QdiscSpec) -> Result<QdiscConfig, BuildError> {
             Ok(QdiscConfig::EcnThreshold(ThresholdConfig {
                 k,
                 limit: q.limit.map_or(buffer, to_limit),
+            }))
+        }
+        QdiscKind::Srtcm | QdiscKind::Trtcm => {
+            let (cir_bps, cbs) = (q.cir_bps.unwrap_or(0), q.cbs_bytes.unwrap_or(0));
+            let kind = if q.kind == QdiscKind::Srtcm {
+                MeterKind::Srtcm {
+                    cir_bps,
+                    cbs,
+                    ebs: q.ebs_bytes.unwrap_or(0),
+                }
+            } else {
+                MeterKind::Trtcm {
+                    cir_bps,
+                    cbs,
+                    pir_bps: q.pir_bps.unwrap_or(0),
+                    pbs: q.pbs_bytes.unwrap_or(0),
+                }
+            };
+            Ok(QdiscConfig::Meter(MeterConfig {
+                kind,
+                color_aware: q.color_aware,
+                dscp: q.remark.unwrap_or(MeterConfig::AF1X),
+                drop_red: q.drop_red,
+                limit: q.limit.map_or(Limit::Packets(1000), to_limit),
             }))
         }
         _ => Err(BuildError {

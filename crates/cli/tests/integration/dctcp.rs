@@ -111,3 +111,68 @@ fn dctcp_holds_the_queue_near_k_as_the_dctcp_analysis_predicts_and_cubic_fills_i
     };
     assert!(cubic_mean > 5.0 * mean, "CUBIC's mean queue {cubic_mean} vs DCTCP's {mean}");
 }
+
+/// A network of `qdisc` parameters `q` carrying one 1 MB TCP transfer
+/// over a 10 Mbit/s link.
+fn metered(q: &str) -> String {
+    format!(
+        "[Simulation seed='1' until='5s']
+[Networks]
+\t[Network id='wire' type='link' bandwidth='10Mbps' latency='1ms' {q}]
+\t\t[IP subnet='10.0.0.0/30']
+[Machines]
+\t[Machine name='a']
+\t\t[Networks]
+\t\t\t[Network id='wire' ip='10.0.0.1']
+\t\t[Protocols]
+\t\t\t[Protocol name='IPv4']
+\t\t\t[Protocol name='TCP']
+\t\t[Applications]
+\t\t\t[Application name='bulk_send' to='10.0.0.2' port='5001' bytes='1MB']
+\t[Machine name='b']
+\t\t[Networks]
+\t\t\t[Network id='wire' ip='10.0.0.2']
+\t\t[Protocols]
+\t\t\t[Protocol name='IPv4']
+\t\t\t[Protocol name='TCP']
+\t\t[Applications]
+\t\t\t[Application name='bulk_receive' port='5001' bytes='1MB']
+"
+    )
+}
+
+/// srTCM (RFC 2697) with `drop_red`: a TCP sender at 10 Mbit/s through a
+/// 2 Mbit/s committed rate loses its red frames (`meter_red`); with a
+/// trTCM whose peak rate is the link's and whose peak bucket (200 kB)
+/// holds the sender's bursts (the meter sits at the sender's NIC, where a
+/// TSO burst arrives at once), nothing is red.
+#[test]
+fn a_three_colour_marker_drops_red_frames_only_above_its_rates() {
+    let dir = temp_dir();
+    let path = dir.path().join("srtcm.ndl");
+    let report = dir.path().join("srtcm.json");
+    let q = "qdisc='srtcm' cir='2Mbps' cbs='15kB' ebs='15kB' drop_red='yes'";
+    std::fs::write(&path, metered(q)).unwrap();
+    elvis(args!["run", &path, "--report", &report]);
+    let r = read_report(&report);
+    let wire = r["queues"].as_array().unwrap().iter().find(|q| q["machine"] == "a").unwrap();
+    assert!(wire["dropped_by"]["meter_red"].as_u64().unwrap_or(0) > 0, "{wire}");
+    let q = "qdisc='trtcm' cir='2Mbps' cbs='15kB' pir='10Mbps' pbs='200kB' drop_red='yes'";
+    std::fs::write(&path, metered(q)).unwrap();
+    elvis(args!["run", &path, "--report", &report]).expect_code(0);
+    let r = read_report(&report);
+    assert!(r["queues"].as_array().unwrap().iter().all(|q| q["dropped"] == 0), "{}", r["queues"]);
+}
+
+/// RFC 2698 §2: "The PIR must be equal to or greater than the CIR"; the
+/// error points at `pir`.
+#[test]
+fn a_trtcm_peak_rate_below_its_committed_rate_is_a_located_error() {
+    let dir = temp_dir();
+    let path = dir.path().join("bad.ndl");
+    let q = "qdisc='trtcm' cir='2Mbps' cbs='15kB' pir='1Mbps' pbs='15kB'";
+    std::fs::write(&path, metered(q)).unwrap();
+    let out = elvis(args!["run", &path]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("bad.ndl:3:") && out.stderr.contains("PIR"), "{}", out.stderr);
+}

@@ -12,6 +12,7 @@
 use super::droptail::{DropTail, Limit};
 use super::red::{Red, RedConfig};
 use super::tbf::{TokenBucket, TokenBucketConfig};
+use super::meter::{Meter, MeterConfig, MeterKind};
 use super::threshold::{Threshold, ThresholdConfig};
 use super::{ClassParams, Classify, Drr, Prio, Qdisc, VirtualClock, Wfq, Wrr};
 use serde::Serialize;
@@ -39,6 +40,8 @@ pub enum QdiscConfig {
     VirtualClock(ClassParams),
     /// ECN marking at a threshold K of the instantaneous queue (DCTCP).
     EcnThreshold(ThresholdConfig),
+    /// A three-colour marker (srTCM or trTCM) in front of a FIFO.
+    Meter(MeterConfig),
 }
 
 /// Why a [`QdiscConfig`] was rejected: the parameter (by its NDL key) and
@@ -73,6 +76,10 @@ impl QdiscConfig {
             QdiscConfig::Wfq(_) => "wfq",
             QdiscConfig::VirtualClock(_) => "vclock",
             QdiscConfig::EcnThreshold(_) => "ecn_threshold",
+            QdiscConfig::Meter(c) => match c.kind {
+                MeterKind::Srtcm { .. } => "srtcm",
+                MeterKind::Trtcm { .. } => "trtcm",
+            },
         }
     }
 
@@ -98,6 +105,7 @@ impl QdiscConfig {
             | QdiscConfig::Wfq(p)
             | QdiscConfig::VirtualClock(p) => check_classes(p, true),
             QdiscConfig::EcnThreshold(c) => c.validate(),
+            QdiscConfig::Meter(c) => c.validate(),
         }
     }
 
@@ -125,6 +133,7 @@ impl QdiscConfig {
                 Qdisc::VirtualClock(Box::new(VirtualClock::new(p).map_err(class_error)?))
             }
             QdiscConfig::EcnThreshold(c) => Qdisc::Threshold(Box::new(Threshold::new(c))),
+            QdiscConfig::Meter(c) => Qdisc::Meter(Box::new(Meter::new(c))),
         })
     }
 }

@@ -26,6 +26,7 @@
 //! | weighted fair queueing: PGPS (GPS virtual time) or SCFQ (self-clocked) | `wfq.rs` | [`Classify`] |
 //! | virtual clock (reserved bit/s per class) | `vclock.rs` | [`Classify`] |
 //! | ECN marking at a threshold K of the instantaneous queue (DCTCP) | `threshold.rs` | ECN field |
+//! | three-colour markers srTCM (RFC 2697) and trTCM (RFC 2698), re-marking DSCP | `meter.rs` | DSCP (colour-aware) |
 //!
 //! [`QdiscConfig`] (`config.rs`) is the plain-data description a network
 //! or an interface is given; it validates its parameters and builds one
@@ -35,6 +36,7 @@ pub mod classes;
 pub mod config;
 pub mod droptail;
 pub mod drr;
+pub mod meter;
 pub mod prio;
 pub mod red;
 pub mod stats;
@@ -51,6 +53,7 @@ use elvis_kernel::rng::Rng;
 pub use config::{QdiscConfig, QdiscError};
 pub use droptail::{DropTail, Limit};
 pub use drr::Drr;
+pub use meter::{Meter, MeterConfig, MeterKind};
 pub use prio::Prio;
 pub use red::{Red, RedConfig};
 pub use tbf::{TokenBucket, TokenBucketConfig};
@@ -85,6 +88,9 @@ pub enum Enqueue {
     QueuedMarked,
     /// Not queued: the caller discards the frame for this reason.
     Dropped(DropReason),
+    /// Queued, and the caller must set the IPv4 DSCP to this value (a
+    /// three-colour marker's re-marking; the caller fixes the checksum).
+    QueuedRemarked(u8),
 }
 
 /// What [`Discipline::dequeue`] hands the wire.
@@ -195,6 +201,7 @@ pub enum Qdisc {
     Drr(Box<Drr>),
     VirtualClock(Box<VirtualClock>),
     Threshold(Box<Threshold>),
+    Meter(Box<Meter>),
 }
 
 impl Qdisc {
@@ -210,6 +217,7 @@ impl Qdisc {
             Qdisc::Drr(_) => "drr",
             Qdisc::VirtualClock(_) => "vclock",
             Qdisc::Threshold(_) => "ecn_threshold",
+            Qdisc::Meter(_) => "meter",
         }
     }
 
@@ -224,9 +232,11 @@ impl Qdisc {
     /// empty for a classless discipline.
     pub fn class_stats(&self) -> &[ClassStats] {
         match self {
-            Qdisc::DropTail(_) | Qdisc::Red(_) | Qdisc::TokenBucket(_) | Qdisc::Threshold(_) => {
-                &[]
-            }
+            Qdisc::DropTail(_)
+            | Qdisc::Red(_)
+            | Qdisc::TokenBucket(_)
+            | Qdisc::Threshold(_)
+            | Qdisc::Meter(_) => &[],
             Qdisc::Prio(d) => d.class_stats(),
             Qdisc::VirtualClock(d) => d.class_stats(),
             Qdisc::Wfq(d) => d.class_stats(),
@@ -249,6 +259,7 @@ impl Discipline for Qdisc {
             Qdisc::Wrr(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Drr(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Threshold(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Meter(d) => d.enqueue(q, now_ns, rng),
         }
     }
 
@@ -264,6 +275,7 @@ impl Discipline for Qdisc {
             Qdisc::Wrr(d) => d.dequeue(now_ns),
             Qdisc::Drr(d) => d.dequeue(now_ns),
             Qdisc::Threshold(d) => d.dequeue(now_ns),
+            Qdisc::Meter(d) => d.dequeue(now_ns),
         }
     }
 
@@ -279,6 +291,7 @@ impl Discipline for Qdisc {
             Qdisc::Wrr(d) => d.packets(),
             Qdisc::Drr(d) => d.packets(),
             Qdisc::Threshold(d) => d.packets(),
+            Qdisc::Meter(d) => d.packets(),
         }
     }
 
@@ -294,6 +307,7 @@ impl Discipline for Qdisc {
             Qdisc::Wrr(d) => d.bytes(),
             Qdisc::Drr(d) => d.bytes(),
             Qdisc::Threshold(d) => d.bytes(),
+            Qdisc::Meter(d) => d.bytes(),
         }
     }
 }
@@ -522,6 +536,7 @@ mod tests {
                         }
                         Enqueue::Dropped(_) => dropped += 1,
                         Enqueue::QueuedMarked => prop_assert!(false, "no ECN here"),
+                        Enqueue::QueuedRemarked(_) => prop_assert!(false, "no meter here"),
                     }
                 }
                 Op::Depart => {
