@@ -34,6 +34,10 @@ pub struct ReceiveConfig {
     pub bytes: u64,
     /// `SO_RCVBUF` (the advertised window), if given.
     pub rcvbuf: Option<usize>,
+    /// The congestion control of the accepted connection (`TCP_CONGESTION`
+    /// on the listener): it matters to a receiver when it changes how ECN
+    /// is echoed (DCTCP).
+    pub congestion: Option<Congestion>,
 }
 
 /// Writes in pieces of this size (the send buffer takes what fits).
@@ -86,6 +90,9 @@ pub async fn receive(host: Host, cfg: Rc<ReceiveConfig>) -> AppResult {
     let mut sock = host.tcp_socket()?;
     if let Some(b) = cfg.rcvbuf {
         sock.set_recv_buffer_size(b);
+    }
+    if let Some(alg) = cfg.congestion {
+        sock.set_congestion(alg);
     }
     sock.bind(cfg.port)?;
     let listener = sock.listen(16)?;

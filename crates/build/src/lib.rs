@@ -46,6 +46,7 @@ mod aodv;
 pub mod apps;
 mod dhcp;
 mod dns;
+mod marking;
 pub mod estimate;
 mod tap;
 mod tcp;
@@ -155,6 +156,7 @@ fn qdisc_config(
         QdiscKind::Wrr => QdiscConfig::Wrr(classes()),
         QdiscKind::Wfq => QdiscConfig::Wfq(classes()),
         QdiscKind::VirtualClock => QdiscConfig::VirtualClock(classes()),
+        QdiscKind::EcnThreshold | QdiscKind::Srtcm | QdiscKind::Trtcm => marking::config(q)?,
     };
     match cfg.build(bandwidth_bps) {
         Ok(_) => Ok(cfg),

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `syn_cookies` | `on` / `off` | `on` (cookies when a SYN backlog overflows, Linux's `tcp_syncookies=1`) |
 //! | `syn_backlog` | 1 to 1,000,000 | none (a cap on every listener's half-open connections below its listen backlog, as Linux's `somaxconn` caps the backlog) |
-//! | `congestion` | `newreno`, `cubic`, `compound`, `bbr` | none (each application's own `congestion=`, else CUBIC); the machine's default, as Linux's `tcp_congestion_control`: its TCP senders without a `congestion=` use it |
+//! | `congestion` | `newreno`, `cubic`, `compound`, `dctcp`, `bbr` | none (each application's own `congestion=`, else CUBIC); the machine's default, as Linux's `tcp_congestion_control`: its TCP senders and receivers (`bulk_receive`) without a `congestion=` use it |
 
 use super::{err, BuildError};
 use elvis_scenario::MachineGroup;
@@ -76,12 +76,12 @@ pub(crate) fn syn_defence(g: &MachineGroup) -> Result<Option<SynDefence>, BuildE
 fn check_congestion(p: &elvis_scenario::Param) -> Result<elvis_sim::Congestion, BuildError> {
     p.value.parse().map_err(|_| {
         err(p.loc, format!("unknown congestion control '{}'", p.value))
-            .with_hint("congestion='newreno', 'cubic', 'compound' or 'bbr'")
+            .with_hint("congestion='newreno', 'cubic', 'compound', 'dctcp' or 'bbr'")
     })
 }
 
 /// The applications that take `congestion=`.
-const TCP_SENDERS: &[&str] = &["send_message", "bulk_send"];
+const TCP_SENDERS: &[&str] = &["send_message", "bulk_send", "bulk_receive"];
 
 /// Returns `app` with the group's TCP `congestion` added when the group
 /// sets one and the application is a TCP sender without its own.

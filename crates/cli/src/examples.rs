@@ -23,6 +23,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../examples/ndl/cubic-vs-compound.ndl"),
     ),
     ("dcqcn.ndl", include_str!("../../../examples/ndl/dcqcn.ndl")),
+    (
+        "dctcp-dumbbell.ndl",
+        include_str!("../../../examples/ndl/dctcp-dumbbell.ndl"),
+    ),
     ("ddos.ndl", include_str!("../../../examples/ndl/ddos.ndl")),
     (
         "default.ndl",

@@ -216,6 +216,9 @@ pub enum DropReason {
     RedForced,
     /// A frame larger than a token bucket's burst (it could never leave).
     ExceedsBurst,
+    /// A three-colour marker metered the frame red and drops red
+    /// (`qdisc::meter`, `drop_red`).
+    MeterRed,
 }
 
 impl fmt::Display for DropReason {
@@ -229,6 +232,7 @@ impl fmt::Display for DropReason {
             DropReason::RedEarly => "red_early",
             DropReason::RedForced => "red_forced",
             DropReason::ExceedsBurst => "exceeds_burst",
+            DropReason::MeterRed => "meter_red",
         })
     }
 }

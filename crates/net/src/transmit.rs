@@ -370,6 +370,7 @@ fn enqueue_evented(c: &mut impl Context, q: QueueRef, id: FrameId, now: u64) {
             wq.stats.marked += 1;
             mark_ce(frame);
         }
+        Enqueue::QueuedRemarked(dscp) => set_dscp(frame, dscp),
         Enqueue::Queued => {}
     }
     let (packets, bytes) = (wq.qdisc.packets(), wq.qdisc.bytes());
@@ -437,6 +438,27 @@ pub fn mark_ce(frame: &mut Message) {
     let ip = &mut h[14..];
     let old = u16::from_be_bytes([ip[0], ip[1]]);
     ip[1] |= 0b11;
+    let new = u16::from_be_bytes([ip[0], ip[1]]);
+    let hc = u16::from_be_bytes([ip[10], ip[11]]);
+    let mut sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+}
+
+/// Sets the DSCP of the IPv4 header of an Ethernet frame (the ECN bits
+/// kept), updating the header checksum incrementally (RFC 1624).
+pub fn set_dscp(frame: &mut Message, dscp: u8) {
+    let Some(h) = frame.front_mut(14 + 20) else {
+        return;
+    };
+    if h[12..14] != [0x08, 0x00] {
+        return;
+    }
+    let ip = &mut h[14..];
+    let old = u16::from_be_bytes([ip[0], ip[1]]);
+    ip[1] = (dscp << 2) | (ip[1] & 0b11);
     let new = u16::from_be_bytes([ip[0], ip[1]]);
     let hc = u16::from_be_bytes([ip[10], ip[11]]);
     let mut sum = u32::from(!hc) + u32::from(!old) + u32::from(new);

@@ -402,6 +402,13 @@ pub enum QdiscKind {
     Wrr,
     Wfq,
     VirtualClock,
+    /// `ecn_threshold`: CE marks at a threshold K of the instantaneous
+    /// queue (DCTCP).
+    EcnThreshold,
+    /// `srtcm`: RFC 2697 single-rate three-colour marker.
+    Srtcm,
+    /// `trtcm`: RFC 2698 two-rate three-colour marker.
+    Trtcm,
 }
 
 /// A queue capacity (`limit='100'`, `limit='64kB'`, `limit='inf'`).
@@ -444,6 +451,22 @@ pub struct QdiscSpec {
     pub classify: Option<ClassifySpec>,
     /// Where each key's value is, by lower-case key (`qdisc` included).
     pub locs: Vec<(String, Loc)>,
+    /// `ecn_threshold`'s K (`ecn_k`).
+    pub ecn_k: Option<QueueLimit>,
+    /// The colour markers' rates (bit/s) and bucket sizes (bytes):
+    /// `cir`, `cbs`, `ebs` (srTCM), `pir`, `pbs` (trTCM).
+    pub cir_bps: Option<u64>,
+    pub cbs_bytes: Option<u64>,
+    pub ebs_bytes: Option<u64>,
+    pub pir_bps: Option<u64>,
+    pub pbs_bytes: Option<u64>,
+    /// Colour-aware metering (`color_aware`): the DSCP a frame arrives
+    /// with gives its pre-colour.
+    pub color_aware: bool,
+    /// DSCPs written for green, yellow, red (`remark`).
+    pub remark: Option<[u8; 3]>,
+    /// Drop red frames instead of re-marking them (`drop_red`).
+    pub drop_red: bool,
 }
 
 impl QdiscSpec {
@@ -464,6 +487,15 @@ impl QdiscSpec {
             weights: Vec::new(),
             classify: None,
             locs: Vec::new(),
+            ecn_k: None,
+            cir_bps: None,
+            cbs_bytes: None,
+            ebs_bytes: None,
+            pir_bps: None,
+            pbs_bytes: None,
+            color_aware: false,
+            remark: None,
+            drop_red: false,
         }
     }
 

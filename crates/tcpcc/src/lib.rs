@@ -1,4 +1,4 @@
-//! TCP congestion control: NewReno, CUBIC, Compound TCP and BBR.
+//! TCP congestion control: NewReno, CUBIC, Compound TCP, DCTCP and BBR.
 //!
 //! Each algorithm is a small state machine that the TCP engine feeds with
 //! what it observes (ACKs, loss detection, timeouts) and asks for the
@@ -104,6 +104,7 @@ use std::str::FromStr;
 pub mod bbr;
 pub mod compound;
 pub mod cubic;
+pub mod dctcp;
 pub mod hystart;
 pub mod newreno;
 
@@ -113,6 +114,7 @@ mod testutil;
 pub use bbr::Bbr;
 pub use compound::Compound;
 pub use cubic::Cubic;
+pub use dctcp::Dctcp;
 pub use newreno::NewReno;
 
 /// What the sender tells the algorithm about one ACK. Sizes are bytes,
@@ -202,6 +204,36 @@ pub struct ModelInfo {
     pub pacing_rate: u64,
 }
 
+/// What the sender tells an algorithm that reads ECN feedback per ACK
+/// ([`EcnFeedback::Dctcp`]) about one ACK: sequence numbers are the raw
+/// 32-bit TCP ones (compared modulo 2^32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EcnAck {
+    /// The current virtual time.
+    pub now_ns: u64,
+    /// Bytes this ACK newly acknowledged cumulatively (SACK not counted).
+    pub acked_bytes: u64,
+    /// The ACK carried ECE.
+    pub ece: bool,
+    /// The ACK's acknowledgement number (`SEG.ACK`).
+    pub ack: u32,
+    /// The sender's `SND.NXT` (highest sequence number sent, plus one).
+    pub snd_nxt: u32,
+}
+
+/// How an algorithm wants ECN run on its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EcnFeedback {
+    /// RFC 3168: ECN as the host's setting says; the receiver latches ECE
+    /// until CWR; the sender reduces once per window.
+    #[default]
+    Rfc3168,
+    /// RFC 8257: always ask for ECN; the receiver echoes each packet's CE
+    /// state (ACKing at once when it changes); every ACK is reported
+    /// through [`CongestionControl::on_ecn_ack`].
+    Dctcp,
+}
+
 /// A congestion control algorithm: the window the TCP engine may have in
 /// flight, updated by ACKs, losses and timeouts.
 pub trait CongestionControl: fmt::Debug {
@@ -271,6 +303,17 @@ pub trait CongestionControl: fmt::Debug {
     fn model(&self) -> Option<ModelInfo> {
         None
     }
+    /// Returns how the algorithm wants ECN run (RFC 3168 unless it says).
+    fn ecn_feedback(&self) -> EcnFeedback {
+        EcnFeedback::Rfc3168
+    }
+    /// Notes one ACK's ECN feedback; the engine calls it for every ACK
+    /// when [`CongestionControl::ecn_feedback`] is
+    /// [`EcnFeedback::Dctcp`], before any [`CongestionControl::on_ecn`]
+    /// the same ACK causes. The default ignores it.
+    fn on_ecn_ack(&mut self, ev: &EcnAck) {
+        let _ = ev;
+    }
 }
 
 /// The congestion control algorithms this crate offers.
@@ -285,21 +328,28 @@ pub enum Algorithm {
     Compound,
     /// BBR version 3 (draft-ietf-ccwg-bbr), model-based and paced.
     Bbr,
+    /// RFC 8257 Data Center TCP.
+    Dctcp,
 }
 
 impl Algorithm {
     /// Every algorithm, in declaration order.
-    pub const ALL: [Algorithm; 4] = [
+    pub const ALL: [Algorithm; 5] = [
         Algorithm::NewReno,
         Algorithm::Cubic,
         Algorithm::Compound,
         Algorithm::Bbr,
+        Algorithm::Dctcp,
     ];
 
     /// The window-based, loss-driven algorithms (all but BBR): the ones the
     /// slow start / multiplicative decrease tests hold to.
-    pub const LOSS_BASED: [Algorithm; 3] =
-        [Algorithm::NewReno, Algorithm::Cubic, Algorithm::Compound];
+    pub const LOSS_BASED: [Algorithm; 4] = [
+        Algorithm::NewReno,
+        Algorithm::Cubic,
+        Algorithm::Compound,
+        Algorithm::Dctcp,
+    ];
 
     /// Returns the canonical lower-case name (`newreno`, `cubic`,
     /// `compound`).
@@ -309,6 +359,7 @@ impl Algorithm {
             Algorithm::Cubic => "cubic",
             Algorithm::Compound => "compound",
             Algorithm::Bbr => "bbr",
+            Algorithm::Dctcp => "dctcp",
         }
     }
 }
@@ -327,7 +378,7 @@ impl fmt::Display for ParseAlgorithmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown congestion control algorithm `{}` (expected newreno, reno, cubic, compound, ctcp or bbr)",
+            "unknown congestion control algorithm `{}` (expected newreno, reno, cubic, compound, ctcp, dctcp or bbr)",
             self.0
         )
     }
@@ -351,6 +402,8 @@ impl FromStr for Algorithm {
             Ok(Algorithm::Compound)
         } else if is("bbr") {
             Ok(Algorithm::Bbr)
+        } else if is("dctcp") {
+            Ok(Algorithm::Dctcp)
         } else {
             Err(ParseAlgorithmError(s.to_owned()))
         }
@@ -367,6 +420,7 @@ pub enum Controller {
     Cubic(Cubic),
     Compound(Box<Compound>),
     Bbr(Box<Bbr>),
+    Dctcp(Box<Dctcp>),
 }
 
 impl Controller {
@@ -377,6 +431,7 @@ impl Controller {
             Controller::Cubic(c) => c,
             Controller::Compound(c) => &**c,
             Controller::Bbr(c) => &**c,
+            Controller::Dctcp(c) => &**c,
         }
     }
 
@@ -387,6 +442,7 @@ impl Controller {
             Controller::Cubic(c) => c,
             Controller::Compound(c) => &mut **c,
             Controller::Bbr(c) => &mut **c,
+            Controller::Dctcp(c) => &mut **c,
         }
     }
 }
@@ -399,6 +455,7 @@ macro_rules! dispatch {
             Controller::Cubic($c) => $e,
             Controller::Compound($c) => $e,
             Controller::Bbr($c) => $e,
+            Controller::Dctcp($c) => $e,
         }
     };
 }
@@ -467,6 +524,14 @@ impl CongestionControl for Controller {
             _ => None,
         }
     }
+    #[inline]
+    fn ecn_feedback(&self) -> EcnFeedback {
+        dispatch!(self, c => c.ecn_feedback())
+    }
+    #[inline]
+    fn on_ecn_ack(&mut self, ev: &EcnAck) {
+        dispatch!(self, c => c.on_ecn_ack(ev))
+    }
 }
 
 /// Returns the threshold an undo restores (Linux's `tcp_current_ssthresh`
@@ -489,6 +554,7 @@ pub fn new(alg: Algorithm, mss: u64, initial_window_segments: u64) -> Controller
             Controller::Compound(Box::new(Compound::new(mss, initial_window_segments)))
         }
         Algorithm::Bbr => Controller::Bbr(Box::new(Bbr::new(mss, initial_window_segments))),
+        Algorithm::Dctcp => Controller::Dctcp(Box::new(Dctcp::new(mss, initial_window_segments))),
     }
 }
 
@@ -508,6 +574,9 @@ pub fn take_over(alg: Algorithm, mss: u64, cwnd: u64, ssthresh: u64) -> Controll
             Controller::Compound(Box::new(Compound::new(mss, 1).with_window(cwnd, ssthresh)))
         }
         Algorithm::Bbr => Controller::Bbr(Box::new(Bbr::new(mss, 1).with_window(cwnd))),
+        Algorithm::Dctcp => {
+            Controller::Dctcp(Box::new(Dctcp::new(mss, 1).with_window(cwnd, ssthresh)))
+        }
     }
 }
 
@@ -772,7 +841,7 @@ mod tests {
     proptest! {
         #[test]
         fn no_event_sequence_makes_the_window_zero_or_wrap(
-            alg in prop_oneof![Just(Algorithm::NewReno), Just(Algorithm::Cubic), Just(Algorithm::Compound)],
+            alg in prop_oneof![Just(Algorithm::NewReno), Just(Algorithm::Cubic), Just(Algorithm::Compound), Just(Algorithm::Dctcp)],
             mss in prop_oneof![Just(1u64), Just(536u64), Just(1448u64), 1..100_000u64],
             iw in 0..2_000u64,
             events in proptest::collection::vec(event(), 0..200),

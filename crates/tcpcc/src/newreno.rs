@@ -69,6 +69,16 @@ impl NewReno {
         self
     }
 
+    /// Enters a window reduction to `cwnd` bytes (at least 2·SMSS), with
+    /// `ssthresh` the same: the shape of a loss response, with the new
+    /// window chosen by the caller (DCTCP's `cwnd · (1 − α/2)`).
+    pub(crate) fn reduce_to(&mut self, cwnd: u64) {
+        self.ssthresh = cwnd.max(self.mss.saturating_mul(2));
+        self.cwnd = self.ssthresh;
+        self.bytes_acked = 0;
+        self.in_recovery = true;
+    }
+
     /// Returns a sender's state with an initial window of
     /// `initial_window_segments` segments of `mss` bytes.
     pub fn new(mss: u64, initial_window_segments: u64) -> Self {

@@ -127,7 +127,7 @@ pub const APPS: &[(&str, &[&str])] = &[
         "bulk_send",
         &["to", "port", "bytes", "payload", "congestion", "sndbuf"],
     ),
-    ("bulk_receive", &["port", "bytes", "rcvbuf"]),
+    ("bulk_receive", &["port", "bytes", "rcvbuf", "congestion"]),
     ("tcp_echo_server", &["port"]),
     ("dhcp_server", crate::dhcp::SERVER_OPTIONS),
     (
@@ -449,6 +449,7 @@ fn build_bulk_receive(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamE
         port: o.port("port")?,
         bytes: o.size(o.required("bytes")?)?,
         rcvbuf: o.buffer("rcvbuf")?,
+        congestion: o.congestion()?,
     });
     Ok(factory("bulk_receive", false, move |sim, m| {
         let cfg = cfg.clone();
@@ -640,7 +641,7 @@ impl Opts<'_> {
             None => Ok(None),
             Some(p) => p.value.parse().map(Some).map_err(|_| {
                 ParamError::new(p.loc, format!("unknown congestion control '{}'", p.value))
-                    .hint("congestion='newreno', 'cubic', 'compound' or 'bbr'")
+                    .hint("congestion='newreno', 'cubic', 'compound', 'dctcp' or 'bbr'")
             }),
         }
     }

@@ -17,6 +17,7 @@ macro_rules! args {
 mod aodv;
 mod bad_input;
 mod dcqcn;
+mod dctcp;
 mod ddos;
 mod determinism;
 mod dhcp;

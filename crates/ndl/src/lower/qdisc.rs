@@ -25,6 +25,9 @@ const KINDS: &[(&str, QdiscKind)] = &[
     ("wrr", QdiscKind::Wrr),
     ("wfq", QdiscKind::Wfq),
     ("vclock", QdiscKind::VirtualClock),
+    ("ecn_threshold", QdiscKind::EcnThreshold),
+    ("srtcm", QdiscKind::Srtcm),
+    ("trtcm", QdiscKind::Trtcm),
 ];
 
 /// Every discipline parameter key.
@@ -42,6 +45,15 @@ pub(super) const QDISC_KEYS: &[&str] = &[
     "burst",
     "weights",
     "classify",
+    "ecn_k",
+    "cir",
+    "cbs",
+    "ebs",
+    "pir",
+    "pbs",
+    "color_aware",
+    "remark",
+    "drop_red",
 ];
 
 /// Returns the keys `kind` accepts and those it requires.
@@ -62,6 +74,15 @@ fn keys_of(kind: QdiscKind) -> (&'static [&'static str], &'static [&'static str]
             &["red_min", "red_max"],
         ),
         QdiscKind::TokenBucket => (&["limit", "rate", "burst"], &["rate", "burst"]),
+        QdiscKind::EcnThreshold => (&["limit", "ecn_k"], &["ecn_k"]),
+        QdiscKind::Srtcm => (
+            &["limit", "cir", "cbs", "ebs", "color_aware", "remark", "drop_red"],
+            &["cir", "cbs", "ebs"],
+        ),
+        QdiscKind::Trtcm => (
+            &["limit", "cir", "cbs", "pir", "pbs", "color_aware", "remark", "drop_red"],
+            &["cir", "cbs", "pir", "pbs"],
+        ),
         _ => (&["limit", "weights", "classify"], &["weights"]),
     }
 }
@@ -141,6 +162,21 @@ fn parse_classify(s: &str) -> Result<ClassifySpec, String> {
         })
         .collect::<Result<Vec<u8>, String>>()
         .map(ClassifySpec::Dscp)
+}
+
+/// `remark='10,12,14'`: the green, yellow and red DSCPs.
+fn parse_remark(s: &str) -> Result<[u8; 3], String> {
+    let v: Vec<u8> = s
+        .split(',')
+        .map(|v| {
+            let n = parse_u64(v.trim())?;
+            u8::try_from(n).ok().filter(|&d| d <= 63).ok_or_else(|| {
+                format!("DSCP {n} is outside 0 to 63 (a 6-bit field of the IPv4 header)")
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    <[u8; 3]>::try_from(v.as_slice())
+        .map_err(|_| format!("{} DSCPs; give three: green, yellow, red", v.len()))
 }
 
 /// A comma list, each item parsed by `f`.
@@ -234,6 +270,15 @@ impl Lower<'_> {
             "rate" => spec.rate_bps = self.value(p, parse_bandwidth, ex).flatten(),
             "burst" => spec.burst_bytes = self.value(p, parse_size_bytes, ex),
             "classify" => spec.classify = self.value(p, parse_classify, ex),
+            "ecn_k" => spec.ecn_k = self.value(p, parse_limit, ex),
+            "cir" => spec.cir_bps = self.value(p, parse_bandwidth, ex).flatten(),
+            "pir" => spec.pir_bps = self.value(p, parse_bandwidth, ex).flatten(),
+            "cbs" => spec.cbs_bytes = self.value(p, parse_size_bytes, ex),
+            "ebs" => spec.ebs_bytes = self.value(p, parse_size_bytes, ex),
+            "pbs" => spec.pbs_bytes = self.value(p, parse_size_bytes, ex),
+            "color_aware" => spec.color_aware = self.value(p, parse_yes_no, ex).unwrap_or(false),
+            "drop_red" => spec.drop_red = self.value(p, parse_yes_no, ex).unwrap_or(false),
+            "remark" => spec.remark = self.value(p, parse_remark, ex),
             "weights" => {
                 let f: fn(&str) -> Result<u64, String> = match spec.kind {
                     QdiscKind::Drr => parse_size_bytes,
@@ -262,6 +307,11 @@ fn example(key: &str) -> &'static str {
         "rate" => "rate='1Mbps'",
         "burst" => "burst='10kB'",
         "classify" => "classify='flow' or classify='dscp:46,0'",
+        "ecn_k" => "ecn_k='20' (packets) or ecn_k='30kB' (bytes)",
+        "cir" | "pir" => "cir='10Mbps'",
+        "cbs" | "ebs" | "pbs" => "cbs='15kB'",
+        "color_aware" | "drop_red" => "yes or no",
+        "remark" => "remark='10,12,14' (green, yellow, red)",
         _ => "weights='1500,3000'",
     }
 }
@@ -288,5 +338,8 @@ mod tests {
             Ok(ClassifySpec::Dscp(vec![46, 0]))
         );
         assert!(parse_classify("dscp:64").is_err());
+        assert_eq!(parse_remark("10, 12,14"), Ok([10, 12, 14]));
+        assert!(parse_remark("10,12").is_err());
+        assert!(parse_remark("10,12,64").is_err());
     }
 }

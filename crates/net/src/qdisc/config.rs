@@ -12,6 +12,8 @@
 use super::droptail::{DropTail, Limit};
 use super::red::{Red, RedConfig};
 use super::tbf::{TokenBucket, TokenBucketConfig};
+use super::meter::{Meter, MeterConfig, MeterKind};
+use super::threshold::{Threshold, ThresholdConfig};
 use super::{ClassParams, Classify, Drr, Prio, Qdisc, VirtualClock, Wfq, Wrr};
 use serde::Serialize;
 
@@ -36,6 +38,10 @@ pub enum QdiscConfig {
     Wfq(ClassParams),
     /// Virtual clock (reserved rate per class, bit/s).
     VirtualClock(ClassParams),
+    /// ECN marking at a threshold K of the instantaneous queue (DCTCP).
+    EcnThreshold(ThresholdConfig),
+    /// A three-colour marker (srTCM or trTCM) in front of a FIFO.
+    Meter(MeterConfig),
 }
 
 /// Why a [`QdiscConfig`] was rejected: the parameter (by its NDL key) and
@@ -69,6 +75,11 @@ impl QdiscConfig {
             QdiscConfig::Wrr(_) => "wrr",
             QdiscConfig::Wfq(_) => "wfq",
             QdiscConfig::VirtualClock(_) => "vclock",
+            QdiscConfig::EcnThreshold(_) => "ecn_threshold",
+            QdiscConfig::Meter(c) => match c.kind {
+                MeterKind::Srtcm { .. } => "srtcm",
+                MeterKind::Trtcm { .. } => "trtcm",
+            },
         }
     }
 
@@ -93,6 +104,8 @@ impl QdiscConfig {
             | QdiscConfig::Wrr(p)
             | QdiscConfig::Wfq(p)
             | QdiscConfig::VirtualClock(p) => check_classes(p, true),
+            QdiscConfig::EcnThreshold(c) => c.validate(),
+            QdiscConfig::Meter(c) => c.validate(),
         }
     }
 
@@ -119,6 +132,8 @@ impl QdiscConfig {
             QdiscConfig::VirtualClock(p) => {
                 Qdisc::VirtualClock(Box::new(VirtualClock::new(p).map_err(class_error)?))
             }
+            QdiscConfig::EcnThreshold(c) => Qdisc::Threshold(Box::new(Threshold::new(c))),
+            QdiscConfig::Meter(c) => Qdisc::Meter(Box::new(Meter::new(c))),
         })
     }
 }

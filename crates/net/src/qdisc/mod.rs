@@ -25,6 +25,8 @@
 //! | weighted round robin (frames per round) | `wrr.rs` | [`Classify`] |
 //! | weighted fair queueing: PGPS (GPS virtual time) or SCFQ (self-clocked) | `wfq.rs` | [`Classify`] |
 //! | virtual clock (reserved bit/s per class) | `vclock.rs` | [`Classify`] |
+//! | ECN marking at a threshold K of the instantaneous queue (DCTCP) | `threshold.rs` | ECN field |
+//! | three-colour markers srTCM (RFC 2697) and trTCM (RFC 2698), re-marking DSCP | `meter.rs` | DSCP (colour-aware) |
 //!
 //! [`QdiscConfig`] (`config.rs`) is the plain-data description a network
 //! or an interface is given; it validates its parameters and builds one
@@ -34,11 +36,13 @@ pub mod classes;
 pub mod config;
 pub mod droptail;
 pub mod drr;
+pub mod meter;
 pub mod prio;
 pub mod red;
 pub mod stats;
 pub mod tagged;
 pub mod tbf;
+pub mod threshold;
 pub mod vclock;
 pub mod wfq;
 pub mod wrr;
@@ -49,9 +53,11 @@ use elvis_kernel::rng::Rng;
 pub use config::{QdiscConfig, QdiscError};
 pub use droptail::{DropTail, Limit};
 pub use drr::Drr;
+pub use meter::{Meter, MeterConfig, MeterKind};
 pub use prio::Prio;
 pub use red::{Red, RedConfig};
 pub use tbf::{TokenBucket, TokenBucketConfig};
+pub use threshold::{Threshold, ThresholdConfig};
 pub use vclock::VirtualClock;
 pub use wfq::Wfq;
 pub use wrr::Wrr;
@@ -82,6 +88,9 @@ pub enum Enqueue {
     QueuedMarked,
     /// Not queued: the caller discards the frame for this reason.
     Dropped(DropReason),
+    /// Queued, and the caller must set the IPv4 DSCP to this value (a
+    /// three-colour marker's re-marking; the caller fixes the checksum).
+    QueuedRemarked(u8),
 }
 
 /// What [`Discipline::dequeue`] hands the wire.
@@ -191,6 +200,8 @@ pub enum Qdisc {
     Wrr(Box<Wrr>),
     Drr(Box<Drr>),
     VirtualClock(Box<VirtualClock>),
+    Threshold(Box<Threshold>),
+    Meter(Box<Meter>),
 }
 
 impl Qdisc {
@@ -205,6 +216,8 @@ impl Qdisc {
             Qdisc::Wrr(_) => "wrr",
             Qdisc::Drr(_) => "drr",
             Qdisc::VirtualClock(_) => "vclock",
+            Qdisc::Threshold(_) => "ecn_threshold",
+            Qdisc::Meter(_) => "meter",
         }
     }
 
@@ -219,7 +232,11 @@ impl Qdisc {
     /// empty for a classless discipline.
     pub fn class_stats(&self) -> &[ClassStats] {
         match self {
-            Qdisc::DropTail(_) | Qdisc::Red(_) | Qdisc::TokenBucket(_) => &[],
+            Qdisc::DropTail(_)
+            | Qdisc::Red(_)
+            | Qdisc::TokenBucket(_)
+            | Qdisc::Threshold(_)
+            | Qdisc::Meter(_) => &[],
             Qdisc::Prio(d) => d.class_stats(),
             Qdisc::VirtualClock(d) => d.class_stats(),
             Qdisc::Wfq(d) => d.class_stats(),
@@ -241,6 +258,8 @@ impl Discipline for Qdisc {
             Qdisc::Wfq(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Wrr(d) => d.enqueue(q, now_ns, rng),
             Qdisc::Drr(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Threshold(d) => d.enqueue(q, now_ns, rng),
+            Qdisc::Meter(d) => d.enqueue(q, now_ns, rng),
         }
     }
 
@@ -255,6 +274,8 @@ impl Discipline for Qdisc {
             Qdisc::Wfq(d) => d.dequeue(now_ns),
             Qdisc::Wrr(d) => d.dequeue(now_ns),
             Qdisc::Drr(d) => d.dequeue(now_ns),
+            Qdisc::Threshold(d) => d.dequeue(now_ns),
+            Qdisc::Meter(d) => d.dequeue(now_ns),
         }
     }
 
@@ -269,6 +290,8 @@ impl Discipline for Qdisc {
             Qdisc::Wfq(d) => d.packets(),
             Qdisc::Wrr(d) => d.packets(),
             Qdisc::Drr(d) => d.packets(),
+            Qdisc::Threshold(d) => d.packets(),
+            Qdisc::Meter(d) => d.packets(),
         }
     }
 
@@ -283,6 +306,8 @@ impl Discipline for Qdisc {
             Qdisc::Wfq(d) => d.bytes(),
             Qdisc::Wrr(d) => d.bytes(),
             Qdisc::Drr(d) => d.bytes(),
+            Qdisc::Threshold(d) => d.bytes(),
+            Qdisc::Meter(d) => d.bytes(),
         }
     }
 }
@@ -511,6 +536,7 @@ mod tests {
                         }
                         Enqueue::Dropped(_) => dropped += 1,
                         Enqueue::QueuedMarked => prop_assert!(false, "no ECN here"),
+                        Enqueue::QueuedRemarked(_) => prop_assert!(false, "no meter here"),
                     }
                 }
                 Op::Depart => {

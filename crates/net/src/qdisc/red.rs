@@ -363,6 +363,7 @@ mod tests {
                     gap = 0;
                 }
                 Enqueue::QueuedMarked => unreachable!("ecn is off"),
+                Enqueue::QueuedRemarked(_) => unreachable!("RED does not re-mark DSCP"),
             }
             assert_eq!(r.packets(), len);
         }
@@ -490,6 +491,7 @@ mod tests {
                 Enqueue::QueuedMarked => seen.0 += 1,
                 Enqueue::Queued => {}
                 Enqueue::Dropped(_) => panic!("an ECN-capable frame was dropped below max_th"),
+                Enqueue::QueuedRemarked(_) => panic!("RED does not re-mark DSCP"),
             }
             r.dequeue(0);
             match r.enqueue(frame(101, 100, 0, 0), 0, &mut g) {

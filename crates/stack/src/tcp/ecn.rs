@@ -14,6 +14,15 @@
 //! | §6.1.2 the sender reacts "not ... more than once every window of data": halve cwnd and ssthresh, no retransmission | one reduction ([`elvis_tcpcc::CongestionControl::on_ecn`]) until everything sent before it is acknowledged; none during loss recovery, which already reduced |
 //! | §6.1.2 "sets the CWR flag in the TCP header of the first new data packet sent after the window reduction" (after ECE, fast retransmit or RTO) | `EcnState::take_cwr` |
 //!
+//! A connection whose congestion control is DCTCP runs RFC 8257's ECN
+//! instead ([`elvis_tcpcc::EcnFeedback::Dctcp`]): it asks for ECN whatever
+//! the host's mode; its receiver echoes the CE state of the latest data
+//! segment in every ACK, CWR or not (§3.2, `EcnState::set_ce`), and ACKs
+//! at once when that state changes, first ACKing any data whose ACK was
+//! being delayed with the old state (the Tcb's `ecn_receive`, as Linux's
+//! `dctcp_ece_ack_update`); its sender reports every ACK's ECE to the
+//! algorithm.
+//!
 //! Like Linux's `net.ipv4.tcp_ecn`, [`EcnMode`] chooses whether a host
 //! asks for ECN in its SYNs (`On`, Linux 1), only agrees when asked
 //! (`Accept`, Linux's default 2, and ours), or neither (`Off`, Linux 0).
@@ -152,6 +161,18 @@ impl EcnState {
             return (true, start);
         }
         (false, false)
+    }
+
+    /// Returns the RFC 8257 §3.2 receiver state `DCTCP.CE` (true when
+    /// our ACKs carry ECE).
+    pub fn ce_state(&self) -> bool {
+        self.ece
+    }
+
+    /// Sets the RFC 8257 §3.2 receiver state `DCTCP.CE`: the ECE our ACKs
+    /// carry from now on.
+    pub fn set_ce(&mut self, ce: bool) {
+        self.ece = ce && self.on;
     }
 
     /// Sender: an ACK with `ece` acknowledging up to `ack` arrived, with

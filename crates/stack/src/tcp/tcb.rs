@@ -36,7 +36,7 @@ use super::TcpConfig;
 use crate::endpoint::SocketError;
 use elvis_kernel::Time;
 use elvis_message::Message;
-use elvis_tcpcc::{AckEvent, CongestionControl, Controller};
+use elvis_tcpcc::{AckEvent, CongestionControl, Controller, EcnAck, EcnFeedback};
 use elvis_wire::tcp::{Control, Repr, SeqNumber};
 use serde::Serialize;
 use std::net::SocketAddrV4;
@@ -581,7 +581,7 @@ impl Tcb {
             syn.timestamp.is_some(),
         ));
         t.apply_syn_options(syn);
-        t.ecn.on_syn(syn, t.cfg.ecn);
+        t.ecn.on_syn(syn, t.ecn_mode());
         t.snd_wnd = u32::from(syn.window_len);
         t
     }
@@ -906,7 +906,7 @@ impl Tcb {
                 repr.timestamp = Some((0, self.ts_recent));
             }
             let active = self.cold().peer_syn_opts.is_none();
-            (repr.ece, repr.cwr) = self.ecn.syn_flags(active, self.cfg.ecn);
+            (repr.ece, repr.cwr) = self.ecn.syn_flags(active, self.ecn_mode());
         } else if self.ts_enabled {
             repr.timestamp = Some((0, self.ts_recent));
         }
@@ -1031,6 +1031,16 @@ impl Tcb {
     /// keeps one.
     pub fn cc_model(&self) -> Option<elvis_tcpcc::ModelInfo> {
         self.cc.model()
+    }
+
+    /// Returns the ECN mode this connection runs: the host's, or `On`
+    /// when the congestion control needs ECN (DCTCP, as Linux's
+    /// `TCP_CONG_NEEDS_ECN` overrides `tcp_ecn`).
+    pub fn ecn_mode(&self) -> super::ecn::EcnMode {
+        match self.cc.ecn_feedback() {
+            elvis_tcpcc::EcnFeedback::Dctcp => super::ecn::EcnMode::On,
+            elvis_tcpcc::EcnFeedback::Rfc3168 => self.cfg.ecn,
+        }
     }
 
     /// Returns the congestion-control algorithm's name.

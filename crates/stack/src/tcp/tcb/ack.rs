@@ -199,7 +199,7 @@ impl Tcb {
             // Every retransmission DSACKed (`tcp_try_undo_dsack`).
             self.try_undo(now, seg, Evidence::Dsack, false);
         }
-        self.ecn_on_ack(now, seg, ack);
+        self.ecn_on_ack(now, seg, ack, prior.una);
         // Lost retransmission (as Linux detects it): data sent after the
         // retransmission of snd_una was SACKed, yet snd_una is still
         // unacknowledged, so the retransmission itself was lost. Resend it
@@ -313,8 +313,20 @@ impl Tcb {
     }
 
     /// The receiver's half of RFC 3168 §6.1.3 for an acceptable segment:
-    /// a CE-marked data segment starts the ECE echo, a CWR ends it.
-    pub fn ecn_receive(&mut self, seg: &Repr, data: bool, ip_ecn: u8) {
+    /// a CE-marked data segment starts the ECE echo, a CWR ends it. With
+    /// DCTCP, RFC 8257 §3.2's state machine instead.
+    pub fn ecn_receive(
+        &mut self,
+        now: Time,
+        seg: &Repr,
+        data: bool,
+        ip_ecn: u8,
+        out: &mut Vec<Segment>,
+    ) {
+        if self.cc.ecn_feedback() == EcnFeedback::Dctcp {
+            self.dctcp_receive(now, data, ip_ecn, out);
+            return;
+        }
         let (ce, ack_now) = self.ecn.on_segment(seg.cwr, data, ip_ecn);
         if ce {
             self.stats.loss().ce_received += 1;
@@ -324,14 +336,48 @@ impl Tcb {
         }
     }
 
+    /// RFC 8257 §3.2 for a data segment: "If the CE codepoint is set and
+    /// DCTCP.CE is false, set DCTCP.CE to true and send an immediate ACK"
+    /// (and the converse). Data already received whose ACK was being
+    /// delayed is ACKed first with the old state, so that each ECE covers
+    /// exactly the bytes that arrived in that state (Linux's
+    /// `dctcp_ece_ack_update`).
+    fn dctcp_receive(&mut self, now: Time, data: bool, ip_ecn: u8, out: &mut Vec<Segment>) {
+        if !data || !self.ecn.is_on() {
+            return;
+        }
+        let ce = ip_ecn == super::super::ecn::CE;
+        if ce {
+            self.stats.loss().ce_received += 1;
+        }
+        if ce == self.ecn.ce_state() {
+            return;
+        }
+        if self.ack_pending > 0 {
+            let ack = self.segment(Control::None, self.snd_nxt, Message::new(), false);
+            self.push(ack, now, out, false);
+        }
+        self.ecn.set_ce(ce);
+        self.ack_now = true;
+    }
+
     /// The sender's half of RFC 3168 §6.1.2 for an ACK: "If the sender
     /// receives an ECN-Echo (ECE) ACK packet ... the sender knows that
     /// congestion was encountered in the network ... and MUST reduce the
     /// congestion window" — once per window of data, never during loss
     /// recovery (already reduced), without retransmitting.
-    pub fn ecn_on_ack(&mut self, now: Time, seg: &Repr, ack: SeqNumber) {
+    pub fn ecn_on_ack(&mut self, now: Time, seg: &Repr, ack: SeqNumber, prior_una: SeqNumber) {
         if seg.ece && self.ecn.is_on() {
             self.stats.loss().ece_received += 1;
+        }
+        if self.ecn.is_on() && self.cc.ecn_feedback() == EcnFeedback::Dctcp {
+            self.cc.on_ecn_ack(&EcnAck {
+                now_ns: now.as_nanos(),
+                acked_bytes: (ack - prior_una).max(0) as u64,
+                ece: seg.ece,
+                ack: ack.0,
+                snd_nxt: self.snd_max.0,
+            });
         }
         let (ended, reaction) = self
             .ecn

@@ -182,7 +182,7 @@ impl Tcb {
         self.apply_syn_options(seg);
         self.ts_recent_at = now;
         if let Some(ack) = seg.ack_number {
-            self.ecn.on_syn_ack(seg, self.cfg.ecn);
+            self.ecn.on_syn_ack(seg, self.ecn_mode());
             // Our SYN is acknowledged: ESTABLISHED.
             self.snd_una = ack;
             // RFC 7323 §2.2: "The window field in a segment where the SYN
@@ -395,7 +395,7 @@ impl Tcb {
                 return;
             }
         }
-        self.ecn_receive(seg, !payload.is_empty(), ip_ecn);
+        self.ecn_receive(now, seg, !payload.is_empty(), ip_ecn, out);
         // Seventh: segment text.
         if !payload.is_empty()
             && matches!(

@@ -2130,6 +2130,7 @@ fn a_merged_segment_counts_its_frames_and_is_acked_at_once() {
     assert_one_ack(&out, ISS + 1, rcv + 4 * smss);
 }
 
+mod dctcp;
 mod dsack;
 mod prr;
 mod undo;
