@@ -226,7 +226,9 @@ pub fn read_pcap(path: &Path) -> Vec<Frame> {
         "little-endian nanosecond pcap magic"
     );
     let u32_at = |b: &[u8], at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-    assert_eq!(u32_at(&bytes, 20), 1, "link type Ethernet");
+    // Ethernet, or 802.11 for a wireless network.
+    let link = u32_at(&bytes, 20);
+    assert!(link == 1 || link == 105, "link type {link}: neither Ethernet nor 802.11");
     let mut frames = Vec::new();
     let mut at = 24;
     while at < bytes.len() {
