@@ -60,6 +60,7 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../examples/ndl/http-flood.ndl"),
     ),
     ("lan.ndl", include_str!("../../../examples/ndl/lan.ndl")),
+    ("manet.ndl", include_str!("../../../examples/ndl/manet.ndl")),
     (
         "offload-bulk.ndl",
         include_str!("../../../examples/ndl/offload-bulk.ndl"),

@@ -387,6 +387,18 @@ impl elvis_net::Context for Hosts {
         &self.fabric
     }
 
+    /// A wireless MAC gave up on a unicast frame (its retries ran out):
+    /// link-layer feedback for an on-demand routing protocol on the
+    /// sending machine (AODV's §6.11 case (i)); the frame stays dropped.
+    fn link_failed(&mut self, net: NetId, port: u32, dst: [u8; 6], _frame: Message) {
+        let n = &self.fabric.networks[net as usize];
+        let (Some(from), Some(to)) = (n.ports.get(port as usize), n.port_of_mac(dst)) else {
+            return;
+        };
+        let (m, iface) = (from.machine, from.iface);
+        crate::ondemand::link_failed_port(self, m, iface, to);
+    }
+
     #[inline(always)]
     fn fabric_mut(&mut self) -> &mut elvis_net::Fabric {
         &mut self.fabric

@@ -88,6 +88,9 @@ pub fn link_failed(w: &mut Hosts, m: MachineId, next_hop: Ipv4Addr) {
 /// [`link_failed`] for the neighbour on port `port` of the network of
 /// machine `m`'s interface `iface`.
 pub fn link_failed_port(w: &mut Hosts, m: MachineId, iface: IfaceId, port: u32) {
+    if !w.stack.on_demand {
+        return;
+    }
     let Some(ifc) = w.machines[m as usize].ifaces.get(iface as usize).copied() else {
         return;
     };
