@@ -251,7 +251,9 @@ pub async fn send(host: Host, cfg: Rc<SendConfig>) -> AppResult {
                 cnps.set(rp.cnps as f64);
             }
         } else if now >= next_send {
-            let size = cfg.bytes.map_or(cfg.size, |b| cfg.size.min((b - total) as usize));
+            let size = cfg
+                .bytes
+                .map_or(cfg.size, |b| cfg.size.min((b - total) as usize));
             sock.send_to(data(size, seq), cfg.to).await?;
             seq += 1;
             total += size as u64;
@@ -288,7 +290,14 @@ struct Flow {
 /// the bytes received from `measure_from` to the last arrival.
 pub async fn receive(host: Host, cfg: Rc<ReceiveConfig>) -> AppResult {
     let sock = host.udp_bind(cfg.port)?;
-    let names = ["received_bytes", "packets", "lost", "marked", "cnps_sent", "throughput_bps"];
+    let names = [
+        "received_bytes",
+        "packets",
+        "lost",
+        "marked",
+        "cnps_sent",
+        "throughput_bps",
+    ];
     let live: Vec<_> = names.iter().map(|n| host.publish_live(n, 0.0)).collect();
     let mut flows: BTreeMap<SocketAddrV4, Flow> = BTreeMap::new();
     let (mut bytes, mut packets, mut lost, mut marked, mut cnps) = (0u64, 0u64, 0u64, 0u64, 0u64);
@@ -418,7 +427,10 @@ mod tests {
         assert_eq!(rp.rate, rp.p.min_rate);
         rp.advance(1_000_000_000);
         assert!(rp.rate <= G && rp.target <= G);
-        assert!(rp.rate > G * 0.99, "a second of quiet: back near the line rate");
+        assert!(
+            rp.rate > G * 0.99,
+            "a second of quiet: back near the line rate"
+        );
     }
 
     #[test]

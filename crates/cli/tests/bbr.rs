@@ -249,7 +249,10 @@ fn startup_ends_a_few_rounds_after_the_pipe_is_full() {
 /// model; the split is printed with `--nocapture`.
 #[test]
 fn the_bbr_vs_cubic_example_fills_the_link_and_reports_the_model() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/ndl/bbr-vs-cubic.ndl");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/ndl/bbr-vs-cubic.ndl"
+    );
     let src = std::fs::read_to_string(path).unwrap();
     let mut sim = build(&src);
     let r = sim.run();
@@ -257,8 +260,15 @@ fn the_bbr_vs_cubic_example_fills_the_link_and_reports_the_model() {
     let bbr = sender(&r, "left-0");
     let cubic = sender(&r, "left-1");
     assert!(bbr.model.is_some() && cubic.model.is_none());
-    assert_eq!((bbr.bytes_acked, cubic.bytes_acked), (30_000_000, 30_000_000));
-    let senders: Vec<_> = r.tcp_connections.iter().filter(|c| c.stats.bytes_sent > 0).collect();
+    assert_eq!(
+        (bbr.bytes_acked, cubic.bytes_acked),
+        (30_000_000, 30_000_000)
+    );
+    let senders: Vec<_> = r
+        .tcp_connections
+        .iter()
+        .filter(|c| c.stats.bytes_sent > 0)
+        .collect();
     let first_done = senders.iter().map(|c| c.last_ack_ns).min().unwrap();
     let last_done = senders.iter().map(|c| c.last_ack_ns).max().unwrap();
     let total_bps = 60_000_000 * 8 * 1_000_000_000 / last_done;

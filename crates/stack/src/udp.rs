@@ -170,20 +170,8 @@ pub fn receive(
         _ => None,
     });
     let Some(sock) = sock else {
-        if matches!(dst_port, dhcp::CLIENT_PORT | dhcp::SERVER_PORT)
-            && dhcp::receive(w, m, iface, src, dst, dst_port, msg)
-        {
-            return;
-        }
-        if dst_port == crate::aodv::PORT
-            && crate::aodv::receive(w, m, iface, ip_header, src, dst, msg)
-        {
-            return;
-        }
-        if !dst.is_broadcast() && !dst.is_multicast() {
-            super::icmp::send_port_unreachable(w, m, ip_header, &first8);
-        }
-        return w.drop_packet(DropReason::NoSocket);
+        let to = (dst, dst_port);
+        return no_socket(w, m, iface, ip_header, &first8, src, to, msg);
     };
     // The message is now exactly the payload (truncated to the UDP length,
     // header removed): its length is known without walking its chunks.
@@ -206,6 +194,36 @@ pub fn receive(
     if let Some(t) = waiter {
         w.wake(t);
     }
+}
+
+/// A datagram for a port no socket is bound to: the stack's own services
+/// (DHCP's client and server ports, AODV's) take it, or it is dropped
+/// (`no_socket`) with a Port Unreachable unless it was a broadcast or
+/// multicast (RFC 1122 §3.2.2).
+#[allow(clippy::too_many_arguments)]
+fn no_socket(
+    w: &mut Hosts,
+    m: MachineId,
+    iface: crate::machine::IfaceId,
+    ip_header: &[u8],
+    first8: &[u8; 8],
+    src: Ipv4Addr,
+    (dst, dst_port): (Ipv4Addr, u16),
+    msg: &mut Message,
+) {
+    if matches!(dst_port, dhcp::CLIENT_PORT | dhcp::SERVER_PORT)
+        && dhcp::receive(w, m, iface, src, dst, dst_port, msg)
+    {
+        return;
+    }
+    if dst_port == crate::aodv::PORT && crate::aodv::receive(w, m, iface, ip_header, src, dst, msg)
+    {
+        return;
+    }
+    if !dst.is_broadcast() && !dst.is_multicast() {
+        super::icmp::send_port_unreachable(w, m, ip_header, first8);
+    }
+    w.drop_packet(DropReason::NoSocket);
 }
 
 #[cfg(test)]

@@ -49,7 +49,9 @@ fn the_aodv_chain_example_discovers_its_route_with_the_expanding_ring() {
     assert_eq!(a["messages_sent"]["rrep"], 7, "n7's RREP and 6 forwards");
     assert!(a["messages_sent"]["hello"].as_u64().unwrap() > 0);
     // The capture of the first link decodes as AODV: n0's four RREQs.
-    let tshark = std::process::Command::new("tshark").arg("--version").output();
+    let tshark = std::process::Command::new("tshark")
+        .arg("--version")
+        .output();
     if !tshark.is_ok_and(|o| o.status.success()) {
         eprintln!("NOTICE: tshark is not on PATH; skipping the tshark check");
         return;

@@ -41,7 +41,10 @@ fn two_dcqcn_flows_converge_to_fair_shares_without_loss() {
     // Payload over the frame: 1000 of 1042 bytes of a fully used link.
     let goodput_max = 10e9 * 1000.0 / 1042.0;
     let sum: f64 = tput.iter().sum();
-    assert!(sum > 0.95 * goodput_max && sum <= goodput_max * 1.001, "{tput:?}");
+    assert!(
+        sum > 0.95 * goodput_max && sum <= goodput_max * 1.001,
+        "{tput:?}"
+    );
     let jain = sum * sum / (2.0 * tput.iter().map(|x| x * x).sum::<f64>());
     assert!(jain > 0.99, "Jain's index {jain}: {tput:?}");
     assert_eq!(values(&r, "dcqcn_receive", "lost"), [0.0, 0.0]);
@@ -71,14 +74,22 @@ fn without_marking_the_same_flows_lose_packets() {
 #[test]
 fn dcqcn_option_mistakes_are_located() {
     let cases = [
-        ("line_rate='10Gbps' stop", "stop", "missing option 'line_rate'"),
+        (
+            "line_rate='10Gbps' stop",
+            "stop",
+            "missing option 'line_rate'",
+        ),
         (
             "line_rate='10Gbps' stop",
             "line_rate='10Gbps' min_rate='20Gbps' stop",
             "min_rate is above line_rate",
         ),
         ("line_rate='10Gbps' stop", "line_rate='fast' stop", "fast"),
-        ("line_rate='10Gbps' stop", "line_rate='10Gbps' size='4' stop", "at least 9 bytes"),
+        (
+            "line_rate='10Gbps' stop",
+            "line_rate='10Gbps' size='4' stop",
+            "at least 9 bytes",
+        ),
     ];
     for (from, to, message) in cases {
         let text = example_text().replacen(from, to, 1);

@@ -43,7 +43,15 @@ fn run(ndl: &str, dir: &TempDir, name: &str) -> (Value, Vec<(u64, u64)>) {
     std::fs::write(&path, ndl).unwrap();
     let report = dir.path().join(format!("{name}.json"));
     let trace = dir.path().join(name);
-    elvis(args!["run", &path, "--report", &report, "--queue-trace", &trace]).expect_code(0);
+    elvis(args![
+        "run",
+        &path,
+        "--report",
+        &report,
+        "--queue-trace",
+        &trace
+    ])
+    .expect_code(0);
     (read_report(&report), samples(&trace))
 }
 
@@ -78,7 +86,9 @@ fn dctcp_holds_the_queue_near_k_as_the_dctcp_analysis_predicts_and_cubic_fills_i
         }
     }
     let qs: Vec<f64> = steady.iter().map(|&(_, p)| p as f64).collect();
-    let (min, max) = qs.iter().fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    let (min, max) = qs
+        .iter()
+        .fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
     let mean = qs.iter().sum::<f64>() / qs.len() as f64;
     let w_star = (BDP + K) / N;
     let alpha = (2.0 / w_star).sqrt();
@@ -88,8 +98,15 @@ fn dctcp_holds_the_queue_near_k_as_the_dctcp_analysis_predicts_and_cubic_fills_i
     assert!(arrivals > 5_000, "{arrivals} arrivals");
     assert!((mean - K).abs() < 3.0, "mean queue {mean}, K {K}");
     assert!(max <= q_max + 3.0, "max {max}, model Q_max {q_max}");
-    assert!(max - min <= 2.0 * amplitude + 1.0, "swing {min}..{max}, model A {amplitude:.1}");
-    assert!(min >= q_max - 2.5 * amplitude, "min {min}, model Q_min {:.1}", q_max - amplitude);
+    assert!(
+        max - min <= 2.0 * amplitude + 1.0,
+        "swing {min}..{max}, model A {amplitude:.1}"
+    );
+    assert!(
+        min >= q_max - 2.5 * amplitude,
+        "min {min}, model Q_min {:.1}",
+        q_max - amplitude
+    );
     assert!(
         (0.4 * alpha..1.1 * alpha).contains(&f),
         "marked fraction {f:.3}, model α = √(2/W*) = {alpha:.3}"
@@ -97,10 +114,17 @@ fn dctcp_holds_the_queue_near_k_as_the_dctcp_analysis_predicts_and_cubic_fills_i
 
     // CUBIC on the same network does not ask for ECN (the hosts accept
     // it only): the queue fills its 200 frames and overflows.
-    let (r, trace) = run(&ndl.replace("congestion='dctcp'", "congestion='cubic'"), &dir, "cubic");
+    let (r, trace) = run(
+        &ndl.replace("congestion='dctcp'", "congestion='cubic'"),
+        &dir,
+        "cubic",
+    );
     let q = bottleneck(&r);
     assert_eq!(q["marked"], 0, "{q}");
-    assert!(q["dropped_by"]["queue_full"].as_u64().unwrap_or(0) > 0, "{q}");
+    assert!(
+        q["dropped_by"]["queue_full"].as_u64().unwrap_or(0) > 0,
+        "{q}"
+    );
     let cubic_mean = {
         let s: Vec<f64> = trace
             .iter()
@@ -109,7 +133,10 @@ fn dctcp_holds_the_queue_near_k_as_the_dctcp_analysis_predicts_and_cubic_fills_i
             .collect();
         s.iter().sum::<f64>() / s.len() as f64
     };
-    assert!(cubic_mean > 5.0 * mean, "CUBIC's mean queue {cubic_mean} vs DCTCP's {mean}");
+    assert!(
+        cubic_mean > 5.0 * mean,
+        "CUBIC's mean queue {cubic_mean} vs DCTCP's {mean}"
+    );
 }
 
 /// A network of `qdisc` parameters `q` carrying one 1 MB TCP transfer
@@ -155,13 +182,29 @@ fn a_three_colour_marker_drops_red_frames_only_above_its_rates() {
     std::fs::write(&path, metered(q)).unwrap();
     elvis(args!["run", &path, "--report", &report]);
     let r = read_report(&report);
-    let wire = r["queues"].as_array().unwrap().iter().find(|q| q["machine"] == "a").unwrap();
-    assert!(wire["dropped_by"]["meter_red"].as_u64().unwrap_or(0) > 0, "{wire}");
+    let wire = r["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["machine"] == "a")
+        .unwrap();
+    assert!(
+        wire["dropped_by"]["meter_red"].as_u64().unwrap_or(0) > 0,
+        "{wire}"
+    );
     let q = "qdisc='trtcm' cir='2Mbps' cbs='15kB' pir='10Mbps' pbs='200kB' drop_red='yes'";
     std::fs::write(&path, metered(q)).unwrap();
     elvis(args!["run", &path, "--report", &report]).expect_code(0);
     let r = read_report(&report);
-    assert!(r["queues"].as_array().unwrap().iter().all(|q| q["dropped"] == 0), "{}", r["queues"]);
+    assert!(
+        r["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|q| q["dropped"] == 0),
+        "{}",
+        r["queues"]
+    );
 }
 
 /// RFC 2698 §2: "The PIR must be equal to or greater than the CIR"; the
@@ -174,5 +217,9 @@ fn a_trtcm_peak_rate_below_its_committed_rate_is_a_located_error() {
     std::fs::write(&path, metered(q)).unwrap();
     let out = elvis(args!["run", &path]);
     out.expect_code(2);
-    assert!(out.stderr.contains("bad.ndl:3:") && out.stderr.contains("PIR"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("bad.ndl:3:") && out.stderr.contains("PIR"),
+        "{}",
+        out.stderr
+    );
 }

@@ -228,7 +228,10 @@ pub fn read_pcap(path: &Path) -> Vec<Frame> {
     let u32_at = |b: &[u8], at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
     // Ethernet, or 802.11 for a wireless network.
     let link = u32_at(&bytes, 20);
-    assert!(link == 1 || link == 105, "link type {link}: neither Ethernet nor 802.11");
+    assert!(
+        link == 1 || link == 105,
+        "link type {link}: neither Ethernet nor 802.11"
+    );
     let mut frames = Vec::new();
     let mut at = 24;
     while at < bytes.len() {

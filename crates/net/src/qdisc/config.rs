@@ -10,9 +10,9 @@
 //! that a front end can point at the offending text.
 
 use super::droptail::{DropTail, Limit};
+use super::meter::{Meter, MeterConfig, MeterKind};
 use super::red::{Red, RedConfig};
 use super::tbf::{TokenBucket, TokenBucketConfig};
-use super::meter::{Meter, MeterConfig, MeterKind};
 use super::threshold::{Threshold, ThresholdConfig};
 use super::{ClassParams, Classify, Drr, Prio, Qdisc, VirtualClock, Wfq, Wrr};
 use serde::Serialize;

@@ -84,7 +84,10 @@ impl MeterConfig {
     pub(crate) fn validate(&self) -> Result<(), QdiscError> {
         check_limit(&self.limit)?;
         if let Some(&d) = self.dscp.iter().find(|&&d| d > 63) {
-            return Err(QdiscError::new("remark", format!("DSCP {d} is outside 0 to 63")));
+            return Err(QdiscError::new(
+                "remark",
+                format!("DSCP {d} is outside 0 to 63"),
+            ));
         }
         let (cir, cbs, second) = match self.kind {
             MeterKind::Srtcm { cir_bps, cbs, ebs } => (cir_bps, cbs, ("ebs", ebs)),
@@ -104,13 +107,19 @@ impl MeterConfig {
             }
         };
         if cir == 0 {
-            return Err(QdiscError::new("cir", "the committed rate must be positive"));
+            return Err(QdiscError::new(
+                "cir",
+                "the committed rate must be positive",
+            ));
         }
         // RFC 2697 §2 / RFC 2698 §2: "at least one of them is larger
         // than 0" (srTCM), "greater than 0" for both (trTCM); a bucket
         // smaller than a frame would never pass one.
         if cbs == 0 && second.1 == 0 {
-            return Err(QdiscError::new("cbs", "CBS and the second bucket cannot both be 0"));
+            return Err(QdiscError::new(
+                "cbs",
+                "CBS and the second bucket cannot both be 0",
+            ));
         }
         if matches!(self.kind, MeterKind::Trtcm { .. }) && (cbs == 0 || second.1 == 0) {
             let p = if cbs == 0 { "cbs" } else { "pbs" };
@@ -293,7 +302,11 @@ mod tests {
         for &(t, b, want, (tc, te)) in rows {
             assert_eq!(m.colour(b, 0, t * 1_000_000), want, "t {t} B {b}");
             assert_eq!(m.c.tokens / UNITS_PER_BYTE, u128::from(tc), "Tc at {t}");
-            assert_eq!(m.second.tokens / UNITS_PER_BYTE, u128::from(te), "Te at {t}");
+            assert_eq!(
+                m.second.tokens / UNITS_PER_BYTE,
+                u128::from(te),
+                "Te at {t}"
+            );
         }
         // 600 ms later: Tc = 600, Te = 500: a 1000-byte frame is red, a
         // 500-byte one green.
@@ -355,14 +368,18 @@ mod tests {
             (0, 800, Green, (200, 1200)),
             (0, 800, Yellow, (200, 400)),
             (0, 800, Red, (200, 400)),
-            (100, 300, Green, (0, 300)), // Tc 300, Tp 600 before
-            (500, 600, Yellow, (400, 500)), // Tc 400 < 600: yellow; Tp 1100 − 600
+            (100, 300, Green, (0, 300)),     // Tc 300, Tp 600 before
+            (500, 600, Yellow, (400, 500)),  // Tc 400 < 600: yellow; Tp 1100 − 600
             (1000, 400, Green, (500, 1100)), // Tc 900, Tp 1500 before
         ];
         for &(t, b, want, (tc, tp)) in rows {
             assert_eq!(m.colour(b, 0, t * 1_000_000), want, "t {t} B {b}");
             assert_eq!(m.c.tokens / UNITS_PER_BYTE, u128::from(tc), "Tc at {t}");
-            assert_eq!(m.second.tokens / UNITS_PER_BYTE, u128::from(tp), "Tp at {t}");
+            assert_eq!(
+                m.second.tokens / UNITS_PER_BYTE,
+                u128::from(tp),
+                "Tp at {t}"
+            );
         }
     }
 
@@ -401,7 +418,10 @@ mod tests {
         let f = |id| super::super::testing::frame(id, 1500, 0, 0);
         let mut m = Meter::new(&cfg);
         assert_eq!(m.enqueue(f(0), 0, &mut r), Enqueue::QueuedRemarked(10));
-        assert_eq!(m.enqueue(f(1), 0, &mut r), Enqueue::Dropped(DropReason::MeterRed));
+        assert_eq!(
+            m.enqueue(f(1), 0, &mut r),
+            Enqueue::Dropped(DropReason::MeterRed)
+        );
         cfg.drop_red = false;
         let mut m = Meter::new(&cfg);
         m.enqueue(f(0), 0, &mut r);

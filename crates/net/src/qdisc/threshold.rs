@@ -37,12 +37,10 @@ impl ThresholdConfig {
     pub(crate) fn validate(&self) -> Result<(), QdiscError> {
         check_limit(&self.limit)?;
         let (k, cap) = match (self.k, self.limit) {
-            (Limit::Unbounded, _) => {
-                return Err(QdiscError::new(
-                    "ecn_k",
-                    "the threshold K is a number of packets or bytes, e.g. ecn_k='20' or ecn_k='30kB'",
-                ))
-            }
+            (Limit::Unbounded, _) => return Err(QdiscError::new(
+                "ecn_k",
+                "the threshold K is a number of packets or bytes, e.g. ecn_k='20' or ecn_k='30kB'",
+            )),
             (Limit::Packets(0) | Limit::Bytes(0), _) => {
                 return Err(QdiscError::new(
                     "ecn_k",
@@ -141,7 +139,11 @@ mod tests {
         let mut r = rng();
         let got: Vec<Enqueue> = (0..8)
             .map(|i| {
-                let f = if i == 4 { frame(i, 1500, 0, 0) } else { ect(i, 1500) };
+                let f = if i == 4 {
+                    frame(i, 1500, 0, 0)
+                } else {
+                    ect(i, 1500)
+                };
                 d.enqueue(f, 0, &mut r)
             })
             .collect();
@@ -149,7 +151,16 @@ mod tests {
         let full = Dropped(DropReason::QueueFull);
         assert_eq!(
             got,
-            [Queued, Queued, Queued, QueuedMarked, Queued, QueuedMarked, full, full]
+            [
+                Queued,
+                Queued,
+                Queued,
+                QueuedMarked,
+                Queued,
+                QueuedMarked,
+                full,
+                full
+            ]
         );
         // Serving one frame brings the queue to 5: still at or above K.
         assert!(matches!(d.dequeue(0), Dequeue::Frame(_)));

@@ -4,6 +4,7 @@
 //! decoder (`tshark`). One test binary, per `STYLE.md`.
 #![forbid(unsafe_code)]
 
+mod aodv;
 mod chain;
 mod common;
 mod custom_protocol;
@@ -38,4 +39,3 @@ mod timing;
 mod topology;
 mod tshark;
 mod undo;
-mod aodv;

@@ -54,10 +54,14 @@ pub(super) fn build_send(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
         let msg = format!("min_rate is above line_rate ({line} bit/s)");
         return Err(ParamError::new(o.loc("min_rate"), msg));
     }
-    let size = o.datagram_size_or("size", 1000, "UDP")?.min(MAX_DATAGRAM_PAYLOAD) as usize;
+    let size = o
+        .datagram_size_or("size", 1000, "UDP")?
+        .min(MAX_DATAGRAM_PAYLOAD) as usize;
     if size < 9 {
-        return Err(ParamError::new(o.loc("size"), "size must be at least 9 bytes")
-            .hint("the first 9 bytes hold the packet's kind and sequence number"));
+        return Err(
+            ParamError::new(o.loc("size"), "size must be at least 9 bytes")
+                .hint("the first 9 bytes hold the packet's kind and sequence number"),
+        );
     }
     let bytes = match o.params.get("bytes") {
         None => None,
@@ -85,6 +89,8 @@ pub(super) fn build_receive(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, 
     });
     Ok(factory("dcqcn_receive", true, move |sim, m| {
         let cfg = cfg.clone();
-        timing.spawn_daemon(sim, m, "dcqcn_receive", move |h: Host| dcqcn::receive(h, cfg));
+        timing.spawn_daemon(sim, m, "dcqcn_receive", move |h: Host| {
+            dcqcn::receive(h, cfg)
+        });
     }))
 }

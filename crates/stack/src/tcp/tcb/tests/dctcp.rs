@@ -41,7 +41,12 @@ fn the_dctcp_receiver_acks_each_ce_change_at_once_with_the_old_state_first() {
     };
     let acks = |out: &[Segment]| -> Vec<(u32, bool)> {
         out.iter()
-            .map(|s| ((s.repr.ack_number.unwrap() - (IRS + 1)) as u32 / MSS as u32, s.repr.ece))
+            .map(|s| {
+                (
+                    (s.repr.ack_number.unwrap() - (IRS + 1)) as u32 / MSS as u32,
+                    s.repr.ece,
+                )
+            })
             .collect()
     };
     assert!(recv(&mut t, 200, ECT0, false).is_empty(), "delayed ACK");
@@ -53,7 +58,10 @@ fn the_dctcp_receiver_acks_each_ce_change_at_once_with_the_old_state_first() {
     // A CWR does not end the echo (unlike RFC 3168).
     assert!(recv(&mut t, 204, CE, true).is_empty());
     // 1 → 0: segment 5 (CE) ACKed with ECE, then segment 6 without.
-    assert_eq!(acks(&recv(&mut t, 205, ECT0, false)), [(5, true), (6, false)]);
+    assert_eq!(
+        acks(&recv(&mut t, 205, ECT0, false)),
+        [(5, true), (6, false)]
+    );
     // 0 → 1 with nothing delayed: one immediate ACK.
     assert_eq!(acks(&recv(&mut t, 206, CE, false)), [(7, true)]);
     assert_eq!(t.stats().ce_received, 5);
@@ -75,7 +83,11 @@ fn a_dctcp_sender_cuts_by_half_alpha_on_ece() {
     input(&mut t, ms(200), ece(ISS + 1 + MSS), Message::new());
     assert_eq!(t.stats().ecn_reductions, 1);
     // The ACK's slow-start growth (one segment) comes first.
-    assert_eq!(t.cc.window(), (w + MSS as u64) / 2, "α = 1 at first: halved");
+    assert_eq!(
+        t.cc.window(),
+        (w + MSS as u64) / 2,
+        "α = 1 at first: halved"
+    );
     // More ECEs in the same window: no further cut.
     input(&mut t, ms(201), ece(ISS + 1 + 2 * MSS), Message::new());
     assert_eq!(t.stats().ecn_reductions, 1);
