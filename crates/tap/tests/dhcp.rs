@@ -11,9 +11,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::process::Command;
 
 /// The scenario: a LAN with an elvis DHCP server and the TAP machine.
 fn scenario(device: &str, ns: &str) -> String {
@@ -62,17 +60,8 @@ fn linux_udhcpc_gets_a_lease_from_elvis_dhcp_and_uses_it() {
     let ns = format!("elvis-dhcp-{id}");
     let device = format!("edhc{}", id % 100_000);
     let src = scenario(&device, &ns);
-    let scenario = elvis_ndl::parse(&src, "dhcp.ndl").expect("the scenario parses");
-    let mut built = match elvis_build::build(&scenario, None) {
-        Ok(b) => b,
-        Err(e)
-            if e.to_string().contains("cannot create TAP device")
-                || e.to_string().contains("netns add") =>
-        {
-            eprintln!("skipped: {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some(mut built) = common::build_or_skip(&src, "dhcp.ndl") else {
+        return;
     };
     let mac = built.taps[0].mac;
     let dir = std::env::temp_dir().join(format!("elvis-dhcp-{id}"));
@@ -90,23 +79,12 @@ fn linux_udhcpc_gets_a_lease_from_elvis_dhcp_and_uses_it() {
         "busybox udhcpc -f -q -n -t 3 -T 1 -i {device} -s {} && ping -c 2 -W 2 10.78.0.2",
         script.display()
     );
-    let client = Command::new("ip")
-        .args(["netns", "exec", &ns, "sh", "-c", &client_cmd])
-        .env("LEASE_FILE", &lease_file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the client starts");
-    let done = Arc::new(AtomicBool::new(false));
-    built.sim.set_interrupt_flag(done.clone());
-    built.sim.set_wall_limit(std::time::Duration::from_secs(30));
-    let waiter = std::thread::spawn(move || {
-        let out = client.wait_with_output();
-        done.store(true, Ordering::Relaxed);
-        out
-    });
-    let report = built.sim.run();
-    let out = waiter.join().unwrap().expect("the client ends");
+    let (report, out) = common::run_with_client(
+        &mut built,
+        Command::new("ip")
+            .args(["netns", "exec", &ns, "sh", "-c", &client_cmd])
+            .env("LEASE_FILE", &lease_file),
+    );
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -7,9 +7,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::process::Command;
 
 #[test]
 fn linux_resolves_a_name_from_elvis_dns_and_fetches_from_elvis_web() {
@@ -47,17 +45,8 @@ fn linux_resolves_a_name_from_elvis_dns_and_fetches_from_elvis_web() {
 ",
         id % 100_000
     );
-    let scenario = elvis_ndl::parse(&src, "services.ndl").expect("the scenario parses");
-    let mut built = match elvis_build::build(&scenario, None) {
-        Ok(b) => b,
-        Err(e)
-            if e.to_string().contains("cannot create TAP device")
-                || e.to_string().contains("netns add") =>
-        {
-            eprintln!("skipped: {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some(mut built) = common::build_or_skip(&src, "services.ndl") else {
+        return;
     };
     // `ip netns exec` puts /etc/netns/NAME/resolv.conf over /etc/resolv.conf.
     let etc = std::path::PathBuf::from(format!("/etc/netns/{ns}"));
@@ -66,22 +55,10 @@ fn linux_resolves_a_name_from_elvis_dns_and_fetches_from_elvis_web() {
     let script = "getent hosts www.example.com && \
                   curl -sS -o /dev/null -w 'status %{http_code} bytes %{size_download}\\n' \
                   http://www.example.com/obj/100KB";
-    let client = Command::new("ip")
-        .args(["netns", "exec", &ns, "sh", "-c", script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the client starts");
-    let done = Arc::new(AtomicBool::new(false));
-    built.sim.set_interrupt_flag(done.clone());
-    built.sim.set_wall_limit(std::time::Duration::from_secs(30));
-    let waiter = std::thread::spawn(move || {
-        let out = client.wait_with_output();
-        done.store(true, Ordering::Relaxed);
-        out
-    });
-    let report = built.sim.run();
-    let out = waiter.join().unwrap().expect("the client ends");
+    let (report, out) = common::run_with_client(
+        &mut built,
+        Command::new("ip").args(["netns", "exec", &ns, "sh", "-c", script]),
+    );
     let _ = std::fs::remove_dir_all(&etc);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     eprintln!("{text}{}", String::from_utf8_lossy(&out.stderr));
