@@ -379,6 +379,7 @@ impl Lower<'_> {
                 "dns",
                 "domain",
                 "realtime",
+                "multipath",
             ],
         );
         self.no_children(b);
@@ -400,6 +401,16 @@ impl Lower<'_> {
         }
         if let Some(p) = b.param("until") {
             self.sc.sim.until = self.value(p, parse_duration_ns, "until='10s'");
+        }
+        if let Some(p) = b.param("multipath") {
+            let mode = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
+                "flow" => Ok(false),
+                "packet" => Ok(true),
+                _ => Err("expected flow or packet".to_string()),
+            };
+            if let Some(per_packet) = self.value(p, mode, "multipath='packet'") {
+                self.sc.sim.per_packet_multipath = per_packet;
+            }
         }
         if let Some(p) = b.param("ttl") {
             let ttl = |s: &str| match s.trim().parse::<u8>() {
