@@ -796,12 +796,8 @@ fn tcp_bulk(
     loss_detection: &str,
 ) -> Measurement {
     let t0 = Instant::now();
-    let alg: elvis_sim::Congestion = congestion
-        .parse()
-        .expect("clap admits only known algorithms");
-    let detection: elvis_sim::LossDetection = loss_detection
-        .parse()
-        .expect("clap admits only known loss detections");
+    let alg: elvis_sim::Congestion = congestion.parse().expect("a value clap admits");
+    let detection: elvis_sim::LossDetection = loss_detection.parse().expect("clap admits it");
     let mut sim = Simulation::new(1);
     sim.set_tcp_config(elvis_sim::TcpConfig {
         loss_detection: detection,

@@ -402,16 +402,6 @@ impl Lower<'_> {
         if let Some(p) = b.param("until") {
             self.sc.sim.until = self.value(p, parse_duration_ns, "until='10s'");
         }
-        if let Some(p) = b.param("multipath") {
-            let mode = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
-                "flow" => Ok(false),
-                "packet" => Ok(true),
-                _ => Err("expected flow or packet".to_string()),
-            };
-            if let Some(per_packet) = self.value(p, mode, "multipath='packet'") {
-                self.sc.sim.per_packet_multipath = per_packet;
-            }
-        }
         if let Some(p) = b.param("ttl") {
             let ttl = |s: &str| match s.trim().parse::<u8>() {
                 Ok(t) if t > 0 => Ok(t),
@@ -440,7 +430,23 @@ impl Lower<'_> {
                 self.sc.sim.realtime = on;
             }
         }
+        self.multipath(b);
         self.dns_auto(b);
+    }
+
+    /// Reads `multipath='flow'` (the default) or `'packet'`.
+    fn multipath(&mut self, b: &Block) {
+        let Some(p) = b.param("multipath") else {
+            return;
+        };
+        let mode = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
+            "flow" => Ok(false),
+            "packet" => Ok(true),
+            _ => Err("expected flow or packet".to_string()),
+        };
+        if let Some(per_packet) = self.value(p, mode, "multipath='packet'") {
+            self.sc.sim.per_packet_multipath = per_packet;
+        }
     }
 
     /// Reads `dns='auto'` and its `domain` (default `elvis`).
