@@ -745,7 +745,8 @@ mod tests {
             let (cwnd, ssthresh) = (cc.window(), cc.ssthresh());
             assert!(cwnd > ssthresh, "{alg} in congestion avoidance");
             let prior = undo_ssthresh(cwnd, ssthresh);
-            assert_eq!(prior, ssthresh.max(cwnd * 3 / 4), "{alg}");
+            // (Linux's shifts, one byte under cwnd·3/4 for some windows.)
+            assert_eq!(prior, ssthresh.max((cwnd >> 1) + (cwnd >> 2)), "{alg}");
             cc.on_congestion(path.now, cwnd);
             assert!(cc.window() < cwnd, "{alg} reduced");
             cc.undo(cwnd, prior);
