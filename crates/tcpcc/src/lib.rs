@@ -96,6 +96,9 @@
 //!   (RFC 5682).
 //! - No congestion window validation after idle periods (RFC 7661 §4.3 is
 //!   approximated by not growing on app-limited ACKs).
+//! - CUBIC keeps α_cubic = 3(1 − β)/(1 + β) for the whole epoch, as Linux;
+//!   RFC 9438 §4.3's α_cubic = 1 past cwnd_prior is opt-in
+//!   ([`Cubic::set_reno_alpha_one`]).
 #![forbid(unsafe_code)]
 
 use std::fmt;
