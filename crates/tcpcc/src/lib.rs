@@ -96,6 +96,9 @@
 //!   (RFC 5682).
 //! - No congestion window validation after idle periods (RFC 7661 §4.3 is
 //!   approximated by not growing on app-limited ACKs).
+//! - CUBIC keeps α_cubic = 3(1 − β)/(1 + β) for the whole epoch, as Linux;
+//!   RFC 9438 §4.3's α_cubic = 1 past cwnd_prior is opt-in
+//!   ([`Cubic::set_reno_alpha_one`]).
 #![forbid(unsafe_code)]
 
 use std::fmt;
@@ -745,7 +748,8 @@ mod tests {
             let (cwnd, ssthresh) = (cc.window(), cc.ssthresh());
             assert!(cwnd > ssthresh, "{alg} in congestion avoidance");
             let prior = undo_ssthresh(cwnd, ssthresh);
-            assert_eq!(prior, ssthresh.max(cwnd * 3 / 4), "{alg}");
+            // (Linux's shifts, one byte under cwnd·3/4 for some windows.)
+            assert_eq!(prior, ssthresh.max((cwnd >> 1) + (cwnd >> 2)), "{alg}");
             cc.on_congestion(path.now, cwnd);
             assert!(cc.window() < cwnd, "{alg} reduced");
             cc.undo(cwnd, prior);
