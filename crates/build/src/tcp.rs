@@ -81,7 +81,13 @@ fn check_congestion(p: &elvis_scenario::Param) -> Result<elvis_sim::Congestion, 
 }
 
 /// The applications that take `congestion=`.
-const TCP_SENDERS: &[&str] = &["send_message", "bulk_send", "bulk_receive"];
+const TCP_SENDERS: &[&str] = &[
+    "send_message",
+    "bulk_send",
+    "bulk_receive",
+    "flowgen",
+    "flowgen_sink",
+];
 
 /// Returns `app` with the group's TCP `congestion` added when the group
 /// sets one and the application is a TCP sender without its own.
