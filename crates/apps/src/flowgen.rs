@@ -37,6 +37,13 @@
 //! Arrivals and sizes come from the machine's random stream (the group's
 //! first instance draws the permutation and the incast stream's seed), so
 //! a seed gives the same flows every time.
+//!
+//! # Gaps
+//! An incast here is N senders starting at the same instants, not a
+//! request and its N responses (the receiver asks nothing). Flows are
+//! one-way, carry no priority or deadline, and are at least 16 bytes.
+//! The arrival rate assumes the sender's first interface is its access
+//! link.
 
 pub mod cdf;
 
