@@ -252,3 +252,21 @@ fn flowgen_mistakes_are_located() {
         assert!(report.is_none());
     }
 }
+
+#[test]
+fn flows_use_the_machines_congestion_control() {
+    let opts = "workload='websearch' load='0.3' peers='host' duration='2ms'";
+    let text = scenario(2, "20ms", opts).replace(
+        "\t\t[Applications]",
+        "\t\t[Protocols]\n\t\t\t[Protocol name='TCP' congestion='dctcp']\n\t\t[Applications]",
+    );
+    let (out, report, _) = run_text(&text, &[]);
+    out.expect_code(0);
+    let r = report.unwrap();
+    let shares = r["tcp_shares"].as_array().unwrap();
+    assert!(!shares.is_empty());
+    assert!(
+        shares.iter().all(|s| s["congestion"] == "dctcp"),
+        "{shares:?}"
+    );
+}
