@@ -6,7 +6,7 @@
 //! `completion_ns` (from its start to the last echo).
 
 use crate::Host;
-use elvis_api::{AppError, AppResult, Message};
+use elvis_api::{AppError, AppResult, Congestion, Message};
 use std::net::SocketAddrV4;
 use std::rc::Rc;
 
@@ -16,11 +16,20 @@ pub struct ClientConfig {
     pub to: SocketAddrV4,
     pub message: Message,
     pub count: u64,
+    /// The connection's congestion control (`TCP_CONGESTION`); `None`
+    /// keeps the simulation's default.
+    pub congestion: Option<Congestion>,
 }
 
-/// Echoes forever.
-pub async fn server(host: Host, port: u16) -> AppResult {
-    let listener = host.tcp_listen(port, 128)?;
+/// Echoes forever; the connections it accepts use `congestion` (`None`:
+/// the simulation's default).
+pub async fn server(host: Host, port: u16, congestion: Option<Congestion>) -> AppResult {
+    let mut sock = host.tcp_socket()?;
+    if let Some(alg) = congestion {
+        sock.set_congestion(alg);
+    }
+    sock.bind(port)?;
+    let listener = sock.listen(128)?;
     loop {
         let (stream, _) = listener.accept().await?;
         loop {
@@ -36,7 +45,11 @@ pub async fn server(host: Host, port: u16) -> AppResult {
 /// Sends and checks the echoes.
 pub async fn client(host: Host, cfg: Rc<ClientConfig>) -> AppResult {
     let start = host.now();
-    let stream = host.tcp_connect(cfg.to).await?;
+    let mut sock = host.tcp_socket()?;
+    if let Some(alg) = cfg.congestion {
+        sock.set_congestion(alg);
+    }
+    let stream = sock.connect(cfg.to).await?;
     host.publish("connect_ns", (host.now() - start).as_nanos() as f64);
     stream.set_nodelay(true)?;
     for i in 0..cfg.count {

@@ -160,11 +160,12 @@ enum Cmd {
         /// `txqueuelen` is 1000).
         #[arg(long)]
         txqueuelen: Option<u32>,
-        /// newreno | cubic | compound
-        #[arg(long, default_value = "cubic")]
+        /// newreno | cubic | compound | dctcp | bbr
+        #[arg(long, default_value = "cubic",
+              value_parser = ["newreno", "cubic", "compound", "dctcp", "bbr"])]
         congestion: String,
         /// rack (RACK-TLP, RFC 8985, the simulator's default, as Linux) | rfc6675
-        #[arg(long, default_value = "rack")]
+        #[arg(long, default_value = "rack", value_parser = ["rack", "rfc6675"])]
         loss_detection: String,
     },
     /// Stub lookups of Zipf(1.0)-distributed names through caching
@@ -795,8 +796,8 @@ fn tcp_bulk(
     loss_detection: &str,
 ) -> Measurement {
     let t0 = Instant::now();
-    let alg: elvis_sim::Congestion = congestion.parse().expect("newreno, cubic or compound");
-    let detection: elvis_sim::LossDetection = loss_detection.parse().expect("rack or rfc6675");
+    let alg: elvis_sim::Congestion = congestion.parse().expect("a value clap admits");
+    let detection: elvis_sim::LossDetection = loss_detection.parse().expect("clap admits it");
     let mut sim = Simulation::new(1);
     sim.set_tcp_config(elvis_sim::TcpConfig {
         loss_detection: detection,

@@ -253,6 +253,8 @@ fn routes_and_offloads(
     scenario: &Scenario,
 ) -> Result<(), BuildError> {
     routes(&mut a.sim, machines, scenario.sim.routing, &a.groups)?;
+    a.sim
+        .set_per_packet_multipath(scenario.sim.per_packet_multipath);
     offloads(&mut a.sim, machines, &a.groups)?;
     if scenario.sim.routing == RoutingMode::Latency && needs_auto(scenario) {
         a.sim.set_auto_routes(Some(Metric::Latency));

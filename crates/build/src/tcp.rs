@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `syn_cookies` | `on` / `off` | `on` (cookies when a SYN backlog overflows, Linux's `tcp_syncookies=1`) |
 //! | `syn_backlog` | 1 to 1,000,000 | none (a cap on every listener's half-open connections below its listen backlog, as Linux's `somaxconn` caps the backlog) |
-//! | `congestion` | `newreno`, `cubic`, `compound`, `dctcp`, `bbr` | none (each application's own `congestion=`, else CUBIC); the machine's default, as Linux's `tcp_congestion_control`: its TCP senders and receivers (`bulk_receive`) without a `congestion=` use it |
+//! | `congestion` | `newreno`, `cubic`, `compound`, `dctcp`, `bbr` | none (each application's own `congestion=`, else CUBIC); the machine's default, as Linux's `tcp_congestion_control`: every application on the machine that takes `congestion=` (`bulk_send`, `bulk_receive`, `send_message`, `tcp_echo_server`, `tcp_echo_client`, `web_server`, `video_server`, `flowgen`, `flowgen_sink`) and sets none uses it, for the connections it opens and those it accepts |
 
 use super::{err, BuildError};
 use elvis_scenario::MachineGroup;
@@ -80,17 +80,17 @@ fn check_congestion(p: &elvis_scenario::Param) -> Result<elvis_sim::Congestion, 
     })
 }
 
-/// The applications that take `congestion=`.
-const TCP_SENDERS: &[&str] = &[
-    "send_message",
-    "bulk_send",
-    "bulk_receive",
-    "flowgen",
-    "flowgen_sink",
-];
+/// Returns whether application `name` takes a `congestion=` option (its
+/// TCP connections, active or accepted, choose their congestion control).
+fn takes_congestion(name: &str) -> bool {
+    crate::apps::registry::APPS
+        .iter()
+        .any(|(n, keys)| n.eq_ignore_ascii_case(name) && keys.contains(&"congestion"))
+}
 
 /// Returns `app` with the group's TCP `congestion` added when the group
-/// sets one and the application is a TCP sender without its own.
+/// sets one and the application takes `congestion=` but has none of its
+/// own.
 pub(crate) fn with_congestion<'a>(
     g: &MachineGroup,
     app: &'a elvis_scenario::AppSpec,
@@ -100,9 +100,8 @@ pub(crate) fn with_congestion<'a>(
         .iter()
         .filter(|p| p.name.eq_ignore_ascii_case("tcp"))
         .find_map(|p| p.params.get("congestion"));
-    let sender = TCP_SENDERS.iter().any(|n| app.name.eq_ignore_ascii_case(n));
     match default {
-        Some(c) if sender && app.params.get("congestion").is_none() => {
+        Some(c) if takes_congestion(&app.name) && app.params.get("congestion").is_none() => {
             let mut a = app.clone();
             a.params.0.push(c.clone());
             std::borrow::Cow::Owned(a)

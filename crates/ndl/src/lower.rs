@@ -379,6 +379,7 @@ impl Lower<'_> {
                 "dns",
                 "domain",
                 "realtime",
+                "multipath",
             ],
         );
         self.no_children(b);
@@ -429,7 +430,23 @@ impl Lower<'_> {
                 self.sc.sim.realtime = on;
             }
         }
+        self.multipath(b);
         self.dns_auto(b);
+    }
+
+    /// Reads `multipath='flow'` (the default) or `'packet'`.
+    fn multipath(&mut self, b: &Block) {
+        let Some(p) = b.param("multipath") else {
+            return;
+        };
+        let mode = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
+            "flow" => Ok(false),
+            "packet" => Ok(true),
+            _ => Err("expected flow or packet".to_string()),
+        };
+        if let Some(per_packet) = self.value(p, mode, "multipath='packet'") {
+            self.sc.sim.per_packet_multipath = per_packet;
+        }
     }
 
     /// Reads `dns='auto'` and its `domain` (default `elvis`).

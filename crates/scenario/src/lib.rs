@@ -170,6 +170,10 @@ pub struct SimSettings {
     /// `realtime='yes'`: virtual time paced to the wall clock.
     #[serde(default)]
     pub realtime: bool,
+    /// `multipath='packet'`: routers spread each datagram over equal-cost
+    /// next hops, not each flow (`multipath='flow'`, the default).
+    #[serde(default)]
+    pub per_packet_multipath: bool,
     pub loc: Loc,
 }
 
@@ -231,6 +235,7 @@ impl Default for SimSettings {
             icmp_msgs_burst: None,
             dns: None,
             realtime: false,
+            per_packet_multipath: false,
             loc: Loc::default(),
         }
     }

@@ -25,6 +25,7 @@
 //! | RREP processing, forward routes, precursors | §6.7 |
 //! | HELLO messages, neighbour loss | §6.9 |
 //! | link breaks, RERR to precursors, RERR processing | §6.11 |
+//! | RREQ_RATELIMIT and RERR_RATELIMIT, 10 per second each: a RREQ past the limit waits for the next second (as ns-3's AODV), a RERR is not sent | §6.3, §6.11, §10 |
 //!
 //! A node's address in AODV messages (originator, destination) is its
 //! first interface's address; its messages leave each interface from
@@ -74,6 +75,10 @@ pub const TTL_START: u8 = 1;
 pub const TTL_INCREMENT: u8 = 2;
 pub const TTL_THRESHOLD: u8 = 7;
 pub const TIMEOUT_BUFFER: u64 = 2;
+/// RREQs a node originates per second at most (§6.3).
+pub const RREQ_RATELIMIT: u8 = 10;
+/// RERRs a node sends per second at most (§6.11).
+pub const RERR_RATELIMIT: u8 = 10;
 /// Datagrams queued per destination while its route is discovered.
 pub const QUEUE_LEN: usize = 64;
 
@@ -111,6 +116,31 @@ impl Default for Config {
     }
 }
 
+/// Messages sent in the current second of virtual time, for §10's
+/// per-second rate limits (whole seconds since the start of the run).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateWindow {
+    second: u64,
+    count: u8,
+}
+
+impl RateWindow {
+    /// Counts one message at `now` (ns) if fewer than `limit` went in
+    /// this second; else returns when the next second starts (ns).
+    pub fn take(&mut self, now: u64, limit: u8) -> Result<(), u64> {
+        const SECOND: u64 = 1_000 * MS;
+        let second = now / SECOND;
+        if second != self.second {
+            *self = RateWindow { second, count: 0 };
+        }
+        if self.count >= limit {
+            return Err((second + 1) * SECOND);
+        }
+        self.count += 1;
+        Ok(())
+    }
+}
+
 /// A route discovery under way, and the datagrams waiting for it.
 #[derive(Debug)]
 pub struct Discovery {
@@ -122,6 +152,9 @@ pub struct Discovery {
     /// When the first RREQ went out (ns).
     pub started: u64,
     pub gen: u32,
+    /// The next RREQ waits for the rate limit (its timer sends it at the
+    /// same TTL).
+    pub deferred: bool,
 }
 
 /// What a node knows of a neighbour (§6.9).
@@ -151,6 +184,9 @@ pub struct Node {
     /// When the node last broadcast an AODV message (ns).
     pub last_broadcast: u64,
     pub gen: u32,
+    /// RREQs originated and RERRs sent in the current second.
+    pub rreq_rate: RateWindow,
+    pub rerr_rate: RateWindow,
 }
 
 /// The run's AODV counters (the report's `aodv` section).
@@ -178,6 +214,10 @@ pub struct Stats {
     /// invalidated by breaks and RERRs.
     pub link_breaks: u64,
     pub routes_invalidated: u64,
+    /// RREQs held back to the next second, and RERRs not sent, by the
+    /// rate limits.
+    pub rreq_rate_limited: u64,
+    pub rerr_rate_limited: u64,
 }
 
 /// Names of the message types, in [`Stats::sent`] order.

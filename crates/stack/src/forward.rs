@@ -338,6 +338,7 @@ fn flow_of_header(ip: &[u8; 20], ports: [u8; 4]) -> FlowKey {
         proto: ip[9],
         sport: u16::from_be_bytes([ports[0], ports[1]]),
         dport: u16::from_be_bytes([ports[2], ports[3]]),
+        ident: u16::from_be_bytes([ip[4], ip[5]]),
     }
 }
 
@@ -360,6 +361,7 @@ fn flow_of(h: &[u8], ihl: usize) -> FlowKey {
         } else {
             0
         },
+        ident: u16::from_be_bytes([h[4], h[5]]),
     }
 }
 

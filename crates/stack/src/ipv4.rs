@@ -261,13 +261,16 @@ pub fn route_flow(
         return Err(SocketError::HostUnreachable(dst));
     };
     let hop = match flow {
-        Some(f) if hops.len() > 1 => hops[route::pick(hops.len(), w.config.seed, m, f)],
+        Some(f) if hops.len() > 1 => {
+            let per_packet = w.stack.routing.per_packet;
+            hops[route::pick(hops.len(), w.config.seed, m, f, per_packet)]
+        }
         None if hops.len() > 1 => {
             let f = FlowKey {
                 dst: u32::from(dst),
                 ..FlowKey::default()
             };
-            hops[route::pick(hops.len(), w.config.seed, m, &f)]
+            hops[route::pick(hops.len(), w.config.seed, m, &f, false)]
         }
         _ => hops[0],
     };

@@ -722,6 +722,7 @@ pub fn tcp_flow(local: SocketAddrV4, remote: SocketAddrV4) -> super::route::Flow
         proto: 6,
         sport: local.port(),
         dport: remote.port(),
+        ident: 0,
     }
 }
 

@@ -67,6 +67,7 @@ pub fn send(
         proto: 17,
         sport: src_port,
         dport: to.port(),
+        ident: 0,
     };
     // Used where it lies (see `ipv4::route_flow`).
     let found = ipv4::route_flow(w, m, *to.ip(), Some(&flow));

@@ -61,7 +61,7 @@ fn linux_tcp_and_elvis_tcp_exchange_two_megabytes_over_loss_and_reordering() {
     let server_ip = Ipv4Addr::new(10, 78, 1, 2);
     sim.attach(server, l1, server_ip).unwrap();
     sim.spawn_daemon(server, "tcp_echo_server", |h: Host| {
-        elvis_apps::tcp_echo::server(h, 7)
+        elvis_apps::tcp_echo::server(h, 7, None)
     });
     let ns = format!("elvis-tcp-{}", std::process::id());
     let cfg = TapConfig {

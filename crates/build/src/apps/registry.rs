@@ -129,11 +129,11 @@ pub const APPS: &[(&str, &[&str])] = &[
         &["to", "port", "bytes", "payload", "congestion", "sndbuf"],
     ),
     ("bulk_receive", &["port", "bytes", "rcvbuf", "congestion"]),
-    ("tcp_echo_server", &["port"]),
+    ("tcp_echo_server", &["port", "congestion"]),
     ("dhcp_server", crate::dhcp::SERVER_OPTIONS),
     (
         "tcp_echo_client",
-        &["to", "port", "message", "message_count"],
+        &["to", "port", "message", "message_count", "congestion"],
     ),
     ("mgen", traffic::MGEN),
     ("mgen_sink", traffic::MGEN_SINK),
@@ -466,9 +466,10 @@ fn build_bulk_receive(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamE
 /// connection it accepts on `port`.
 fn build_tcp_echo_server(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
     let port = o.port("port")?;
+    let congestion = o.congestion()?;
     Ok(factory("tcp_echo_server", true, move |sim, m| {
         timing.spawn_daemon(sim, m, "tcp_echo_server", move |h: Host| {
-            tcp_echo::server(h, port)
+            tcp_echo::server(h, port, congestion)
         });
     }))
 }
@@ -487,6 +488,7 @@ fn build_tcp_echo_client(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
                 .to_vec(),
         )),
         count: o.u64_or("message_count", 1)?,
+        congestion: o.congestion()?,
     });
     let set = |c: &mut tcp_echo::ClientConfig, ip| c.to.set_ip(ip);
     Ok(factory("tcp_echo_client", false, move |sim, m| {

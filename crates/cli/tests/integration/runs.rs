@@ -780,8 +780,10 @@ fn templates_arp_options_and_capture_factories_run() {
 }
 
 /// `[Protocol name='TCP' congestion=…]` is the machine's default: its
-/// `bulk_send` without a `congestion=` uses it, one with its own keeps
-/// that; the report's connections say which each used.
+/// `bulk_send` and `tcp_echo_client` without a `congestion=` use it, one
+/// with its own keeps that, and so do the connections its listeners
+/// (`bulk_receive`, `tcp_echo_server`) accept; the report's connections
+/// say which each used.
 #[test]
 fn a_tcp_protocols_congestion_is_its_senders_default() {
     let dir = temp_dir();
@@ -793,36 +795,49 @@ fn a_tcp_protocols_congestion_is_its_senders_default() {
          \t\t[Protocols]\n\t\t\t[Protocol name='TCP' congestion='compound']\n\
          \t\t[Applications]\n\t\t\t[Application name='bulk_send' to='r' port='80' bytes='100kB']\n\
          \t\t\t[Application name='bulk_send' to='r' port='81' bytes='100kB' congestion='newreno']\n\
+         \t\t\t[Application name='tcp_echo_client' to='r' port='7']\n\
          \t[Machine name='r']\n\t\t[Networks]\n\t\t\t[Network id='1']\n\
-         \t\t[Protocols]\n\t\t\t[Protocol name='TCP']\n\
+         \t\t[Protocols]\n\t\t\t[Protocol name='TCP' congestion='bbr']\n\
          \t\t[Applications]\n\t\t\t[Application name='bulk_receive' port='80' bytes='100kB']\n\
-         \t\t\t[Application name='bulk_receive' port='81' bytes='100kB']\n",
+         \t\t\t[Application name='bulk_receive' port='81' bytes='100kB' congestion='newreno']\n\
+         \t\t\t[Application name='tcp_echo_server' port='7']\n",
     )
     .unwrap();
     let report = dir.path().join("r.json");
     elvis(args!["run", &file, "--report", &report, "--quiet"]).expect_code(0);
     let r = read_report(&report);
-    let mut senders: Vec<(String, String)> = r["tcp_connections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["machine"] == "s")
-        .map(|c| {
-            let remote = c["remote"].as_str().unwrap_or_default();
-            let port = remote.rsplit(':').next().unwrap_or_default().to_string();
-            (
-                port,
-                c["congestion"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect();
-    senders.sort();
+    // (server port, congestion control) of each connection on `machine`.
+    let used = |machine: &str, end: &str| {
+        let mut v: Vec<(String, String)> = r["tcp_connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["machine"] == machine)
+            .map(|c| {
+                let addr = c[end].as_str().unwrap_or_default();
+                let port = addr.rsplit(':').next().unwrap_or_default().to_string();
+                (
+                    port,
+                    c["congestion"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let pair = |p: &str, c: &str| (p.to_string(), c.to_string());
     assert_eq!(
-        senders,
+        used("s", "remote"),
         [
-            ("80".to_string(), "compound".to_string()),
-            ("81".to_string(), "newreno".to_string())
+            pair("7", "compound"),
+            pair("80", "compound"),
+            pair("81", "newreno")
         ],
+        "{r:#}"
+    );
+    assert_eq!(
+        used("r", "local"),
+        [pair("7", "bbr"), pair("80", "bbr"), pair("81", "newreno")],
         "{r:#}"
     );
     // A bad value is located at it.

@@ -229,3 +229,77 @@ fn every_topology_type_builds_from_ndl_and_its_hosts_reach_each_other() {
         );
     }
 }
+
+/// `[Simulation multipath=…]` on a FatTree(4): one TCP transfer from pod 0
+/// to pod 3 crosses the core. Per flow, its segments take one of the
+/// four core switches and its ACKs at most one other; per packet, every
+/// core switch carries a fair share of the segments (each between 15 and
+/// 35 % of the transfer's datagrams, against 25 % expected; the binomial
+/// spread of 2,000 datagrams over four is about 1 %), and the bytes still
+/// all arrive.
+#[test]
+fn packet_multipath_sprays_one_flow_over_every_core_switch() {
+    let cores = |mode: &str| -> Vec<u64> {
+        let dir = temp_dir();
+        let file = dir.path().join("spray.ndl");
+        std::fs::write(
+            &file,
+            format!(
+                "[Simulation seed='1' multipath='{mode}']\n\
+                 [Topology type='fattree' k='4' bandwidth='1Gbps' latency='5us']\n\
+                 [Machines]\n\
+                 \t[Machine name='host-0']\n\t\t[Applications]\n\
+                 \t\t\t[Application name='bulk_send' to='host-15' port='80' bytes='2MB']\n\
+                 \t[Machine name='host-15']\n\t\t[Applications]\n\
+                 \t\t\t[Application name='bulk_receive' port='80' bytes='2MB']\n"
+            ),
+        )
+        .unwrap();
+        let report = dir.path().join("r.json");
+        elvis(args!["run", &file, "--report", &report, "--quiet"]).expect_code(0);
+        let r = read_report(&report);
+        assert!(
+            metric(&r, "host-15", "goodput_bps") > 0.0,
+            "the transfer ended"
+        );
+        let mut v: Vec<u64> = r["routers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["machine"].as_str().unwrap().starts_with("core-"))
+            .map(|x| {
+                x["interfaces"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| i["received"].as_u64().unwrap())
+                    .sum()
+            })
+            .collect();
+        v.resize(4, 0);
+        v
+    };
+    let flow = cores("flow");
+    assert!(
+        flow.iter().filter(|&&n| n > 0).count() <= 2,
+        "per flow: {flow:?}"
+    );
+    let packet = cores("packet");
+    let total: u64 = packet.iter().sum();
+    assert!(total > 2_000, "{packet:?}");
+    for n in &packet {
+        let share = *n as f64 / total as f64;
+        assert!((0.15..0.35).contains(&share), "per packet: {packet:?}");
+    }
+    // A bad value is located.
+    let dir = temp_dir();
+    let file = dir.path().join("bad.ndl");
+    std::fs::write(&file, "[Simulation multipath='random']\n").unwrap();
+    let out = elvis(args!["check", &file]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("bad.ndl:1:24: error:") && out.stderr.contains("flow or packet"),
+        "{}",
+        out.stderr
+    );
+}

@@ -45,6 +45,10 @@ pub struct AodvReport {
     /// Links found broken, routes invalidated by breaks and RERRs.
     pub link_breaks: u64,
     pub routes_invalidated: u64,
+    /// RREQs held back to the next second by RREQ_RATELIMIT, and RERRs
+    /// not sent past RERR_RATELIMIT (RFC 3561 §6.3, §6.11: 10 a second).
+    pub rreq_rate_limited: u64,
+    pub rerr_rate_limited: u64,
     /// `mgen` messages sent and `mgen_sink` messages received over the
     /// run, their ratio, and the sinks' mean one-way delay weighted by the
     /// messages each received (absent without mgen flows).
@@ -122,6 +126,8 @@ impl AodvReport {
             data_dropped_no_route: s.dropped_no_route,
             link_breaks: s.link_breaks,
             routes_invalidated: s.routes_invalidated,
+            rreq_rate_limited: s.rreq_rate_limited,
+            rerr_rate_limited: s.rerr_rate_limited,
             data_sent: sent,
             data_delivered: delivered,
             delivery_ratio: match (sent, delivered) {

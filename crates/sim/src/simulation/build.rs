@@ -666,6 +666,14 @@ impl Simulation {
         w.hosts.stack.routing.dirty = true;
     }
 
+    /// Makes routers spread each datagram over a route's equal-cost next
+    /// hops (`true`: packet spraying, by a hash of the datagram's 5-tuple
+    /// and IPv4 identification), not each flow (`false`, the default).
+    /// See "ECMP" in [`crate::stack::route`].
+    pub fn set_per_packet_multipath(&mut self, on: bool) {
+        self.w().hosts.stack.routing.per_packet = on;
+    }
+
     /// Builds the routing tables now (the run does it when needed);
     /// returns how many distinct tables the machines share.
     ///

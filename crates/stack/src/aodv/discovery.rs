@@ -33,6 +33,7 @@ pub(super) fn start(w: &mut Hosts, m: MachineId, dst: Ipv4Addr, first: Message) 
             retries: 0,
             started: now,
             gen: n.gen,
+            deferred: false,
         },
     );
     w.obs.aodv.discoveries += 1;
@@ -53,6 +54,19 @@ fn send_rreq(w: &mut Hosts, m: MachineId, dst: Ipv4Addr) {
         return;
     };
     let (ttl, retries, gen) = (d.ttl, d.retries, d.gen);
+    // §6.3: at most RREQ_RATELIMIT RREQs a second; one past it waits for
+    // the next second, its timer standing in for the ring's.
+    if let Err(next) = n.rreq_rate.take(now.as_nanos(), RREQ_RATELIMIT) {
+        if let Some(d) = n.pending.get_mut(&u32::from(dst)) {
+            d.deferred = true;
+        }
+        w.obs.aodv.rreq_rate_limited += 1;
+        let timer = Timer::AodvDiscovery {
+            dst: u32::from(dst),
+            gen,
+        };
+        return arm(w, m, elvis_kernel::Time::from_nanos(next), timer);
+    }
     // §6.1: the own number goes up before each RREQ; §6.3: a new RREQ ID.
     n.seq = n.seq.wrapping_add(1);
     n.rreq_id = n.rreq_id.wrapping_add(1);
@@ -84,7 +98,8 @@ fn send_rreq(w: &mut Hosts, m: MachineId, dst: Ipv4Addr) {
 
 /// No RREP came for the RREQ of generation `gen` to `dst`: the next ring
 /// (TTL + TTL_INCREMENT, NET_DIAMETER past TTL_THRESHOLD), a retry at
-/// NET_DIAMETER (at most RREQ_RETRIES), or the end of the discovery.
+/// NET_DIAMETER (at most RREQ_RETRIES), or the end of the discovery; or
+/// the RREQ the rate limit held back may go.
 pub(super) fn on_timeout(w: &mut Hosts, m: MachineId, dst: Ipv4Addr, gen: u32) {
     let Some(n) = node(w, m) else { return };
     let Some(d) = n.pending.get_mut(&u32::from(dst)) else {
@@ -93,7 +108,9 @@ pub(super) fn on_timeout(w: &mut Hosts, m: MachineId, dst: Ipv4Addr, gen: u32) {
     if d.gen != gen {
         return;
     }
-    if d.ttl < NET_DIAMETER {
+    if std::mem::take(&mut d.deferred) {
+        // The rate limit's wait is over: the same RREQ goes now.
+    } else if d.ttl < NET_DIAMETER {
         d.ttl = d.ttl.saturating_add(TTL_INCREMENT);
         if d.ttl > TTL_THRESHOLD {
             d.ttl = NET_DIAMETER;

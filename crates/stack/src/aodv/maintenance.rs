@@ -63,9 +63,24 @@ fn invalidate_and_report(w: &mut Hosts, m: MachineId, dests: &[Ipv4Addr], seqs: 
     send_rerr(w, m, &told, &rerr);
 }
 
+/// Returns whether machine `m` may send a RERR now (§6.11: at most
+/// RERR_RATELIMIT a second); counts the one it may not.
+fn rerr_allowed(w: &mut Hosts, m: MachineId) -> bool {
+    let now = w.now().as_nanos();
+    let Some(n) = node(w, m) else { return false };
+    if n.rerr_rate.take(now, RERR_RATELIMIT).is_ok() {
+        return true;
+    }
+    w.obs.aodv.rerr_rate_limited += 1;
+    false
+}
+
 /// Sends `rerr` to the one precursor in `to` (unicast along its route), or
-/// broadcasts it with TTL 1.
+/// broadcasts it with TTL 1, within the rate limit.
 fn send_rerr(w: &mut Hosts, m: MachineId, to: &[Ipv4Addr], rerr: &Msg) {
+    if !rerr_allowed(w, m) {
+        return;
+    }
     if let [p] = to {
         let now = w.now().as_nanos();
         let iface = node_ref(w, m).and_then(|n| {
@@ -82,8 +97,12 @@ fn send_rerr(w: &mut Hosts, m: MachineId, to: &[Ipv4Addr], rerr: &Msg) {
 }
 
 /// §6.11 case ii: a datagram to forward to `dst` found no active route; a
-/// RERR for `dst` goes to the neighbours (broadcast, TTL 1).
+/// RERR for `dst` goes to the neighbours (broadcast, TTL 1), within the
+/// rate limit.
 pub(super) fn no_route(w: &mut Hosts, m: MachineId, dst: Ipv4Addr) {
+    if !rerr_allowed(w, m) {
+        return;
+    }
     let Some(n) = node_ref(w, m) else { return };
     let seq = n.table.get(dst).map_or(0, |r| r.seq);
     let rerr = Msg::Rerr(Rerr {

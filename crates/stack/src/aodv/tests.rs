@@ -430,3 +430,66 @@ fn a_node_without_a_route_for_transit_data_sends_a_rerr_and_the_source_finds_a_n
         .unwrap();
     assert!(!table::newer(seq.wrapping_add(1), r.seq));
 }
+
+#[test]
+fn rreqs_past_the_rate_limit_wait_for_the_next_second_and_keep_their_ring() {
+    // §6.3: at most RREQ_RATELIMIT = 10 RREQs a second. Twelve unknown
+    // destinations at once: ten RREQs go at 0, two wait for 1 s; every
+    // discovery still walks its whole ring (TTL 1, 3, 5, 7, 35 × 3), and
+    // no second carries more than ten.
+    let (mut lab, ms, tap) = chain(3, no_hello(), true);
+    let tap = tap.unwrap();
+    for k in 1..=12 {
+        lab.send_udp(ms[0], Ipv4Addr::new(10, 9, 9, k), b"lost");
+    }
+    lab.run_for(Duration::from_secs(120));
+    let rreqs = rreqs_from(&tap, addr(&lab, ms[0]));
+    let second = 1_000_000_000;
+    let mut per_second = BTreeMap::new();
+    for &(at, _, _) in &rreqs {
+        *per_second.entry((at - LAT) / second).or_insert(0) += 1;
+    }
+    assert!(per_second.values().all(|&n| n <= 10), "{per_second:?}");
+    let first: Vec<u64> = (1..=12)
+        .map(|k| {
+            let dst = Ipv4Addr::new(10, 9, 9, k);
+            let mine: Vec<_> = rreqs.iter().filter(|(_, _, r)| r.dst == dst).collect();
+            let ttls: Vec<u8> = mine.iter().map(|&&(_, ttl, _)| ttl).collect();
+            assert_eq!(ttls, [1, 3, 5, 7, 35, 35, 35], "{dst}");
+            mine[0].0 - LAT
+        })
+        .collect();
+    assert_eq!(&first[..10], &[0; 10]);
+    assert_eq!(&first[10..], &[second; 2]);
+    let s = &lab.w.obs.aodv;
+    assert_eq!((s.rreq_originated, s.discoveries_failed), (84, 12));
+    assert!(s.rreq_rate_limited >= 2, "{}", s.rreq_rate_limited);
+}
+
+#[test]
+fn rerrs_past_the_rate_limit_are_not_sent() {
+    // §6.11: at most RERR_RATELIMIT = 10 RERRs a second; the middle node
+    // of a chain broadcasts each on its two links.
+    let (mut lab, ms, _) = chain(3, no_hello(), false);
+    for k in 1..=12 {
+        maintenance::no_route(&mut lab.w, ms[1], Ipv4Addr::new(10, 9, 9, k));
+    }
+    let s = &lab.w.obs.aodv;
+    assert_eq!((s.sent[2], s.rerr_rate_limited), (20, 2));
+    // A second later the limit allows ten again.
+    lab.run_for(Duration::from_secs(1));
+    maintenance::no_route(&mut lab.w, ms[1], Ipv4Addr::new(10, 9, 9, 13));
+    assert_eq!(lab.w.obs.aodv.sent[2], 22);
+}
+
+#[test]
+fn a_rate_window_admits_limit_per_second_and_names_the_next_second() {
+    let mut r = RateWindow::default();
+    let s = 1_000_000_000;
+    for _ in 0..3 {
+        assert_eq!(r.take(5, 3), Ok(()));
+    }
+    assert_eq!(r.take(s - 1, 3), Err(s));
+    assert_eq!(r.take(s, 3), Ok(()));
+    assert_eq!(r.take(7 * s + 1, 3), Ok(()));
+}

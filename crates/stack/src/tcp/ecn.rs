@@ -16,7 +16,10 @@
 //!
 //! A connection whose congestion control is DCTCP runs RFC 8257's ECN
 //! instead ([`elvis_tcpcc::EcnFeedback::Dctcp`]): it asks for ECN whatever
-//! the host's mode; its receiver echoes the CE state of the latest data
+//! the host's mode; it sends every segment ECT(0), SYN, SYN-ACK, pure
+//! ACKs and retransmissions included, as Linux does for DCTCP (RFC 8311
+//! §4.3 lifts RFC 3168's rule for such experiments), once ECN is agreed
+//! (and its SYN, which asks); its receiver echoes the CE state of the latest data
 //! segment in every ACK, CWR or not (§3.2, `EcnState::set_ce`), and ACKs
 //! at once when that state changes, first ACKing any data whose ACK was
 //! being delayed with the old state (the Tcb's `ecn_receive`, as Linux's

@@ -917,12 +917,25 @@ impl Tcb {
         if self.sack_enabled && control != Control::Syn && control != Control::Rst {
             self.sack_option(&mut repr);
         }
+        let active_syn = syn && self.cold().peer_syn_opts.is_none();
         Segment {
+            ect: control != Control::Rst && self.ect_always(active_syn),
             repr,
             payload,
-            ect: false,
             gso_size: 0,
         }
+    }
+
+    /// Returns whether every segment of this connection goes out ECT(0),
+    /// not only new data: DCTCP's (Linux sets ECT on a DCTCP socket for
+    /// the handshake, pure ACKs and retransmissions alike, `INET_ECN_xmit`
+    /// in `tcp_ecn_send_syn` and `tcp_ecn_send`, as RFC 8311 §4.3 allows),
+    /// so that a marking switch marks its ACKs instead of treating them
+    /// as not ECN-capable. From its SYN (`active_syn`) until the SYN-ACK
+    /// says whether ECN was agreed; after that only if it was.
+    fn ect_always(&self, active_syn: bool) -> bool {
+        self.cc.ecn_feedback() == elvis_tcpcc::EcnFeedback::Dctcp
+            && (self.ecn.is_on() || active_syn)
     }
 
     /// Fills the SACK blocks of an outgoing segment: a pending DSACK first

@@ -425,7 +425,9 @@ impl Harness {
             );
             let len = s.payload.len();
             assert_eq!(s.repr.payload_len, len);
-            // RFC 3168 §6.1.1, §6.1.4: SYNs and pure ACKs are never ECT.
+            // RFC 3168 §6.1.1, §6.1.4: SYNs and pure ACKs are never ECT
+            // (the harness draws no DCTCP connection, whose every
+            // segment is).
             assert!(!s.ect || (len > 0 && s.repr.control != Control::Syn));
             if len == 0 {
                 continue;

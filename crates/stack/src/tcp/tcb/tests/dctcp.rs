@@ -3,6 +3,7 @@
 //! (§3.2), and its sender reports every ACK's ECE to the algorithm.
 
 use super::*;
+use crate::tcp::ecn::NOT_ECT;
 
 fn dctcp(mode: EcnMode) -> TcpConfig {
     TcpConfig {
@@ -21,6 +22,48 @@ fn a_dctcp_syn_asks_for_ecn_whatever_the_host_mode() {
         let t = established_with(&dctcp(mode), syn_ack_ecn(true, false));
         assert!(t.ecn.is_on(), "{mode:?}");
     }
+}
+
+/// Linux's DCTCP sends every segment ECT(0) (`INET_ECN_xmit` on a
+/// `TCP_CONG_NEEDS_ECN` socket): its SYN, the SYN-ACK answering an
+/// ECN-setup SYN, pure ACKs and retransmissions, where RFC 3168 allows
+/// only new data; a DCTCP connection whose peer refused ECN sends none,
+/// and other algorithms keep RFC 3168's rule.
+#[test]
+fn a_dctcp_connection_sends_every_segment_ect_once_ecn_is_agreed() {
+    let (_, syn) = syn_sent(&dctcp(EcnMode::Accept));
+    assert!(syn[0].ect, "DCTCP's SYN");
+    let ecn_syn = Repr {
+        ece: true,
+        cwr: true,
+        ..client_syn()
+    };
+    let (_, syn_ack) = syn_received(&dctcp(EcnMode::Accept), ecn_syn);
+    assert!(syn_ack[0].ect, "SYN-ACK to an ECN-setup SYN");
+    let (_, syn_ack) = syn_received(&dctcp(EcnMode::Accept), client_syn());
+    assert!(!syn_ack[0].ect, "SYN-ACK to a SYN without ECN");
+    let (_, syn) = syn_sent(&with_ecn(EcnMode::On));
+    assert!(!syn[0].ect, "CUBIC's SYN (RFC 3168 §6.1.1)");
+
+    let mut t = established_with(&dctcp(EcnMode::On), syn_ack_ecn(true, false));
+    // A pure ACK (here for a short segment, which is ACKed at once).
+    let out = input_ip(&mut t, ms(200), data(IRS + 1, 10), bytes(10), ECT0);
+    assert!(out.len() == 1 && out[0].payload.is_empty() && out[0].ect);
+    // A retransmission after a timeout.
+    t.write(bytes(MSS));
+    assert!(output(&mut t, ms(210))[0].ect);
+    let at = t.deadline().unwrap();
+    let (_, out) = timer(&mut t, at);
+    assert!(
+        out[0].repr.seq_number == ISS + 1 && out[0].ect,
+        "retransmission"
+    );
+
+    let mut refused = established_with(&dctcp(EcnMode::On), syn_ack_ecn(false, false));
+    let out = input_ip(&mut refused, ms(200), data(IRS + 1, 10), bytes(10), NOT_ECT);
+    assert!(!out[0].ect, "ECN refused: no ECT");
+    refused.write(bytes(MSS));
+    assert!(!output(&mut refused, ms(210))[0].ect);
 }
 
 /// RFC 8257 §3.2 with delayed ACKs: when a segment's CE state differs
