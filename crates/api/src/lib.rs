@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod executor;
+pub mod flows;
 pub mod host;
 pub mod socket;
 pub mod world;
@@ -26,6 +27,7 @@ pub use elvis_kernel::Time;
 pub use elvis_message::Message;
 pub use elvis_tcpcc::Algorithm as Congestion;
 pub use executor::{AppError, AppResult, TaskState};
+pub use flows::FlowRecord;
 pub use host::{Host, LiveMetric, Sleep};
 pub use machine::{MachineId, ResolverConf};
 pub use socket::{

@@ -30,6 +30,8 @@ pub struct World {
     /// Tasks spawned while a task ran ([`crate::Host::spawn`]), with their
     /// ids, in id order, until the run loop takes their futures.
     pub spawned: Vec<(TaskId, crate::executor::TaskFuture)>,
+    /// The flows of workload generators, by id ([`crate::flows`]).
+    pub flows: Vec<crate::flows::FlowRecord>,
 }
 
 /// A value published by an application.
@@ -56,6 +58,7 @@ impl World {
             counters: BTreeMap::new(),
             metrics: Vec::new(),
             spawned: Vec::new(),
+            flows: Vec::new(),
         }
     }
 

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `syn_cookies` | `on` / `off` | `on` (cookies when a SYN backlog overflows, Linux's `tcp_syncookies=1`) |
 //! | `syn_backlog` | 1 to 1,000,000 | none (a cap on every listener's half-open connections below its listen backlog, as Linux's `somaxconn` caps the backlog) |
-//! | `congestion` | `newreno`, `cubic`, `compound`, `dctcp`, `bbr` | none (each application's own `congestion=`, else CUBIC); the machine's default, as Linux's `tcp_congestion_control`: every application on the machine that takes `congestion=` (`bulk_send`, `bulk_receive`, `send_message`, `tcp_echo_server`, `tcp_echo_client`, `web_server`, `video_server`) and sets none uses it, for the connections it opens and those it accepts |
+//! | `congestion` | `newreno`, `cubic`, `compound`, `dctcp`, `bbr` | none (each application's own `congestion=`, else CUBIC); the machine's default, as Linux's `tcp_congestion_control`: every application on the machine that takes `congestion=` (`bulk_send`, `bulk_receive`, `send_message`, `tcp_echo_server`, `tcp_echo_client`, `web_server`, `video_server`, `flowgen`, `flowgen_sink`) and sets none uses it, for the connections it opens and those it accepts |
 
 use super::{err, BuildError};
 use elvis_scenario::MachineGroup;

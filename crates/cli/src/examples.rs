@@ -56,6 +56,10 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     ("fig2.ndl", include_str!("../../../examples/ndl/fig2.ndl")),
     (
+        "flowgen.ndl",
+        include_str!("../../../examples/ndl/flowgen.ndl"),
+    ),
+    (
         "http-flood.ndl",
         include_str!("../../../examples/ndl/http-flood.ndl"),
     ),

@@ -3,7 +3,7 @@
 //! ```text
 //! elvis run [FILE] [--seed N] [--until 10s] [--wall-limit 300s] [--report out.json|-]
 //!           [--pcap DIR] [--tcp-trace DIR [--tcp-trace-every 10ms|change]]
-//!           [--queue-trace DIR] [--max-memory 8GiB]
+//!           [--queue-trace DIR] [--flows-csv FILE] [--max-memory 8GiB]
 //! elvis check FILE [--max-memory 8GiB]
 //! elvis example [NAME] [--list] [--write DIR]
 //! elvis plot --report FILE [--tcp-trace DIR] [--queue-trace DIR] --out DIR
@@ -171,6 +171,10 @@ struct RunArgs {
     /// this directory.
     #[arg(long, value_name = "DIR")]
     queue_trace: Option<PathBuf>,
+    /// Write one CSV row per flow of a workload (`flowgen`): source,
+    /// destination, bytes, start, FCT, ideal FCT, slowdown.
+    #[arg(long, value_name = "FILE")]
+    flows_csv: Option<PathBuf>,
     /// After the run, draw figures (SVG and PNG, as `elvis plot`) into
     /// this directory; the report and the TCP and queue time series go
     /// there too unless given elsewhere.
@@ -790,6 +794,20 @@ fn write_outputs(
             }
         }
     }
+    if let Some(target) = &outputs.flows_csv {
+        let rows = |w: &mut dyn Write| match &report.flows {
+            Some(f) => f.write_csv(w),
+            None => writeln!(w, "src,dst,bytes,start_ns,fct_ns,ideal_ns,slowdown"),
+        };
+        match output::write_with(target, rows) {
+            Ok(()) => written.extend(target.path().map(Path::to_path_buf)),
+            Err(e) => {
+                let shown = args.flows_csv.as_deref().unwrap_or(Path::new("-"));
+                eprintln!("error: cannot write flows CSV {}: {e}", shown.display());
+                ok = false;
+            }
+        }
+    }
     if let Some(target) = &outputs.report {
         // Streamed: a report of 100,000 networks is tens of megabytes of
         // JSON, which need not be held in memory as one string.
@@ -811,6 +829,7 @@ fn write_outputs(
 /// The output paths of a run, checked before it starts.
 struct Outputs {
     report: Option<output::Target>,
+    flows_csv: Option<output::Target>,
 }
 
 impl Outputs {
@@ -825,6 +844,12 @@ impl Outputs {
             None => None,
             Some(p) => Some(output::plan_file(p).map_err(|e| fail("cannot write report", p, e))?),
         };
+        let flows_csv = match &args.flows_csv {
+            None => None,
+            Some(p) => {
+                Some(output::plan_file(p).map_err(|e| fail("cannot write flows CSV", p, e))?)
+            }
+        };
         let dirs = [
             ("cannot write pcaps into", &args.pcap),
             ("cannot write TCP time series into", &args.tcp_trace),
@@ -835,6 +860,6 @@ impl Outputs {
                 output::plan_dir(d).map_err(|e| fail(what, d, e))?;
             }
         }
-        Ok(Outputs { report })
+        Ok(Outputs { report, flows_csv })
     }
 }

@@ -50,7 +50,14 @@ fn wake_room_waiters(c: &mut impl Context, net: NetId, port: u32) {
         return;
     }
     // Drained in place, so the list keeps its storage for the next waiter.
-    let waiting: smallvec::SmallVec<[(MachineId, u32); 2]> = q.endpoint_waiters.drain(..).collect();
+    let mut waiting: smallvec::SmallVec<[(MachineId, u32); 2]> =
+        q.endpoint_waiters.drain(..).collect();
+    // Round robin: the first waiter took the room the last time and
+    // waited again first, so it goes last now. Without the turn, a bulk
+    // connection that fills the NIC at every wake-up starves the other
+    // connections of its machine (a short flow behind a long one waited
+    // for the long one to end).
+    waiting.rotate_left(1);
     if stack {
         c.room_for_stack(machine);
     }

@@ -15,6 +15,8 @@ mod dhcp;
 pub use dhcp::{DhcpReport, DhcpServerReport, LeaseReport};
 mod aodv;
 pub use aodv::AodvReport;
+pub mod flows;
+pub use flows::FlowsReport;
 
 pub use elvis_stack::counters::DropReason;
 pub(crate) use elvis_stack::counters::Stats;
@@ -122,6 +124,10 @@ pub struct Report {
     /// with AODV).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aodv: Option<AodvReport>,
+    /// Flow completion times and slowdowns by flow size (only in runs
+    /// whose applications recorded flows: `flowgen`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flows: Option<FlowsReport>,
 }
 
 /// The memory a scenario was estimated to take, from its counts, before

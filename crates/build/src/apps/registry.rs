@@ -11,6 +11,7 @@
 use super::timing::Timing;
 mod dcqcn;
 mod dns;
+mod flowgen;
 mod traffic;
 mod web;
 use dns::Target;
@@ -154,6 +155,8 @@ pub const APPS: &[(&str, &[&str])] = &[
     ("http_load", &["url", "rate", "parallel", "fetches"]),
     ("dcqcn_send", dcqcn::SEND),
     ("dcqcn_receive", dcqcn::RECEIVE),
+    ("flowgen", flowgen::FLOWGEN),
+    ("flowgen_sink", flowgen::SINK),
 ];
 
 /// Options every application accepts besides its own: `name` (the
@@ -215,6 +218,8 @@ pub fn build(name: &str, params: &Params, ctx: &BuildCtx<'_>) -> Result<AppFacto
         "http_load" => web::build_load(&o, timing),
         "dcqcn_send" => dcqcn::build_send(&o, timing),
         "dcqcn_receive" => dcqcn::build_receive(&o, timing),
+        "flowgen" => flowgen::build(&o, timing),
+        "flowgen_sink" => flowgen::build_sink(&o, timing),
         _ => unreachable!("every name in APPS is handled"),
     }
 }
@@ -519,6 +524,7 @@ fn factory(
                 | "video_server"
                 | "mgen_sink"
                 | "dcqcn_receive"
+                | "flowgen_sink"
         ),
         spawn: Rc::new(f),
     }

@@ -22,6 +22,7 @@ mod ddos;
 mod determinism;
 mod dhcp;
 mod dns;
+mod flowgen;
 mod fuzz;
 mod interrupt;
 mod limits;

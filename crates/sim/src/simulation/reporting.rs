@@ -285,6 +285,7 @@ impl Simulation {
             aodv: (w.hosts.stack.on_demand)
                 .then(|| report::AodvReport::new(&w.hosts, &metric_reports(w)))
                 .flatten(),
+            flows: report::FlowsReport::new(w),
         }
     }
 

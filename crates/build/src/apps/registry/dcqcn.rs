@@ -22,7 +22,7 @@ pub(super) const RECEIVE: &[&str] = &["port", "cnp_interval", "measure_from"];
 
 impl Opts<'_> {
     /// A rate in bit/s (`40Gbps`), finite and positive.
-    fn bit_rate(&self, key: &str) -> Result<Option<f64>, ParamError> {
+    pub(super) fn bit_rate(&self, key: &str) -> Result<Option<f64>, ParamError> {
         let Some(p) = self.params.get(key) else {
             return Ok(None);
         };
