@@ -66,13 +66,13 @@ const COMMON: &[(&str, &str, Check)] = &[
     // A discipline with a parameter (written as `qdisc='droptail'
     // limit='42'`; for the bottleneck both keys get the prefix).
     ("qdisc", "droptail' limit='42", |c| {
-        c.qdisc
-            == Some(QdiscConfig::DropTail {
+        c.qdisc.as_deref()
+            == Some(&QdiscConfig::DropTail {
                 limit: Limit::Packets(42),
             })
     }),
     ("qdisc", "red' red_min='5' red_max='15", |c| {
-        matches!(c.qdisc, Some(QdiscConfig::Red(_)))
+        matches!(c.qdisc.as_deref(), Some(QdiscConfig::Red(_)))
     }),
 ];
 
