@@ -699,3 +699,16 @@ impl Params {
         self.0.iter()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_machine_group_keeps_its_rare_options_out_of_line() {
+        // A million-host file holds a million groups: what few machines
+        // have (a resolver, a DHCP relay, a TAP device) is boxed.
+        assert!(std::mem::size_of::<MachineGroup>() <= 248);
+    }
+}
