@@ -355,7 +355,7 @@ fn attach_all(scenario: &Scenario, seed: Option<u64>) -> Result<Attached, BuildE
         aodv::group(&mut sim, g, first)?;
     }
     let dns = dns::attach_servers(&mut sim, scenario, &mut pools, &skip, &mut groups)?;
-    check_links(scenario)?;
+    check_links(scenario, &net_ids)?;
     let seed = seed.unwrap_or(scenario.sim.seed);
     wireless::place(&mut sim, scenario, &groups, &net_ids, seed)?;
     let taps = tap::set_up(&mut sim, taps)?;
@@ -381,6 +381,8 @@ fn add_networks<'s>(
 ) -> Result<(Vec<Pool>, rustc_hash::FxHashMap<&'s str, u32>), BuildError> {
     let n = scenario.networks.len();
     sim.reserve_networks(n);
+    let links = (scenario.networks.iter()).filter(|s| s.kind == NetworkKind::Link);
+    sim.reserve_links(links.count());
     let mut pools: Vec<Pool> = Vec::with_capacity(n);
     let mut net_ids = rustc_hash::FxHashMap::<&str, u32>::default();
     net_ids.reserve(n);
@@ -405,7 +407,7 @@ fn add_networks<'s>(
             queue: spec.queue,
             txqueuelen: NetworkConfig::DEFAULT_TXQUEUELEN,
             qdisc: match &spec.qdisc {
-                Some(q) => Some(qdisc_config(q, spec.bandwidth_bps)?),
+                Some(q) => Some(Box::new(qdisc_config(q, spec.bandwidth_bps)?)),
                 None => None,
             },
         };
@@ -431,19 +433,51 @@ fn add_networks<'s>(
 /// # Errors
 /// An address claimed twice.
 fn claimed_addresses(scenario: &Scenario) -> Result<rustc_hash::FxHashSet<u32>, BuildError> {
-    // Addresses claimed by applications' `ip=` options.
-    // Looked up, never iterated in order: a hash map (a million pinned
-    // addresses cost a B-tree a million ordered inserts).
-    let mut claimed: rustc_hash::FxHashMap<u32, Loc> = Default::default();
+    // One set for every network: claimed addresses are skipped wherever
+    // they would be handed out (a copy per network would cost networks ×
+    // pins). Looked up, never iterated in order: a hash set (a million
+    // pinned addresses cost a B-tree a million ordered inserts). It holds
+    // the addresses alone; where an address was first claimed is looked
+    // for again only when one is claimed twice.
+    let mut claimed = rustc_hash::FxHashSet::<u32>::default();
     let pins = (scenario.machines.iter()).map(|g| g.pinned.len() * g.instances() as usize);
     claimed.reserve(pins.sum());
+    let mut twice = None;
+    each_claim(scenario, |ip, loc| {
+        if claimed.insert(u32::from(ip)) {
+            return true;
+        }
+        twice = Some((ip, loc));
+        false
+    })?;
+    let Some((ip, loc)) = twice else {
+        return Ok(claimed);
+    };
+    let mut first = None;
+    each_claim(scenario, |x, l| {
+        if x == ip {
+            first = Some(l);
+        }
+        first.is_none()
+    })?;
+    let mut e = err(loc, format!("address {ip} is claimed twice"));
+    if let Some(prev) = first {
+        e.hint = Some(format!("also claimed at line {}", prev.line));
+    }
+    Err(e)
+}
+
+/// Calls `f` with each address claimed by an application's `ip=` and each
+/// pinned interface address, with where it is written, in the order
+/// [`claimed_addresses`] checks them, until `f` returns false.
+fn each_claim(
+    scenario: &Scenario,
+    mut f: impl FnMut(Ipv4Addr, Loc) -> bool,
+) -> Result<(), BuildError> {
     for g in &scenario.machines {
-        for (i, ip) in claimed_ips(g)? {
-            let _ = i;
-            if let Some(prev) = claimed.insert(u32::from(ip.0), ip.1) {
-                let mut e = err(ip.1, format!("address {} is claimed twice", ip.0));
-                e.hint = Some(format!("also claimed at line {}", prev.line));
-                return Err(e);
+        for (_, (ip, loc)) in claimed_ips(g)? {
+            if !f(ip, loc) {
+                return Ok(());
             }
         }
     }
@@ -451,18 +485,13 @@ fn claimed_addresses(scenario: &Scenario) -> Result<rustc_hash::FxHashSet<u32>, 
         for (_, p) in &g.pinned {
             for i in 0..g.instances() {
                 let ip = parse_ip(&instance_value(&p.value, g, i), p.loc)?;
-                if let Some(prev) = claimed.insert(u32::from(ip), p.loc) {
-                    let mut e = err(p.loc, format!("address {ip} is claimed twice"));
-                    e.hint = Some(format!("also claimed at line {}", prev.line));
-                    return Err(e);
+                if !f(ip, p.loc) {
+                    return Ok(());
                 }
             }
         }
     }
-    // One set for every network: claimed addresses are skipped wherever
-    // they would be handed out (a copy per network would cost networks ×
-    // pins).
-    Ok(claimed.keys().copied().collect())
+    Ok(())
 }
 
 /// Attaches each machine of group `g` (the first is `first`) to its
@@ -518,12 +547,18 @@ fn attach_group(
     Ok(())
 }
 
-/// Checks that every link of `scenario` joins exactly two machines.
-fn check_links(scenario: &Scenario) -> Result<(), BuildError> {
-    let ends = interfaces_per_network(scenario);
+/// Checks that every link of `scenario` joins exactly two machines
+/// (`net_ids`: the networks' ids by name, as [`add_networks`] made them).
+fn check_links(
+    scenario: &Scenario,
+    net_ids: &rustc_hash::FxHashMap<&str, u32>,
+) -> Result<(), BuildError> {
+    let ends = interfaces_per_network(scenario, net_ids);
     for spec in &scenario.networks {
         if spec.kind == NetworkKind::Link {
-            let ports = ends.get(spec.id.as_str()).copied().unwrap_or(0);
+            let id = net_ids.get(spec.id.as_str());
+            let ports = id.and_then(|&i| ends.get(i as usize)).copied();
+            let ports = ports.unwrap_or(0);
             if ports != 2 {
                 return Err(err(
                     spec.loc,
@@ -693,12 +728,17 @@ impl BuildError {
 }
 
 /// Returns how many machine interfaces each network has (declared
-/// machines only), in one pass over the machines.
-fn interfaces_per_network(scenario: &Scenario) -> rustc_hash::FxHashMap<&str, u64> {
-    let mut ends: rustc_hash::FxHashMap<&str, u64> = Default::default();
+/// machines only), by network id, in one pass over the machines.
+fn interfaces_per_network(
+    scenario: &Scenario,
+    net_ids: &rustc_hash::FxHashMap<&str, u32>,
+) -> Vec<u64> {
+    let mut ends = vec![0u64; net_ids.values().max().map_or(0, |&m| m as usize + 1)];
     for g in &scenario.machines {
         for r in &g.networks {
-            *ends.entry(r.name.as_str()).or_default() += u64::from(g.instances());
+            if let Some(&id) = net_ids.get(r.name.as_str()) {
+                ends[id as usize] += u64::from(g.instances());
+            }
         }
     }
     ends

@@ -30,7 +30,7 @@ fn config(l: &LinkSpec) -> Result<NetworkConfig, BuildError> {
         mtu: l.mtu,
         queue: l.queue,
         qdisc: match &l.qdisc {
-            Some(q) => Some(crate::qdisc_config(q, l.bandwidth_bps)?),
+            Some(q) => Some(Box::new(crate::qdisc_config(q, l.bandwidth_bps)?)),
             None => None,
         },
         ..NetworkConfig::ideal("")

@@ -53,7 +53,9 @@ pub struct NetworkConfig {
     /// output ports and the NICs attached to it); `None` keeps the
     /// defaults: drop-tail switch ports of `queue` packets and NICs
     /// bounded by `txqueuelen` (see "Queue disciplines").
-    pub qdisc: Option<QdiscConfig>,
+    /// Boxed: few networks have one, and a million-link scenario would
+    /// carry its size inline in every network record.
+    pub qdisc: Option<Box<QdiscConfig>>,
 }
 
 impl NetworkConfig {

@@ -152,6 +152,7 @@
 mod config;
 mod delivery;
 mod impair;
+pub mod neighbours;
 mod network;
 pub mod pcap;
 pub mod qdisc;
@@ -165,6 +166,7 @@ mod tests;
 
 pub use config::{NetStats, NetworkConfig, NetworkKind};
 pub use delivery::{at_switch, count_arrival, deliver};
+pub use neighbours::Neighbours;
 pub use network::{port_mac, Network, Port, PortQueues, QueueRef};
 pub use queue::WireQueue;
 pub use room::{

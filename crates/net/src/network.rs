@@ -48,7 +48,7 @@ pub struct Network {
     pub ports: Vec<Port>,
     pub rng: Rng,
     /// Static neighbour table: IPv4 address → port.
-    pub ip_to_port: FxHashMap<u32, u32>,
+    pub ip_to_port: crate::Neighbours,
     /// Multicast MAC → member ports.
     pub multicast: BTreeMap<[u8; 6], Vec<u32>>,
     /// MACs not made by the simulator (foreign stacks) → port.
@@ -81,7 +81,7 @@ impl Network {
             cfg,
             ports: Vec::new(),
             rng: rng::stream(seed, StreamKind::Network, u64::from(index)),
-            ip_to_port: FxHashMap::default(),
+            ip_to_port: crate::Neighbours::default(),
             multicast: BTreeMap::new(),
             foreign_macs: FxHashMap::default(),
             stats: NetStats::default(),
@@ -137,7 +137,7 @@ impl Network {
     /// Returns the configured discipline of the NIC at `port`, if it is
     /// not the default one.
     pub fn nic_qdisc_config(&self, port: u32) -> Option<&QdiscConfig> {
-        self.nic_qdisc.get(&port).or(self.cfg.qdisc.as_ref())
+        self.nic_qdisc.get(&port).or(self.cfg.qdisc.as_deref())
     }
 
     /// Returns fresh queues for `port` (both directions).
@@ -192,7 +192,7 @@ impl Network {
     /// Returns a fresh switch queue towards a port.
     pub(crate) fn new_down(&self) -> WireQueue {
         let switch = self.cfg.queue.map_or(Limit::Unbounded, Limit::Packets);
-        let qdisc = (self.cfg.qdisc.as_ref())
+        let qdisc = (self.cfg.qdisc.as_deref())
             .and_then(|c| c.build(self.cfg.bandwidth_bps).ok())
             .unwrap_or(Qdisc::DropTail(qdisc::DropTail::new(switch)));
         WireQueue::new(qdisc)

@@ -78,7 +78,7 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
         w.hosts.stack.routing.of_machine.clear();
         return Ok(());
     }
-    let statics = resolve_statics(w)?;
+    let mut statics = resolve_statics(w)?;
     let mut interner = Interner::default();
     let mut of_machine = vec![NO_TABLE; w.hosts.machines.len()];
     let (mut router_routes, mut host_routes, mut multi_routes) = match auto {
@@ -100,7 +100,7 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
     let mut per_net_table: FxHashMap<u32, u32> = FxHashMap::default();
     for (m, machine) in w.hosts.machines.iter().enumerate() {
         let m = m as MachineId;
-        let own = statics.get(&m);
+        let own = statics.remove(&m);
         let base: Option<RouteVec> = if let Some(r) = router_routes.remove(&m) {
             Some(r)
         } else if let Some(r) = multi_routes.remove(&m) {
@@ -124,11 +124,11 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
         };
         of_machine[m as usize] = match (base, own) {
             (Some(r), None) if !r.is_empty() => interner.intern_vec(r),
-            (None, Some(own)) => interner.intern(own),
+            (None, Some(own)) => interner.intern_vec(own),
             (Some(r), Some(own)) => {
                 let mut routes: RouteList = r.into_iter().collect();
                 for (k, hops) in own {
-                    routes.insert(*k, hops.clone());
+                    routes.insert(k, hops);
                 }
                 interner.intern(&routes)
             }
@@ -142,11 +142,15 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
 }
 
 /// Checks every static route and turns its gateway into (iface, address).
-fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError> {
+/// Each machine's list is sorted by prefix, one entry per prefix (its
+/// next hops in the order given, without repeats): a vector rather than a
+/// map, which a million hosts with a default route each would hold a
+/// B-tree node apiece for.
+fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteVec>, SimError> {
     let mut out = BTreeMap::new();
     for (&m, routes) in &w.hosts.stack.routing.statics {
         let machine = &w.hosts.machines[m as usize];
-        let mut list = RouteList::new();
+        let mut list = RouteVec::with_capacity(routes.len());
         for r in routes {
             let via = u32::from(r.via);
             let iface = r.iface.map(|i| i as usize).or_else(|| {
@@ -166,14 +170,31 @@ fn resolve_statics(w: &World) -> Result<BTreeMap<MachineId, RouteList>, SimError
                 iface: iface as IfaceId,
                 gateway: via,
             };
-            let hops = list.entry((r.prefix, r.len)).or_default();
-            if !hops.contains(&hop) {
-                hops.push(hop);
-            }
+            list.push(((r.prefix, r.len), Hops::from_slice(&[hop])));
         }
-        out.insert(m, list);
+        out.insert(m, merge_prefixes(list));
     }
     Ok(out)
+}
+
+/// Sorts `list` by prefix and merges the entries of each prefix into one,
+/// keeping its next hops in the order given, without repeats.
+fn merge_prefixes(mut list: RouteVec) -> RouteVec {
+    // Stable: the hops of one prefix keep their order.
+    list.sort_by_key(|(k, _)| *k);
+    // `later` is dropped when it repeats `kept`'s prefix.
+    list.dedup_by(|later, kept| {
+        if later.0 != kept.0 {
+            return false;
+        }
+        for h in later.1.drain(..) {
+            if !kept.1.contains(&h) {
+                kept.1.push(h);
+            }
+        }
+        true
+    });
+    list
 }
 
 /// Returns the prefixes that route to each network.

@@ -82,10 +82,16 @@ struct Level {
 }
 
 /// An immutable longest-prefix-match table.
+///
+/// The default route (`/0`) lies outside the levels, and one next hop
+/// lies inline: a host's table of a default route alone (`gateway=`)
+/// allocates nothing, which a million-host star has a million of.
 pub struct Table {
-    /// Levels by decreasing prefix length.
+    /// Levels by decreasing prefix length, `/0` excepted.
     levels: Vec<Level>,
-    hops: Vec<Hop>,
+    /// The default route's (first hop index, hop count).
+    default: Option<(u32, u16)>,
+    hops: smallvec::SmallVec<[Hop; 1]>,
     routes: usize,
 }
 
@@ -106,10 +112,16 @@ impl Table {
 
     fn build<'a>(routes: impl Iterator<Item = (&'a (u32, u8), &'a Hops)>, n: usize) -> Table {
         let mut levels: Vec<Level> = Vec::new();
-        let mut hops = Vec::new();
+        let mut default = None;
+        let mut hops = smallvec::SmallVec::new();
         for (&(prefix, len), hs) in routes {
             let start = hops.len() as u32;
             hops.extend_from_slice(hs);
+            if len == 0 {
+                // Host bits zero: the prefix of `/0` is 0.0.0.0.
+                default = Some((start, hs.len() as u16));
+                continue;
+            }
             let level = match levels.iter_mut().position(|l| l.len == len) {
                 Some(i) => &mut levels[i],
                 None => {
@@ -126,6 +138,7 @@ impl Table {
         levels.sort_by_key(|l| std::cmp::Reverse(l.len));
         Table {
             levels,
+            default,
             hops,
             routes: n,
         }
@@ -138,7 +151,8 @@ impl Table {
                 return Some(&self.hops[start as usize..start as usize + usize::from(n)]);
             }
         }
-        None
+        let (start, n) = self.default?;
+        Some(&self.hops[start as usize..start as usize + usize::from(n)])
     }
 
     /// Returns the next hops of a host route (`/32`) to `dst`, if any.

@@ -66,13 +66,13 @@ const COMMON: &[(&str, &str, Check)] = &[
     // A discipline with a parameter (written as `qdisc='droptail'
     // limit='42'`; for the bottleneck both keys get the prefix).
     ("qdisc", "droptail' limit='42", |c| {
-        c.qdisc
-            == Some(QdiscConfig::DropTail {
+        c.qdisc.as_deref()
+            == Some(&QdiscConfig::DropTail {
                 limit: Limit::Packets(42),
             })
     }),
     ("qdisc", "red' red_min='5' red_max='15", |c| {
-        matches!(c.qdisc, Some(QdiscConfig::Red(_)))
+        matches!(c.qdisc.as_deref(), Some(QdiscConfig::Red(_)))
     }),
 ];
 
@@ -252,4 +252,38 @@ fn dhcp_broadcasts_fanned_out_selectively_give_the_same_report_as_copies_to_ever
     );
     (with.events, without.events) = (0, 0);
     assert_eq!(with.deterministic_json(), without.deterministic_json());
+}
+
+#[test]
+fn an_address_pinned_twice_is_refused_at_the_second_naming_the_first() {
+    let ndl = "[Networks]\n\t[Network id='lan' type='switch']\n\t\t[IP subnet='10.0.0.0/24']\n\
+               [Machines]\n\t[Machine name='a']\n\t\t[Networks]\n\t\t\t[Network id='lan' ip='10.0.0.7']\n\
+               \t[Machine name='b']\n\t\t[Networks]\n\t\t\t[Network id='lan' ip='10.0.0.9']\n\
+               \t[Machine name='c']\n\t\t[Networks]\n\t\t\t[Network id='lan' ip='10.0.0.7']\n";
+    let sc = elvis_ndl::parse(ndl, "t.ndl").unwrap_or_else(|e| panic!("{e}"));
+    let Err(e) = elvis_build::build(&sc, None) else {
+        panic!("an address pinned twice was accepted");
+    };
+    assert_eq!(e.message, "address 10.0.0.7 is claimed twice");
+    assert_eq!(e.loc.line, 13, "at the second claim");
+    assert_eq!(e.hint.as_deref(), Some("also claimed at line 7"));
+}
+
+#[test]
+fn a_link_with_one_end_is_refused_at_the_link() {
+    // NDL refuses such a link itself: the scenario is changed after
+    // parsing, as a program building one by hand might leave it.
+    let ndl = "[Networks]\n\t[Network id='l' type='link']\n\t\t[IP subnet='10.0.0.0/30']\n\
+               [Machines]\n\t[Machine name='a']\n\t\t[Networks]\n\t\t\t[Network id='l']\n\
+               \t[Machine name='b']\n\t\t[Networks]\n\t\t\t[Network id='l']\n";
+    let mut sc = elvis_ndl::parse(ndl, "t.ndl").unwrap_or_else(|e| panic!("{e}"));
+    sc.machines[1].networks.clear();
+    let Err(e) = elvis_build::build(&sc, None) else {
+        panic!("a link with one end was accepted");
+    };
+    assert_eq!(
+        e.message,
+        "link 'l' joins 1 machine(s); a link joins exactly 2"
+    );
+    assert_eq!(e.loc.line, 2);
 }

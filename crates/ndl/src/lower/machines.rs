@@ -118,10 +118,12 @@ impl Lower<'_> {
             networks: Vec::new(),
             protocols: Vec::new(),
             applications: Vec::new(),
-            resolver: b.param("resolver").map(|p| sc::Param {
-                key: "resolver".into(),
-                value: p.value.node.to_string(),
-                loc: self.loc(p.value.span),
+            resolver: b.param("resolver").map(|p| {
+                Box::new(sc::Param {
+                    key: "resolver".into(),
+                    value: p.value.node.to_string(),
+                    loc: self.loc(p.value.span),
+                })
             }),
             forward: false,
             keep_ttl: false,
@@ -129,10 +131,12 @@ impl Lower<'_> {
             pinned: Vec::new(),
             positions: Vec::new(),
             offloads: None,
-            dhcp_relay: b.param("dhcp_relay").map(|p| sc::Param {
-                key: "dhcp_relay".into(),
-                value: p.value.node.to_string(),
-                loc: self.loc(p.value.span),
+            dhcp_relay: b.param("dhcp_relay").map(|p| {
+                Box::new(sc::Param {
+                    key: "dhcp_relay".into(),
+                    value: p.value.node.to_string(),
+                    loc: self.loc(p.value.span),
+                })
             }),
             tap: None,
             loc: self.loc(b.head()),
@@ -187,11 +191,11 @@ impl Lower<'_> {
             );
             return;
         }
-        g.tap = Some(sc::TapSpec {
+        g.tap = Some(Box::new(sc::TapSpec {
             device: device.to_string(),
             netns: b.param("netns").map(|n| n.value.node.trim().to_string()),
             loc: self.loc(p.key.span),
-        });
+        }));
     }
 
     /// Reads a machine's `forward` and `decrement_ttl` (routers only).

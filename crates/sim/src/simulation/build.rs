@@ -21,6 +21,14 @@ impl Simulation {
         self.w().hosts.fabric.networks.reserve_exact(additional);
     }
 
+    /// Makes room in the address index of point-to-point links for
+    /// `links` more links (two addresses each), so that a builder that
+    /// knows how many it will attach grows the index once rather than
+    /// by doubling (a million-link star: the whole chain of copies).
+    pub fn reserve_links(&mut self, links: usize) {
+        (self.w().hosts.stack.link_neighbours).reserve(links.saturating_mul(2));
+    }
+
     /// Adds a network; returns its id.
     pub fn add_network(&mut self, cfg: NetworkConfig) -> NetId {
         let w = self.w();
@@ -354,7 +362,7 @@ impl Simulation {
         if n.ports.iter().any(|p| p.queues.is_some()) {
             return Err(SimError::Running);
         }
-        n.cfg.qdisc = cfg;
+        n.cfg.qdisc = cfg.map(Box::new);
         Ok(())
     }
 
@@ -474,14 +482,17 @@ impl Simulation {
                 "gateway {via} is on none of its networks (attach the machine first)"
             )));
         }
-        w.hosts.stack.routing.statics.entry(m).or_default().push(
-            crate::stack::route::StaticRoute {
+        // Room for one route: most machines have only `gateway=`.
+        let statics = &mut w.hosts.stack.routing.statics;
+        statics
+            .entry(m)
+            .or_insert_with(|| Vec::with_capacity(1))
+            .push(crate::stack::route::StaticRoute {
                 prefix: u32::from(prefix),
                 len,
                 via,
                 iface: None,
-            },
-        );
+            });
         w.hosts.stack.routing.dirty = true;
         Ok(())
     }

@@ -16,7 +16,7 @@ fn incast(queue: Option<u32>, qdisc: Option<QdiscConfig>) -> Report {
     let mut sim = Simulation::new(3);
     let mut cfg = switch("lan", Some(10_000_000), 10_000);
     cfg.queue = queue;
-    cfg.qdisc = qdisc;
+    cfg.qdisc = qdisc.map(Box::new);
     let lan = sim.add_network(cfg);
     let sink = sim.add_machine("sink");
     sim.attach(sink, lan, nth_ip(0)).unwrap();
@@ -286,7 +286,7 @@ fn out_of_range_disciplines_are_refused_naming_the_place() {
     // On a network config: refused when a machine attaches.
     let mut sim = Simulation::new(1);
     let mut cfg = NetworkConfig::ideal("lan").with_rate(1_000_000, 0);
-    cfg.qdisc = Some(tbf);
+    cfg.qdisc = Some(Box::new(tbf));
     let lan = sim.add_network(cfg);
     let m = sim.add_machine("m");
     match sim.attach(m, lan, nth_ip(0)) {
