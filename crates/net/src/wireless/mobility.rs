@@ -39,6 +39,18 @@ pub enum Model {
     },
 }
 
+impl Model {
+    /// Returns the fastest a station moves under the model, m/s (no leg
+    /// it draws is faster: travel times are rounded up, and a reflected
+    /// walk is shorter than its straight line).
+    pub fn max_speed(&self) -> f64 {
+        match *self {
+            Model::Static => 0.0,
+            Model::RandomWaypoint { speed, .. } | Model::RandomWalk { speed, .. } => speed.1,
+        }
+    }
+}
+
 /// One straight move and the pause after it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Leg {
