@@ -48,12 +48,15 @@
 //!   NDL, each sending one datagram to a sink behind the router
 //!   (`star.rs`); `sweep star N…` fits the growth exponent of wall time
 //!   and peak RSS.
+//! - `manet`: Broch et al.'s MANET scaled to N AODV nodes at the same
+//!   density, F CBR flows, random waypoint (`manet.rs`).
 #![forbid(unsafe_code)]
 
 mod chain_sweep;
 mod dhcp_boot;
 mod dns;
 mod fattree;
+mod manet;
 mod offload_memory;
 mod socket_overhead;
 mod star;
@@ -318,6 +321,25 @@ enum Cmd {
         #[arg(long, default_value_t = 250)]
         lan: u64,
     },
+    /// N mobile AODV nodes at Broch's density (a square of 9,000 m² per
+    /// node), F CBR flows of 64-byte datagrams at 4/s, for T simulated
+    /// seconds (`manet.rs`).
+    Manet {
+        #[arg(long, default_value_t = 10_000)]
+        nodes: u64,
+        #[arg(long, default_value_t = 2_000)]
+        flows: u64,
+        #[arg(long, default_value_t = 300)]
+        seconds: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// random_waypoint | manhattan
+        #[arg(long, default_value = "random_waypoint")]
+        mobility: String,
+        /// Print the NDL instead of running it.
+        #[arg(long)]
+        print: bool,
+    },
     /// Runs a scenario for each N in its own process and prints a table
     /// (and, for three or more N, the fitted growth exponents).
     Sweep {
@@ -494,6 +516,26 @@ fn main() {
             no_instructions,
             ..
         } => socket_overhead::run(scale, rounds, !no_instructions),
+        Cmd::Manet {
+            nodes,
+            flows,
+            seconds,
+            seed,
+            mobility,
+            print,
+        } => {
+            let sizes = manet::Sizes {
+                nodes,
+                flows,
+                seconds,
+                seed,
+                mobility,
+            };
+            if print {
+                return print!("{}", manet::ndl(&sizes));
+            }
+            manet::run(&sizes)
+        }
         Cmd::Sweep {
             scenario,
             ns,
