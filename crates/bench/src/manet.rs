@@ -130,3 +130,32 @@ pub fn run(s: &Sizes) -> Measurement {
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_square_keeps_brochs_density() {
+        // 50 nodes in 1500 m x 300 m: 9,000 m² each.
+        for n in [50, 1_000, 10_000] {
+            let side = side_m(n);
+            assert!((side * side / n as f64 / 9000.0 - 1.0).abs() < 1e-3, "{n}");
+        }
+        assert_eq!(side_m(10_000), 9487.0);
+    }
+
+    #[test]
+    fn the_scenario_parses_with_its_groups() {
+        let s = Sizes {
+            nodes: 10_000,
+            flows: 2_000,
+            seconds: 300,
+            seed: 1,
+            mobility: "manhattan".into(),
+        };
+        let text = ndl(&s);
+        assert!(text.contains("area='9487x9487'") && text.contains("count='6000'"));
+        elvis_ndl::parse(&text, "manet.ndl").expect("parses");
+    }
+}
