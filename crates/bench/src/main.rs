@@ -50,6 +50,8 @@
 //!   and peak RSS.
 //! - `manet`: Broch et al.'s MANET scaled to N AODV nodes at the same
 //!   density, F CBR flows, random waypoint (`manet.rs`).
+//! - `wireless-plots`: the PNGs of `docs/wireless.md` from the chain and
+//!   MANET sweeps' CSVs (`wireless_plots.rs`).
 #![forbid(unsafe_code)]
 
 mod chain_sweep;
@@ -64,6 +66,7 @@ mod tcp_idle;
 mod topology;
 mod web;
 mod web_study;
+mod wireless_plots;
 
 use clap::{Parser, Subcommand};
 use elvis_sim::{Host, NetworkConfig, Protocols, Simulation};
@@ -340,6 +343,18 @@ enum Cmd {
         #[arg(long)]
         print: bool,
     },
+    /// Draws the wireless chain's and the MANET sweeps' figures (PNG)
+    /// from their CSVs (`wireless_plots.rs`).
+    WirelessPlots {
+        /// `bench/wireless-chain --out` CSV.
+        #[arg(long)]
+        chain: std::path::PathBuf,
+        /// `LABEL=FILE`: a `bench/manet --out` CSV (repeatable).
+        #[arg(long)]
+        manet: Vec<String>,
+        #[arg(long, default_value = "docs/img")]
+        out: std::path::PathBuf,
+    },
     /// Runs a scenario for each N in its own process and prints a table
     /// (and, for three or more N, the fitted growth exponents).
     Sweep {
@@ -535,6 +550,21 @@ fn main() {
                 return print!("{}", manet::ndl(&sizes));
             }
             manet::run(&sizes)
+        }
+        Cmd::WirelessPlots { chain, manet, out } => {
+            let manet: Vec<(String, std::path::PathBuf)> = (manet.iter())
+                .map(|m| match m.split_once('=') {
+                    Some((l, f)) => (l.to_string(), f.into()),
+                    None => (m.clone(), m.into()),
+                })
+                .collect();
+            match wireless_plots::run(&chain, &manet, &out) {
+                Ok(()) => std::process::exit(0),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    std::process::exit(5);
+                }
+            }
         }
         Cmd::Sweep {
             scenario,
