@@ -342,6 +342,10 @@ enum Cmd {
         /// Print the NDL instead of running it.
         #[arg(long)]
         print: bool,
+        /// Stop after this many wall seconds and report how far the run
+        /// got (`reached_s`).
+        #[arg(long)]
+        wall_limit: Option<f64>,
     },
     /// Draws the wireless chain's and the MANET sweeps' figures (PNG)
     /// from their CSVs (`wireless_plots.rs`).
@@ -538,6 +542,7 @@ fn main() {
             seed,
             mobility,
             print,
+            wall_limit,
         } => {
             let sizes = manet::Sizes {
                 nodes,
@@ -545,6 +550,7 @@ fn main() {
                 seconds,
                 seed,
                 mobility,
+                wall_limit_s: wall_limit,
             };
             if print {
                 return print!("{}", manet::ndl(&sizes));

@@ -44,11 +44,20 @@ fn column(data: &(Vec<String>, Vec<Vec<f64>>), x: &str, name: &str) -> Vec<(f64,
         .collect()
 }
 
-/// Draws `series` as lines with markers into `path`.
-fn chart(path: &Path, title: &str, axes: (&str, &str), series: &[Series]) -> Result<(), String> {
+/// Draws `series` as lines with markers into `path`; the y axis starts
+/// at 0, or (`zoom`) just below the lowest point.
+fn chart(
+    path: &Path,
+    title: &str,
+    axes: (&str, &str),
+    series: &[Series],
+    zoom: bool,
+) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let pts = series.iter().flat_map(|s| s.1.iter());
     let (x1, y1) = pts.fold((0f64, 0f64), |(a, b), p| (a.max(p.0), b.max(p.1)));
+    let low = (series.iter().flat_map(|s| s.1.iter())).fold(y1, |a, p| a.min(p.1));
+    let y0 = if zoom { low - 0.2 * (y1 - low) } else { 0.0 };
     let area = BitMapBackend::new(path, SIZE).into_drawing_area();
     area.fill(&WHITE).map_err(|e| err(&e))?;
     let mut c = ChartBuilder::on(&area)
@@ -56,7 +65,7 @@ fn chart(path: &Path, title: &str, axes: (&str, &str), series: &[Series]) -> Res
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(70)
-        .build_cartesian_2d(0f64..x1 * 1.05 + 1e-9, 0f64..y1 * 1.1 + 1e-9)
+        .build_cartesian_2d(0f64..x1 * 1.05 + 1e-9, y0..y1 + 0.1 * (y1 - y0) + 1e-9)
         .map_err(|e| err(&e))?;
     c.configure_mesh()
         .x_desc(axes.0)
@@ -99,18 +108,21 @@ pub fn run(chain: &Path, manet: &[(String, std::path::PathBuf)], out: &Path) -> 
         "Wireless chain: first ping (AODV discovery) vs hops",
         ("hops", "RTT (ms)"),
         &[("first ping".into(), first)],
+        false,
     )?;
     chart(
         &out.join("wireless-chain-rtt.png"),
         "Wireless chain: ping RTT with a route vs hops",
         ("hops", "RTT (ms)"),
         &[("ping, route known".into(), rtt)],
+        false,
     )?;
     chart(
         &out.join("wireless-chain-tcp.png"),
         "Wireless chain: TCP goodput vs hops",
         ("hops", "goodput (Mbit/s)"),
         &[("CUBIC, 2 MB".into(), tcp)],
+        false,
     )?;
     let mut pdr = Vec::new();
     let mut overhead = Vec::new();
@@ -127,11 +139,13 @@ pub fn run(chain: &Path, manet: &[(String, std::path::PathBuf)], out: &Path) -> 
         "MANET (50 nodes, AODV): packet delivery ratio vs pause time",
         ("pause time (s)", "delivery ratio"),
         &pdr,
+        true,
     )?;
     chart(
         &out.join("manet-overhead.png"),
         "MANET (50 nodes, AODV): routing packets per delivered datagram",
         ("pause time (s)", "AODV packets per delivered datagram"),
         &overhead,
+        false,
     )
 }

@@ -239,20 +239,7 @@ impl Lower<'_> {
                     .unwrap_or(10_000_000_000)
             }
             "trace" => w.trace = Some(p.value.node.trim().to_string()),
-            "block" => {
-                w.block_m = self
-                    .value(p, parse_range_m, "block='100m'")
-                    .unwrap_or(100.0)
-            }
-            "turns" => {
-                w.turns = self
-                    .value(
-                        p,
-                        parse_turns,
-                        "turns='0.5,0.25,0.25' (straight, left, right)",
-                    )
-                    .unwrap_or([0.5, 0.25, 0.25])
-            }
+            "block" | "turns" => self.street_param(p, w),
             "data_rate" => {
                 w.rate_bps = self
                     .value(p, parse_bandwidth, "data_rate='11Mbps'")
@@ -298,6 +285,18 @@ impl Lower<'_> {
                     .flatten();
             }
             _ => {}
+        }
+    }
+
+    /// Reads `block=` or `turns=` (street mobility).
+    fn street_param(&mut self, p: &Param, w: &mut WirelessSpec) {
+        if p.key.node.eq_ignore_ascii_case("block") {
+            w.block_m = self
+                .value(p, parse_range_m, "block='100m'")
+                .unwrap_or(100.0);
+        } else {
+            let example = "turns='0.5,0.25,0.25' (straight, left, right)";
+            w.turns = (self.value(p, parse_turns, example)).unwrap_or([0.5, 0.25, 0.25]);
         }
     }
 
