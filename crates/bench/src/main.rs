@@ -48,12 +48,17 @@
 //!   NDL, each sending one datagram to a sink behind the router
 //!   (`star.rs`); `sweep star N…` fits the growth exponent of wall time
 //!   and peak RSS.
+//! - `manet`: Broch et al.'s MANET scaled to N AODV nodes at the same
+//!   density, F CBR flows, random waypoint (`manet.rs`).
+//! - `wireless-plots`: the PNGs of `docs/wireless.md` from the chain and
+//!   MANET sweeps' CSVs (`wireless_plots.rs`).
 #![forbid(unsafe_code)]
 
 mod chain_sweep;
 mod dhcp_boot;
 mod dns;
 mod fattree;
+mod manet;
 mod offload_memory;
 mod socket_overhead;
 mod star;
@@ -61,6 +66,7 @@ mod tcp_idle;
 mod topology;
 mod web;
 mod web_study;
+mod wireless_plots;
 
 use clap::{Parser, Subcommand};
 use elvis_sim::{Host, NetworkConfig, Protocols, Simulation};
@@ -319,6 +325,41 @@ enum Cmd {
         #[arg(long, default_value_t = 250)]
         lan: u64,
     },
+    /// N mobile AODV nodes at Broch's density (a square of 9,000 m² per
+    /// node), F CBR flows of 64-byte datagrams at 4/s, for T simulated
+    /// seconds (`manet.rs`).
+    Manet {
+        #[arg(long, default_value_t = 10_000)]
+        nodes: u64,
+        #[arg(long, default_value_t = 2_000)]
+        flows: u64,
+        #[arg(long, default_value_t = 300)]
+        seconds: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// random_waypoint | manhattan
+        #[arg(long, default_value = "random_waypoint")]
+        mobility: String,
+        /// Print the NDL instead of running it.
+        #[arg(long)]
+        print: bool,
+        /// Stop after this many wall seconds and report how far the run
+        /// got (`reached_s`).
+        #[arg(long)]
+        wall_limit: Option<f64>,
+    },
+    /// Draws the wireless chain's and the MANET sweeps' figures (PNG)
+    /// from their CSVs (`wireless_plots.rs`).
+    WirelessPlots {
+        /// `bench/wireless-chain --out` CSV.
+        #[arg(long)]
+        chain: std::path::PathBuf,
+        /// `LABEL=FILE`: a `bench/manet --out` CSV (repeatable).
+        #[arg(long)]
+        manet: Vec<String>,
+        #[arg(long, default_value = "docs/img")]
+        out: std::path::PathBuf,
+    },
     /// Runs a scenario for each N in its own process and prints a table
     /// (and, for three or more N, the fitted growth exponents).
     Sweep {
@@ -495,6 +536,43 @@ fn main() {
             no_instructions,
             ..
         } => socket_overhead::run(scale, rounds, !no_instructions),
+        Cmd::Manet {
+            nodes,
+            flows,
+            seconds,
+            seed,
+            mobility,
+            print,
+            wall_limit,
+        } => {
+            let sizes = manet::Sizes {
+                nodes,
+                flows,
+                seconds,
+                seed,
+                mobility,
+                wall_limit_s: wall_limit,
+            };
+            if print {
+                return print!("{}", manet::ndl(&sizes));
+            }
+            manet::run(&sizes)
+        }
+        Cmd::WirelessPlots { chain, manet, out } => {
+            let manet: Vec<(String, std::path::PathBuf)> = (manet.iter())
+                .map(|m| match m.split_once('=') {
+                    Some((l, f)) => (l.to_string(), f.into()),
+                    None => (m.clone(), m.into()),
+                })
+                .collect();
+            match wireless_plots::run(&chain, &manet, &out) {
+                Ok(()) => std::process::exit(0),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    std::process::exit(5);
+                }
+            }
+        }
         Cmd::Sweep {
             scenario,
             ns,

@@ -143,6 +143,13 @@ fn mobility(
             speed: w.speed,
             step_ns: w.step_ns,
         },
+        Some("manhattan") => Moves::Manhattan {
+            area,
+            block: w.block_m,
+            speed: w.speed,
+            turns: w.turns,
+            pause_ns: w.pause_ns,
+        },
         Some("setdest") => {
             let file = w.trace.as_deref().unwrap_or_default();
             let path = match &scenario.base_dir {

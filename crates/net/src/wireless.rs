@@ -41,12 +41,17 @@
 //!   infrastructure mode (every station is in one IBSS).
 //! - A station counts its post-transmission back-off down only while it
 //!   has a frame to send.
-//! - Neighbours are found by scanning every station at each
-//!   transmission (no spatial index); positions do not change during a
-//!   frame.
+//! - Positions do not change during a frame.
+//!
+//! # Finding hearers
+//! A network of [`GRID_MIN_STATIONS`] or more stations finds the
+//! hearers of a frame through a uniform grid ([`grid`]), in time
+//! proportional to the stations near the sender; smaller ones scan every
+//! station. Both give the same hearers in the same order.
 
 pub mod dcf;
 mod frame;
+mod grid;
 pub mod mobility;
 pub mod phy;
 pub mod propagation;
@@ -248,7 +253,23 @@ pub struct Wireless {
     pub(crate) rx_thr: f64,
     pub(crate) cs_thr: f64,
     pub stats: WirelessStats,
+    /// The spatial index ([`grid`]), once built.
+    grid: Option<grid::Grid>,
+    /// Whether to use it: `None` decides by the number of stations
+    /// ([`GRID_MIN_STATIONS`]); tests force it either way.
+    pub(crate) indexed: Option<bool>,
+    /// The fastest leg of a `setdest` trace, m/s.
+    trace_vmax: f64,
+    /// Scratch list of candidate hearers.
+    candidates: Vec<u32>,
 }
+
+/// Networks with at least this many stations find hearers through the
+/// spatial index ([`grid`]); smaller ones scan every station, which for
+/// a few dozen stations costs no more than visiting the grid's cells and
+/// sorting the candidates (the Broch scenario's 50 stations in 1500 m ×
+/// 300 m are mostly within 3 × 3 cells of 312 m of any sender).
+pub const GRID_MIN_STATIONS: usize = 128;
 
 impl Wireless {
     pub fn new(cfg: WirelessConfig) -> Self {
@@ -279,6 +300,10 @@ impl Wireless {
             air: slab::Slab::new(),
             t,
             stats: WirelessStats::default(),
+            grid: None,
+            indexed: None,
+            trace_vmax: 0.0,
+            candidates: Vec::new(),
         }
     }
 
@@ -286,6 +311,9 @@ impl Wireless {
     pub fn set_position(&mut self, port: u32, x: f64, y: f64) {
         self.grow(port as usize + 1);
         self.pos[port as usize] = [x, y];
+        if let Some(g) = &mut self.grid {
+            g.built_at = None;
+        }
     }
 
     /// Returns where the machine on `port` was placed, metres.
@@ -300,12 +328,17 @@ impl Wireless {
         self.seed = elvis_kernel::rng::mix(seed ^ (u64::from(net) << 32));
         self.legs.clear();
         self.rngs.clear();
+        self.grid = None;
     }
 
     /// Moves the stations along the legs of an ns-2 `setdest` trace
     /// (node i on port i; ports beyond the trace stay where placed).
     pub fn set_trace(&mut self, legs: Vec<Vec<mobility::Leg>>) {
         self.traced = true;
+        self.grid = None;
+        self.trace_vmax = (legs.iter().flatten())
+            .map(mobility::Leg::speed)
+            .fold(0.0, f64::max);
         self.legs = legs
             .into_iter()
             .map(|mut l| {
@@ -369,6 +402,9 @@ impl Wireless {
     pub(crate) fn grow(&mut self, ports: usize) {
         if self.pos.len() < ports {
             self.pos.resize(ports, [0.0, 0.0]);
+            if let Some(g) = &mut self.grid {
+                g.built_at = None;
+            }
         }
         let cw = self.cfg.standard.cw_min();
         while self.sta.len() < ports {
@@ -389,18 +425,77 @@ impl Wireless {
         let floor = self.rx_thr.min(self.cs_thr);
         let mut out = smallvec::SmallVec::new();
         let [fx, fy] = self.position_at(from, now_ns);
+        let indexed = (self.indexed).unwrap_or(self.pos.len() >= GRID_MIN_STATIONS);
+        if let (true, Some(reach)) = (indexed, self.reach()) {
+            let mut cands = std::mem::take(&mut self.candidates);
+            cands.clear();
+            self.grid_candidates(reach, [fx, fy], now_ns, &mut cands);
+            for &p in &cands {
+                self.hear(p, from, [fx, fy], floor, now_ns, &mut out);
+            }
+            self.candidates = cands;
+            return out;
+        }
         for p in 0..self.pos.len() as u32 {
-            if p == from {
-                continue;
-            }
-            let [x, y] = self.position_at(p, now_ns);
-            let d = ((x - fx) * (x - fx) + (y - fy) * (y - fy)).sqrt();
-            let power = self.cfg.propagation.power_mw(d);
-            if power >= floor && power > 0.0 {
-                out.push((p, power));
-            }
+            self.hear(p, from, [fx, fy], floor, now_ns, &mut out);
         }
         out
+    }
+
+    /// Adds station `p` to `out` if it gets at least `floor` from a
+    /// sender `from` at `f`.
+    #[inline]
+    fn hear(
+        &mut self,
+        p: u32,
+        from: u32,
+        [fx, fy]: [f64; 2],
+        floor: f64,
+        now_ns: u64,
+        out: &mut smallvec::SmallVec<[(u32, f64); 8]>,
+    ) {
+        if p == from {
+            return;
+        }
+        let [x, y] = self.position_at(p, now_ns);
+        let d = ((x - fx) * (x - fx) + (y - fy) * (y - fy)).sqrt();
+        let power = self.cfg.propagation.power_mw(d);
+        if power >= floor && power > 0.0 {
+            out.push((p, power));
+        }
+    }
+
+    /// Returns the distance beyond which no station gets the floor power
+    /// (see [`grid`]), or `None` where the index is not safe.
+    fn reach(&self) -> Option<f64> {
+        let p = &self.cfg.propagation;
+        let r = match p.model {
+            propagation::Model::UnitDisk => p.cs_range_m,
+            propagation::Model::TwoRay => p.range_m.max(p.cs_range_m),
+            propagation::Model::LogDistance(n) if n >= 0.5 => p.range_m.max(p.cs_range_m),
+            propagation::Model::LogDistance(_) => return None,
+        };
+        let floor = self.rx_thr.min(self.cs_thr);
+        (r.is_finite() && r > 0.0 && floor > 0.0).then_some(r)
+    }
+
+    /// Appends the grid's candidate hearers of a sender at `at` (see
+    /// [`grid`]), rebuilding the grid first when it is stale.
+    fn grid_candidates(&mut self, reach: f64, at: [f64; 2], now_ns: u64, out: &mut Vec<u32>) {
+        let vmax = if self.traced {
+            self.trace_vmax
+        } else {
+            self.mobility.max_speed()
+        };
+        let mut grid = (self.grid.take()).unwrap_or_else(|| grid::Grid::new(reach, vmax));
+        if grid.stale(now_ns) {
+            let pos: Vec<[f64; 2]> = (0..self.pos.len() as u32)
+                .map(|p| self.position_at(p, now_ns))
+                .collect();
+            grid.build(&pos, now_ns);
+        }
+        grid.candidates(at, now_ns, out);
+        self.grid = Some(grid);
     }
 }
 

@@ -287,7 +287,8 @@ pub struct WirelessSpec {
     pub placement: Option<String>,
     /// Distance between neighbours of a `line` or `grid`, m (`spacing=`).
     pub spacing_m: f64,
-    /// `random_waypoint`, `random_walk` or `setdest` (`mobility=`);
+    /// `random_waypoint`, `random_walk`, `manhattan` or `setdest`
+    /// (`mobility=`);
     /// `None`: the machines stay put.
     pub mobility: Option<String>,
     /// Speeds, m/s, lowest and highest (`speed='1-20'`).
@@ -299,6 +300,11 @@ pub struct WirelessSpec {
     /// An ns-2 `setdest` movement file, relative to the NDL file
     /// (`trace=`).
     pub trace: Option<String>,
+    /// Distance between the streets of `manhattan`, m (`block=`).
+    pub block_m: f64,
+    /// Probabilities of going straight, turning left and turning right
+    /// at a `manhattan` intersection (`turns='0.5,0.25,0.25'`).
+    pub turns: [f64; 3],
 }
 
 impl Default for WirelessSpec {
@@ -322,6 +328,8 @@ impl Default for WirelessSpec {
             pause_ns: 0,
             step_ns: 10_000_000_000,
             trace: None,
+            block_m: 100.0,
+            turns: [0.5, 0.25, 0.25],
         }
     }
 }

@@ -175,12 +175,13 @@ pub struct Node {
     pub seq: u32,
     pub rreq_id: u32,
     pub table: table::Table,
-    /// RREQs seen, by (originator, RREQ ID), until when they are kept.
-    pub seen: BTreeMap<(u32, u32), u64>,
+    /// RREQs seen, by (originator, RREQ ID), until when they are kept
+    /// (looked up and purged, never walked in order).
+    pub seen: rustc_hash::FxHashMap<(u32, u32), u64>,
     /// Discoveries under way, by destination.
     pub pending: BTreeMap<u32, Discovery>,
-    /// Neighbours heard, by address.
-    pub neighbours: BTreeMap<u32, Neighbour>,
+    /// Neighbours heard, by address (a walk over them sorts by address).
+    pub neighbours: rustc_hash::FxHashMap<u32, Neighbour>,
     /// When the node last broadcast an AODV message (ns).
     pub last_broadcast: u64,
     pub gen: u32,

@@ -145,3 +145,50 @@ fn random_mobility_without_an_area_is_a_located_error() {
         "{first}"
     );
 }
+
+#[test]
+fn bad_manhattan_keys_are_located_errors() {
+    let street = |keys: &str| NET.replace(" area='500x100'", &format!(" area='500x100' {keys}"));
+    // Turn probabilities that do not sum to 1, at the value.
+    let first = check_error(&street("mobility='manhattan' turns='0.5,0.5,0.25'"));
+    assert!(first.contains("w.ndl:2:"), "{first}");
+    assert!(
+        first.contains("are not each in 0..1 with a sum of 1"),
+        "{first}"
+    );
+    // A block wider than the area is deep.
+    let first = check_error(&street("mobility='manhattan' block='200m'"));
+    assert!(first.contains("fewer than two streets"), "{first}");
+    // A street key without street mobility.
+    let first = check_error(&street("mobility='random_waypoint' block='50m'"));
+    assert!(
+        first.contains("`block` is an option of mobility='manhattan'"),
+        "{first}"
+    );
+    let first = check_error(&street("mobility='manhatan'"));
+    assert!(
+        first.contains("unknown mobility model 'manhatan'"),
+        "{first}"
+    );
+}
+
+#[test]
+fn the_manet_example_runs_with_street_mobility() {
+    let dir = temp_dir();
+    let text = std::fs::read_to_string(example("manet.ndl")).expect("the example");
+    let moves = "mobility='random_waypoint' speed='1-20' pause='30s'";
+    assert!(text.contains(moves));
+    let text = text
+        .replace(moves, "mobility='manhattan' block='100m' speed='1-20'")
+        .replace("until='200s'", "until='30s'")
+        .replace("duration='180s'", "duration='20s'");
+    let file = dir.path().join("m.ndl");
+    std::fs::write(&file, text).expect("written");
+    let report = dir.path().join("r.json");
+    elvis(args!["run", &file, "--report", &report]).expect_code(0);
+    let r = read_report(&report);
+    let pdr = r["aodv"]["delivery_ratio"]
+        .as_f64()
+        .expect("a delivery ratio");
+    assert!(pdr > 0.5, "{pdr}");
+}

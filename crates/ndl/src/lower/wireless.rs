@@ -29,6 +29,8 @@ pub(super) const WIRELESS_KEYS: &[&str] = &[
     "pause",
     "step",
     "trace",
+    "block",
+    "turns",
 ];
 
 /// Rates of each standard, Mbit/s (802.11-2016 clauses 15, 16 and 17).
@@ -76,6 +78,28 @@ fn parse_speeds(s: &str) -> Result<(f64, f64), String> {
         return Err(format!("the range ends ({hi}) below its start ({lo})"));
     }
     Ok((lo, hi))
+}
+
+/// Parses the turn probabilities of `manhattan`: `0.5,0.25,0.25`
+/// (straight, left, right), each in [0, 1], summing to 1.
+fn parse_turns(s: &str) -> Result<[f64; 3], String> {
+    let v: Vec<f64> = s
+        .split([',', '/'])
+        .map(|x| x.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("`{}` is not three probabilities", s.trim()))?;
+    let [a, b, c] = v[..] else {
+        return Err(format!(
+            "expected three probabilities (straight, left, right), got {}",
+            v.len()
+        ));
+    };
+    if [a, b, c].iter().any(|p| !(0.0..=1.0).contains(p)) || ((a + b + c) - 1.0).abs() > 1e-9 {
+        return Err(format!(
+            "the probabilities {a}, {b}, {c} are not each in 0..1 with a sum of 1"
+        ));
+    }
+    Ok([a, b, c])
 }
 
 /// Parses an area `W x H` (metres).
@@ -140,7 +164,7 @@ impl Lower<'_> {
             }
         }
         if let (Some(m), Some(p)) = (&w.mobility, b.param("mobility")) {
-            if m.starts_with("random") && w.area.is_none() {
+            if (m.starts_with("random") || m == "manhattan") && w.area.is_none() {
                 let msg = format!("mobility='{m}' needs the area the machines move in");
                 let hint = Some("add e.g. area='1000x1000' (metres)".into());
                 self.error(ErrorKind::MissingKey, p.value.span, msg, hint);
@@ -151,7 +175,32 @@ impl Lower<'_> {
                 self.error(ErrorKind::MissingKey, p.value.span, msg, hint);
             }
         }
+        self.check_streets(b, &w);
         net.wireless = Some(Box::new(w));
+    }
+
+    /// Checks the keys of `mobility='manhattan'`: only with it, and a
+    /// block that leaves at least two streets each way in the area.
+    fn check_streets(&mut self, b: &Block, w: &WirelessSpec) {
+        let manhattan = w.mobility.as_deref() == Some("manhattan");
+        for key in ["block", "turns"] {
+            if let (false, Some(p)) = (manhattan, b.param(key)) {
+                let msg = format!("`{key}` is an option of mobility='manhattan'");
+                let hint = Some("add mobility='manhattan', or drop the key".into());
+                self.error(ErrorKind::BadValue, p.key.span, msg, hint);
+            }
+        }
+        let at = b.param("block").or(b.param("mobility"));
+        if let (true, Some((aw, ah)), Some(p)) = (manhattan, w.area, at) {
+            if w.block_m > aw.min(ah) {
+                let msg = format!(
+                    "a block of {} m leaves fewer than two streets across the area ({aw} x {ah} m)",
+                    w.block_m
+                );
+                let hint = Some("lower block= or enlarge area=".into());
+                self.error(ErrorKind::BadValue, p.value.span, msg, hint);
+            }
+        }
     }
 
     fn check_rate(&mut self, p: &Param, standard: char, bps: u64) {
@@ -190,6 +239,7 @@ impl Lower<'_> {
                     .unwrap_or(10_000_000_000)
             }
             "trace" => w.trace = Some(p.value.node.trim().to_string()),
+            "block" | "turns" => self.street_param(p, w),
             "data_rate" => {
                 w.rate_bps = self
                     .value(p, parse_bandwidth, "data_rate='11Mbps'")
@@ -238,6 +288,18 @@ impl Lower<'_> {
         }
     }
 
+    /// Reads `block=` or `turns=` (street mobility).
+    fn street_param(&mut self, p: &Param, w: &mut WirelessSpec) {
+        if p.key.node.eq_ignore_ascii_case("block") {
+            w.block_m = self
+                .value(p, parse_range_m, "block='100m'")
+                .unwrap_or(100.0);
+        } else {
+            let example = "turns='0.5,0.25,0.25' (straight, left, right)";
+            w.turns = (self.value(p, parse_turns, example)).unwrap_or([0.5, 0.25, 0.25]);
+        }
+    }
+
     /// Reads a key whose value is one of a few words.
     fn wireless_choice(&mut self, p: &Param, w: &mut WirelessSpec) {
         match p.key.node.to_ascii_lowercase().as_str() {
@@ -276,12 +338,18 @@ impl Lower<'_> {
             }
             "mobility" => {
                 let v = p.value.node.trim().to_ascii_lowercase();
-                let kinds = ["static", "random_waypoint", "random_walk", "setdest"];
+                let kinds = [
+                    "static",
+                    "random_waypoint",
+                    "random_walk",
+                    "manhattan",
+                    "setdest",
+                ];
                 if kinds.contains(&v.as_str()) {
                     w.mobility = (v != "static").then_some(v);
                 } else {
                     let msg = format!(
-                        "unknown mobility model '{v}': use static, random_waypoint, random_walk or setdest"
+                        "unknown mobility model '{v}': use static, random_waypoint, random_walk, manhattan or setdest"
                     );
                     let hint = suggest(&v, &kinds).map(|s| format!("did you mean '{s}'?"));
                     self.error(ErrorKind::BadValue, p.value.span, msg, hint);

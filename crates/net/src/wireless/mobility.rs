@@ -11,6 +11,19 @@
 //!   uniformly in [min, max], go there in a straight line, pause, repeat.
 //! - **Random walk**: pick a direction uniformly and a speed uniformly in
 //!   [min, max], walk for a fixed time, reflecting off the area's edges.
+//! - **Manhattan** (Bai, Sadagopan and Helmy, "IMPORTANT: a framework to
+//!   systematically analyze the impact of mobility on performance of
+//!   routing protocols for ad hoc networks", INFOCOM 2003): streets run
+//!   every `block` metres in both directions; a station moves from one
+//!   intersection to the next and there goes straight, turns left or
+//!   turns right (probabilities 0.5, 0.25, 0.25 in the paper). Where the
+//!   map ends, the choices that would leave it are dropped and the others
+//!   keep their proportions; a station with none turns back. Its speed is
+//!   drawn uniformly in [min, max] for each block (the paper's speed has
+//!   memory from one time slot to the next and slows behind a nearer
+//!   station on its lane; neither is modelled). A station starts on the
+//!   street nearest its placed position; it may pause at each
+//!   intersection.
 //! - **Trace**: the legs of an ns-2 `setdest` movement file
 //!   ([`parse_setdest`]).
 //!
@@ -37,6 +50,30 @@ pub enum Model {
         speed: (f64, f64),
         step_ns: u64,
     },
+    /// Manhattan street grid in `area`: streets every `block` metres,
+    /// `turns` the probabilities of going straight, left and right at an
+    /// intersection, `pause_ns` at each one.
+    Manhattan {
+        area: (f64, f64),
+        block: f64,
+        speed: (f64, f64),
+        turns: [f64; 3],
+        pause_ns: u64,
+    },
+}
+
+impl Model {
+    /// Returns the fastest a station moves under the model, m/s (no leg
+    /// it draws is faster: travel times are rounded up, and a reflected
+    /// walk is shorter than its straight line).
+    pub fn max_speed(&self) -> f64 {
+        match *self {
+            Model::Static => 0.0,
+            Model::RandomWaypoint { speed, .. }
+            | Model::RandomWalk { speed, .. }
+            | Model::Manhattan { speed, .. } => speed.1,
+        }
+    }
 }
 
 /// One straight move and the pause after it.
@@ -146,6 +183,114 @@ pub fn next_leg(model: &Model, prev: &Leg, rng: &mut Rng) -> Leg {
                 until_ns: start + step_ns,
             }
         }
+        Model::Manhattan { .. } => manhattan_leg(model, prev, rng),
+    }
+}
+
+/// A direction on the street grid: (dx, dy), one of them ±1.
+type Heading = (i64, i64);
+
+/// Draws the way a Manhattan station heading `(dx, dy)` leaves
+/// intersection `at` of a map of intersections (0..=nx, 0..=ny): straight,
+/// left or right with probabilities `turns` among the ways that stay on
+/// the map, back when none does.
+fn turn(
+    (dx, dy): Heading,
+    (i, j): (i64, i64),
+    (nx, ny): (i64, i64),
+    turns: [f64; 3],
+    rng: &mut Rng,
+) -> Heading {
+    let inside = |(ox, oy): Heading| (0..=nx).contains(&(i + ox)) && (0..=ny).contains(&(j + oy));
+    // Straight, left (counter-clockwise), right.
+    let options: [Heading; 3] = [(dx, dy), (-dy, dx), (dy, -dx)];
+    let open = [0, 1, 2].map(|k| if inside(options[k]) { turns[k] } else { 0.0 });
+    let total: f64 = open.iter().sum();
+    let mut u = rng.random::<f64>() * total;
+    if total <= 0.0 {
+        return (-dx, -dy);
+    }
+    for k in 0..3 {
+        if u < open[k] {
+            return options[k];
+        }
+        u -= open[k];
+    }
+    // Rounding left `u` past the last open way.
+    let k = open.iter().rposition(|&p| p > 0.0).unwrap_or(0);
+    options[k]
+}
+
+/// Draws the next block of a Manhattan station (see the module docs);
+/// `prev` is the block it just finished, or where it was placed.
+fn manhattan_leg(model: &Model, prev: &Leg, rng: &mut Rng) -> Leg {
+    let Model::Manhattan {
+        area,
+        block,
+        speed,
+        turns,
+        pause_ns,
+    } = *model
+    else {
+        unreachable!("a Manhattan leg of another model")
+    };
+    let start = prev.until_ns;
+    // Intersections (i, j) at (i·block, j·block), 0 ≤ i ≤ nx, 0 ≤ j ≤ ny.
+    let (nx, ny) = (
+        (area.0 / block).floor() as i64,
+        (area.1 / block).floor() as i64,
+    );
+    let inside = |i: i64, j: i64| (0..=nx).contains(&i) && (0..=ny).contains(&j);
+    let node = |v: f64, n: i64| ((v / block).round() as i64).clamp(0, n);
+    let placed = prev.from == prev.to;
+    let (mut i, mut j) = (node(prev.to[0], nx), node(prev.to[1], ny));
+    let mut from = [i as f64 * block, j as f64 * block];
+    let heading: Heading = if placed {
+        // The nearest street; on it, towards the intersection on one
+        // side or the other.
+        let [x, y] = prev.to;
+        let vertical = (x - from[0]).abs() <= (y - from[1]).abs();
+        let (v, n) = if vertical { (y, ny) } else { (x, nx) };
+        let v = v.clamp(0.0, n as f64 * block);
+        let (mut lo, mut hi) = ((v / block).floor() as i64, (v / block).ceil() as i64);
+        if lo == hi {
+            (lo, hi) = (lo - 1, hi + 1);
+        }
+        let up = rng.random::<bool>();
+        let k = match (up, (0..=n).contains(&lo), (0..=n).contains(&hi)) {
+            (true, _, true) | (false, false, true) => hi,
+            _ => lo,
+        };
+        if vertical {
+            (from[1], j) = (v, k);
+        } else {
+            (from[0], i) = (v, k);
+        }
+        (0, 0)
+    } else {
+        let (dx, dy) = (prev.to[0] - prev.from[0], prev.to[1] - prev.from[1]);
+        if dx.abs() > dy.abs() {
+            (dx.signum() as i64, 0)
+        } else {
+            (0, dy.signum() as i64)
+        }
+    };
+    if heading != (0, 0) {
+        let (dx, dy) = turn(heading, (i, j), (nx, ny), turns, rng);
+        (i, j) = (i + dx, j + dy);
+    }
+    let to = [i as f64 * block, j as f64 * block];
+    if !inside(i, j) || to == from {
+        return Leg::stay(from, start, u64::MAX);
+    }
+    let v = speed.0 + rng.random::<f64>() * (speed.1 - speed.0);
+    let arrive = start + travel_ns(dist(from, to), v);
+    Leg {
+        from,
+        to,
+        start_ns: start,
+        arrive_ns: arrive,
+        until_ns: arrive + pause_ns,
     }
 }
 
@@ -296,5 +441,104 @@ mod tests {
         assert_eq!(at(11.0), [50.0, 25.0]);
         assert_eq!(at(100.0), [50.0, 50.0]);
         assert!(parse_setdest("$node_(0) fly").is_err());
+    }
+
+    fn manhattan(area: (f64, f64)) -> Model {
+        Model::Manhattan {
+            area,
+            block: 100.0,
+            speed: (5.0, 15.0),
+            turns: [0.5, 0.25, 0.25],
+            pause_ns: 0,
+        }
+    }
+
+    /// Whether `v` is a multiple of 100 m.
+    fn on_street(v: f64) -> bool {
+        (v / 100.0 - (v / 100.0).round()).abs() < 1e-9
+    }
+
+    #[test]
+    fn manhattan_stations_stay_on_the_streets_at_speeds_in_range() {
+        let model = manhattan((1050.0, 530.0));
+        for k in 0..20 {
+            let mut rng = elvis_kernel::rng::stream(7, elvis_kernel::rng::StreamKind::Network, k);
+            let placed = [rng.random::<f64>() * 1050.0, rng.random::<f64>() * 530.0];
+            let mut leg = Leg::stay(placed, 0, 0);
+            for _ in 0..500 {
+                leg = next_leg(&model, &leg, &mut rng);
+                for f in 0..=10 {
+                    let t = leg.start_ns + (leg.until_ns - leg.start_ns) * f / 10;
+                    let [x, y] = leg.at(t);
+                    assert!(
+                        on_street(x) || on_street(y),
+                        "({x}, {y}) is off the streets"
+                    );
+                    assert!((0.0..=1000.0).contains(&x) && (0.0..=500.0).contains(&y));
+                }
+                // A block at most, along one street.
+                let (dx, dy) = (leg.to[0] - leg.from[0], leg.to[1] - leg.from[1]);
+                assert!(dx == 0.0 || dy == 0.0);
+                assert!(dx.abs() + dy.abs() <= 100.0 + 1e-9);
+                assert!((4.999_999..=15.0).contains(&leg.speed()), "{}", leg.speed());
+            }
+        }
+    }
+
+    #[test]
+    fn manhattan_turns_follow_the_probabilities() {
+        // A large map: count the choices at intersections away from its
+        // edges, where all three are open.
+        let model = manhattan((10_000.0, 10_000.0));
+        let mut rng = elvis_kernel::rng::stream(3, elvis_kernel::rng::StreamKind::Network, 1);
+        let mut leg = Leg::stay([5_000.0, 5_000.0], 0, 0);
+        let mut counts = [0u32; 3];
+        for _ in 0..20_000 {
+            let next = next_leg(&model, &leg, &mut rng);
+            let [x, y] = leg.to;
+            let interior = (100.0..=9_900.0).contains(&x) && (100.0..=9_900.0).contains(&y);
+            if interior && leg.from != leg.to {
+                let h = (leg.to[0] - leg.from[0], leg.to[1] - leg.from[1]);
+                let n = (next.to[0] - next.from[0], next.to[1] - next.from[1]);
+                // The cross product's sign: left turns are counter-clockwise.
+                let cross = h.0 * n.1 - h.1 * n.0;
+                let k = if cross == 0.0 {
+                    0
+                } else if cross > 0.0 {
+                    1
+                } else {
+                    2
+                };
+                counts[k] += 1;
+            }
+            leg = next;
+        }
+        let n: u32 = counts.iter().sum();
+        assert!(n > 15_000, "{n}");
+        // Within four standard deviations of the binomial counts.
+        for (c, p) in counts.iter().zip([0.5, 0.25, 0.25]) {
+            let (mean, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+            assert!((*c as f64 - mean).abs() < 4.0 * sd, "{counts:?}");
+        }
+    }
+
+    #[test]
+    fn manhattan_paths_depend_on_the_seed_only() {
+        let model = manhattan((1000.0, 1000.0));
+        let path = |seed| {
+            let mut rng =
+                elvis_kernel::rng::stream(seed, elvis_kernel::rng::StreamKind::Network, 4);
+            let mut leg = Leg::stay([333.0, 250.0], 0, 0);
+            (0..100)
+                .map(|_| {
+                    leg = next_leg(&model, &leg, &mut rng);
+                    leg.to
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(path(1), path(1));
+        assert_ne!(path(1), path(2));
+        // The placed station went to the nearest street (x = 300 m).
+        assert_eq!(path(1)[0][0], 300.0);
     }
 }

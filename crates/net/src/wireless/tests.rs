@@ -442,3 +442,122 @@ fn random_waypoint_stations_move_in_virtual_time() {
     };
     assert_eq!(again, b);
 }
+
+/// Two copies of a network of `n` stations placed uniformly in `area`
+/// under `model` and `prop`: one scanning every station, one using the
+/// grid. Asks both who hears each of 40 senders at each of `times` (ms)
+/// and checks that the hearers, their powers and their order agree;
+/// returns the mean number of hearers and of grid candidates per query.
+fn grid_agrees_with_the_scan(
+    n: u32,
+    area: (f64, f64),
+    model: mobility::Model,
+    prop: propagation::Model,
+    times: &[u64],
+) -> (f64, f64) {
+    let mut cfg = b11(Mac::Dcf);
+    cfg.propagation.model = prop;
+    cfg.propagation.cs_range_m = 400.0;
+    let mut rng = elvis_kernel::rng::stream(11, elvis_kernel::rng::StreamKind::Network, 1);
+    let mut nets = [Wireless::new(cfg.clone()), Wireless::new(cfg)];
+    for p in 0..n {
+        use rand::Rng as _;
+        let (x, y) = (rng.random::<f64>() * area.0, rng.random::<f64>() * area.1);
+        for w in &mut nets {
+            w.set_position(p, x, y);
+        }
+    }
+    for (w, indexed) in nets.iter_mut().zip([false, true]) {
+        w.set_mobility(model.clone(), 5, 0);
+        w.indexed = Some(indexed);
+    }
+    let (mut heard, mut asked) = (0usize, 0usize);
+    for &t in times {
+        for k in 0..40 {
+            let from = (k * 7919 + t as u32) % n;
+            let scan = nets[0].hearers(from, t * MS);
+            let grid = nets[1].hearers(from, t * MS);
+            assert_eq!(scan, grid, "sender {from} at {t} ms");
+            heard += scan.len();
+            let mut c = Vec::new();
+            let at = nets[1].position_at(from, t * MS);
+            let g = nets[1].grid.as_ref().expect("a grid");
+            g.candidates(at, t * MS, &mut c);
+            asked += c.len();
+        }
+    }
+    let q = (times.len() * 40) as f64;
+    (heard as f64 / q, asked as f64 / q)
+}
+
+#[test]
+fn the_grid_finds_the_hearers_of_the_full_scan_under_every_mobility() {
+    let times: Vec<u64> = (0..60).map(|k| k * 1_700).collect();
+    let area = (4000.0, 1500.0);
+    let rwp = mobility::Model::RandomWaypoint {
+        area,
+        speed: (1.0, 20.0),
+        pause_ns: 0,
+    };
+    let walk = mobility::Model::RandomWalk {
+        area,
+        speed: (1.0, 20.0),
+        step_ns: 3_000 * MS,
+    };
+    for model in [mobility::Model::Static, rwp.clone(), walk] {
+        for prop in [
+            propagation::Model::UnitDisk,
+            propagation::Model::TwoRay,
+            propagation::Model::LogDistance(3.0),
+        ] {
+            grid_agrees_with_the_scan(300, area, model.clone(), prop, &times);
+        }
+    }
+}
+
+#[test]
+fn a_grid_query_visits_a_few_times_the_hearers_not_every_station() {
+    // Broch's density (50 stations in 1500 m x 300 m) scaled to 2,000
+    // stations: about 20 hearers within 250 m; a 400 m carrier-sense
+    // range here makes it about 50.
+    let area = (9487.0, 1897.0);
+    let rwp = mobility::Model::RandomWaypoint {
+        area,
+        speed: (1.0, 20.0),
+        pause_ns: 0,
+    };
+    let times: Vec<u64> = (0..20).map(|k| k * 9_000).collect();
+    let (heard, asked) =
+        grid_agrees_with_the_scan(2000, area, rwp, propagation::Model::UnitDisk, &times);
+    assert!(heard > 20.0, "{heard}");
+    assert!(
+        asked < 6.0 * heard,
+        "{asked} candidates for {heard} hearers"
+    );
+}
+
+#[test]
+fn the_grid_follows_a_setdest_trace_and_moved_stations() {
+    let trace = "$node_(0) set X_ 0.0\n$node_(0) set Y_ 0.0\n\
+                 $ns_ at 1.0 \"$node_(0) setdest 3000.0 0.0 50.0\"\n";
+    let legs = mobility::parse_setdest(trace).expect("a trace");
+    let mut nets = [Wireless::new(b11(Mac::Dcf)), Wireless::new(b11(Mac::Dcf))];
+    for (w, indexed) in nets.iter_mut().zip([false, true]) {
+        // Stations every 100 m along the trace's road.
+        for p in 0..31 {
+            w.set_position(p, 100.0 * p as f64, 10.0);
+        }
+        w.set_trace(legs.clone());
+        w.indexed = Some(indexed);
+    }
+    for t in (0..70_000).step_by(250) {
+        for from in [0, 3, 17, 30] {
+            assert_eq!(nets[0].hearers(from, t * MS), nets[1].hearers(from, t * MS));
+        }
+        if t == 30_000 {
+            for w in &mut nets {
+                w.set_position(5, 2_900.0, 10.0);
+            }
+        }
+    }
+}

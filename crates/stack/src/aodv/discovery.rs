@@ -202,12 +202,10 @@ pub(super) fn on_rreq(
     neighbour_route(w, m, iface, from);
     let own = w.machines[m as usize].ifaces[0].ip;
     let Some(n) = node(w, m) else { return };
-    n.seen.retain(|_, until| *until > now);
-    if n.seen
-        .insert((u32::from(r.orig), r.id), now + PATH_DISCOVERY_TIME)
-        .is_some()
-        || r.orig == own
-    {
+    // A record past its time counts as gone (the HELLO tick deletes
+    // those), so that a RREQ costs a lookup, not a walk over the records.
+    let before = (n.seen).insert((u32::from(r.orig), r.id), now + PATH_DISCOVERY_TIME);
+    if before.is_some_and(|until| until > now) || r.orig == own {
         w.obs.aodv.rreq_duplicates += 1;
         return;
     }

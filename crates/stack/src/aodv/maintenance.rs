@@ -161,7 +161,7 @@ pub(super) fn on_hello_tick(w: &mut Hosts, m: MachineId) {
     if !n.cfg.hello {
         return;
     }
-    let lost: Vec<Ipv4Addr> = n
+    let mut lost: Vec<u32> = n
         .neighbours
         .iter()
         .filter(|(_, nb)| {
@@ -169,8 +169,11 @@ pub(super) fn on_hello_tick(w: &mut Hosts, m: MachineId) {
                 && now.saturating_sub(nb.hello) <= DELETE_PERIOD
                 && now.saturating_sub(nb.heard) > ALLOWED_HELLO_LOSS * HELLO_INTERVAL
         })
-        .map(|(&a, _)| Ipv4Addr::from(a))
+        .map(|(&a, _)| a)
         .collect();
+    // In address order, so that hashing does not order the RERRs.
+    lost.sort_unstable();
+    let lost: Vec<Ipv4Addr> = lost.into_iter().map(Ipv4Addr::from).collect();
     let speak = n.table.any_active(now) && now.saturating_sub(n.last_broadcast) >= HELLO_INTERVAL;
     let seq = n.seq;
     for a in lost {

@@ -1,13 +1,13 @@
 //! The AODV route table (RFC 3561 §6.2) and the sequence number rules
 //! (§6.1).
 //!
-//! Entries live in a `BTreeMap` by destination, so that every walk over
-//! the table (the destinations a broken link makes unreachable, §6.11)
-//! goes in address order and a run does not depend on hashing.
+//! Entries live in a hash map by destination (a lookup for every AODV
+//! message a node hears); every walk whose order shows (the destinations
+//! a broken link makes unreachable, §6.11) is sorted by address, so a run
+//! does not depend on hashing.
 
 use crate::machine::IfaceId;
 use smallvec::SmallVec;
-use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 /// True when sequence number `a` is newer than `b`: §6.1 compares them as
@@ -63,7 +63,7 @@ pub struct Offer {
 /// A machine's AODV routes, by destination.
 #[derive(Clone, Debug, Default)]
 pub struct Table {
-    routes: BTreeMap<u32, Route>,
+    routes: rustc_hash::FxHashMap<u32, Route>,
 }
 
 impl Table {
@@ -89,10 +89,27 @@ impl Table {
     /// or an inactive route. Returns true when the entry was written; its
     /// lifetime is then at least `now + o.lifetime`.
     pub fn offer(&mut self, dst: Ipv4Addr, o: Offer, now: u64) -> bool {
-        let entry = self.routes.get(&u32::from(dst));
-        let take = match (entry, o.seq) {
-            (None, _) => true,
-            (Some(r), _) if !r.valid || r.expires <= now => {
+        // One walk down the tree: the entry is rewritten in place.
+        use std::collections::hash_map::Entry;
+        let mut e = match self.routes.entry(u32::from(dst)) {
+            Entry::Occupied(e) => e,
+            Entry::Vacant(v) => {
+                v.insert(Route {
+                    seq: o.seq.unwrap_or(0),
+                    valid_seq: o.seq.is_some(),
+                    valid: true,
+                    iface: o.iface,
+                    next_hop: o.next_hop,
+                    hops: o.hops,
+                    expires: now + o.lifetime,
+                    precursors: SmallVec::new(),
+                });
+                return true;
+            }
+        };
+        let r = e.get_mut();
+        let take = match o.seq {
+            _ if !r.valid || r.expires <= now => {
                 // An invalid route is replaced unless the offer's number
                 // is older than the one the route keeps.
                 match o.seq {
@@ -100,38 +117,28 @@ impl Table {
                     None => true,
                 }
             }
-            (Some(r), Some(s)) => {
-                !r.valid_seq || newer(s, r.seq) || (s == r.seq && o.hops < r.hops)
-            }
-            (Some(r), None) => !r.valid_seq && o.hops <= r.hops,
+            Some(s) => !r.valid_seq || newer(s, r.seq) || (s == r.seq && o.hops < r.hops),
+            None => !r.valid_seq && o.hops <= r.hops,
         };
         if !take {
             return false;
         }
-        let old = self.routes.remove(&u32::from(dst));
-        let (seq, valid_seq) = match (o.seq, &old) {
-            (Some(s), _) => (s, true),
-            (None, Some(r)) => (r.seq, r.valid_seq && r.valid),
-            (None, None) => (0, false),
+        let active = r.valid && r.expires > now;
+        let (seq, valid_seq) = match o.seq {
+            Some(s) => (s, true),
+            None => (r.seq, r.valid_seq && r.valid),
         };
-        let keep = old
-            .as_ref()
-            .filter(|r| r.valid && r.expires > now)
-            .map_or(0, |r| r.expires);
-        let precursors = old.map(|r| r.precursors).unwrap_or_default();
-        self.routes.insert(
-            u32::from(dst),
-            Route {
-                seq,
-                valid_seq,
-                valid: true,
-                iface: o.iface,
-                next_hop: o.next_hop,
-                hops: o.hops,
-                expires: keep.max(now + o.lifetime),
-                precursors,
-            },
-        );
+        let keep = if active { r.expires } else { 0 };
+        *r = Route {
+            seq,
+            valid_seq,
+            valid: true,
+            iface: o.iface,
+            next_hop: o.next_hop,
+            hops: o.hops,
+            expires: keep.max(now + o.lifetime),
+            precursors: std::mem::take(&mut r.precursors),
+        };
         true
     }
 
@@ -209,13 +216,14 @@ impl Table {
     /// The active destinations whose next hop is `next_hop` on `iface`,
     /// in address order.
     pub fn through(&self, iface: IfaceId, next_hop: Ipv4Addr, now: u64) -> Vec<Ipv4Addr> {
-        self.routes
-            .iter()
+        let mut dead: Vec<u32> = (self.routes.iter())
             .filter(|(_, r)| {
                 r.valid && r.expires > now && r.next_hop == next_hop && r.iface == iface
             })
-            .map(|(&d, _)| Ipv4Addr::from(d))
-            .collect()
+            .map(|(&d, _)| d)
+            .collect();
+        dead.sort_unstable();
+        dead.into_iter().map(Ipv4Addr::from).collect()
     }
 
     /// Ends routes whose lifetime ran out at `now`: an active one becomes
@@ -245,7 +253,9 @@ impl Table {
 
     /// Every entry, in destination order.
     pub fn iter(&self) -> impl Iterator<Item = (Ipv4Addr, &Route)> {
-        self.routes.iter().map(|(&d, r)| (Ipv4Addr::from(d), r))
+        let mut all: Vec<(&u32, &Route)> = self.routes.iter().collect();
+        all.sort_unstable_by_key(|(&d, _)| d);
+        all.into_iter().map(|(&d, r)| (Ipv4Addr::from(d), r))
     }
 }
 
