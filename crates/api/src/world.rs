@@ -2,7 +2,7 @@
 //! plus what the layer above them keeps, the applications' tasks, their
 //! shared counters and published metrics.
 //!
-//! `World` is owned by one thread. During [`crate::Simulation::run`] it sits
+//! `World` is owned by one thread. During `Simulation::run` (elvis-sim) it sits
 //! in a thread-local `RefCell`, borrowed for one event or one system call at
 //! a time; application futures are kept outside it so that polling one never
 //! holds a borrow.

@@ -255,6 +255,12 @@ fn routes_and_offloads(
     routes(&mut a.sim, machines, scenario.sim.routing, &a.groups)?;
     a.sim
         .set_per_packet_multipath(scenario.sim.per_packet_multipath);
+    if let Some(ns) = scenario.sim.tcp_min_rto_ns {
+        a.sim.set_tcp_config(elvis_sim::TcpConfig {
+            min_rto: std::time::Duration::from_nanos(ns),
+            ..elvis_sim::TcpConfig::default()
+        });
+    }
     offloads(&mut a.sim, machines, &a.groups)?;
     if scenario.sim.routing == RoutingMode::Latency && needs_auto(scenario) {
         a.sim.set_auto_routes(Some(Metric::Latency));

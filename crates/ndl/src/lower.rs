@@ -380,6 +380,7 @@ impl Lower<'_> {
                 "domain",
                 "realtime",
                 "multipath",
+                "min_rto",
             ],
         );
         self.no_children(b);
@@ -420,18 +421,38 @@ impl Lower<'_> {
         if let Some(p) = b.param("icmp_msgs_burst") {
             self.sc.sim.icmp_msgs_burst = self.value(p, parse_u64, "icmp_msgs_burst='50'");
         }
-        if let Some(p) = b.param("realtime") {
-            let yes = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
-                "yes" | "on" | "true" => Ok(true),
-                "no" | "off" | "false" => Ok(false),
-                _ => Err("expected yes or no".to_string()),
-            };
-            if let Some(on) = self.value(p, yes, "realtime='yes'") {
-                self.sc.sim.realtime = on;
-            }
-        }
+        self.realtime(b);
         self.multipath(b);
+        self.min_rto(b);
         self.dns_auto(b);
+    }
+
+    /// Reads `min_rto='…'`: more than 0, at most TCP's 120 s maximum.
+    fn min_rto(&mut self, b: &Block) {
+        let Some(p) = b.param("min_rto") else {
+            return;
+        };
+        let rto = |s: &str| match parse_duration_ns(s) {
+            Ok(ns) if ns > 0 && ns <= 120_000_000_000 => Ok(ns),
+            Ok(_) => Err("expected a time above 0 and at most 120s".to_string()),
+            Err(e) => Err(e),
+        };
+        self.sc.sim.tcp_min_rto_ns = self.value(p, rto, "min_rto='1ms'");
+    }
+
+    /// Reads `realtime='yes'` or `'no'` (the default).
+    fn realtime(&mut self, b: &Block) {
+        let Some(p) = b.param("realtime") else {
+            return;
+        };
+        let yes = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
+            "yes" | "on" | "true" => Ok(true),
+            "no" | "off" | "false" => Ok(false),
+            _ => Err("expected yes or no".to_string()),
+        };
+        if let Some(on) = self.value(p, yes, "realtime='yes'") {
+            self.sc.sim.realtime = on;
+        }
     }
 
     /// Reads `multipath='flow'` (the default) or `'packet'`.

@@ -23,7 +23,7 @@ pub enum Neighbours {
         len: u8,
         pairs: [(u32, u32); INLINE],
     },
-    /// More than [`INLINE`] entries.
+    /// More than `INLINE` entries.
     Map(Box<FxHashMap<u32, u32>>),
 }
 

@@ -45,7 +45,7 @@
 //!
 //! # Finding hearers
 //! A network of [`GRID_MIN_STATIONS`] or more stations finds the
-//! hearers of a frame through a uniform grid ([`grid`]), in time
+//! hearers of a frame through a uniform grid (`grid`), in time
 //! proportional to the stations near the sender; smaller ones scan every
 //! station. Both give the same hearers in the same order.
 
@@ -265,7 +265,7 @@ pub struct Wireless {
 }
 
 /// Networks with at least this many stations find hearers through the
-/// spatial index ([`grid`]); smaller ones scan every station, which for
+/// spatial index (`grid`); smaller ones scan every station, which for
 /// a few dozen stations costs no more than visiting the grid's cells and
 /// sorting the candidates (the Broch scenario's 50 stations in 1500 m ×
 /// 300 m are mostly within 3 × 3 cells of 312 m of any sender).

@@ -174,6 +174,10 @@ pub struct SimSettings {
     /// next hops, not each flow (`multipath='flow'`, the default).
     #[serde(default)]
     pub per_packet_multipath: bool,
+    /// `min_rto='…'`: TCP's minimum retransmission timeout on every
+    /// machine (ns; `None`: Linux's 200 ms).
+    #[serde(default)]
+    pub tcp_min_rto_ns: Option<u64>,
     pub loc: Loc,
 }
 
@@ -236,6 +240,7 @@ impl Default for SimSettings {
             dns: None,
             realtime: false,
             per_packet_multipath: false,
+            tcp_min_rto_ns: None,
             loc: Loc::default(),
         }
     }

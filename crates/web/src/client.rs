@@ -109,7 +109,7 @@ fn next_port(host: &Host, o: &Origin) -> u16 {
     cur
 }
 
-/// Opens a connection to `o` from the next free port of [`PORTS`].
+/// Opens a connection to `o` from the next free port of `PORTS`.
 ///
 /// # Errors
 /// The connection failed, or no port was free.

@@ -320,7 +320,7 @@ pub fn trailers(buf: &[u8]) -> Result<Option<usize>, Error> {
 }
 
 /// Decodes a whole chunked body at the start of `buf`: `Ok(None)` while
-/// incomplete, else the data and the coded length. [`Reader::chunked`]
+/// incomplete, else the data and the coded length. `Reader::chunked`
 /// does the same from a socket.
 ///
 /// # Errors

@@ -118,7 +118,7 @@ impl TcpSocket {
 
     /// Chooses whether this connection uses ECN (RFC 3168), as Linux's
     /// `net.ipv4.tcp_ecn` does for a whole host (Linux has no per-socket
-    /// switch; the default is the simulation's [`crate::TcpConfig::ecn`]).
+    /// switch; the default is the simulation's `TcpConfig::ecn`).
     pub fn set_ecn(&mut self, mode: EcnMode) {
         self.opts.ecn = Some(mode);
     }
@@ -126,7 +126,7 @@ impl TcpSocket {
     /// Chooses the loss detection: RACK-TLP (RFC 8985, Linux's default) or
     /// RFC 6675's duplicate-ACK threshold with no tail loss probe (our
     /// default for now). The default is the simulation's
-    /// [`crate::TcpConfig::loss_detection`]; accepted connections inherit
+    /// `TcpConfig::loss_detection`; accepted connections inherit
     /// the listener's.
     pub fn set_loss_detection(&mut self, l: LossDetection) {
         self.opts.loss_detection = Some(l);

@@ -2,8 +2,8 @@
 //! clause 10.3), and the contention-free `Mac::None`, on one wireless
 //! network (see "Medium access" in [`crate::wireless`]).
 //!
-//! Each station is a small state machine ([`super::Own`]) driven by four
-//! timers ([`super::TimerKind`]). A frame on the air is an [`super::Air`]
+//! Each station is a small state machine (`super::Own`) driven by four
+//! timers ([`super::TimerKind`]). A frame on the air is an `super::Air`
 //! with the stations that hear it; its start and its end update each
 //! hearer's receiver (carrier sense, the frame it is locked on and
 //! whether that frame is still intact), and its end hands decoded

@@ -21,7 +21,7 @@ pub struct DhcpReport {
     pub configured: u64,
     /// Clients that never got an address.
     pub never_configured: u64,
-    /// The first [`MAX_UNCONFIGURED_LISTED`] of those, by name.
+    /// The first `MAX_UNCONFIGURED_LISTED` of those, by name.
     pub unconfigured: Vec<String>,
     /// Latest first lease among the clients, ns (`null` when none got one).
     pub last_configured_ns: Option<u64>,
@@ -50,7 +50,7 @@ pub struct DhcpServerReport {
     pub offered: u64,
     pub declined: u64,
     pub free: u64,
-    /// The first [`MAX_LEASES_LISTED`] leases in address order.
+    /// The first `MAX_LEASES_LISTED` leases in address order.
     pub leases: Vec<LeaseReport>,
 }
 
