@@ -1023,8 +1023,8 @@ mod tests {
 
         fn round(&mut self, b: &mut Bbr, rate: u64, acks: u64) {
             let bytes = Bbr::volume(rate, RTT).max(acks);
-            // The data ACKed this round was sent when the previous round's
-            // deliveries were complete.
+            // The data ACKed in this round trip was sent when the previous
+            // round trip's deliveries were complete.
             let prior = self.delivered;
             for _ in 0..acks {
                 self.delivered += bytes / acks;
@@ -1079,8 +1079,8 @@ mod tests {
         assert_eq!(b.ssthresh(), Bbr::volume(plateau, RTT));
     }
 
-    /// Growth is measured against the bandwidth of the last round that
-    /// grew by 25 %: a 20 % step after a plateau does not restart the
+    /// Growth is measured against the bandwidth of the last round trip
+    /// that grew by 25 %: a 20 % step after a plateau does not restart the
     /// count (Startup still ends 3 rounds after the plateau began), a 30 %
     /// step does (it ends 3 rounds after the step).
     #[test]

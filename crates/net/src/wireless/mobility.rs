@@ -99,6 +99,19 @@ impl Leg {
         }
     }
 
+    /// A straight move from `from` to `to` at `speed` m/s starting at
+    /// `start_ns`, then a pause of `pause_ns`.
+    fn travel(from: [f64; 2], to: [f64; 2], start_ns: u64, speed: f64, pause_ns: u64) -> Leg {
+        let arrive_ns = start_ns + travel_ns(dist(from, to), speed);
+        Leg {
+            from,
+            to,
+            start_ns,
+            arrive_ns,
+            until_ns: arrive_ns + pause_ns,
+        }
+    }
+
     /// Returns the position at `t` (clamped to the leg).
     pub fn at(&self, t: u64) -> [f64; 2] {
         if t >= self.arrive_ns || self.arrive_ns == self.start_ns {
@@ -143,14 +156,7 @@ pub fn next_leg(model: &Model, prev: &Leg, rng: &mut Rng) -> Leg {
         } => {
             let to = [rng.random::<f64>() * area.0, rng.random::<f64>() * area.1];
             let v = speed.0 + rng.random::<f64>() * (speed.1 - speed.0);
-            let arrive = start + travel_ns(dist(from, to), v);
-            Leg {
-                from,
-                to,
-                start_ns: start,
-                arrive_ns: arrive,
-                until_ns: arrive + pause_ns,
-            }
+            Leg::travel(from, to, start, v, pause_ns)
         }
         Model::RandomWalk {
             area,
@@ -284,14 +290,7 @@ fn manhattan_leg(model: &Model, prev: &Leg, rng: &mut Rng) -> Leg {
         return Leg::stay(from, start, u64::MAX);
     }
     let v = speed.0 + rng.random::<f64>() * (speed.1 - speed.0);
-    let arrive = start + travel_ns(dist(from, to), v);
-    Leg {
-        from,
-        to,
-        start_ns: start,
-        arrive_ns: arrive,
-        until_ns: arrive + pause_ns,
-    }
+    Leg::travel(from, to, start, v, pause_ns)
 }
 
 /// An ns-2 `setdest` movement file's legs, per node index: the initial
