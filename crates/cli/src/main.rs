@@ -26,7 +26,6 @@
 #![forbid(unsafe_code)]
 
 mod examples;
-mod huge_pages;
 mod interrupt;
 mod memory;
 mod output;
@@ -203,11 +202,6 @@ struct RunArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match &cli.command {
-        Command::Run(args) => huge_pages::without_for_small(args.file.as_deref()),
-        Command::Check { file, .. } => huge_pages::without_for_small(Some(file)),
-        Command::Example { .. } | Command::Plot { .. } | Command::Completions { .. } => {}
-    }
     match cli.command {
         Command::Run(args) => run(args),
         Command::Check { file, max_memory } => check(&file, max_memory.as_deref()),
