@@ -5,6 +5,7 @@
 //! |---|---|---|---|
 //! | `hello` | `yes`, `no` | `yes` | HELLO messages find lost neighbours (RFC 3561 §6.9); with `no`, only the link layer (or ARP) reports a broken link |
 //! | `gratuitous` | `yes`, `no` | `no` | RREQs carry the G flag: an intermediate node that answers also tells the destination (§6.6.3) |
+//! | `rrep_ack` | `yes`, `no` | `no` | every unicast RREP asks for a RREP-ACK; a neighbour that does not send one is blacklisted and its RREQs ignored for BLACKLIST_TIMEOUT, 5.6 s (§6.8, unidirectional links) |
 
 use crate::{err, BuildError};
 use elvis_scenario::{MachineGroup, Param};
@@ -62,9 +63,10 @@ pub(crate) fn group(sim: &mut Simulation, g: &MachineGroup, first: u32) -> Resul
             "name" => {}
             "hello" => cfg.hello = yes_no(p)?,
             "gratuitous" => cfg.gratuitous = yes_no(p)?,
+            "rrep_ack" => cfg.rrep_ack = yes_no(p)?,
             other => {
                 return Err(err(p.loc, format!("protocol AODV has no option '{other}'"))
-                    .with_hint("its options are hello and gratuitous (yes or no)"))
+                    .with_hint("its options are hello, gratuitous and rrep_ack (yes or no)"))
             }
         }
     }

@@ -23,6 +23,7 @@
 //! | RREQ processing, duplicate suppression, reverse routes | §6.5 |
 //! | RREP by the destination, by an intermediate node, gratuitous RREP | §6.6 |
 //! | RREP processing, forward routes, precursors | §6.7 |
+//! | RREP-ACK on request (A flag), and the blacklist of neighbours whose RREP went unacknowledged: their RREQs are ignored for BLACKLIST_TIMEOUT ([`blacklist`]; the A flag is set when `rrep_ack` is on) | §6.8 |
 //! | HELLO messages, neighbour loss | §6.9 |
 //! | link breaks, RERR to precursors, RERR processing | §6.11 |
 //! | RREQ_RATELIMIT and RERR_RATELIMIT, 10 per second each: a RREQ past the limit waits for the next second (as ns-3's AODV), a RERR is not sent | §6.3, §6.11, §10 |
@@ -38,6 +39,7 @@
 //! wireless MAC calls when its retries to a next hop run out), or when ARP
 //! gets no answer for a next hop.
 
+pub mod blacklist;
 pub mod discovery;
 pub mod maintenance;
 pub mod table;
@@ -79,6 +81,12 @@ pub const TIMEOUT_BUFFER: u64 = 2;
 pub const RREQ_RATELIMIT: u8 = 10;
 /// RERRs a node sends per second at most (§6.11).
 pub const RERR_RATELIMIT: u8 = 10;
+/// How long a RREP's sender waits for the RREP-ACK it asked for (§10:
+/// NODE_TRAVERSAL_TIME + 10 ms).
+pub const NEXT_HOP_WAIT: u64 = NODE_TRAVERSAL_TIME + 10 * MS;
+/// How long a neighbour stays on the blacklist (§10: RREQ_RETRIES ×
+/// NET_TRAVERSAL_TIME).
+pub const BLACKLIST_TIMEOUT: u64 = RREQ_RETRIES as u64 * NET_TRAVERSAL_TIME;
 /// Datagrams queued per destination while its route is discovered.
 pub const QUEUE_LEN: usize = 64;
 
@@ -105,6 +113,9 @@ pub struct Config {
     pub hello: bool,
     /// Set the G flag on RREQs (§6.6.3).
     pub gratuitous: bool,
+    /// Ask for a RREP-ACK with every unicast RREP (the A flag) and
+    /// blacklist a neighbour that does not send it (§6.8).
+    pub rrep_ack: bool,
 }
 
 impl Default for Config {
@@ -112,6 +123,7 @@ impl Default for Config {
         Config {
             hello: true,
             gratuitous: false,
+            rrep_ack: false,
         }
     }
 }
@@ -188,6 +200,12 @@ pub struct Node {
     /// RREQs originated and RERRs sent in the current second.
     pub rreq_rate: RateWindow,
     pub rerr_rate: RateWindow,
+    /// RREP-ACKs asked for and not yet come, by neighbour: the generation
+    /// of the wait's timer (§6.8).
+    pub ack_wait: rustc_hash::FxHashMap<u32, u32>,
+    pub ack_gen: u32,
+    /// Blacklisted neighbours, until when (ns; §6.8).
+    pub blacklist: rustc_hash::FxHashMap<u32, u64>,
 }
 
 /// The run's AODV counters (the report's `aodv` section).
@@ -219,6 +237,11 @@ pub struct Stats {
     /// rate limits.
     pub rreq_rate_limited: u64,
     pub rerr_rate_limited: u64,
+    /// RREP-ACKs asked for that did not come (each blacklists the
+    /// neighbour), and RREQs ignored because their sender was on the
+    /// blacklist (§6.8).
+    pub rrep_ack_timeouts: u64,
+    pub rreq_blacklisted: u64,
 }
 
 /// Names of the message types, in [`Stats::sent`] order.
@@ -397,7 +420,7 @@ pub fn receive(
         wire::Msg::Rrep(r) if hello => maintenance::on_hello(w, m, iface, src, r),
         wire::Msg::Rrep(r) => discovery::on_rrep(w, m, iface, src, r),
         wire::Msg::Rerr(r) => maintenance::on_rerr(w, m, iface, src, r),
-        wire::Msg::RrepAck => {}
+        wire::Msg::RrepAck => blacklist::on_rrep_ack(w, m, src),
     }
     true
 }
@@ -407,6 +430,7 @@ pub fn on_timer(w: &mut Hosts, m: MachineId, timer: Timer) {
     match timer {
         Timer::AodvHello => maintenance::on_hello_tick(w, m),
         Timer::AodvDiscovery { dst, gen } => discovery::on_timeout(w, m, Ipv4Addr::from(dst), gen),
+        Timer::AodvRrepAck { neighbour, gen } => blacklist::on_timeout(w, m, neighbour, gen),
         _ => {}
     }
 }

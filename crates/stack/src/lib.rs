@@ -84,6 +84,8 @@ pub enum Timer {
     AodvHello,
     /// AODV's wait for a RREP to the discovery of `dst` (generation `gen`).
     AodvDiscovery { dst: u32, gen: u32 },
+    /// AODV's wait for the RREP-ACK of `neighbour` (generation `gen`).
+    AodvRrepAck { neighbour: u32, gen: u32 },
 }
 
 /// Runs a protocol timer.
@@ -101,7 +103,9 @@ pub fn on_timer(w: &mut Hosts, m: MachineId, timer: Timer) {
         Timer::ForeignRoom => crate::foreign::on_poll(w, m, true),
         Timer::NapiPoll => offload::poll(w, m),
         Timer::Dhcp { gen, .. } => dhcp::client::on_timer(w, m, gen),
-        Timer::AodvHello | Timer::AodvDiscovery { .. } => aodv::on_timer(w, m, timer),
+        Timer::AodvHello | Timer::AodvDiscovery { .. } | Timer::AodvRrepAck { .. } => {
+            aodv::on_timer(w, m, timer)
+        }
     }
 }
 

@@ -49,6 +49,11 @@ pub struct AodvReport {
     /// not sent past RERR_RATELIMIT (RFC 3561 §6.3, §6.11: 10 a second).
     pub rreq_rate_limited: u64,
     pub rerr_rate_limited: u64,
+    /// RREP-ACKs asked for that did not come (each blacklists the
+    /// neighbour), and RREQs ignored from blacklisted neighbours (RFC
+    /// 3561 §6.8).
+    pub rrep_ack_timeouts: u64,
+    pub rreq_blacklisted: u64,
     /// `mgen` messages sent and `mgen_sink` messages received over the
     /// run, their ratio, and the sinks' mean one-way delay weighted by the
     /// messages each received (absent without mgen flows).
@@ -128,6 +133,8 @@ impl AodvReport {
             routes_invalidated: s.routes_invalidated,
             rreq_rate_limited: s.rreq_rate_limited,
             rerr_rate_limited: s.rerr_rate_limited,
+            rrep_ack_timeouts: s.rrep_ack_timeouts,
+            rreq_blacklisted: s.rreq_blacklisted,
             data_sent: sent,
             data_delivered: delivered,
             delivery_ratio: match (sent, delivered) {

@@ -63,6 +63,7 @@ fn ping(n: u32, data: usize, dir: Option<&TempDir>) -> (u64, elvis_sim::Report) 
     let no_hello = Config {
         hello: false,
         gratuitous: false,
+        rrep_ack: false,
     };
     let (mut sim, ms) = chain(n, no_hello);
     let got = log();

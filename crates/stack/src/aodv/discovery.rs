@@ -199,6 +199,9 @@ pub(super) fn on_rreq(
     mut r: Rreq,
 ) {
     let now = w.now().as_nanos();
+    if blacklist::ignores(w, m, from) {
+        return;
+    }
     neighbour_route(w, m, iface, from);
     let own = w.machines[m as usize].ifaces[0].ip;
     let Some(n) = node(w, m) else { return };
@@ -265,8 +268,7 @@ fn reply_as_destination(w: &mut Hosts, m: MachineId, iface: IfaceId, from: Ipv4A
         orig: r.orig,
         lifetime_ms: (MY_ROUTE_TIMEOUT / MS) as u32,
     };
-    let ttl = w.stack.default_ttl;
-    send(w, m, iface, from, ttl, &Msg::Rrep(rrep));
+    blacklist::send_rrep(w, m, iface, from, rrep);
 }
 
 /// §6.6.2: an intermediate node with a fresh route `f` answers for the
@@ -300,8 +302,7 @@ fn reply_as_intermediate(
         orig: r.orig,
         lifetime_ms: (f.expires.saturating_sub(now) / MS) as u32,
     };
-    let ttl = w.stack.default_ttl;
-    send(w, m, iface, from, ttl, &Msg::Rrep(rrep));
+    blacklist::send_rrep(w, m, iface, from, rrep);
     if let (true, Some((hops, expires))) = (r.gratuitous, back) {
         let g = Rrep {
             repair: false,
@@ -313,7 +314,7 @@ fn reply_as_intermediate(
             orig: r.dst,
             lifetime_ms: (expires.saturating_sub(now) / MS) as u32,
         };
-        send(w, m, f.iface, f.next_hop, ttl, &Msg::Rrep(g));
+        blacklist::send_rrep(w, m, f.iface, f.next_hop, g);
     }
 }
 
@@ -322,6 +323,9 @@ fn reply_as_intermediate(
 /// the originator along the reverse route.
 pub(super) fn on_rrep(w: &mut Hosts, m: MachineId, iface: IfaceId, from: Ipv4Addr, mut r: Rrep) {
     let now = w.now().as_nanos();
+    if r.ack_required {
+        blacklist::acknowledge(w, m, iface, from);
+    }
     neighbour_route(w, m, iface, from);
     r.hop_count = r.hop_count.saturating_add(1);
     let Some(n) = node(w, m) else { return };
@@ -351,6 +355,5 @@ pub(super) fn on_rrep(w: &mut Hosts, m: MachineId, iface: IfaceId, from: Ipv4Add
     }
     n.table.refresh(r.orig, now, now + ACTIVE_ROUTE_TIMEOUT);
     w.obs.aodv.rrep_forwarded += 1;
-    let ttl = w.stack.default_ttl;
-    send(w, m, back.iface, back.next_hop, ttl, &Msg::Rrep(r));
+    blacklist::send_rrep(w, m, back.iface, back.next_hop, r);
 }

@@ -49,6 +49,7 @@ fn no_hello() -> Config {
     Config {
         hello: false,
         gratuitous: false,
+        rrep_ack: false,
     }
 }
 
@@ -344,8 +345,8 @@ fn an_intermediate_node_with_a_fresh_route_answers_and_tells_the_destination() {
     // answers (§6.6.2) and, the G flag being set, sends the gratuitous
     // RREP to n4 (§6.6.3).
     let cfg = Config {
-        hello: false,
         gratuitous: true,
+        ..no_hello()
     };
     let (mut lab, ms, _) = chain(5, cfg, false);
     let lx = lab.lan("lx");
@@ -492,4 +493,83 @@ fn a_rate_window_admits_limit_per_second_and_names_the_next_second() {
     assert_eq!(r.take(s - 1, 3), Err(s));
     assert_eq!(r.take(s, 3), Ok(()));
     assert_eq!(r.take(7 * s + 1, 3), Ok(()));
+}
+
+fn rrep_ack() -> Config {
+    Config {
+        rrep_ack: true,
+        ..no_hello()
+    }
+}
+
+#[test]
+fn with_rrep_ack_every_unicast_rrep_is_acknowledged_by_its_next_hop() {
+    // RFC 3561 §6.8, §5.4: the destination's RREP (A flag) to n1, and n1's
+    // to n0, each answered by a RREP-ACK; nothing waits afterwards and
+    // the discovery takes what it takes without them (§6.4's closed form).
+    let (mut lab, ms, _) = chain(3, rrep_ack(), false);
+    let sock = lab.bind_udp(ms[2], 7);
+    lab.send_udp(ms[0], addr(&lab, ms[2]), b"x");
+    lab.run_for(Duration::from_secs(2));
+    assert!(sock.rx.borrow_mut().pop().is_some());
+    let s = &lab.w.obs.aodv;
+    assert_eq!(s.sent[1], 2, "two unicast RREPs");
+    assert_eq!(s.sent[3], 2, "two RREP-ACKs");
+    assert_eq!((s.rrep_ack_timeouts, s.rreq_blacklisted), (0, 0));
+    assert_eq!(
+        s.discovery_ns,
+        [ring_traversal_time(1) + 2 * 2 * LAT],
+        "TTL 1 finds nobody, TTL 3 reaches n2 two hops away"
+    );
+    for &m in &ms {
+        assert!(node_ref(&lab.w, m).unwrap().ack_wait.is_empty());
+    }
+}
+
+#[test]
+fn a_rrep_never_acknowledged_blacklists_the_neighbour_until_blacklist_timeout() {
+    // n0 looks for n1 (one hop). n1's first RREP is lost (n0 is down while
+    // it arrives), so no RREP-ACK comes within NEXT_HOP_WAIT and n1
+    // blacklists n0 for BLACKLIST_TIMEOUT = 5.6 s (§6.8, §10). n0's RREQs
+    // at 240, 640, 1,200, 1,920 and 4,720 ms are ignored; the one at
+    // 10,320 ms (the second retry at NET_DIAMETER, §6.3) is answered.
+    assert_eq!(NEXT_HOP_WAIT, 50_000_000);
+    assert_eq!(BLACKLIST_TIMEOUT, 5_600_000_000);
+    let (mut lab, ms, _) = chain(2, rrep_ack(), false);
+    let sock = lab.bind_udp(ms[1], 7);
+    lab.send_udp(ms[0], addr(&lab, ms[1]), b"x");
+    lab.run_until(Time::from_nanos(LAT));
+    assert_eq!(node_ref(&lab.w, ms[1]).unwrap().ack_wait.len(), 1);
+    lab.w.machines[ms[0] as usize].crashed = true;
+    lab.run_until(Time::from_nanos(2 * LAT + 1));
+    lab.w.machines[ms[0] as usize].crashed = false;
+    lab.run_until(Time::from_nanos(LAT + NEXT_HOP_WAIT));
+    assert_eq!(lab.w.obs.aodv.rrep_ack_timeouts, 1);
+    lab.run_for(Duration::from_secs(12));
+    assert!(sock.rx.borrow_mut().pop().is_some(), "delivered in the end");
+    let s = &lab.w.obs.aodv;
+    assert_eq!(s.rreq_blacklisted, 5);
+    assert_eq!(s.rrep_ack_timeouts, 1, "the answered RREP was acknowledged");
+    assert_eq!(s.discovery_ns, [10_320_000_000 + 2 * LAT]);
+}
+
+#[test]
+fn without_rrep_ack_a_lost_rrep_blacklists_nobody() {
+    let (mut lab, ms, _) = chain(2, no_hello(), false);
+    lab.send_udp(ms[0], addr(&lab, ms[1]), b"x");
+    lab.run_until(Time::from_nanos(LAT));
+    lab.w.machines[ms[0] as usize].crashed = true;
+    lab.run_until(Time::from_nanos(2 * LAT + 1));
+    lab.w.machines[ms[0] as usize].crashed = false;
+    lab.run_for(Duration::from_secs(2));
+    let s = &lab.w.obs.aodv;
+    assert_eq!(
+        (s.rrep_ack_timeouts, s.rreq_blacklisted, s.sent[3]),
+        (0, 0, 0)
+    );
+    assert_eq!(
+        s.discovery_ns,
+        [ring_traversal_time(1) + 2 * LAT],
+        "the next ring's RREQ is answered"
+    );
 }
