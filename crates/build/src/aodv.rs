@@ -6,6 +6,7 @@
 //! | `hello` | `yes`, `no` | `yes` | HELLO messages find lost neighbours (RFC 3561 §6.9); with `no`, only the link layer (or ARP) reports a broken link |
 //! | `gratuitous` | `yes`, `no` | `no` | RREQs carry the G flag: an intermediate node that answers also tells the destination (§6.6.3) |
 //! | `rrep_ack` | `yes`, `no` | `no` | every unicast RREP asks for a RREP-ACK; a neighbour that does not send one is blacklisted and its RREQs ignored for BLACKLIST_TIMEOUT, 5.6 s (§6.8, unidirectional links) |
+//! | `local_repair` | `yes`, `no` | `no` | a node whose link to the next hop of a transit route breaks looks for the destination itself (one RREQ, TTL = last hop count + 2) before reporting the break; a longer repaired route is announced by a RERR with the N flag (§6.12) |
 
 use crate::{err, BuildError};
 use elvis_scenario::{MachineGroup, Param};
@@ -64,9 +65,13 @@ pub(crate) fn group(sim: &mut Simulation, g: &MachineGroup, first: u32) -> Resul
             "hello" => cfg.hello = yes_no(p)?,
             "gratuitous" => cfg.gratuitous = yes_no(p)?,
             "rrep_ack" => cfg.rrep_ack = yes_no(p)?,
+            "local_repair" => cfg.local_repair = yes_no(p)?,
             other => {
-                return Err(err(p.loc, format!("protocol AODV has no option '{other}'"))
-                    .with_hint("its options are hello, gratuitous and rrep_ack (yes or no)"))
+                return Err(
+                    err(p.loc, format!("protocol AODV has no option '{other}'")).with_hint(
+                        "its options are hello, gratuitous, rrep_ack and local_repair (yes or no)",
+                    ),
+                )
             }
         }
     }

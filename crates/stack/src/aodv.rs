@@ -25,6 +25,7 @@
 //! | RREP processing, forward routes, precursors | §6.7 |
 //! | RREP-ACK on request (A flag), and the blacklist of neighbours whose RREP went unacknowledged: their RREQs are ignored for BLACKLIST_TIMEOUT ([`blacklist`]; the A flag is set when `rrep_ack` is on) | §6.8 |
 //! | HELLO messages, neighbour loss | §6.9 |
+//! | local repair of a transit route at a link break, RERR with the N flag when the repaired route is longer (`local_repair`; [`repair`]) | §6.12 |
 //! | link breaks, RERR to precursors, RERR processing | §6.11 |
 //! | RREQ_RATELIMIT and RERR_RATELIMIT, 10 per second each: a RREQ past the limit waits for the next second (as ns-3's AODV), a RERR is not sent | §6.3, §6.11, §10 |
 //!
@@ -42,6 +43,7 @@
 pub mod blacklist;
 pub mod discovery;
 pub mod maintenance;
+pub mod repair;
 pub mod table;
 #[cfg(test)]
 mod tests;
@@ -87,6 +89,9 @@ pub const NEXT_HOP_WAIT: u64 = NODE_TRAVERSAL_TIME + 10 * MS;
 /// How long a neighbour stays on the blacklist (§10: RREQ_RETRIES ×
 /// NET_TRAVERSAL_TIME).
 pub const BLACKLIST_TIMEOUT: u64 = RREQ_RETRIES as u64 * NET_TRAVERSAL_TIME;
+/// Local repair's limit and TTL margin (§10: 0.3 × NET_DIAMETER, 2).
+pub const MAX_REPAIR_TTL: u8 = 10;
+pub const LOCAL_ADD_TTL: u8 = 2;
 /// Datagrams queued per destination while its route is discovered.
 pub const QUEUE_LEN: usize = 64;
 
@@ -116,6 +121,9 @@ pub struct Config {
     /// Ask for a RREP-ACK with every unicast RREP (the A flag) and
     /// blacklist a neighbour that does not send it (§6.8).
     pub rrep_ack: bool,
+    /// Repair a broken transit route locally instead of reporting it
+    /// at once (§6.12).
+    pub local_repair: bool,
 }
 
 impl Default for Config {
@@ -124,6 +132,7 @@ impl Default for Config {
             hello: true,
             gratuitous: false,
             rrep_ack: false,
+            local_repair: false,
         }
     }
 }
@@ -167,6 +176,9 @@ pub struct Discovery {
     /// The next RREQ waits for the rate limit (its timer sends it at the
     /// same TTL).
     pub deferred: bool,
+    /// A local repair (§6.12): the broken route's hop count and
+    /// precursors.
+    pub repair: Option<repair::Repair>,
 }
 
 /// What a node knows of a neighbour (§6.9).
@@ -242,6 +254,11 @@ pub struct Stats {
     /// blacklist (§6.8).
     pub rrep_ack_timeouts: u64,
     pub rreq_blacklisted: u64,
+    /// Local repairs started and failed, and RERRs with the N flag sent
+    /// for repaired routes that got longer (§6.12).
+    pub local_repairs: u64,
+    pub local_repairs_failed: u64,
+    pub rerr_no_delete: u64,
 }
 
 /// Names of the message types, in [`Stats::sent`] order.
@@ -347,7 +364,8 @@ pub fn hold(w: &mut Hosts, m: MachineId, msg: &mut Message) {
     let Some((src, dst)) = addrs(msg) else {
         return w.drop_packet(DropReason::Malformed("ipv4"));
     };
-    if !ipv4::owns(w, m, src) {
+    let repairing = node_ref(w, m).is_some_and(|n| n.pending.contains_key(&u32::from(dst)));
+    if !repairing && !ipv4::owns(w, m, src) {
         w.obs.aodv.dropped_no_route += 1;
         w.drop_packet(DropReason::Aodv("no_route"));
         return maintenance::no_route(w, m, dst);

@@ -5,7 +5,7 @@
 //! | `ARP` | `local`, `default` (Elvis: ARP's preconfigured subnet) | here: `default` becomes a default route |
 //! | `TCP` | `syn_cookies`, `syn_backlog`, `congestion` | the builder (`elvis-build`, `tcp.rs`) |
 //! | `DHCP` | `start` | the builder (`dhcp.rs`) |
-//! | `AODV` | `hello`, `gratuitous`, `rrep_ack` | the builder (`aodv.rs`) |
+//! | `AODV` | `hello`, `gratuitous`, `rrep_ack`, `local_repair` | the builder (`aodv.rs`) |
 //! | `IPv4`, `UDP`, `ICMP`, `Ethernet` | none | — |
 //!
 //! In Elvis, `[Protocol name='ARP' local='A' default='G']` gives ARP the

@@ -54,6 +54,11 @@ pub struct AodvReport {
     /// 3561 §6.8).
     pub rrep_ack_timeouts: u64,
     pub rreq_blacklisted: u64,
+    /// Local repairs started and failed, and RERRs with the N flag sent
+    /// for repaired routes that got longer (RFC 3561 §6.12).
+    pub local_repairs: u64,
+    pub local_repairs_failed: u64,
+    pub rerr_no_delete: u64,
     /// `mgen` messages sent and `mgen_sink` messages received over the
     /// run, their ratio, and the sinks' mean one-way delay weighted by the
     /// messages each received (absent without mgen flows).
@@ -135,6 +140,9 @@ impl AodvReport {
             rerr_rate_limited: s.rerr_rate_limited,
             rrep_ack_timeouts: s.rrep_ack_timeouts,
             rreq_blacklisted: s.rreq_blacklisted,
+            local_repairs: s.local_repairs,
+            local_repairs_failed: s.local_repairs_failed,
+            rerr_no_delete: s.rerr_no_delete,
             data_sent: sent,
             data_delivered: delivered,
             delivery_ratio: match (sent, delivered) {

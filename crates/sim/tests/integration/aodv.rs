@@ -64,6 +64,7 @@ fn ping(n: u32, data: usize, dir: Option<&TempDir>) -> (u64, elvis_sim::Report) 
         hello: false,
         gratuitous: false,
         rrep_ack: false,
+        local_repair: false,
     };
     let (mut sim, ms) = chain(n, no_hello);
     let got = log();

@@ -34,9 +34,38 @@ pub(super) fn start(w: &mut Hosts, m: MachineId, dst: Ipv4Addr, first: Message) 
             started: now,
             gen: n.gen,
             deferred: false,
+            repair: None,
         },
     );
     w.obs.aodv.discoveries += 1;
+    send_rreq(w, m, dst);
+}
+
+/// Starts the discovery of a local repair (§6.12): one RREQ of `ttl`,
+/// no further rings or retries.
+pub(super) fn start_repair(
+    w: &mut Hosts,
+    m: MachineId,
+    dst: Ipv4Addr,
+    ttl: u8,
+    how: repair::Repair,
+) {
+    let now = w.now().as_nanos();
+    let Some(n) = node(w, m) else { return };
+    n.gen = n.gen.wrapping_add(1);
+    n.pending.insert(
+        u32::from(dst),
+        Discovery {
+            queue: VecDeque::new(),
+            ttl,
+            retries: RREQ_RETRIES,
+            started: now,
+            gen: n.gen,
+            deferred: false,
+            repair: Some(how),
+        },
+    );
+    w.obs.aodv.local_repairs += 1;
     send_rreq(w, m, dst);
 }
 
@@ -110,6 +139,8 @@ pub(super) fn on_timeout(w: &mut Hosts, m: MachineId, dst: Ipv4Addr, gen: u32) {
     }
     if std::mem::take(&mut d.deferred) {
         // The rate limit's wait is over: the same RREQ goes now.
+    } else if d.repair.is_some() {
+        return fail(w, m, dst);
     } else if d.ttl < NET_DIAMETER {
         d.ttl = d.ttl.saturating_add(TTL_INCREMENT);
         if d.ttl > TTL_THRESHOLD {
@@ -131,7 +162,10 @@ fn fail(w: &mut Hosts, m: MachineId, dst: Ipv4Addr) {
     let Some(d) = n.pending.remove(&u32::from(dst)) else {
         return;
     };
-    w.obs.aodv.discoveries_failed += 1;
+    match d.repair {
+        Some(r) => repair::failed(w, m, dst, r),
+        None => w.obs.aodv.discoveries_failed += 1,
+    }
     for mut msg in d.queue {
         w.obs.aodv.dropped_no_route += 1;
         w.drop_packet(DropReason::Aodv("no_route"));
@@ -156,7 +190,10 @@ fn found(w: &mut Hosts, m: MachineId, dst: Ipv4Addr) {
     let Some(d) = n.pending.remove(&u32::from(dst)) else {
         return;
     };
-    w.obs.aodv.discovery_ns.push(now - d.started);
+    match d.repair {
+        Some(r) => repair::done(w, m, dst, r),
+        None => w.obs.aodv.discovery_ns.push(now - d.started),
+    }
     for mut msg in d.queue {
         let Some(n) = node_ref(w, m) else { return };
         let r = route(w, m, n, dst);

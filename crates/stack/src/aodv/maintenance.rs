@@ -22,6 +22,7 @@ pub fn link_failed(w: &mut Hosts, m: MachineId, next_hop: Ipv4Addr) {
         return;
     }
     w.obs.aodv.link_breaks += 1;
+    let dead = repair::start_all(w, m, dead);
     invalidate_and_report(w, m, &dead, &[]);
 }
 
@@ -77,7 +78,7 @@ fn rerr_allowed(w: &mut Hosts, m: MachineId) -> bool {
 
 /// Sends `rerr` to the one precursor in `to` (unicast along its route), or
 /// broadcasts it with TTL 1, within the rate limit.
-fn send_rerr(w: &mut Hosts, m: MachineId, to: &[Ipv4Addr], rerr: &Msg) {
+pub(super) fn send_rerr(w: &mut Hosts, m: MachineId, to: &[Ipv4Addr], rerr: &Msg) {
     if !rerr_allowed(w, m) {
         return;
     }
@@ -116,6 +117,9 @@ pub(super) fn no_route(w: &mut Hosts, m: MachineId, dst: Ipv4Addr) {
 /// names whose next hop is `from` become invalid, with its numbers, and
 /// those with precursors are reported on.
 pub(super) fn on_rerr(w: &mut Hosts, m: MachineId, iface: IfaceId, from: Ipv4Addr, r: Rerr) {
+    if r.no_delete {
+        return repair::on_no_delete(w, m, iface, from, r);
+    }
     let now = w.now().as_nanos();
     let Some(n) = node_ref(w, m) else { return };
     let (dests, seqs): (Vec<Ipv4Addr>, Vec<u32>) = r

@@ -50,6 +50,7 @@ fn no_hello() -> Config {
         hello: false,
         gratuitous: false,
         rrep_ack: false,
+        local_repair: false,
     }
 }
 
@@ -572,4 +573,192 @@ fn without_rrep_ack_a_lost_rrep_blacklists_nobody() {
         [ring_traversal_time(1) + 2 * LAT],
         "the next ring's RREQ is answered"
     );
+}
+
+/// Machines `n0`… joined by one LAN per pair in `links` (10.0.i.1 on the
+/// first end, 10.0.i.2 on the second); returns them and each one's AODV
+/// address (its first interface's).
+fn mesh(n: usize, links: &[(usize, usize)], cfg: Config) -> (Lab, Vec<MachineId>, Vec<Ipv4Addr>) {
+    let mut lab = Lab::new();
+    let ms: Vec<MachineId> = (0..n)
+        .map(|k| lab.machine(&format!("n{k}"), Protocols::UDP))
+        .collect();
+    for (i, &(a, b)) in links.iter().enumerate() {
+        let net = lab.lan(&format!("l{i}"));
+        lab.attach(ms[a], net, Ipv4Addr::new(10, 0, i as u8, 1));
+        lab.attach(ms[b], net, Ipv4Addr::new(10, 0, i as u8, 2));
+    }
+    for &m in &ms {
+        enable(&mut lab.w, m, cfg);
+    }
+    let addrs = ms.iter().map(|&m| addr(&lab, m)).collect();
+    (lab, ms, addrs)
+}
+
+/// Sends a datagram from `s` to `to` (port 7) every 250 ms, `count`
+/// times; returns how many `sock` received.
+fn stream(
+    lab: &mut Lab,
+    sock: &crate::endpoint::UdpShared,
+    s: MachineId,
+    to: Ipv4Addr,
+    count: u32,
+) -> u32 {
+    let mut got = 0;
+    for _ in 0..count {
+        lab.send_udp(s, to, b"p");
+        lab.run_for(Duration::from_millis(250));
+        while sock.rx.borrow_mut().pop().is_some() {
+            got += 1;
+        }
+    }
+    got
+}
+
+fn local_repair() -> Config {
+    Config {
+        local_repair: true,
+        ..Config::default()
+    }
+}
+
+#[test]
+fn a_local_repair_over_an_equal_path_is_invisible_to_the_source() {
+    // s=n0 – a=n1, then n1 – n2 – n4 and n1 – n3 – n4 (d=n4). The next hop
+    // of a's route dies; a finds d again with one RREQ of TTL 2 + 2 (RFC
+    // 3561 §6.12) and reports nothing: s keeps its route, no RERR.
+    let links = [(0, 1), (1, 2), (1, 3), (2, 4), (3, 4)];
+    let (mut lab, ms, ip) = mesh(5, &links, local_repair());
+    let sock = lab.bind_udp(ms[4], 7);
+    let got = stream(&mut lab, &sock, ms[0], ip[4], 12);
+    assert_eq!(got, 12);
+    let now = lab.w.now().as_nanos();
+    let via = node_ref(&lab.w, ms[1])
+        .unwrap()
+        .table
+        .active(ip[4], now)
+        .unwrap()
+        .next_hop;
+    let (dead, other) = if via == Ipv4Addr::new(10, 0, 1, 2) {
+        (2, 3)
+    } else {
+        (3, 2)
+    };
+    lab.w.machines[ms[dead] as usize].crashed = true;
+    let got = stream(&mut lab, &sock, ms[0], ip[4], 40);
+    let s = &lab.w.obs.aodv;
+    assert_eq!(
+        (s.local_repairs, s.local_repairs_failed, s.rerr_no_delete),
+        (1, 0, 0),
+        "{s:?}"
+    );
+    assert_eq!(s.discoveries, 1, "the source never looked again");
+    assert_eq!(s.sent[2], 0, "no RERR");
+    let now = lab.w.now().as_nanos();
+    let r = node_ref(&lab.w, ms[1])
+        .unwrap()
+        .table
+        .active(ip[4], now)
+        .cloned()
+        .unwrap();
+    assert_eq!((r.next_hop, r.hops), (ip[other], 2));
+    assert_eq!(r.precursors.as_slice(), &[ip[0]], "the precursor is kept");
+    // Lost: what was sent before HELLOs found the break (at most
+    // ALLOWED_HELLO_LOSS + 1 intervals of datagrams), no more.
+    assert!((28..40).contains(&got), "{got} of 40");
+}
+
+#[test]
+fn a_local_repair_that_finds_a_longer_route_sends_a_rerr_with_the_n_flag() {
+    // n1's route to n4 was n1 – n2 – n4 (2 hops); with n2 gone the repair
+    // finds n1 – n3 – n5 – n4 (3 hops): a RERR with N goes to n0, whose
+    // route stays (§6.12, §6.11: N means do not delete).
+    let links = [(0, 1), (1, 2), (2, 4), (1, 3), (3, 5), (5, 4)];
+    let (mut lab, ms, ip) = mesh(6, &links, local_repair());
+    let sock = lab.bind_udp(ms[4], 7);
+    assert_eq!(stream(&mut lab, &sock, ms[0], ip[4], 12), 12);
+    lab.w.machines[ms[2] as usize].crashed = true;
+    let got = stream(&mut lab, &sock, ms[0], ip[4], 40);
+    assert!(got >= 28, "{got}");
+    let s = &lab.w.obs.aodv;
+    assert_eq!(
+        (s.local_repairs, s.local_repairs_failed, s.rerr_no_delete),
+        (1, 0, 1),
+        "{s:?}"
+    );
+    assert_eq!(s.discoveries, 1);
+    assert_eq!(s.received[2], 1, "n0 got the RERR");
+    let now = lab.w.now().as_nanos();
+    let r = node_ref(&lab.w, ms[0])
+        .unwrap()
+        .table
+        .active(ip[4], now)
+        .cloned()
+        .unwrap();
+    assert_eq!(r.next_hop, ip[1], "n0's route is still through n1");
+    let a = node_ref(&lab.w, ms[1])
+        .unwrap()
+        .table
+        .active(ip[4], now)
+        .cloned()
+        .unwrap();
+    assert_eq!(a.hops, 3);
+}
+
+#[test]
+fn a_failed_local_repair_reports_the_break_after_the_rings_traversal_time() {
+    // n0 – n1 – n2 – n3: n2 dies and nothing else leads to n3. n1's RREQ
+    // (TTL 4) gets no answer in RING_TRAVERSAL_TIME(4) = 480 ms; then n1
+    // sends n0 the RERR an unrepaired break would have sent.
+    let links = [(0, 1), (1, 2), (2, 3)];
+    let (mut lab, ms, ip) = mesh(4, &links, local_repair());
+    let sock = lab.bind_udp(ms[3], 7);
+    assert_eq!(stream(&mut lab, &sock, ms[0], ip[3], 12), 12);
+    lab.w.machines[ms[2] as usize].crashed = true;
+    // Nothing sent meanwhile: the break is found by HELLOs alone.
+    let mut when = None;
+    for _ in 0..600 {
+        lab.run_for(Duration::from_millis(10));
+        if lab.w.obs.aodv.local_repairs == 1 && when.is_none() {
+            when = Some(lab.w.now().as_nanos());
+        }
+        if lab.w.obs.aodv.received[2] > 0 {
+            break;
+        }
+    }
+    let started = when.expect("a repair started");
+    let s = &lab.w.obs.aodv;
+    assert_eq!((s.local_repairs, s.local_repairs_failed), (1, 1), "{s:?}");
+    let reported = lab.w.now().as_nanos();
+    // Both instants are seen at 10 ms steps: the RERR left
+    // RING_TRAVERSAL_TIME(4) after the repair's RREQ, give or take a step.
+    let (ring, step) = (ring_traversal_time(4), 10_000_000);
+    assert_eq!(ring, 480_000_000);
+    let took = reported - started;
+    assert!(
+        ring - step < took && took < ring + step + 2 * LAT,
+        "RERR {took} ns after the repair began"
+    );
+    let now = lab.w.now().as_nanos();
+    assert!(
+        node_ref(&lab.w, ms[0])
+            .unwrap()
+            .table
+            .active(ip[3], now)
+            .is_none(),
+        "n0's route is gone"
+    );
+}
+
+#[test]
+fn without_local_repair_the_break_is_reported_at_once() {
+    let links = [(0, 1), (1, 2), (2, 4), (1, 3), (3, 5), (5, 4)];
+    let (mut lab, ms, ip) = mesh(6, &links, Config::default());
+    let sock = lab.bind_udp(ms[4], 7);
+    assert_eq!(stream(&mut lab, &sock, ms[0], ip[4], 12), 12);
+    lab.w.machines[ms[2] as usize].crashed = true;
+    stream(&mut lab, &sock, ms[0], ip[4], 40);
+    let s = &lab.w.obs.aodv;
+    assert_eq!((s.local_repairs, s.rerr_no_delete), (0, 0));
+    assert_eq!(s.discoveries, 2, "n0 looked again after the RERR");
 }
