@@ -85,10 +85,12 @@
 //! remainder, so nothing is lost to rounding across ACKs.
 //!
 //! # Gaps
-//! - HyStart's `delay_min` is the engine's minimum RTT of the connection;
-//!   Linux forgets its own at a timeout and learns it again. Linux also
-//!   runs HyStart during a recovery whose window (PRR) is below ssthresh;
-//!   the engine does not consult the controller then.
+//! - HyStart's `delay_min` misses the RTT samples of ACKs in recovery
+//!   (the engine reports none) and keeps those of the first second of a
+//!   congestion avoidance epoch, which Linux leaves out; both matter only
+//!   after an undo back into slow start. Linux also runs HyStart during a
+//!   recovery whose window (PRR) is below ssthresh; the engine does not
+//!   consult the controller then.
 //! - Undo of a spurious congestion event restores the window and
 //!   threshold as Linux does (`tcp_reno_undo_cwnd`), not W_max, K and the
 //!   epoch as §4.9 describes; no ECN (§4.6's 1 SMSS floor for ECE).
@@ -286,11 +288,6 @@ impl Cubic {
             mss: self.mss,
             srtt_ns: self.srtt_ns,
         };
-        let delay_min = match (ev.min_rtt_ns, ev.rtt_ns) {
-            (0, r) => r.unwrap_or(0),
-            (m, Some(r)) => m.min(r),
-            (m, None) => m,
-        };
         let b = self
             .exit
             .get_or_insert_with(|| Box::new(Exit::HyStart(Detector::default())));
@@ -300,7 +297,7 @@ impl Cubic {
         let Exit::HyStart(d) = &mut **b else {
             return false;
         };
-        if d.on_ack(ev, &s, delay_min).is_none() {
+        if d.on_ack(ev, &s).is_none() {
             return false;
         }
         // `tp->snd_ssthresh = tcp_snd_cwnd(tp)`.
@@ -472,6 +469,10 @@ impl CongestionControl for Cubic {
         if ev.acked_bytes == 0 {
             return;
         }
+        if let Some(Exit::HyStart(d)) = self.exit.as_deref_mut() {
+            // HyStart's delay_min takes every data ACK's sample.
+            d.note_rtt(ev.rtt_ns);
+        }
         self.rto_backoff = false;
         if self.in_recovery {
             return;
@@ -538,12 +539,10 @@ impl CongestionControl for Cubic {
         self.after_rto = false;
         self.in_recovery = true;
         // HyStart++ ends at a loss (RFC 9406 §4.2). Linux's HyStart keeps
-        // `found`: if it had not found its exit, it watches again should an
-        // undo return the sender to slow start, from a new round (the one
-        // in progress is over by then), so its state can go.
-        self.exit = None;
+        // its state: if it had not found its exit, it watches again should
+        // an undo return the sender to slow start.
         if self.slow_start != SlowStart::HyStart {
-            self.armed = false;
+            self.disarm();
         }
     }
 

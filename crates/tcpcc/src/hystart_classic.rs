@@ -39,13 +39,13 @@
 //! bytes in flight before the ACK less the bytes it acknowledges, and an
 //! ACK acknowledging more than what is left starts the next round.
 //!
-//! Linux takes `delay_min` from every RTT sample since the connection
-//! began or its last timeout; here it is the minimum RTT the engine
-//! reports ([`crate::AckEvent::min_rtt_ns`]), the same until a timeout.
-//! Linux runs the tests only on ACKs with an RTT sample, which it has for
-//! every ACK of new data; here the round and the ACK train run on every
-//! ACK (without timestamps the engine samples one segment per round trip)
-//! and the delay test on those with a sample.
+//! `delay_min` is the minimum of the RTT samples of data ACKs since the
+//! detector began (Linux's is reset when CUBIC initialises, after the
+//! handshake, and on a timeout, so neither counts the SYN's RTT). Linux
+//! runs the tests only on ACKs with an RTT sample, which it has for every
+//! ACK of new data; here the round and the ACK train run on every ACK
+//! (without timestamps the engine samples one segment per round trip) and
+//! the delay test on those with a sample.
 
 use crate::AckEvent;
 
@@ -88,10 +88,12 @@ pub struct Sender {
     pub srtt_ns: u64,
 }
 
-/// HyStart's per-round state (Linux's `round_start`, `end_seq`,
+/// HyStart's state (Linux's `delay_min`, `round_start`, `end_seq`,
 /// `last_ack`, `curr_rtt`, `sample_cnt`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Detector {
+    /// The minimum RTT sampled, ns (`u64::MAX`: none yet).
+    delay_min_ns: u64,
     /// Bytes between `SND.UNA` and the round's end; an ACK of more starts
     /// the next round (0 before the first).
     round_left: u64,
@@ -104,6 +106,7 @@ pub struct Detector {
 impl Default for Detector {
     fn default() -> Self {
         Detector {
+            delay_min_ns: u64::MAX,
             round_left: 0,
             round_start_ns: 0,
             last_ack_ns: 0,
@@ -137,10 +140,24 @@ pub fn cushion(s: &Sender, in_flight: u64) -> u64 {
 }
 
 impl Detector {
-    /// Notes an ACK in slow start; `delay_min_ns` is the minimum RTT so
-    /// far (this ACK's sample included; 0: none). Returns the test that
-    /// ends slow start, if one does.
-    pub fn on_ack(&mut self, ev: &AckEvent, s: &Sender, delay_min_ns: u64) -> Option<Exit> {
+    /// Notes an RTT sample for `delay_min` (Linux's `cubictcp_acked` does
+    /// on every ACK with one, in slow start or not).
+    pub fn note_rtt(&mut self, rtt_ns: Option<u64>) {
+        if let Some(r) = rtt_ns {
+            self.delay_min_ns = self.delay_min_ns.min(r.max(1));
+        }
+    }
+
+    /// Returns the minimum RTT sampled, if any.
+    pub fn delay_min_ns(&self) -> Option<u64> {
+        (self.delay_min_ns != u64::MAX).then_some(self.delay_min_ns)
+    }
+
+    /// Notes an ACK in slow start. Returns the test that ends slow start,
+    /// if one does.
+    pub fn on_ack(&mut self, ev: &AckEvent, s: &Sender) -> Option<Exit> {
+        self.note_rtt(ev.rtt_ns);
+        let delay_min_ns = self.delay_min_ns;
         let now = ev.now_ns;
         if ev.acked_bytes > self.round_left {
             // `after(snd_una, end_seq)`: a new round (`bictcp_hystart_reset`).
@@ -152,7 +169,7 @@ impl Detector {
         } else {
             self.round_left -= ev.acked_bytes;
         }
-        if s.cwnd / s.mss.max(1) < LOW_WINDOW_SEGMENTS || delay_min_ns == 0 {
+        if s.cwnd / s.mss.max(1) < LOW_WINDOW_SEGMENTS || delay_min_ns == u64::MAX {
             return None;
         }
         let mut exit = None;
@@ -206,9 +223,16 @@ mod tests {
         }
     }
 
+    /// A detector that has seen a minimum RTT of 20 ms.
+    fn seen_20ms() -> Detector {
+        let mut d = Detector::default();
+        d.note_rtt(Some(20 * MS));
+        d
+    }
+
     /// Feeds ACKs of one segment each, `gap_ns` apart from `start_ns`, all
-    /// with RTT `rtt_ns` and a minimum RTT of 20 ms, with a window of
-    /// `segs`; returns the index and test of the ACK that exits, if any.
+    /// with RTT `rtt_ns`, with a window of `segs`; returns the index and
+    /// test of the ACK that exits, if any.
     fn train(
         d: &mut Detector,
         start_ns: u64,
@@ -219,7 +243,7 @@ mod tests {
     ) -> Option<(u64, Exit)> {
         (0..n).find_map(|i| {
             let ev = ack(start_ns + i * gap_ns, rtt_ns, 1000);
-            d.on_ack(&ev, &sender(segs), 20 * MS).map(|e| (i, e))
+            d.on_ack(&ev, &sender(segs)).map(|e| (i, e))
         })
     }
 
@@ -249,7 +273,7 @@ mod tests {
     /// (the 22nd) is not past it, the one at 11 ms (the 23rd) is.
     #[test]
     fn an_ack_train_longer_than_half_the_minimum_rtt_exits() {
-        let mut d = Detector::default();
+        let mut d = seen_20ms();
         let hit = train(&mut d, 100 * MS, MS / 2, 40, 20 * MS, 32);
         assert_eq!(hit, Some((22, Exit::AckTrain)));
     }
@@ -259,7 +283,7 @@ mod tests {
     /// none of them counts (each is compared with the last train ACK).
     #[test]
     fn a_gap_over_two_ms_ends_the_train() {
-        let mut d = Detector::default();
+        let mut d = seen_20ms();
         // In flight 1000 segments: every ACK here is in the same round.
         assert_eq!(train(&mut d, 0, MS, 9, 20 * MS, 32), None);
         assert_eq!(train(&mut d, 11 * MS, MS, 20, 20 * MS, 32), None);
@@ -269,7 +293,7 @@ mod tests {
     /// Linux's hystart_low_window is 16.
     #[test]
     fn no_test_runs_below_the_low_window() {
-        let mut d = Detector::default();
+        let mut d = seen_20ms();
         assert_eq!(train(&mut d, 0, MS / 2, 40, 20 * MS, 15), None);
         assert_eq!(train(&mut d, 0, MS / 2, 40, 40 * MS, 15), None);
     }
@@ -279,9 +303,9 @@ mod tests {
     /// count (MIN_SAMPLES); the 9th decides. ACKs 3 ms apart, so no train.
     #[test]
     fn a_round_minimum_above_the_clamped_threshold_exits_after_eight_samples() {
-        let mut d = Detector::default();
+        let mut d = seen_20ms();
         assert_eq!(train(&mut d, 0, 3 * MS, 30, 24 * MS, 32), None);
-        let mut d = Detector::default();
+        let mut d = seen_20ms();
         assert_eq!(
             train(&mut d, 0, 3 * MS, 30, 24 * MS + 1, 32),
             Some((8, Exit::Delay))
@@ -302,20 +326,22 @@ mod tests {
     #[test]
     fn a_new_round_starts_past_the_previous_rounds_flight() {
         let mut d = Detector::default();
+        assert_eq!(d.delay_min_ns(), None);
         let s = sender(32);
         // Round 1: the first ACK sees 10 segments in flight, so 9 remain.
         for i in 0..10 {
             let ev = ack(i * MS / 2, 20 * MS, 10 - i);
-            assert_eq!(d.on_ack(&ev, &s, 20 * MS), None, "ACK {i}");
+            assert_eq!(d.on_ack(&ev, &s), None, "ACK {i}");
         }
         assert_eq!(d.round_left, 0);
         // The next ACK starts round 2: the sample count is 1 again, so 8
         // more samples are needed before the delay test decides.
         for i in 0..8 {
             let ev = ack(100 * MS + 3 * i * MS, 30 * MS, 30);
-            assert_eq!(d.on_ack(&ev, &s, 20 * MS), None, "ACK {i}");
+            assert_eq!(d.on_ack(&ev, &s), None, "ACK {i}");
         }
         let ev = ack(200 * MS, 30 * MS, 30);
-        assert_eq!(d.on_ack(&ev, &s, 20 * MS), Some(Exit::Delay));
+        assert_eq!(d.delay_min_ns(), Some(20 * MS));
+        assert_eq!(d.on_ack(&ev, &s), Some(Exit::Delay));
     }
 }

@@ -497,6 +497,14 @@ impl Controller {
         }
     }
 
+    /// Chooses how CUBIC leaves slow start before a loss; the other
+    /// algorithms have no such choice and ignore it.
+    pub fn set_slow_start(&mut self, s: SlowStart) {
+        if let Controller::Cubic(c) = self {
+            c.set_slow_start(s);
+        }
+    }
+
     /// Returns the algorithm as a mutable trait object.
     pub fn as_dyn_mut(&mut self) -> &mut dyn CongestionControl {
         match self {
