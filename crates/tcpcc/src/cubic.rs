@@ -72,7 +72,9 @@
 //! counts in congestion avoidance (Linux's `cubictcp_acked` runs before
 //! `cubictcp_cong_avoid`). The tests run on application-limited ACKs too,
 //! as in Linux. HyStart++ (RFC 9406, [`crate::hystart`]) is the other
-//! choice, in the initial slow start only. The epoch starts at the first ACK in congestion avoidance (as Linux
+//! choice, in the initial slow start only.
+//!
+//! The epoch starts at the first ACK in congestion avoidance (as Linux
 //! does), not at the end of recovery. When the window is already at or
 //! above W_max at the start of an epoch, K = 0 and the curve's plateau is
 //! the current window (Linux's `bic_origin_point`), since §4.2's cube root
