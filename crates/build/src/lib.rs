@@ -255,11 +255,17 @@ fn routes_and_offloads(
     routes(&mut a.sim, machines, scenario.sim.routing, &a.groups)?;
     a.sim
         .set_per_packet_multipath(scenario.sim.per_packet_multipath);
+    let mut tcp = elvis_sim::TcpConfig::default();
     if let Some(ns) = scenario.sim.tcp_min_rto_ns {
-        a.sim.set_tcp_config(elvis_sim::TcpConfig {
-            min_rto: std::time::Duration::from_nanos(ns),
-            ..elvis_sim::TcpConfig::default()
-        });
+        tcp.min_rto = std::time::Duration::from_nanos(ns);
+    }
+    if let Some(s) = &scenario.sim.tcp_slow_start {
+        tcp.slow_start = s.parse().map_err(|e: String| {
+            err(scenario.sim.loc, e).with_hint("slow_start='hystart', 'hystart++' or 'standard'")
+        })?;
+    }
+    if tcp != elvis_sim::TcpConfig::default() {
+        a.sim.set_tcp_config(tcp);
     }
     offloads(&mut a.sim, machines, &a.groups)?;
     if scenario.sim.routing == RoutingMode::Latency && needs_auto(scenario) {

@@ -381,6 +381,7 @@ impl Lower<'_> {
                 "realtime",
                 "multipath",
                 "min_rto",
+                "slow_start",
             ],
         );
         self.no_children(b);
@@ -424,6 +425,7 @@ impl Lower<'_> {
         self.realtime(b);
         self.multipath(b);
         self.min_rto(b);
+        self.slow_start(b);
         self.dns_auto(b);
     }
 
@@ -438,6 +440,22 @@ impl Lower<'_> {
             Err(e) => Err(e),
         };
         self.sc.sim.tcp_min_rto_ns = self.value(p, rto, "min_rto='1ms'");
+    }
+
+    /// Reads `slow_start='hystart'` (the default), `'hystart++'` or
+    /// `'standard'`: how CUBIC leaves slow start before a loss.
+    fn slow_start(&mut self, b: &Block) {
+        let Some(p) = b.param("slow_start") else {
+            return;
+        };
+        let kind = |s: &str| {
+            let t = s.trim().to_ascii_lowercase();
+            match t.as_str() {
+                "hystart" | "hystart++" | "standard" => Ok(t),
+                _ => Err("expected hystart, hystart++ or standard".to_string()),
+            }
+        };
+        self.sc.sim.tcp_slow_start = self.value(p, kind, "slow_start='hystart++'");
     }
 
     /// Reads `realtime='yes'` or `'no'` (the default).

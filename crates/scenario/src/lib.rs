@@ -178,6 +178,10 @@ pub struct SimSettings {
     /// machine (ns; `None`: Linux's 200 ms).
     #[serde(default)]
     pub tcp_min_rto_ns: Option<u64>,
+    /// `slow_start='…'`: how CUBIC leaves slow start on every machine
+    /// (`hystart`, `hystart++` or `standard`; `None`: `hystart`, Linux's).
+    #[serde(default)]
+    pub tcp_slow_start: Option<String>,
     pub loc: Loc,
 }
 
@@ -241,6 +245,7 @@ impl Default for SimSettings {
             realtime: false,
             per_packet_multipath: false,
             tcp_min_rto_ns: None,
+            tcp_slow_start: None,
             loc: Loc::default(),
         }
     }

@@ -81,6 +81,7 @@ pub use elvis_api::host::{Host, Sleep};
 pub use elvis_kernel::Time;
 pub use elvis_message::Message;
 pub use elvis_tcpcc::Algorithm as Congestion;
+pub use elvis_tcpcc::SlowStart;
 pub use executor::{AppError, AppResult, TaskState};
 pub use foreign::{ForeignCtx, ForeignStack};
 pub use machine::{MachineId, Protocols};

@@ -22,7 +22,7 @@
 //! | give up after | 15 consecutive RTOs without progress (≈ 15 min) | yes (`tcp_retries2`; Linux counts the time instead) |
 //! | TS.Recent | updated before the sequence check, never backwards (RFC 7323 App. D) | yes |
 //! | PAWS (`paws.rs`, RFC 7323 §5) | on with timestamps; TS.Recent invalid after 2^31 µs idle | Linux: 24 days (1 ms clock) |
-//! | congestion control | CUBIC, HyStart++ in the initial slow start | yes |
+//! | congestion control | CUBIC, leaving slow start by HyStart's ACK-train and delay tests (`slow_start`: HyStart++ or plain on request) | yes (`hystart=1`) |
 //! | ISN | RFC 6528: 4 µs clock + keyed hash of the 4-tuple | yes |
 //! | ECN ([`ecn`], RFC 3168) | accept when asked, never ask (`EcnMode::Accept`) | yes (`tcp_ecn=2`) |
 //! | loss detection ([`rack`]) | RACK-TLP (RFC 8985, `rack`); RFC 6675 (`rfc6675`) on request | yes (`tcp_recovery=1`) |
@@ -75,7 +75,7 @@ use crate::machine::MachineId;
 use elvis_kernel::rng::mix;
 use elvis_kernel::Time;
 use elvis_message::Message;
-use elvis_tcpcc::Algorithm;
+use elvis_tcpcc::{Algorithm, SlowStart};
 use elvis_wire::checksum::{self, Checksum};
 use elvis_wire::tcp::{self, Control, Repr, SeqNumber};
 use elvis_wire::{Checksums, IpProtocol};
@@ -127,6 +127,9 @@ pub struct TcpConfig {
     /// no switch); off gives RFC 6675's rule (send while the pipe is
     /// below `ssthresh`), to measure what PRR changes.
     pub prr: bool,
+    /// How CUBIC leaves slow start before a loss: HyStart as Linux (the
+    /// default, Linux's `hystart=1`), HyStart++ (RFC 9406) or not at all.
+    pub slow_start: SlowStart,
 }
 
 impl Default for TcpConfig {
@@ -150,6 +153,7 @@ impl Default for TcpConfig {
             loss_detection: LossDetection::Rack,
             undo: true,
             prr: true,
+            slow_start: SlowStart::HyStart,
         }
     }
 }
@@ -366,7 +370,9 @@ fn initial_seq(w: &Hosts, m: MachineId, local: SocketAddrV4, remote: SocketAddrV
 }
 
 fn new_cc(w: &Hosts, alg: Algorithm, mss: usize) -> elvis_tcpcc::Controller {
-    elvis_tcpcc::new(alg, mss as u64, w.stack.tcp.initial_window_segments)
+    let mut cc = elvis_tcpcc::new(alg, mss as u64, w.stack.tcp.initial_window_segments);
+    cc.set_slow_start(w.stack.tcp.slow_start);
+    cc
 }
 
 fn mtu_towards(w: &Hosts, m: MachineId, dst: Ipv4Addr) -> Result<usize, SocketError> {

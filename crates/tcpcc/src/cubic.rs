@@ -64,7 +64,16 @@
 //! first congestion avoidance stage after it, K = 0 and W_max = W_est =
 //! the window at the start of that stage.
 //!
-//! Slow start is Reno's (RFC 5681 with RFC 3465 byte counting, L = 2·SMSS).
+//! Slow start is Reno's (RFC 5681 with RFC 3465 byte counting, L = 2·SMSS),
+//! left before the first loss as [`SlowStart`] says: by default HyStart's
+//! ACK-train and delay tests as Linux runs them ([`crate::hystart_classic`]),
+//! in the initial slow start and after every timeout (Linux resets HyStart
+//! on entering Loss); on exit `ssthresh = cwnd` and the same ACK already
+//! counts in congestion avoidance (Linux's `cubictcp_acked` runs before
+//! `cubictcp_cong_avoid`). The tests run on application-limited ACKs too,
+//! as in Linux. HyStart++ (RFC 9406, [`crate::hystart`]) is the other
+//! choice, in the initial slow start only.
+//!
 //! The epoch starts at the first ACK in congestion avoidance (as Linux
 //! does), not at the end of recovery. When the window is already at or
 //! above W_max at the start of an epoch, K = 0 and the curve's plateau is
@@ -78,13 +87,19 @@
 //! remainder, so nothing is lost to rounding across ACKs.
 //!
 //! # Gaps
-//! - No HyStart++ (RFC 9406).
+//! - HyStart's `delay_min` misses the RTT samples of ACKs in recovery
+//!   (the engine reports none) and keeps those of the first second of a
+//!   congestion avoidance epoch, which Linux leaves out; both matter only
+//!   after an undo back into slow start. Linux also runs HyStart during a
+//!   recovery whose window (PRR) is below ssthresh; the engine does not
+//!   consult the controller then.
 //! - Undo of a spurious congestion event restores the window and
 //!   threshold as Linux does (`tcp_reno_undo_cwnd`), not W_max, K and the
 //!   epoch as §4.9 describes; no ECN (§4.6's 1 SMSS floor for ECE).
 
 use crate::hystart::{Growth, HyStart, Phase, CSS_GROWTH_DIVISOR};
-use crate::{initial, slow_start_increase, AckEvent, CongestionControl};
+use crate::hystart_classic::{Detector, Sender};
+use crate::{initial, slow_start_increase, AckEvent, CongestionControl, SlowStart};
 
 /// RFC 9438 §5.1: "C SHOULD be set to 0.4".
 pub const C: f64 = 0.4;
@@ -122,20 +137,28 @@ pub struct Cubic {
     srtt_ns: u64,
     /// The curve, once there is one (`None` reads as `Curve::default()`).
     curve: Option<Box<Curve>>,
-    /// HyStart++ state once the first ACK of data arrives in the initial
-    /// slow start (so an idle connection holds none).
-    hystart: Option<Box<HyStart>>,
+    /// The slow start exit's state once the first ACK of data arrives in
+    /// a slow start it watches (so an idle connection holds none).
+    exit: Option<Box<Exit>>,
     fast_convergence: bool,
     in_recovery: bool,
     rto_backoff: bool,
     /// The next congestion avoidance stage follows a timeout (§4.8).
     after_rto: bool,
-    /// HyStart++ in the initial slow start (on by default, as Linux's
-    /// `hystart`).
-    hystart_on: bool,
+    /// The slow start exit watches this slow start (Linux's `!found`).
+    armed: bool,
+    /// How slow start ends before a loss.
+    slow_start: SlowStart,
     /// §4.3's α_cubic = 1 once W_est reaches cwnd_prior (off by default,
     /// as Linux).
     reno_alpha_one: bool,
+}
+
+/// The state of the slow start exit [`SlowStart`] chose.
+#[derive(Debug, Clone, PartialEq)]
+enum Exit {
+    HyStart(Detector),
+    PlusPlus(HyStart),
 }
 
 /// CUBIC's curve: W_max, cwnd_prior and the current epoch.
@@ -182,8 +205,7 @@ impl Cubic {
     pub fn with_window(mut self, cwnd: u64, ssthresh: u64) -> Self {
         self.cwnd = cwnd;
         self.ssthresh = ssthresh;
-        // HyStart++ only in the initial slow start (before any reduction).
-        self.hystart_on = ssthresh == u64::MAX;
+        self.arm();
         self
     }
 
@@ -199,12 +221,13 @@ impl Cubic {
             last_ack_ns: NONE,
             srtt_ns: 0,
             curve: None,
-            hystart: None,
+            exit: None,
             fast_convergence: true,
             in_recovery: false,
             rto_backoff: false,
             after_rto: false,
-            hystart_on: true,
+            armed: true,
+            slow_start: SlowStart::HyStart,
             reno_alpha_one: false,
         }
     }
@@ -219,25 +242,84 @@ impl Cubic {
         self.curve.get_or_insert_with(Box::default)
     }
 
-    /// Turns HyStart++ (RFC 9406) on or off for the initial slow start; it
-    /// is on by default.
-    pub fn set_hystart(&mut self, on: bool) {
-        self.hystart_on = on;
-        if !on {
-            self.hystart = None;
+    /// Chooses how slow start ends before a loss (HyStart, as Linux, by
+    /// default); for a new sender.
+    pub fn set_slow_start(&mut self, s: SlowStart) {
+        self.slow_start = s;
+        self.exit = None;
+        self.arm();
+    }
+
+    /// Returns how slow start ends before a loss.
+    pub fn slow_start(&self) -> SlowStart {
+        self.slow_start
+    }
+
+    /// Arms the slow start exit as a fresh Linux CUBIC would (`init`):
+    /// HyStart always, HyStart++ only before any reduction.
+    fn arm(&mut self) {
+        self.armed = match self.slow_start {
+            SlowStart::HyStart => true,
+            SlowStart::HyStartPlusPlus => self.ssthresh == u64::MAX,
+            SlowStart::Standard => false,
+        };
+    }
+
+    /// Returns the HyStart++ phase (`None`: not chosen, over, or not
+    /// started yet).
+    pub fn hystart_phase(&self) -> Option<Phase> {
+        match self.exit.as_deref() {
+            Some(Exit::PlusPlus(h)) => Some(h.phase()),
+            _ => None,
         }
     }
 
-    /// Returns the HyStart++ phase (`None`: turned off, over, or not
-    /// started yet).
-    pub fn hystart_phase(&self) -> Option<Phase> {
-        self.hystart.as_ref().map(|h| h.phase())
+    /// Ends the slow start exit until [`Cubic::arm`]: HyStart found its
+    /// exit, or HyStart++ is over.
+    fn disarm(&mut self) {
+        self.armed = false;
+        self.exit = None;
     }
 
-    /// Ends HyStart++ for good: only the initial slow start uses it.
-    fn stop_hystart(&mut self) {
-        self.hystart_on = false;
-        self.hystart = None;
+    /// Runs HyStart's tests on an ACK in slow start; on an exit, sets
+    /// `ssthresh = cwnd` and returns true.
+    fn hystart(&mut self, ev: &AckEvent) -> bool {
+        let s = Sender {
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+            mss: self.mss,
+            srtt_ns: self.srtt_ns,
+        };
+        let b = self
+            .exit
+            .get_or_insert_with(|| Box::new(Exit::HyStart(Detector::default())));
+        if !matches!(**b, Exit::HyStart(_)) {
+            **b = Exit::HyStart(Detector::default());
+        }
+        let Exit::HyStart(d) = &mut **b else {
+            return false;
+        };
+        if d.on_ack(ev, &s).is_none() {
+            return false;
+        }
+        // `tp->snd_ssthresh = tcp_snd_cwnd(tp)`.
+        self.ssthresh = self.cwnd;
+        self.disarm();
+        true
+    }
+
+    /// Returns how HyStart++ grows the window on this slow start ACK.
+    fn hystart_plus_plus(&mut self, ev: &AckEvent) -> Growth {
+        let b = self
+            .exit
+            .get_or_insert_with(|| Box::new(Exit::PlusPlus(HyStart::default())));
+        if !matches!(**b, Exit::PlusPlus(_)) {
+            **b = Exit::PlusPlus(HyStart::default());
+        }
+        match &mut **b {
+            Exit::PlusPlus(h) => h.on_ack(ev.acked_bytes, ev.rtt_ns, ev.in_flight_bytes),
+            Exit::HyStart(_) => Growth::Full,
+        }
     }
 
     /// Turns on or off RFC 9438 §4.3's "Once W_est has grown to reach the
@@ -389,9 +471,19 @@ impl CongestionControl for Cubic {
         if ev.acked_bytes == 0 {
             return;
         }
+        if let Some(Exit::HyStart(d)) = self.exit.as_deref_mut() {
+            // HyStart's delay_min takes every data ACK's sample.
+            d.note_rtt(ev.rtt_ns);
+        }
         self.rto_backoff = false;
         if self.in_recovery {
             return;
+        }
+        // Linux runs HyStart from `cubictcp_acked`, before and whether or
+        // not the window grows; an exit makes this ACK one of congestion
+        // avoidance.
+        if self.armed && self.slow_start == SlowStart::HyStart && self.cwnd < self.ssthresh {
+            self.hystart(ev);
         }
         if ev.app_limited {
             // §5.8: no growth while application-limited, and that time does
@@ -408,12 +500,10 @@ impl CongestionControl for Cubic {
         }
         if self.cwnd < self.ssthresh {
             let inc = slow_start_increase(ev.acked_bytes, self.mss);
-            if self.hystart_on && self.hystart.is_none() {
-                self.hystart = Some(Box::default());
-            }
-            let growth = match self.hystart.as_deref_mut() {
-                Some(h) => h.on_ack(ev.acked_bytes, ev.rtt_ns, ev.in_flight_bytes),
-                None => Growth::Full,
+            let growth = if self.armed && self.slow_start == SlowStart::HyStartPlusPlus {
+                self.hystart_plus_plus(ev)
+            } else {
+                Growth::Full
             };
             match growth {
                 Growth::Full => self.cwnd = self.cwnd.saturating_add(inc),
@@ -424,7 +514,7 @@ impl CongestionControl for Cubic {
                 // ssthresh to the current cwnd".
                 Growth::Exit => {
                     self.ssthresh = self.cwnd;
-                    self.stop_hystart();
+                    self.disarm();
                 }
             }
         } else {
@@ -450,7 +540,12 @@ impl CongestionControl for Cubic {
         self.cwnd = self.ssthresh;
         self.after_rto = false;
         self.in_recovery = true;
-        self.stop_hystart();
+        // HyStart++ ends at a loss (RFC 9406 §4.2). Linux's HyStart keeps
+        // its state: if it had not found its exit, it watches again should
+        // an undo return the sender to slow start.
+        if self.slow_start != SlowStart::HyStart {
+            self.disarm();
+        }
     }
 
     fn on_recovery_end(&mut self, _now_ns: u64) {
@@ -471,7 +566,11 @@ impl CongestionControl for Cubic {
         self.cwnd = self.mss;
         self.after_rto = true;
         self.in_recovery = false;
-        self.stop_hystart();
+        // Linux resets HyStart on entering Loss (`cubictcp_state`), so the
+        // slow start after a timeout has it again; HyStart++ only runs in
+        // the initial slow start (RFC 9406 §4.4 leaves later ones open).
+        self.exit = None;
+        self.armed = self.slow_start == SlowStart::HyStart;
     }
 
     /// As Linux (6.6), whose CUBIC undoes with `tcp_reno_undo_cwnd`: the
@@ -482,7 +581,8 @@ impl CongestionControl for Cubic {
     /// (`epoch_start = 0`), so the next ACK in congestion avoidance starts
     /// a new one from the restored window, with K = 0 when that is at or
     /// above W_max. After a timeout W_max is forgotten as before
-    /// (`bictcp_reset` on entering Loss). HyStart++ stays off.
+    /// (`bictcp_reset` on entering Loss). HyStart stays as it was (armed
+    /// if it had not found its exit); HyStart++ stays off.
     fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
         self.cwnd = self.cwnd.max(prior_cwnd);
         self.ssthresh = self.ssthresh.max(prior_ssthresh);
@@ -557,11 +657,13 @@ mod tests {
     /// of W segments keeps W − BDP of them queued (the ACK clock refills
     /// the queue as it drains), so the ACKs of a round see an RTT of base +
     /// (W_previous − BDP) × the per-segment service time; a window beyond
-    /// BDP + `buffer` drops the excess. Returns (window at the end of slow start in segments,
-    /// segments dropped, HyStart++ took it out of slow start).
-    fn slow_start_through(hystart: bool, bdp: u64, buffer: u64) -> (u64, u64, bool) {
+    /// BDP + `buffer` drops the excess. The ACKs of a round come one
+    /// service time apart from one base RTT after the round's start.
+    /// Returns (window at the end of slow start in segments: ssthresh when
+    /// an exit test ended it, segments dropped, an exit test ended it).
+    fn slow_start_through(how: SlowStart, bdp: u64, buffer: u64) -> (u64, u64, bool) {
         let mut cc = Cubic::new(MSS, 10);
-        cc.set_hystart(hystart);
+        cc.set_slow_start(how);
         let (base, per_seg) = (20_000_000u64, 20_000_000 / bdp);
         let mut now = 0;
         let mut prev = 0;
@@ -586,7 +688,7 @@ mod tests {
             now += base + queued * per_seg;
             prev = segs;
             if !cc.in_slow_start() {
-                return (cc.window() / MSS, 0, true);
+                return (cc.ssthresh() / MSS, 0, true);
             }
         }
         unreachable!("slow start never ended");
@@ -604,12 +706,47 @@ mod tests {
     #[test]
     fn hystart_leaves_slow_start_before_a_deep_buffer_overflows() {
         let (bdp, buffer) = (200, 2000);
-        let plain = slow_start_through(false, bdp, buffer);
+        let plain = slow_start_through(SlowStart::Standard, bdp, buffer);
         assert_eq!(plain, (2560, 360, false), "plain slow start overshoots");
-        let (w, lost, by_hystart) = slow_start_through(true, bdp, buffer);
+        let (w, lost, by_hystart) = slow_start_through(SlowStart::HyStartPlusPlus, bdp, buffer);
         assert!(by_hystart && lost == 0, "{w} segments, {lost} lost");
         assert!(w > bdp && w <= bdp + buffer, "window {w} segments");
         println!("HyStart++: {w} segments, no loss; plain: {plain:?}");
+    }
+
+    /// Linux's HyStart in the same model with a buffer of one BDP (200
+    /// segments, 20 ms base RTT, so one segment per 0.1 ms): the rounds
+    /// of 10, 20, 40 and 80 segments end their ACK trains within 8 ms,
+    /// under the threshold (20 ms + the 1 ms cushion) / 2 = 10.5 ms; in
+    /// the round of 160 the ACK 10.6 ms after the first (the 107th) is
+    /// past it, when the window is 160 + 106 = 266 segments: ssthresh =
+    /// 266, BDP < 266 ≤ BDP + buffer, no loss. Plain slow start doubles
+    /// to 640 and loses 240.
+    #[test]
+    fn hystart_leaves_slow_start_when_the_ack_train_spans_half_the_rtt() {
+        let (bdp, buffer) = (200, 200);
+        let plain = slow_start_through(SlowStart::Standard, bdp, buffer);
+        assert_eq!(plain, (640, 240, false), "plain slow start overshoots");
+        assert_eq!(
+            slow_start_through(SlowStart::HyStart, bdp, buffer),
+            (266, 0, true)
+        );
+    }
+
+    /// HyStart is the default; it watches the slow start after a timeout
+    /// again (Linux resets it on entering Loss), HyStart++ does not.
+    #[test]
+    fn hystart_is_the_default_and_rearms_after_a_timeout() {
+        let mut cc = Cubic::new(MSS, 10);
+        assert_eq!(cc.slow_start(), SlowStart::HyStart);
+        let (bdp, buffer) = (200, 200);
+        assert_eq!(slow_start_through(SlowStart::HyStart, bdp, buffer).0, 266);
+        cc.on_rto(0, 10 * MSS);
+        assert!(cc.armed);
+        let mut pp = Cubic::new(MSS, 10);
+        pp.set_slow_start(SlowStart::HyStartPlusPlus);
+        pp.on_rto(0, 10 * MSS);
+        assert!(!pp.armed);
     }
 
     #[test]

@@ -86,8 +86,10 @@
 //! always converted back to whole bytes.
 //!
 //! # Gaps
-//! - HyStart++ (RFC 9406, [`hystart`]) only in CUBIC (as Linux), and only
-//!   in the initial slow start.
+//! - A slow start exit only in CUBIC, as in Linux: HyStart
+//!   ([`hystart_classic`], Linux's, the default) or HyStart++ (RFC 9406,
+//!   [`hystart`], only in the initial slow start), chosen with
+//!   [`SlowStart`].
 //! - ECN ([`CongestionControl::on_ecn`]) reduces as a loss does; RFC 9438
 //!   §4.6's 1-MSS floor for ECN-only reductions is not applied (the
 //!   loss floor of 2 MSS is).
@@ -109,6 +111,7 @@ pub mod compound;
 pub mod cubic;
 pub mod dctcp;
 pub mod hystart;
+pub mod hystart_classic;
 pub mod newreno;
 
 #[cfg(test)]
@@ -413,6 +416,62 @@ impl FromStr for Algorithm {
     }
 }
 
+/// How CUBIC leaves slow start before its first loss (Linux's `hystart`
+/// module parameter, machine-wide there too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum SlowStart {
+    /// HyStart's ACK-train and delay tests, as Linux's CUBIC
+    /// ([`hystart_classic`]); in the initial slow start and after each
+    /// timeout.
+    #[default]
+    HyStart,
+    /// HyStart++ (RFC 9406, [`hystart`]), in the initial slow start only.
+    HyStartPlusPlus,
+    /// Plain slow start up to the first loss (Linux's `hystart=0`).
+    Standard,
+}
+
+impl SlowStart {
+    /// Every choice, in declaration order.
+    pub const ALL: [SlowStart; 3] = [
+        SlowStart::HyStart,
+        SlowStart::HyStartPlusPlus,
+        SlowStart::Standard,
+    ];
+
+    /// Returns the name NDL's `slow_start=` takes: `hystart`, `hystart++`
+    /// or `standard`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SlowStart::HyStart => "hystart",
+            SlowStart::HyStartPlusPlus => "hystart++",
+            SlowStart::Standard => "standard",
+        }
+    }
+}
+
+impl fmt::Display for SlowStart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SlowStart {
+    type Err = String;
+
+    /// Parses `hystart`, `hystart++` or `standard`, ignoring ASCII case and
+    /// surrounding whitespace.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        SlowStart::ALL
+            .into_iter()
+            .find(|k| t.eq_ignore_ascii_case(k.as_str()))
+            .ok_or_else(|| {
+                format!("unknown slow start `{s}` (expected hystart, hystart++ or standard)")
+            })
+    }
+}
+
 /// One connection's congestion control: the algorithm chosen at run time,
 /// held inline (no allocation, no virtual call per ACK). NewReno and CUBIC
 /// live in the enum itself; Compound and BBR, larger and rarely chosen,
@@ -435,6 +494,14 @@ impl Controller {
             Controller::Compound(c) => &**c,
             Controller::Bbr(c) => &**c,
             Controller::Dctcp(c) => &**c,
+        }
+    }
+
+    /// Chooses how CUBIC leaves slow start before a loss; the other
+    /// algorithms have no such choice and ignore it.
+    pub fn set_slow_start(&mut self, s: SlowStart) {
+        if let Controller::Cubic(c) = self {
+            c.set_slow_start(s);
         }
     }
 
@@ -639,8 +706,8 @@ mod tests {
     }
 
     /// Every connection holds a `Controller` inline: NewReno's and CUBIC's
-    /// state before any loss (CUBIC's curve and HyStart++ are boxed until
-    /// needed), and Compound's pointer.
+    /// state before any loss (CUBIC's curve and its slow start exit are
+    /// boxed until needed), and Compound's pointer.
     #[test]
     fn a_controller_holds_cubic_before_any_loss_in_64_bytes() {
         use std::mem::size_of;
@@ -650,14 +717,31 @@ mod tests {
     }
 
     #[test]
+    fn slow_start_names_parse_and_display_round_trip() {
+        for s in SlowStart::ALL {
+            assert_eq!(s.to_string().parse::<SlowStart>(), Ok(s));
+        }
+        assert_eq!(" HyStart++ ".parse(), Ok(SlowStart::HyStartPlusPlus));
+        assert!("hystart+".parse::<SlowStart>().is_err());
+        assert_eq!(SlowStart::default(), SlowStart::HyStart);
+    }
+
+    #[test]
     fn default_algorithm_is_cubic() {
         assert_eq!(Algorithm::default(), Algorithm::Cubic);
     }
 
+    /// The test path spreads a round's ACKs over the whole RTT, so from a
+    /// window of 80 segments (one ACK per 1.25 ms) the ACKs form one train
+    /// and CUBIC's HyStart rightly sees the path full after half an RTT
+    /// (`hystart_classic`); plain slow start is what is tested here.
     #[test]
     fn slow_start_doubles_the_window_every_rtt() {
         for alg in Algorithm::LOSS_BASED {
             let mut cc = new(alg, MSS, 10);
+            if let Controller::Cubic(c) = &mut cc {
+                c.set_slow_start(SlowStart::Standard);
+            }
             let mut path = Path::new(100_000_000);
             for round in 1..=5 {
                 path.round(cc.as_dyn_mut());

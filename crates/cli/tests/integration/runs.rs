@@ -857,6 +857,71 @@ fn a_tcp_protocols_congestion_is_its_senders_default() {
     );
 }
 
+/// `[Simulation slow_start=…]` chooses how CUBIC leaves slow start on
+/// every machine. Over `bench/vs-linux`'s path (a 50 Mbit/s bottleneck,
+/// 20.4 ms of propagation, a 100-packet queue) the default, Linux's
+/// HyStart, leaves slow start at 119 segments and loses nothing in the
+/// first second; HyStart++ and plain slow start overflow the queue
+/// (`tcp_theory::hystart_leaves_cubics_slow_start_before_the_queue_overflows`).
+/// A bad value is a located error.
+#[test]
+fn the_simulations_slow_start_chooses_cubics_slow_start_exit() {
+    let dir = temp_dir();
+    let retransmitted = |slow_start: &str| -> u64 {
+        let file = dir.path().join("ss.ndl");
+        std::fs::write(
+            &file,
+            format!(
+                "[Simulation seed='1' until='1s' {slow_start}]\n\
+                 [Networks]\n\
+                 \t[Network id='a' type='link' bandwidth='1Gbps' latency='100us']\n\
+                 \t\t[IP subnet='10.90.0.0/30']\n\
+                 \t[Network id='n' type='link' bandwidth='50Mbps' latency='10ms' queue='100']\n\
+                 \t\t[IP subnet='10.90.1.0/30']\n\
+                 \t[Network id='b' type='link' bandwidth='1Gbps' latency='100us']\n\
+                 \t\t[IP subnet='10.90.2.0/30']\n\
+                 [Machines]\n\
+                 \t[Machine name='r1' forward='yes']\n\t\t[Networks]\n\
+                 \t\t\t[Network id='a' ip='10.90.0.1']\n\t\t\t[Network id='n' ip='10.90.1.1']\n\
+                 \t[Machine name='r2' forward='yes']\n\t\t[Networks]\n\
+                 \t\t\t[Network id='n' ip='10.90.1.2']\n\t\t\t[Network id='b' ip='10.90.2.1']\n\
+                 \t[Machine name='snd' gateway='10.90.0.1']\n\t\t[Networks]\n\
+                 \t\t\t[Network id='a' ip='10.90.0.2']\n\
+                 \t\t[Protocols]\n\t\t\t[Protocol name='TCP']\n\
+                 \t\t[Applications]\n\t\t\t[Application name='bulk_send' to='10.90.2.2' port='80' bytes='1GB']\n\
+                 \t[Machine name='rcv' gateway='10.90.2.1']\n\t\t[Networks]\n\
+                 \t\t\t[Network id='b' ip='10.90.2.2']\n\
+                 \t\t[Protocols]\n\t\t\t[Protocol name='TCP']\n\
+                 \t\t[Applications]\n\t\t\t[Application name='bulk_receive' port='80' bytes='1GB']\n"
+            ),
+        )
+        .unwrap();
+        let report = dir.path().join("r.json");
+        // Exit status 3: the transfer still runs at the time limit.
+        elvis(args!["run", &file, "--report", &report, "--quiet"]).expect_code(3);
+        let r = read_report(&report);
+        r["tcp_connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["retransmitted_segments"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(retransmitted(""), 0, "Linux's HyStart");
+    assert_eq!(retransmitted("slow_start='hystart'"), 0);
+    assert!(retransmitted("slow_start='hystart++'") > 0);
+    assert!(retransmitted("slow_start='standard'") > 0);
+    let file = dir.path().join("bad.ndl");
+    std::fs::write(&file, "[Simulation slow_start='vegas']\n").unwrap();
+    let out = elvis(args!["check", &file]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("bad.ndl:1:25: error:") && out.stderr.contains("hystart++"),
+        "{}",
+        out.stderr
+    );
+}
+
 /// `[Simulation min_rto=…]` sets TCP's minimum RTO on every machine: over
 /// a link losing 30 % of its frames both ways, where timeouts decide, a
 /// 100 kB transfer ends far sooner with 1 ms than with Linux's 200 ms;

@@ -633,3 +633,16 @@ fn offloads_on_a_router_are_refused_at_the_key() {
         .to_string()
         .contains("rx_usecs applies to hosts only"));
 }
+
+#[test]
+fn slow_start_is_read_and_a_bad_value_refused() {
+    let sc = elvis_ndl::parse("[Simulation slow_start='HyStart++']\n", "t.ndl").unwrap();
+    assert_eq!(sc.sim.tcp_slow_start.as_deref(), Some("hystart++"));
+    let sc = elvis_ndl::parse("[Simulation seed='3']\n", "t.ndl").unwrap();
+    assert_eq!(sc.sim.tcp_slow_start, None);
+    let e = fails("[Simulation slow_start='vegas']\n");
+    assert!(
+        e.starts_with("t.ndl:1:25: error:") && e.contains("hystart, hystart++ or standard"),
+        "{e}"
+    );
+}

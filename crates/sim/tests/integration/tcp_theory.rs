@@ -8,7 +8,7 @@
 use crate::common::{link, nth_ip, sa};
 use elvis_sim::{
     Congestion, Host, Message, NetworkConfig, NetworkKind, Protocols, RunLimits, Sample, Sampling,
-    Series, Simulation, TcpConfig, Time,
+    Series, Simulation, SlowStart, TcpConfig, Time,
 };
 use std::time::Duration;
 
@@ -489,4 +489,138 @@ fn cubic_grows_at_alpha_cubic_per_acked_segment_in_the_reno_friendly_region() {
         "d(cwnd²)/d(acked) = {slope:.3}, 2·α_cubic = {:.3}",
         2.0 * alpha
     );
+}
+
+/// One CUBIC flow's slow start over `bench/vs-linux`'s path: 1 Gbit/s
+/// access links of 100 µs, routers r-0 and r-1, and between them a
+/// 50 Mbit/s bottleneck with 10 ms one way and a 100-packet drop-tail
+/// queue, under each [`SlowStart`], for 2 s. Returns the sender's samples
+/// (one per change) up to the first after slow start ended (ssthresh set),
+/// and the minimum RTT.
+fn slow_start_until_exit(how: SlowStart) -> (Vec<Sample>, u64) {
+    let mut sim = Simulation::new(1);
+    sim.set_tcp_config(TcpConfig {
+        slow_start: how,
+        ..TcpConfig::default()
+    });
+    let ip = |a, b| std::net::Ipv4Addr::new(10, 90, a, b);
+    let access = sim.add_network(link("a", Some(1_000_000_000), 100_000));
+    let mut narrow = link("bottleneck", Some(50_000_000), 10_000_000);
+    narrow.queue = Some(100);
+    let narrow = sim.add_network(narrow);
+    let far = sim.add_network(link("b", Some(1_000_000_000), 100_000));
+    let tx = sim.add_group("tx", None, Protocols::UDP_TCP).unwrap();
+    let rx = sim.add_group("rx", None, Protocols::UDP_TCP).unwrap();
+    let r = sim.add_group("r", Some(2), Protocols::UDP).unwrap();
+    sim.attach(tx, access, ip(0, 2)).unwrap();
+    sim.attach(r, access, ip(0, 1)).unwrap();
+    sim.attach(r, narrow, ip(1, 1)).unwrap();
+    sim.attach(r + 1, narrow, ip(1, 2)).unwrap();
+    sim.attach(r + 1, far, ip(2, 1)).unwrap();
+    sim.attach(rx, far, ip(2, 2)).unwrap();
+    sim.set_forwarding(r, true).unwrap();
+    sim.set_forwarding(r + 1, true).unwrap();
+    sim.set_auto_routes(Some(elvis_sim::stack::route::Metric::Hops));
+    sim.trace_tcp(Sampling::OnChange);
+    sim.spawn_daemon(rx, "sink", |h: Host| async move {
+        let l = h.tcp_listen(5201, 1)?;
+        let (s, _) = l.accept().await?;
+        while !s.recv(1 << 20).await?.is_empty() {}
+        Ok(())
+    });
+    sim.spawn_daemon(tx, "bulk", move |h: Host| async move {
+        let s = h
+            .tcp_connect_with(sa(ip(2, 2), 5201), Congestion::Cubic)
+            .await?;
+        loop {
+            s.write_all(Message::zeros(1 << 20)).await?;
+        }
+    });
+    let limits = RunLimits {
+        until: Some(Time::from_nanos(2 * S)),
+    };
+    let report = sim.run_with(limits, &mut |_| {});
+    let series = sim
+        .tcp_series()
+        .into_iter()
+        .find(|s| s.machine == "tx")
+        .expect("the sender's series");
+    let s = &series.samples;
+    let exit = s
+        .iter()
+        .position(|x| x.ssthresh != u64::MAX)
+        .expect("slow start ended");
+    let c = &report.tcp_connections[series.id as usize];
+    (s[..=exit].to_vec(), c.stats.min_rtt_ns)
+}
+
+/// Linux's HyStart (CUBIC's default slow start exit) leaves slow start
+/// before the queue overflows, by its ACK-train test. Closed form: a full
+/// frame (1514 bytes) takes 12.112 µs at 1 Gbit/s and 242.24 µs at
+/// 50 Mbit/s, a pure ACK (66 bytes) 0.528 and 10.56 µs, so the least RTT
+/// of a data segment, HyStart's delay_min, is 20.4 ms of propagation plus
+/// 278.08 µs: 20.678 ms. While the bottleneck is busy the receiver's ACKs
+/// (one per two frames) come 484.48 µs apart, each adding two segments
+/// (RFC 3465's L = 2). The train threshold is (20.678 + 1) / 2 = 10.839
+/// ms: the round of 18 ACKs (8.2 ms) stays under it, and the next passes
+/// it at its ACK j = ⌊10.839 / 0.48448⌋ + 1 = 23, 11.143 ms after its
+/// first, with the window at its start (73.08 segments: the initial window
+/// is 10 × 1460 bytes) plus 2j: ssthresh = 119.08 segments, 1.39 BDP (BDP
+/// = 20.678 ms / 242.24 µs = 85.4 frames), so about 34 of the 100 queue
+/// slots fill and nothing is lost. Plain slow start doubles into the
+/// overflow.
+#[test]
+fn hystart_leaves_cubics_slow_start_before_the_queue_overflows() {
+    let (s, min_rtt) = slow_start_until_exit(SlowStart::HyStart);
+    let exit = *s.last().unwrap();
+    let delay_min = 20_400_000 + 2 * 12_112 + 242_240 + 2 * 528 + 10_560;
+    assert_eq!(delay_min, 20_678_080);
+    let spacing = 2 * 242_240;
+    let thr = (delay_min + 1_000_000) / 2;
+    // The round's first ACK: the last after a gap of over 2 ms.
+    let first = (1..s.len() - 1)
+        .rev()
+        .find(|&i| s[i].time_ns - s[i - 1].time_ns > 2_000_000)
+        .unwrap();
+    let j = thr / spacing + 1;
+    let w_start = s[first - 1].cwnd;
+    let bdp = delay_min as f64 / 242_240.0;
+    println!(
+        "HyStart: exit at {:.4} s, {} ns into the round (threshold {thr}), ssthresh {:.2} \
+         segments = {:.2} + 2·{j}; BDP {bdp:.1} frames, min RTT {min_rtt} ns (the \
+         handshake's), retransmitted {}",
+        exit.time_ns as f64 / 1e9,
+        exit.time_ns - s[first].time_ns,
+        exit.ssthresh as f64 / MSS,
+        w_start as f64 / MSS,
+        exit.retransmitted_segments
+    );
+    assert_eq!(j, 23);
+    assert_eq!(exit.time_ns - s[first].time_ns, j * spacing);
+    assert_eq!(exit.ssthresh, w_start + j * 2 * MSS as u64);
+    assert_eq!(exit.retransmitted_segments, 0, "a loss in slow start");
+    let w = exit.ssthresh as f64 / MSS;
+    assert!(
+        w > bdp && w < bdp + 100.0,
+        "exit at {w} segments, BDP {bdp}"
+    );
+    let (plain, _) = slow_start_until_exit(SlowStart::Standard);
+    let plain = *plain.last().unwrap();
+    println!(
+        "plain slow start: ssthresh {:.1} segments at {:.3} s, retransmitted {}",
+        plain.ssthresh as f64 / MSS,
+        plain.time_ns as f64 / 1e9,
+        plain.retransmitted_segments
+    );
+    assert!(plain.retransmitted_segments > 0 && plain.time_ns > exit.time_ns);
+    let (pp, _) = slow_start_until_exit(SlowStart::HyStartPlusPlus);
+    let pp = *pp.last().unwrap();
+    println!(
+        "HyStart++: ssthresh {:.1} segments at {:.3} s, retransmitted {}",
+        pp.ssthresh as f64 / MSS,
+        pp.time_ns as f64 / 1e9,
+        pp.retransmitted_segments
+    );
+    // HyStart++ sees the RTT rise but keeps growing in CSS into the loss.
+    assert!(pp.retransmitted_segments > 0 && pp.time_ns > exit.time_ns);
 }

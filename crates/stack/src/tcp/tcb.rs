@@ -1035,6 +1035,7 @@ impl Tcb {
         }
         let (cwnd, ssthresh) = (self.cc.window(), self.cc.ssthresh());
         self.cc = elvis_tcpcc::take_over(alg, self.smss() as u64, cwnd, ssthresh);
+        self.cc.set_slow_start(self.cfg.slow_start);
         if !self.cc.wants_rate_samples() {
             self.reset_cold(|c| c.rate = None);
         }
