@@ -96,6 +96,7 @@ pub fn run(s: &Sizes) -> Measurement {
             "slowdown_p50": all.and_then(|a| a.slowdown_p50),
             "slowdown_p99": all.and_then(|a| a.slowdown_p99),
             "dropped": report.packets.dropped_total,
+            "frames_sent": report.packets.frames_sent,
             "ce_marked": marked,
         }),
         ..Default::default()
