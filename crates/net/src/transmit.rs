@@ -197,15 +197,7 @@ pub(crate) fn enqueue(c: &mut impl Context, q: QueueRef, id: FrameId) {
     if !analytic {
         return enqueue_evented(c, q, id, now);
     }
-    let (packets, waiting_bytes) = wq.waiting();
-    let (full, mark) = match &wq.qdisc {
-        Qdisc::DropTail(d) => (d.refuses(packets, waiting_bytes, bytes as u32), false),
-        Qdisc::Threshold(t) => (
-            t.refuses(packets, waiting_bytes, bytes as u32),
-            t.at_or_above(packets, waiting_bytes),
-        ),
-        _ => (false, false),
-    };
+    let (full, mark) = fifo_verdict(wq, bytes as u32);
     if mark && !full && ecn_capable(&f.frames[id as usize]) {
         wq.stats.marked += 1;
         mark_ce(&mut f.frames[id as usize]);
@@ -256,6 +248,22 @@ pub(crate) fn enqueue(c: &mut impl Context, q: QueueRef, id: FrameId) {
                 propagate(c, net, port, copy, at);
             }
         }
+    }
+}
+
+/// Returns whether a departure-time FIFO `wq` (settled at the present)
+/// refuses a frame of `bytes`, and whether it marks it if it is ECN-capable
+/// (an ECN threshold with K or more frames or bytes waiting).
+#[inline]
+fn fifo_verdict(wq: &WireQueue, bytes: u32) -> (bool, bool) {
+    let (packets, waiting) = wq.waiting();
+    match &wq.qdisc {
+        Qdisc::DropTail(d) => (d.refuses(packets, waiting, bytes), false),
+        Qdisc::Threshold(t) => (
+            t.refuses(packets, waiting, bytes),
+            t.at_or_above(packets, waiting),
+        ),
+        _ => (false, false),
     }
 }
 
