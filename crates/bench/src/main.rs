@@ -40,6 +40,9 @@
 //! - `fattree`: the Days paper's FatTree baseline from a flow file written
 //!   by `bench/fattree/nspy_fattree.py` (`fattree.rs`); `bench/fattree-vs-nspy K`
 //!   runs it side by side with ns.py.
+//! - `datacenter`: FatTree(k) of 10 Gbit/s links, every host sending the
+//!   DCTCP paper's web-search flows at a load, under DCTCP (ECN at K =
+//!   65) or CUBIC (`datacenter.rs`); `bench/datacenter` gives the FCTs.
 //! - `topology`: builds a generated topology (FatTree(k)) with its routes,
 //!   pings a few host pairs across it (`topology.rs`).
 //! - `dhcp`: N hosts on LANs of 250 boot by DHCP through relays to 4
@@ -55,6 +58,7 @@
 #![forbid(unsafe_code)]
 
 mod chain_sweep;
+mod datacenter;
 mod dhcp_boot;
 mod dns;
 mod fattree;
@@ -277,6 +281,32 @@ enum Cmd {
         /// The flow file (JSON).
         #[arg(long)]
         flows: std::path::PathBuf,
+    },
+    /// FatTree(k) of 10 Gbit/s links, web-search flows from every host
+    /// at a load, under DCTCP or CUBIC (`datacenter.rs`).
+    Datacenter {
+        #[arg(long, default_value_t = 16)]
+        k: u32,
+        #[arg(long, default_value_t = 0.5)]
+        load: f64,
+        /// dctcp | cubic
+        #[arg(long, default_value = "dctcp")]
+        cc: String,
+        /// Flows arrive for this many simulated µs.
+        #[arg(long, default_value_t = 1_000_000)]
+        duration_us: u64,
+        /// The run goes on this many µs after the last arrival.
+        #[arg(long, default_value_t = 0)]
+        drain_us: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Stop after this many wall seconds and report how far the run
+        /// got (`reached_s`).
+        #[arg(long)]
+        wall_limit: Option<f64>,
+        /// Print the NDL instead of running it.
+        #[arg(long)]
+        print: bool,
     },
     /// FatTree(k), 100 Mbit/s links, N CUBIC flows application-limited
     /// to a rate, for a simulated duration (Days Fig. 4b/4c).
@@ -508,6 +538,30 @@ fn main() {
             std::process::exit(if ok { 0 } else { 1 });
         }
         Cmd::Fattree { k, flows } => fattree::run(k, &flows),
+        Cmd::Datacenter {
+            k,
+            load,
+            cc,
+            duration_us,
+            drain_us,
+            seed,
+            wall_limit,
+            print,
+        } => {
+            let sizes = datacenter::Sizes {
+                k,
+                load,
+                cc,
+                duration_us,
+                drain_us,
+                seed,
+                wall_limit_s: wall_limit,
+            };
+            if print {
+                return print!("{}", datacenter::ndl(&sizes));
+            }
+            datacenter::run(&sizes)
+        }
         Cmd::FattreeCubic {
             k,
             flows,

@@ -26,7 +26,8 @@
 //! A drop-tail FIFO feeding a wire at a fixed rate is work-conserving, so
 //! its timing is known when a frame is queued: `start = max(now,
 //! busy_until)`, `done = start + S/B`, `busy_until = done`. Such queues
-//! (every NIC and switch port whose discipline is drop-tail, unless
+//! (every NIC and switch port whose discipline is drop-tail or ECN
+//! threshold marking, unless
 //! `Simulation::set_evented_queues` asks otherwise) therefore schedule the
 //! frame's arrival (at the switch, or at the machine) when it is queued,
 //! and no event marks the end of its serialization (as in ns-3's and
@@ -51,7 +52,11 @@
 //! events were scheduled, which is queueing order here and departure
 //! order on the evented path (the `cubic-vs-compound` example drops 378
 //! frames one way and 370 the other, a tie having decided a drop that
-//! TCP's reaction spreads). Other disciplines keep the evented path: a
+//! TCP's reaction spreads). An ECN-threshold queue (`qdisc::threshold`)
+//! is this FIFO with one more question at arrival: a frame that finds K
+//! or more waiting (the count the drop-tail limit reads) and says ECT
+//! gets CE, as the evented discipline marks it; ties decide marks as
+//! they decide drops. Other disciplines keep the evented path: a
 //! `TxDone` event per frame, and the discipline asked for the next frame
 //! when the wire goes idle.
 //!

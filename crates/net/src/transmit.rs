@@ -176,7 +176,7 @@ fn queue_mut(c: &mut impl Context, q: QueueRef) -> &mut WireQueue {
 /// A queue run as a departure-time FIFO (see "Departure-time FIFO") takes
 /// the frame here, with one look-up of the queue: it already runs so (its
 /// schedule, settled at the present, is not empty), or it is an idle
-/// drop-tail queue on a network that is neither captured nor traced.
+/// drop-tail or ECN-threshold queue on a network that is neither captured nor traced.
 pub(crate) fn enqueue(c: &mut impl Context, q: QueueRef, id: FrameId) {
     let now = c.now().as_nanos();
     let (net, port, up) = (q.net, q.port_dir >> 1, q.port_dir & 1 == 0);
@@ -192,16 +192,16 @@ pub(crate) fn enqueue(c: &mut impl Context, q: QueueRef, id: FrameId) {
         wq.trace = Some(Box::default());
     }
     wq.settle(now);
-    let analytic = !wq.sched.is_empty()
-        || (uncaptured && matches!(wq.qdisc, Qdisc::DropTail(_)) && wq.is_idle(now));
+    let fifo = matches!(wq.qdisc, Qdisc::DropTail(_) | Qdisc::Threshold(_));
+    let analytic = !wq.sched.is_empty() || (uncaptured && fifo && wq.is_idle(now));
     if !analytic {
         return enqueue_evented(c, q, id, now);
     }
-    let (packets, waiting_bytes) = wq.waiting();
-    let full = match &wq.qdisc {
-        Qdisc::DropTail(d) => d.refuses(packets, waiting_bytes, bytes as u32),
-        _ => false,
-    };
+    let (full, mark) = fifo_verdict(wq, bytes as u32);
+    if mark && !full && ecn_capable(&f.frames[id as usize]) {
+        wq.stats.marked += 1;
+        mark_ce(&mut f.frames[id as usize]);
+    }
     if full {
         wq.stats.dropped += 1;
         n.stats.queue_drops += 1;
@@ -251,6 +251,22 @@ pub(crate) fn enqueue(c: &mut impl Context, q: QueueRef, id: FrameId) {
     }
 }
 
+/// Returns whether a departure-time FIFO `wq` (settled at the present)
+/// refuses a frame of `bytes`, and whether it marks it if it is ECN-capable
+/// (an ECN threshold with K or more frames or bytes waiting).
+#[inline]
+fn fifo_verdict(wq: &WireQueue, bytes: u32) -> (bool, bool) {
+    let (packets, waiting) = wq.waiting();
+    match &wq.qdisc {
+        Qdisc::DropTail(d) => (d.refuses(packets, waiting, bytes), false),
+        Qdisc::Threshold(t) => (
+            t.refuses(packets, waiting, bytes),
+            t.at_or_above(packets, waiting),
+        ),
+        _ => (false, false),
+    }
+}
+
 /// When a train of frames fits a link's NIC: the first frame's arrival,
 /// the spacing of the others (all but the last `full` bytes long) and the
 /// last one's arrival, ns.
@@ -279,8 +295,9 @@ pub fn arrival_if_queued(c: &mut impl Context, net: NetId, port: u32, bytes: usi
 /// themselves (a TSO segment the far end takes as one unit), with the
 /// counters [`transmit`] keeps for each; returns their arrivals. Returns
 /// `None`, changing nothing, unless the link is unimpaired, uncaptured
-/// and untraced, the NIC is a departure-time drop-tail FIFO and takes all
-/// `n`: the caller then sends the frames one by one.
+/// and untraced, the NIC is a departure-time FIFO (drop-tail, or ECN
+/// threshold with none of the `n` reaching K) and takes all `n`: the
+/// caller then sends the frames one by one.
 pub fn enqueue_train(
     c: &mut impl Context,
     net: NetId,
@@ -300,16 +317,23 @@ pub fn enqueue_train(
     let latency = nw.cfg.latency_ns;
     let wq = &mut nw.queues_mut(port).up;
     wq.settle(now);
-    let analytic =
-        !wq.sched.is_empty() || (matches!(wq.qdisc, Qdisc::DropTail(_)) && wq.is_idle(now));
-    let Qdisc::DropTail(d) = &wq.qdisc else {
-        return None;
-    };
+    let analytic = !wq.sched.is_empty()
+        || (matches!(wq.qdisc, Qdisc::DropTail(_) | Qdisc::Threshold(_)) && wq.is_idle(now));
     // The last frame finds the others waiting (the first may be on the
     // wire already: then fewer wait, so this is the worst case).
     let (packets, bytes) = wq.waiting();
     let ahead = u64::from(n - 1) * full as u64;
-    if !analytic || d.refuses(packets + n - 1, bytes + ahead, last as u32) {
+    let (most, most_bytes) = (packets + n - 1, bytes + ahead);
+    let refused = match &wq.qdisc {
+        Qdisc::DropTail(d) => d.refuses(most, most_bytes, last as u32),
+        // Only a train none of whose frames would be marked: the frames
+        // are not at hand to mark.
+        Qdisc::Threshold(t) => {
+            t.refuses(most, most_bytes, last as u32) || t.at_or_above(most, most_bytes)
+        }
+        _ => return None,
+    };
+    if !analytic || refused {
         return None;
     }
     let first = wq.push(now, ser_full, full as u32);
@@ -423,6 +447,16 @@ fn describe(frame: &Message, id: FrameId, classifies: bool) -> Queued {
     let addr = |o: usize| u32::from_be_bytes([ip[o], ip[o + 1], ip[o + 2], ip[o + 3]]);
     d.flow = qdisc::flow_hash(addr(12), addr(16), ip[9], sport, dport);
     d
+}
+
+/// Returns true when an Ethernet frame carries an IPv4 header whose ECN
+/// field says ECT(0) or ECT(1) (RFC 3168 §5), as [`describe`] reads it.
+fn ecn_capable(frame: &Message) -> bool {
+    let mut h = [0u8; 16];
+    if frame.len() < 34 || frame.copy_to_slice(0, &mut h).is_err() {
+        return false;
+    }
+    h[12..14] == [0x08, 0x00] && h[14] >> 4 == 4 && matches!(h[15] & 3, 1 | 2)
 }
 
 /// Sets the ECN field of the IPv4 header of an Ethernet frame to CE (0b11,

@@ -84,11 +84,27 @@ impl Threshold {
 
     /// Returns true when the queue is at or above K.
     fn above(&self) -> bool {
+        self.at_or_above(self.fifo.packets(), self.fifo.bytes())
+    }
+
+    /// Returns true when `packets` frames of `bytes` bytes waiting are at
+    /// or above K: the rule for a queue run as a departure-time FIFO,
+    /// which counts what waits itself (see "Departure-time FIFO").
+    #[inline]
+    pub fn at_or_above(&self, packets: u32, bytes: u64) -> bool {
         match self.k {
             Limit::Unbounded => false,
-            Limit::Packets(k) => self.fifo.packets() >= k,
-            Limit::Bytes(k) => self.fifo.bytes() >= k,
+            Limit::Packets(k) => packets >= k,
+            Limit::Bytes(k) => bytes >= k,
         }
+    }
+
+    /// Returns true when a frame of `incoming` bytes would overflow the
+    /// FIFO with `packets` frames of `bytes` bytes waiting
+    /// ([`DropTail::refuses`]).
+    #[inline]
+    pub fn refuses(&self, packets: u32, bytes: u64, incoming: u32) -> bool {
+        self.fifo.refuses(packets, bytes, incoming)
     }
 }
 
