@@ -102,7 +102,17 @@ pub fn plot(
             emit("queues", Figure::Lines(title, time, "frames waiting", &q))?;
         }
     }
-    let shares = tcp_shares(&r);
+    from_report(&r, &mut emit)?;
+    Ok(written)
+}
+
+/// Draws the figures whose data is in the report `r` alone, through
+/// `emit`.
+fn from_report(
+    r: &serde_json::Value,
+    emit: &mut dyn FnMut(&str, Figure) -> Result<(), PlotError>,
+) -> Result<(), PlotError> {
+    let shares = tcp_shares(r);
     if !shares.is_empty() {
         let title = "Throughput share by congestion control";
         emit(
@@ -110,12 +120,12 @@ pub fn plot(
             Figure::Bars(title, "share of throughput (%)", &shares),
         )?;
     }
-    let pings = ping_rtts(&r);
+    let pings = ping_rtts(r);
     if !pings.is_empty() {
         let title = "Ping RTT: mean, least and most";
         emit("ping", Figure::Bars(title, "RTT (ms)", &pings))?;
     }
-    let fct = completion_cdf(&r);
+    let fct = completion_cdf(r);
     if !fct.is_empty() {
         let title = "Flow completion times (TCP connections that sent data)";
         let line = [Line {
@@ -125,7 +135,7 @@ pub fn plot(
         let (x, y) = ("completion time (ms)", "fraction of flows");
         emit("fct", Figure::Lines(title, x, y, &line))?;
     }
-    let (buckets, slow) = slowdown_lines(&r);
+    let (buckets, slow) = slowdown_lines(r);
     if !slow.is_empty() {
         let title = "FCT slowdown by flow size (finished flows)";
         let x = "flow size";
@@ -134,7 +144,7 @@ pub fn plot(
             Figure::Categories(title, x, "slowdown (FCT / ideal)", &buckets, &slow),
         )?;
     }
-    Ok(written)
+    Ok(())
 }
 
 /// One figure: a line chart (title, x and y axis names, lines) or a bar
