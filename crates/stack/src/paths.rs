@@ -48,7 +48,9 @@
 //! At most [`MAX_PATHS`] paths per pair (the first ones in depth-first
 //! order; a pair with more never uses the rest); paths through
 //! non-forwarding multi-homed machines are not considered; weighted
-//! choices (by capacity) are not offered.
+//! choices (by capacity) are not offered; the graph is made with the
+//! routing tables, so addresses given during the run (DHCP) are not in
+//! it and their flows use the tables.
 
 use crate::hosts::Hosts;
 use crate::machine::{IfaceId, MachineId};
@@ -167,10 +169,10 @@ impl RandomPaths {
         g
     }
 
-    /// Returns the longest shortest path, in networks crossed, from a
-    /// network of `from` to any network: one search per distinct router
-    /// set among them (networks behind the same routers are as far from
-    /// everything).
+    /// Returns the longest shortest path, in networks crossed, between
+    /// two networks of `from`: one search per distinct set of routers
+    /// among them (networks behind the same routers are equally far from
+    /// every other network).
     fn host_diameter(&self, from: &[u32]) -> u32 {
         let mut seen: BTreeSet<Vec<MachineId>> = BTreeSet::new();
         let mut longest = 1;
