@@ -25,12 +25,39 @@ pub struct FlowRecord {
     pub start_ns: u64,
     /// When its last byte reached the receiving application, ns.
     pub end_ns: Option<u64>,
+    /// How the flow travels (its ideal completion time depends on it).
+    pub transport: FlowTransport,
+    /// The receiver saw a packet of it lost (a flow whose transport does
+    /// not resend: it will not finish).
+    pub lost: bool,
 }
+
+/// How a flow travels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FlowTransport {
+    /// A TCP connection: a handshake, then the bytes.
+    #[default]
+    Tcp,
+    /// DCQCN over UDP (`elvis_apps::dcqcn`): packets of at most
+    /// [`DCQCN_PACKET`] bytes paced from the line rate, no handshake, no
+    /// retransmission.
+    Dcqcn,
+}
+
+/// The largest UDP payload of a DCQCN flow's packet (a 1500-byte MTU).
+pub const DCQCN_PACKET: u64 = 1472;
 
 impl Host {
     /// Records a flow of `bytes` from this machine to `dst` starting now;
     /// returns its id (0 outside a running simulation).
     pub fn flow_started(&self, dst: Ipv4Addr, bytes: u64) -> u64 {
+        self.flow_started_over(dst, bytes, FlowTransport::Tcp)
+    }
+
+    /// Records a flow of `bytes` over `transport` from this machine to
+    /// `dst` starting now; returns its id (0 outside a running
+    /// simulation).
+    pub fn flow_started_over(&self, dst: Ipv4Addr, bytes: u64, transport: FlowTransport) -> u64 {
         try_with_world(|w| {
             let start_ns = w.hosts.now().as_nanos();
             w.flows.push(FlowRecord {
@@ -39,6 +66,8 @@ impl Host {
                 bytes,
                 start_ns,
                 end_ns: None,
+                transport,
+                lost: false,
             });
             (w.flows.len() - 1) as u64
         })
@@ -58,6 +87,24 @@ impl Host {
                 .is_some_and(|f| f.end_ns.is_none() && mine(f.dst));
             if ok {
                 w.flows[id as usize].end_ns = Some(now);
+            }
+            ok
+        })
+        .unwrap_or(false)
+    }
+
+    /// Records that this machine, flow `id`'s receiver, saw a packet of
+    /// it lost. An unknown id or a flow to another address changes
+    /// nothing; returns whether the record changed.
+    pub fn flow_lost(&self, id: u64) -> bool {
+        try_with_world(|w| {
+            let mine = |dst: Ipv4Addr| w.hosts.machines[self.machine as usize].owns(dst);
+            let ok = usize::try_from(id)
+                .ok()
+                .and_then(|i| w.flows.get(i))
+                .is_some_and(|f| !f.lost && mine(f.dst));
+            if ok {
+                w.flows[id as usize].lost = true;
             }
             ok
         })

@@ -27,7 +27,7 @@ pub use elvis_kernel::Time;
 pub use elvis_message::Message;
 pub use elvis_tcpcc::Algorithm as Congestion;
 pub use executor::{AppError, AppResult, TaskState};
-pub use flows::FlowRecord;
+pub use flows::{FlowRecord, FlowTransport};
 pub use host::{Host, LiveMetric, Sleep};
 pub use machine::{MachineId, ResolverConf};
 pub use socket::{

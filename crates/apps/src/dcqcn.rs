@@ -41,7 +41,7 @@
 //! its NIC queue (back-pressure) still applies.
 
 use crate::Host;
-use elvis_api::{AppResult, Message, Time};
+use elvis_api::{AppResult, Message, Time, UdpSocket};
 use std::collections::BTreeMap;
 use std::net::SocketAddrV4;
 use std::rc::Rc;
@@ -51,11 +51,11 @@ pub const ROCE_PORT: u16 = 4791;
 /// Ethernet, IPv4 and UDP header bytes around a payload.
 const FRAME_OVERHEAD: u64 = 42;
 /// First byte of a data packet.
-const DATA: u8 = 1;
+pub const DATA: u8 = 1;
 /// First byte of a congestion notification packet.
-const CNP: u8 = 2;
+pub const CNP: u8 = 2;
 /// Payload bytes of a CNP.
-const CNP_LEN: usize = 16;
+pub const CNP_LEN: usize = 16;
 
 /// The reaction point's parameters (rates in bit/s, times in ns).
 #[derive(Clone, Debug, PartialEq)]
@@ -231,9 +231,39 @@ pub async fn send(host: Host, cfg: Rc<SendConfig>) -> AppResult {
     let cnps = host.publish_live("cnps", 0.0);
     let rate = host.publish_live("rate_bps", rp.rate);
     let alpha = host.publish_live("alpha", rp.alpha);
+    let size_of = |_, total: u64| match cfg.bytes {
+        None => Some(cfg.size),
+        Some(b) => (total < b).then(|| cfg.size.min((b - total) as usize)),
+    };
+    let after = |rp: &Reaction, total: u64| {
+        sent.set(total as f64);
+        cnps.set(rp.cnps as f64);
+        rate.set(rp.rate);
+        alpha.set(rp.alpha);
+    };
+    pace(host, &sock, cfg.to, &mut rp, size_of, data, after).await
+}
+
+/// The reaction point's send loop: while `size_of(seq, bytes sent)`
+/// gives the next packet's payload size, sends `packet(size, seq)` to
+/// `to` when the current rate allows, and reacts to the CNPs and timers
+/// in between; `after` sees the state and the bytes sent after each
+/// event. `sock` (sending ECT(0)) receives the CNPs.
+///
+/// # Errors
+/// What sending or receiving on `sock` returns.
+pub async fn pace(
+    host: Host,
+    sock: &UdpSocket,
+    to: SocketAddrV4,
+    rp: &mut Reaction,
+    mut size_of: impl FnMut(u64, u64) -> Option<usize>,
+    mut packet: impl FnMut(usize, u64) -> Message,
+    mut after: impl FnMut(&Reaction, u64),
+) -> AppResult {
     let (mut seq, mut total) = (0u64, 0u64);
     let mut next_send = host.now().as_nanos();
-    while cfg.bytes.is_none_or(|b| total < b) {
+    while let Some(size) = size_of(seq, total) {
         let wake = [Some(next_send), rp.next_alpha, rp.next_increase]
             .into_iter()
             .flatten()
@@ -248,21 +278,15 @@ pub async fn send(host: Host, cfg: Rc<SendConfig>) -> AppResult {
             let (mut m, _) = r?;
             if m.front(1) == Some(&[CNP][..]) {
                 rp.on_cnp(now);
-                cnps.set(rp.cnps as f64);
             }
         } else if now >= next_send {
-            let size = cfg
-                .bytes
-                .map_or(cfg.size, |b| cfg.size.min((b - total) as usize));
-            sock.send_to(data(size, seq), cfg.to).await?;
+            sock.send_to(packet(size, seq), to).await?;
             seq += 1;
             total += size as u64;
             rp.sent(size as u64 + FRAME_OVERHEAD);
-            sent.set(total as f64);
             next_send = host.now().as_nanos().max(next_send) + rp.gap(size);
         }
-        rate.set(rp.rate);
-        alpha.set(rp.alpha);
+        after(rp, total);
     }
     Ok(())
 }

@@ -9,7 +9,11 @@
 //! sink of the destination: each instance also runs one listening sink
 //! (a child task) on `port`, which serves each accepted connection from a
 //! task of its own. Thousands of hosts cost one listener each; a flow
-//! costs one task at each end while it lasts.
+//! costs one task at each end while it lasts. With `transport='dcqcn'`
+//! every flow is instead a DCQCN message over UDP, paced from the
+//! sender's line rate ([`dcqcn`]), and each instance also runs a DCQCN
+//! sink on UDP `port`, which ends a flow's record when all its bytes are
+//! in (a flow that loses a packet never ends: see [`dcqcn`]).
 //!
 //! The arrival rate is λ = load × R / (8 × mean size) flows per second,
 //! R the bit rate of the sender's access link (`link_rate=` overrides):
@@ -40,12 +44,14 @@
 //!
 //! # Gaps
 //! An incast here is N senders starting at the same instants, not a
-//! request and its N responses (the receiver asks nothing). Flows are
+//! request and its N responses (the receiver asks nothing). DCQCN flows
+//! are not resent when lost. Flows are
 //! one-way, carry no priority or deadline, and are at least 16 bytes.
 //! The arrival rate assumes the sender's first interface is its access
 //! link.
 
 pub mod cdf;
+pub mod dcqcn;
 
 use crate::Host;
 use cdf::{unit, Cdf};
@@ -102,8 +108,21 @@ pub struct Config {
     /// Arrivals only this long after the start, ns.
     pub duration: Option<u64>,
     pub congestion: Option<Congestion>,
+    /// How the flows travel.
+    pub transport: Transport,
     /// Drawn once, by the group's first instance.
     pub shared: RefCell<Shared>,
+}
+
+/// How a `flowgen`'s flows travel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// TCP connections.
+    #[default]
+    Tcp,
+    /// DCQCN messages over UDP ([`dcqcn`]); the sink sends at most one
+    /// CNP per flow every `cnp_interval` ns.
+    Dcqcn { cnp_interval: u64 },
 }
 
 /// State drawn by the group's first instance.
@@ -148,6 +167,9 @@ pub fn sattolo(n: usize, mut bits: impl FnMut() -> u64) -> Vec<usize> {
 /// Runs the sink and generates this machine's flows.
 pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
     host.spawn(sink(host, cfg.port, cfg.congestion))?;
+    if let Transport::Dcqcn { cnp_interval } = cfg.transport {
+        host.spawn(dcqcn::sink(host, cfg.port, cnp_interval))?;
+    }
     let Some(me) = host.ip() else {
         return Ok(());
     };
@@ -156,7 +178,7 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
         for r in rows.iter().filter(|r| r.src == me) {
             host.sleep_until(Time::from_nanos(start + r.start_ns)).await;
             let to = SocketAddrV4::new(r.dst, cfg.port);
-            host.spawn(flow(host, to, r.bytes, cfg.congestion))?;
+            start_flow(host, &cfg, to, r.bytes)?;
         }
         return Ok(());
     }
@@ -179,14 +201,24 @@ pub async fn run(host: Host, cfg: Rc<Config>) -> AppResult {
         host.sleep_until(Time::from_nanos(t)).await;
         let dst = next.pick(&host);
         let bytes = cfg.sizes.sample(host.random_u64());
-        host.spawn(flow(
-            host,
-            SocketAddrV4::new(dst, cfg.port),
-            bytes,
-            cfg.congestion,
-        ))?;
+        start_flow(host, &cfg, SocketAddrV4::new(dst, cfg.port), bytes)?;
         count += 1;
     }
+    Ok(())
+}
+
+/// Starts one flow of `bytes` to `to`, from a task of its own, over the
+/// configured transport (DCQCN's line rate: `link_rate=` or the access
+/// link's; 1 Pbit/s on an unlimited one).
+fn start_flow(host: Host, cfg: &Config, to: SocketAddrV4, bytes: u64) -> AppResult {
+    match cfg.transport {
+        Transport::Tcp => host.spawn(flow(host, to, bytes, cfg.congestion))?,
+        Transport::Dcqcn { .. } => {
+            let line = cfg.link_rate.or_else(|| host.link_rate_bps()).unwrap_or(0);
+            let line = if line == 0 { 1e15 } else { line as f64 };
+            host.spawn(dcqcn::flow(host, to, bytes, line))?
+        }
+    };
     Ok(())
 }
 

@@ -30,7 +30,7 @@
 //! | `http_flood` | an HTTP GET flood: GETs at `rate` or over `parallel` connections (crate `elvis-web`) | `count` sent or `duration` over |
 //! | `dcqcn_send` | a RoCEv2-style UDP flow paced by DCQCN's reaction point (rate cut on CNPs, timer and byte-counter increases) | `bytes` sent |
 //! | `dcqcn_receive` | receives DCQCN flows and answers CE-marked packets with CNPs (at most one per flow per 50 µs) | never (daemon) |
-//! | `flowgen` | TCP flows with Poisson arrivals at a target load, sizes from a flow-size CDF (web search, data mining, a CSV), random, permutation or incast destinations, or a trace; a sink for other hosts' flows | its arrivals are over (`flows`, `duration`); its sink runs on |
+//! | `flowgen` | TCP (or DCQCN) flows with Poisson arrivals at a target load, sizes from a flow-size CDF (web search, data mining, a CSV), random, permutation or incast destinations, or a trace; a sink for other hosts' flows | its arrivals are over (`flows`, `duration`); its sink runs on |
 //! | `flowgen_sink` | only the sink of `flowgen` | never (daemon) |
 //!
 //! `dhcp_server` is an NDL application too, but a service of the

@@ -255,6 +255,12 @@ fn routes_and_offloads(
     routes(&mut a.sim, machines, scenario.sim.routing, &a.groups)?;
     a.sim
         .set_per_packet_multipath(scenario.sim.per_packet_multipath);
+    a.sim
+        .set_random_multipath(match scenario.sim.random_multipath {
+            elvis_scenario::RandomMultipath::Off => elvis_sim::stack::route::Random::Off,
+            elvis_scenario::RandomMultipath::Demux => elvis_sim::stack::route::Random::Demux,
+            elvis_scenario::RandomMultipath::Path => elvis_sim::stack::route::Random::Path,
+        });
     let mut tcp = elvis_sim::TcpConfig::default();
     if let Some(ns) = scenario.sim.tcp_min_rto_ns {
         tcp.min_rto = std::time::Duration::from_nanos(ns);

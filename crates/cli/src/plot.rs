@@ -9,6 +9,7 @@
 //! | `shares` | the report's `tcp_shares` | throughput share per congestion-control algorithm |
 //! | `ping` | the `ping` metrics of the report | each pinging machine's mean RTT, with a whisker from the least to the most |
 //! | `fct` | the report's `tcp_connections` | the CDF of flow completion times (opening to last acknowledgement) of the connections that sent data |
+//! | `slowdown` | the report's `flows` | FCT slowdown (FCT / ideal FCT) per flow-size bucket: median and 99th percentile, as datacenter papers draw it |
 //!
 //! A figure whose data is absent (no TCP, no queue trace) is not
 //! written. Text is drawn with DejaVu Sans Mono, embedded (its licence is
@@ -101,7 +102,17 @@ pub fn plot(
             emit("queues", Figure::Lines(title, time, "frames waiting", &q))?;
         }
     }
-    let shares = tcp_shares(&r);
+    from_report(&r, &mut emit)?;
+    Ok(written)
+}
+
+/// Draws the figures whose data is in the report `r` alone, through
+/// `emit`.
+fn from_report(
+    r: &serde_json::Value,
+    emit: &mut dyn FnMut(&str, Figure) -> Result<(), PlotError>,
+) -> Result<(), PlotError> {
+    let shares = tcp_shares(r);
     if !shares.is_empty() {
         let title = "Throughput share by congestion control";
         emit(
@@ -109,12 +120,12 @@ pub fn plot(
             Figure::Bars(title, "share of throughput (%)", &shares),
         )?;
     }
-    let pings = ping_rtts(&r);
+    let pings = ping_rtts(r);
     if !pings.is_empty() {
         let title = "Ping RTT: mean, least and most";
         emit("ping", Figure::Bars(title, "RTT (ms)", &pings))?;
     }
-    let fct = completion_cdf(&r);
+    let fct = completion_cdf(r);
     if !fct.is_empty() {
         let title = "Flow completion times (TCP connections that sent data)";
         let line = [Line {
@@ -124,7 +135,16 @@ pub fn plot(
         let (x, y) = ("completion time (ms)", "fraction of flows");
         emit("fct", Figure::Lines(title, x, y, &line))?;
     }
-    Ok(written)
+    let (buckets, slow) = slowdown_lines(r);
+    if !slow.is_empty() {
+        let title = "FCT slowdown by flow size (finished flows)";
+        let x = "flow size";
+        emit(
+            "slowdown",
+            Figure::Categories(title, x, "slowdown (FCT / ideal)", &buckets, &slow),
+        )?;
+    }
+    Ok(())
 }
 
 /// One figure: a line chart (title, x and y axis names, lines) or a bar
@@ -133,6 +153,9 @@ pub fn plot(
 enum Figure<'a> {
     Lines(&'a str, &'a str, &'a str, &'a [Line]),
     Bars(&'a str, &'a str, &'a [Bar]),
+    /// A line chart over named categories: title, x and y axis names,
+    /// the categories, lines whose x is a category's index.
+    Categories(&'a str, &'a str, &'a str, &'a [String], &'a [Line]),
 }
 
 impl Figure<'_> {
@@ -144,6 +167,9 @@ impl Figure<'_> {
         match self {
             Figure::Lines(title, x, y, data) => lines(area, title, x, y, data),
             Figure::Bars(title, y, data) => bars(area, title, y, data),
+            Figure::Categories(title, x, y, names, data) => {
+                categories(area, (title, x, y), names, data)
+            }
         }
     }
 }
@@ -169,6 +195,36 @@ fn completion_cdf(r: &serde_json::Value) -> Vec<(f64, f64)> {
         points.push((x, (i + 1) as f64 / n));
     }
     points
+}
+
+/// The size buckets of the report's `flows` section that hold a finished
+/// flow (`<100KB` … `>=10MB`, with their flow counts), and two lines over
+/// them: the median and the 99th-percentile slowdown.
+fn slowdown_lines(r: &serde_json::Value) -> (Vec<String>, Vec<Line>) {
+    let mut names = Vec::new();
+    let (mut p50, mut p99) = (Vec::new(), Vec::new());
+    for b in r["flows"]["buckets"].as_array().into_iter().flatten() {
+        let (Some(name), Some(m), Some(t)) = (
+            b["bucket"].as_str(),
+            b["slowdown_p50"].as_f64(),
+            b["slowdown_p99"].as_f64(),
+        ) else {
+            continue;
+        };
+        let x = names.len() as f64;
+        let n = b["finished"].as_u64().unwrap_or(0);
+        names.push(format!("{name} ({n})"));
+        p50.push((x, m));
+        p99.push((x, t));
+    }
+    if names.is_empty() {
+        return (names, Vec::new());
+    }
+    let line = |label: &str, points| Line {
+        label: label.to_string(),
+        points,
+    };
+    (names, vec![line("p50", p50), line("p99", p99)])
 }
 
 /// The cwnd (KB) and srtt (ms) lines of the connections that sent data,
@@ -420,6 +476,68 @@ where
     area.present().map_err(err)
 }
 
+/// A line chart with markers over named categories (x: a category's
+/// index), from 0 up, with a legend.
+fn categories<DB: DrawingBackend>(
+    area: DrawingArea<DB, Shift>,
+    (title, x, y): (&str, &str, &str),
+    names: &[String],
+    data: &[Line],
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE).map_err(err)?;
+    let n = names.len() as u32;
+    let ys = data.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let y_max = ys.fold(0.0, f64::max).max(1e-9) * 1.1;
+    let mut chart = ChartBuilder::on(&area)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..y_max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_desc(x)
+        .y_desc(y)
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    let at = |p: &(f64, f64)| (SegmentValue::CenterOf(p.0 as u32), p.1);
+    for (i, l) in data.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                l.points.iter().map(at),
+                color.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(l.label.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series((l.points.iter()).map(|p| Circle::new(at(p), 4, color.filled())))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(err)?;
+    area.present().map_err(err)
+}
+
 /// A bar chart of percentages.
 fn bars<DB: DrawingBackend>(
     area: DrawingArea<DB, Shift>,
@@ -654,6 +772,48 @@ mod tests {
         let files = plot(&rf, None, None, &d.join("out"), Format::Png).unwrap();
         assert_eq!(files.len(), 1);
         assert!(std::fs::metadata(&files[0]).unwrap().len() > 10_000);
+    }
+
+    /// A report with a `flows` section gets the slowdown figure: the
+    /// buckets with finished flows on x (the empty one left out), p50 and
+    /// p99 as its two lines.
+    #[test]
+    fn the_slowdown_figure_has_p50_and_p99_per_size_bucket() {
+        let r: serde_json::Value = serde_json::from_str(
+            r#"{"flows": {"flows": 7, "finished": 6, "buckets": [
+                {"bucket": "<100KB", "flows": 4, "finished": 4, "slowdown_p50": 1.5, "slowdown_p99": 9.0},
+                {"bucket": "100KB-1MB", "flows": 2, "finished": 2, "slowdown_p50": 2.0, "slowdown_p99": 4.0},
+                {"bucket": "1MB-10MB", "flows": 1, "finished": 0, "slowdown_p50": null, "slowdown_p99": null},
+                {"bucket": ">=10MB", "flows": 0, "finished": 0}]}}"#,
+        )
+        .unwrap();
+        let (names, lines) = slowdown_lines(&r);
+        assert_eq!(names, ["<100KB (4)", "100KB-1MB (2)"]);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            (lines[0].label.as_str(), lines[1].label.as_str()),
+            ("p50", "p99")
+        );
+        assert_eq!(lines[0].points, [(0.0, 1.5), (1.0, 2.0)]);
+        assert_eq!(lines[1].points, [(0.0, 9.0), (1.0, 4.0)]);
+        let d = temp("slowdown");
+        let rf = d.join("r.json");
+        std::fs::write(&rf, r.to_string()).unwrap();
+        let files = plot(&rf, None, None, &d.join("out"), Format::Both).unwrap();
+        let names: Vec<String> = files.iter().map(|f| file_name(f)).collect();
+        assert_eq!(names, ["slowdown.svg", "slowdown.png"]);
+        let svg = std::fs::read_to_string(&files[0]).unwrap();
+        for text in ["p50", "p99", "&lt;100KB (4)", "100KB-1MB (2)"] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        assert!(!svg.contains("1MB-10MB"));
+        assert!(svg.contains("<polyline") && svg.contains("<circle"));
+        assert!(std::fs::metadata(&files[1]).unwrap().len() > 10_000);
+        // No finished flow: no figure.
+        std::fs::write(&rf, r#"{"flows": {"buckets": []}}"#).unwrap();
+        assert!(plot(&rf, None, None, &d.join("none"), Format::Svg)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

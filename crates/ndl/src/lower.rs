@@ -473,18 +473,23 @@ impl Lower<'_> {
         }
     }
 
-    /// Reads `multipath='flow'` (the default) or `'packet'`.
+    /// Reads `multipath='flow'` (the default), `'packet'`, `'random'` or
+    /// `'random_path'`.
     fn multipath(&mut self, b: &Block) {
         let Some(p) = b.param("multipath") else {
             return;
         };
+        use elvis_scenario::RandomMultipath as R;
         let mode = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
-            "flow" => Ok(false),
-            "packet" => Ok(true),
-            _ => Err("expected flow or packet".to_string()),
+            "flow" => Ok((false, R::Off)),
+            "packet" => Ok((true, R::Off)),
+            "random" => Ok((false, R::Demux)),
+            "random_path" => Ok((false, R::Path)),
+            _ => Err("expected flow, packet, random or random_path".to_string()),
         };
-        if let Some(per_packet) = self.value(p, mode, "multipath='packet'") {
+        if let Some((per_packet, random)) = self.value(p, mode, "multipath='packet'") {
             self.sc.sim.per_packet_multipath = per_packet;
+            self.sc.sim.random_multipath = random;
         }
     }
 

@@ -174,6 +174,10 @@ pub struct SimSettings {
     /// next hops, not each flow (`multipath='flow'`, the default).
     #[serde(default)]
     pub per_packet_multipath: bool,
+    /// `multipath='random'` or `'random_path'`: random next hops per
+    /// datagram, or a random simple path per flow.
+    #[serde(default)]
+    pub random_multipath: RandomMultipath,
     /// `min_rto='…'`: TCP's minimum retransmission timeout on every
     /// machine (ns; `None`: Linux's 200 ms).
     #[serde(default)]
@@ -193,6 +197,20 @@ pub struct DnsAuto {
     pub domain: String,
     /// Where `dns=` is written.
     pub loc: Loc,
+}
+
+/// The random multipath choices of `[Simulation multipath='…']`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RandomMultipath {
+    /// Hashed choices (`'flow'`, `'packet'`).
+    #[default]
+    Off,
+    /// `'random'`: each datagram's next hop drawn at random (ns.py's
+    /// random demultiplexing).
+    Demux,
+    /// `'random_path'`: each flow on a random simple path (ns.py's random
+    /// simple-path routing).
+    Path,
 }
 
 /// How routers' and hosts' routes are made (`[Simulation routing='…']`).
@@ -244,6 +262,7 @@ impl Default for SimSettings {
             dns: None,
             realtime: false,
             per_packet_multipath: false,
+            random_multipath: RandomMultipath::Off,
             tcp_min_rto_ns: None,
             tcp_slow_start: None,
             loc: Loc::default(),

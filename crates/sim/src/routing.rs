@@ -47,7 +47,7 @@ use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use crate::simulation::SimError;
 use crate::stack::route::{
-    mask, Hop, Hops, Interner, Metric, RouteList, RouteVec, Table, NO_TABLE,
+    mask, Hop, Hops, Interner, Metric, Random, RouteList, RouteVec, Table, NO_TABLE,
 };
 use crate::world::World;
 use rustc_hash::FxHashMap;
@@ -71,6 +71,7 @@ struct RouterInfo {
 /// networks.
 pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
     w.hosts.stack.routing.dirty = false;
+    random_state(w);
     let auto = w.hosts.stack.routing.auto;
     if auto.is_none() && w.hosts.stack.routing.statics.is_empty() {
         w.hosts.stack.routing.tables.clear();
@@ -139,6 +140,19 @@ pub(crate) fn build(w: &mut World) -> Result<(), SimError> {
     w.hosts.stack.routing.dynamic.clear();
     w.hosts.stack.routing.of_machine = of_machine;
     Ok(())
+}
+
+/// Makes the state of the random multipath choice, if any: one stream
+/// position per machine, or the graph of random simple-path routing.
+fn random_state(w: &mut World) {
+    let routing = &w.hosts.stack.routing;
+    let (random, machines) = (routing.random, w.hosts.machines.len());
+    w.hosts.stack.routing.draws = match random {
+        Random::Demux => (0..machines).map(|_| std::cell::Cell::new(0)).collect(),
+        _ => Vec::new(),
+    };
+    w.hosts.stack.routing.paths = (random == Random::Path)
+        .then(|| Box::new(crate::stack::paths::RandomPaths::build(&w.hosts)));
 }
 
 /// Checks every static route and turns its gateway into (iface, address).

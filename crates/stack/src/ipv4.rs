@@ -226,6 +226,19 @@ pub fn route_flow(
     if w.stack.on_demand && crate::ondemand::runs(w, m) {
         return crate::ondemand::route(w, m, dst);
     }
+    // Random simple-path routing: the flow's path, where this machine is
+    // its sender or one of its routers before the last.
+    if let (Some(paths), Some(f)) = (&w.stack.routing.paths, flow) {
+        if let Some(s) = paths.step(w, m, f) {
+            let ifc = machine.ifaces[s.iface as usize];
+            return Ok(Route {
+                iface: s.iface,
+                src: ifc.ip,
+                next: NextHop::Neighbour(Ipv4Addr::from(s.next), s.port),
+                mtu: mtu_of(ifc.net),
+            });
+        }
+    }
     // A neighbour on a directly connected network: the first interface
     // whose network has `dst`. A machine with many interfaces (a switch
     // of a fat tree) asks the world's indexes instead of every
@@ -262,8 +275,11 @@ pub fn route_flow(
     };
     let hop = match flow {
         Some(f) if hops.len() > 1 => {
-            let per_packet = w.stack.routing.per_packet;
-            hops[route::pick(hops.len(), w.config.seed, m, f, per_packet)]
+            let r = &w.stack.routing;
+            match r.draws.get(m as usize) {
+                Some(at) => hops[route::draw(hops.len(), w.config.seed, m, at)],
+                None => hops[route::pick(hops.len(), w.config.seed, m, f, r.per_packet)],
+            }
         }
         None if hops.len() > 1 => {
             let f = FlowKey {

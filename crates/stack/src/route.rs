@@ -29,6 +29,17 @@
 //! machine sends itself keep the per-flow choice (a TCP connection
 //! caches its route).
 //!
+//! # Random multipath
+//! Two choices are random rather than hashed ([`Routing::random`], ns.py's
+//! random elements). *Random demultiplexing* (NDL `multipath='random'`,
+//! ns.py's `RandomDemux` with equal weights) sends each datagram to a next
+//! hop drawn from the forwarding machine's own stream: draw `i` of machine
+//! `m` is `splitmix(seed, m, i)`, i.i.d. uniform over the next hops
+//! whatever the datagram holds, and the same seed repeats every draw.
+//! *Random simple-path routing* (`multipath='random_path'`) gives each
+//! flow a path drawn from all loop-free paths up to a hop cap, not only
+//! the shortest ones (`crate::paths`).
+//!
 //! # Per-flow explicit routes
 //! A router may also hold *flow routes* (`FlowRoutes`): "datagrams from
 //! SRC to DST (optionally: to destination port P) leave toward neighbour
@@ -41,7 +52,8 @@
 //! shortest path per flow, as ns.py's per-flow FIB does).
 //!
 //! # Gaps
-//! Weighted multipath, route metrics beyond "longest prefix wins", policy
+//! Weighted multipath (ns.py's `RandomDemux` takes per-output
+//! probabilities; here they are equal), route metrics beyond "longest prefix wins", policy
 //! routing beyond exact (source, destination[, port]) flow routes (no
 //! prefixes, no `fwmark`, no TOS), flow routes for a machine's own
 //! datagrams (only forwarded ones use them), routes changing during a
@@ -50,6 +62,7 @@
 use crate::machine::IfaceId;
 use crate::machine::MachineId;
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
@@ -193,11 +206,34 @@ pub fn pick(n: usize, seed: u64, machine: MachineId, flow: &FlowKey, per_packet:
     (((h >> 32) * n as u64) >> 32) as usize
 }
 
-fn splitmix(mut z: u64) -> u64 {
+pub(crate) fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// Draws one of `n` next hops from machine `m`'s random-demultiplexing
+/// stream, whose position `at` counts its draws (see "Random multipath").
+pub fn draw(n: usize, seed: u64, m: MachineId, at: &Cell<u64>) -> usize {
+    let i = at.get();
+    at.set(i + 1);
+    let h =
+        splitmix(seed ^ 0xd3e0_0000_0000_0000 ^ u64::from(m).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let h = splitmix(h ^ i);
+    (((h >> 32) * n as u64) >> 32) as usize
+}
+
+/// The random choices of next hops (see "Random multipath").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Random {
+    /// Hashed choices only (`multipath='flow'` or `'packet'`).
+    #[default]
+    Off,
+    /// Each datagram's next hop drawn from the machine's stream.
+    Demux,
+    /// Each flow on a random simple path.
+    Path,
 }
 
 /// The 5-tuple a multipath choice hashes.
@@ -408,6 +444,14 @@ pub struct Routing {
     /// Routers spread each datagram over equal-cost next hops (see
     /// "ECMP"), not each flow.
     pub per_packet: bool,
+    /// Random next hops (see "Random multipath").
+    pub random: Random,
+    /// Per machine, the position of its random-demultiplexing stream;
+    /// sized when tables are built, empty unless `random` is `Demux`.
+    pub draws: Vec<Cell<u64>>,
+    /// The graph and paths of random simple-path routing, built with the
+    /// tables when `random` is `Path`.
+    pub paths: Option<Box<crate::paths::RandomPaths>>,
     /// Tables made during the run for addresses given by DHCP
     /// (`crate::addr`): (interface, gateway) → the table holding that
     /// one default route. Emptied with `tables` when they are rebuilt.

@@ -237,6 +237,21 @@ fn flowgen_mistakes_are_located() {
             "peers='host' to='host-0'",
             "applies to pattern='incast' only",
         ),
+        (
+            "peers='host'",
+            "peers='host' transport='rdma'",
+            "tcp, dcqcn",
+        ),
+        (
+            "peers='host'",
+            "peers='host' cnp_interval='50us'",
+            "applies to transport='dcqcn' only",
+        ),
+        (
+            "peers='host'",
+            "peers='host' transport='dcqcn' congestion='dctcp'",
+            "congestion applies to TCP flows",
+        ),
     ];
     let files = [
         ("bad.csv", "0,0\n10,0.6\n20,0.5\n30,1\n"),
@@ -268,5 +283,91 @@ fn flows_use_the_machines_congestion_control() {
     assert!(
         shares.iter().all(|s| s["congestion"] == "dctcp"),
         "{shares:?}"
+    );
+}
+
+/// The closed form of a DCQCN flow alone over `links` hops of 10 Gbit/s
+/// and 1 µs: no handshake, the line rate from the first packet; S bytes
+/// in n = ⌈S / 1472⌉ packets split evenly, the first (the largest,
+/// F₁ = ⌈S / n⌉ + 42 bytes of frame) store-and-forwarded at every hop,
+/// the rest (W − F₁, W = S + 42·n) behind it at 10 Gbit/s.
+fn dcqcn_alone_ns(bytes: u64, links: u64) -> u64 {
+    let n = bytes.div_ceil(1472);
+    let first = bytes.div_ceil(n) + 42;
+    let wire = bytes + 42 * n;
+    let ser = |b: u64| (b * 8).div_ceil(10);
+    links * (1_000 + ser(first)) + ser(wire - first)
+}
+
+/// DCQCN flows under `flowgen` (`transport='dcqcn'`), one at a time on a
+/// FatTree(4): every flow completes, none is lost, the report's ideal is
+/// the closed form, and each completes within 0.1 % of it (DCQCN starts
+/// at the line rate and nothing else is on the network: no CNP, no
+/// queue).
+#[test]
+fn dcqcn_flows_alone_complete_in_the_closed_form_time() {
+    let mut trace = String::from("start,src,dst,bytes\n");
+    let sizes = [1_000u64, 100_000, 1_000_000, 10_000_000];
+    let pairs = [(15, 6), (2, 4), (1, 2)];
+    let mut k = 0;
+    for &s in &sizes {
+        for (dst, _) in pairs {
+            trace += &format!("{},host-0,host-{dst},{s}\n", 0.02 * k as f64);
+            k += 1;
+        }
+    }
+    let text = scenario(1, "1s", "trace='t.csv' transport='dcqcn'");
+    let (out, report, csv) = run_text(&text, &[("t.csv", &trace)]);
+    out.expect_code(0);
+    let r = report.unwrap();
+    assert_eq!(r["flows"]["flows"], 12);
+    assert_eq!(r["flows"]["unfinished"], 0);
+    assert_eq!(r["flows"]["lost"], 0);
+    let rows = parse_rows(&csv);
+    assert_eq!(rows.len(), 12);
+    for row in &rows {
+        let links = pairs
+            .iter()
+            .find(|(d, _)| row.dst == addr(*d))
+            .map(|p| p.1)
+            .unwrap();
+        let want = dcqcn_alone_ns(row.bytes, links);
+        assert_eq!(row.ideal_ns, Some(want), "{row:?}");
+        let fct = row.fct_ns.unwrap();
+        let slowdown = fct as f64 / want as f64;
+        assert!(
+            (1.0..1.001).contains(&slowdown),
+            "{row:?}: slowdown {slowdown}"
+        );
+    }
+}
+
+/// DCQCN assumes a lossless fabric: eight hosts sending 1 MB each into
+/// one at once, through 20-frame drop-tail queues that mark nothing, lose
+/// packets; nothing resends them, so those flows stay unfinished and the
+/// report counts them as lost.
+#[test]
+fn dcqcn_flows_that_lose_packets_are_counted_lost_and_unfinished() {
+    let mut trace = String::from("start,src,dst,bytes\n");
+    for src in 8..16 {
+        trace += &format!("0.001,host-{src},host-0,1000000\n");
+    }
+    let text = scenario(1, "100ms", "trace='t.csv' transport='dcqcn'")
+        .replace("latency='1us'", "latency='1us' qdisc='droptail' limit='20'");
+    let (out, report, csv) = run_text(&text, &[("t.csv", &trace)]);
+    out.expect_code(0);
+    let f = &report.unwrap()["flows"];
+    let (flows, finished, unfinished, lost) = (
+        f["flows"].as_u64().unwrap(),
+        f["finished"].as_u64().unwrap(),
+        f["unfinished"].as_u64().unwrap(),
+        f["lost"].as_u64().unwrap(),
+    );
+    assert_eq!((flows, finished + unfinished), (8, 8));
+    assert!(lost > 0 && lost <= unfinished, "{f}");
+    let rows = parse_rows(&csv);
+    assert_eq!(
+        rows.iter().filter(|r| r.fct_ns.is_none()).count() as u64,
+        unfinished
     );
 }

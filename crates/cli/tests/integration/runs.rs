@@ -716,6 +716,38 @@ fn run_with_plot_draws_the_figures_of_the_cubic_vs_compound_example() {
     elvis(args!["run", "--plot", &figs, "--report", "-"]).expect_code(2);
 }
 
+/// A `flowgen` run with `--plot` draws the FCT slowdown by flow size,
+/// with the median and 99th-percentile lines and each bucket that has a
+/// finished flow named on the axis.
+#[test]
+fn run_with_plot_draws_the_slowdown_of_the_flowgen_example() {
+    let dir = temp_dir();
+    let figs = dir.path().join("figs");
+    let out = elvis(args![
+        "run",
+        example("flowgen.ndl"),
+        "--plot",
+        &figs,
+        "--quiet"
+    ]);
+    out.expect_code(0);
+    let r = read_report(&figs.join("report.json"));
+    let svg = std::fs::read_to_string(figs.join("slowdown.svg")).unwrap();
+    assert!(svg.contains("p50") && svg.contains("p99"));
+    for b in r["flows"]["buckets"].as_array().unwrap() {
+        let name = (b["bucket"].as_str().unwrap())
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        let label = format!("{name} ({})", b["finished"]);
+        assert_eq!(
+            svg.contains(&label),
+            b["finished"].as_u64().unwrap() > 0,
+            "{label}"
+        );
+    }
+    assert!(std::fs::metadata(figs.join("slowdown.png")).unwrap().len() > 10_000);
+}
+
 /// Elvis' dialect runs as Elvis means it: a `[Template]` expands into the
 /// machine naming it, ARP's `local`/`default` make a default route (with a
 /// located warning about on-link destinations), captures take `type=` and

@@ -232,8 +232,9 @@ fn every_topology_type_builds_from_ndl_and_its_hosts_reach_each_other() {
 
 /// `[Simulation multipath=…]` on a FatTree(4): one TCP transfer from pod 0
 /// to pod 3 crosses the core. Per flow, its segments take one of the
-/// four core switches and its ACKs at most one other; per packet, every
-/// core switch carries a fair share of the segments (each between 15 and
+/// four core switches and its ACKs at most one other (also on a random
+/// simple path); per packet (hashed or drawn at random), every core switch
+/// carries a fair share of the segments (each between 15 and
 /// 35 % of the transfer's datagrams, against 25 % expected; the binomial
 /// spread of 2,000 datagrams over four is about 1 %), and the bytes still
 /// all arrive.
@@ -284,21 +285,34 @@ fn packet_multipath_sprays_one_flow_over_every_core_switch() {
         flow.iter().filter(|&&n| n > 0).count() <= 2,
         "per flow: {flow:?}"
     );
-    let packet = cores("packet");
-    let total: u64 = packet.iter().sum();
-    assert!(total > 2_000, "{packet:?}");
-    for n in &packet {
-        let share = *n as f64 / total as f64;
-        assert!((0.15..0.35).contains(&share), "per packet: {packet:?}");
+    // Random simple paths: in a FatTree(4) the paths across pods are the
+    // shortest ones, and a flow keeps its path.
+    let path = cores("random_path");
+    assert!(
+        path.iter().filter(|&&n| n > 0).count() <= 2,
+        "random path: {path:?}"
+    );
+    for mode in ["packet", "random"] {
+        let packet = cores(mode);
+        let total: u64 = packet.iter().sum();
+        assert!(total > 2_000, "{packet:?}");
+        for n in &packet {
+            let share = *n as f64 / total as f64;
+            assert!(
+                (0.15..0.35).contains(&share),
+                "per packet ({mode}): {packet:?}"
+            );
+        }
     }
     // A bad value is located.
     let dir = temp_dir();
     let file = dir.path().join("bad.ndl");
-    std::fs::write(&file, "[Simulation multipath='random']\n").unwrap();
+    std::fs::write(&file, "[Simulation multipath='sideways']\n").unwrap();
     let out = elvis(args!["check", &file]);
     out.expect_code(2);
     assert!(
-        out.stderr.contains("bad.ndl:1:24: error:") && out.stderr.contains("flow or packet"),
+        out.stderr.contains("bad.ndl:1:24: error:")
+            && out.stderr.contains("flow, packet, random or random_path"),
         "{}",
         out.stderr
     );

@@ -26,13 +26,28 @@
 //! delay at each hop written out. It is a lower bound up to the last
 //! frame (shorter than F₁, so it leaves each hop a little sooner).
 //!
+//! A DCQCN flow (`flowgen transport='dcqcn'`) has no handshake and starts
+//! at the line rate: its n = ⌈S / P⌉ UDP packets (P = min(1472, m − 28))
+//! carry S bytes split as evenly as they go, so the first is the largest,
+//! F₁ = ⌈S / n⌉ + 42 (Ethernet 14, IPv4 20, UDP 8), and W = S + 42·n:
+//!
+//! ```text
+//! ideal = Σᵢ (dᵢ + ser_i(F₁)) + (W − F₁) · 8 / min rᵢ
+//! ```
+//!
+//! Nothing resends a DCQCN flow's lost packet: such a flow never
+//! finishes. `lost` counts the unfinished flows whose receiver saw a gap
+//! in their sequence numbers (a flow that lost only its last packets
+//! shows as unfinished, not lost).
+//!
 //! # Gaps
 //! The ideal leaves out slow start: a flow whose bandwidth-delay product
 //! exceeds the initial window (10 segments) takes more round trips even
 //! alone, so on a long-RTT path its slowdown stays above 1 on an empty
 //! network. Paths with several equal-cost routes use one of them (the
 //! first hop's pick for the destination alone), which in a FatTree has
-//! the same length and rates as the others.
+//! the same length and rates as the others (with random simple-path
+//! routing a flow may take a longer path than the one its ideal assumes).
 
 use crate::machine::MachineId;
 use crate::stack::hosts::Hosts;
@@ -58,6 +73,9 @@ pub struct FlowsReport {
     pub flows: u64,
     pub finished: u64,
     pub unfinished: u64,
+    /// Unfinished flows whose receiver saw a packet lost (DCQCN flows,
+    /// which nothing resends; see the module docs).
+    pub lost: u64,
     /// Payload bytes of the finished flows.
     pub finished_bytes: u64,
     /// Over all finished flows.
@@ -97,6 +115,8 @@ pub struct FlowRow {
     pub fct_ns: Option<u64>,
     /// None when no route leads to `dst`.
     pub ideal_ns: Option<u64>,
+    /// The receiver saw a packet of it lost.
+    pub lost: bool,
 }
 
 impl FlowRow {
@@ -146,6 +166,26 @@ pub fn ideal_fct_ns(path: &[Link], bytes: u64, timestamps: bool) -> u64 {
         Some(r) => (u128::from(wire - first) * 8_000_000_000).div_ceil(u128::from(r)) as u64,
     };
     2 * (prop + syn) + prop + first_ser + rest
+}
+
+/// The payload bytes of a DCQCN flow's largest packet, at most.
+const DCQCN_PACKET: u64 = elvis_api::flows::DCQCN_PACKET;
+
+/// Returns the ideal FCT of a DCQCN flow of `bytes` on `path`: no
+/// handshake, the line rate from the first packet (see the module docs).
+pub fn ideal_dcqcn_ns(path: &[Link], bytes: u64) -> u64 {
+    let mtu = path.iter().map(|l| u64::from(l.mtu)).min().unwrap_or(1500);
+    let per = DCQCN_PACKET.min(mtu.saturating_sub(28)).max(1);
+    let n = bytes.div_ceil(per).max(1);
+    let wire = bytes + 42 * n;
+    let first = bytes.div_ceil(n) + 42;
+    let prop: u64 = path.iter().map(|l| l.latency_ns).sum();
+    let first_ser: u64 = path.iter().map(|l| l.ser_ns(first)).sum();
+    let rest = match path.iter().filter_map(|l| l.bps).filter(|&r| r > 0).min() {
+        None => 0,
+        Some(r) => (u128::from(wire - first) * 8_000_000_000).div_ceil(u128::from(r)) as u64,
+    };
+    prop + first_ser + rest
 }
 
 /// The links from `src` to `dst` as the routes lead, or `None` when they
@@ -223,7 +263,11 @@ impl FlowsReport {
                     bytes: f.bytes,
                     start_ns: f.start_ns,
                     fct_ns: f.end_ns.map(|e| e.saturating_sub(f.start_ns)),
-                    ideal_ns: p.as_deref().map(|p| ideal_fct_ns(p, f.bytes, ts)),
+                    ideal_ns: p.as_deref().map(|p| match f.transport {
+                        elvis_api::FlowTransport::Tcp => ideal_fct_ns(p, f.bytes, ts),
+                        elvis_api::FlowTransport::Dcqcn => ideal_dcqcn_ns(p, f.bytes),
+                    }),
+                    lost: f.lost,
                 }
             })
             .collect();
@@ -247,6 +291,7 @@ impl FlowsReport {
             flows: rows.len() as u64,
             finished: finished.len() as u64,
             unfinished: (rows.len() - finished.len()) as u64,
+            lost: rows.iter().filter(|r| r.lost && r.fct_ns.is_none()).count() as u64,
             finished_bytes: finished.iter().map(|r| r.bytes).sum(),
             all: FlowBucket::of("all", &all),
             buckets,
@@ -320,6 +365,18 @@ mod tests {
     }
 
     #[test]
+    fn the_ideal_of_a_dcqcn_flow_is_one_trip_then_the_bottleneck() {
+        // 100 bytes: one 142-byte frame (113.6 ns → 114) per hop.
+        assert_eq!(ideal_dcqcn_ns(&[G10, G10], 100), 2 * (1_000 + 114));
+        // 3000 bytes: three packets of 1000 (1042-byte frames, 833.6 ns →
+        // 834 per hop), the other two at 10 Gbit/s (2084 B: 1667.2 → 1668).
+        assert_eq!(
+            ideal_dcqcn_ns(&[G10, G10, G10], 3000),
+            3 * (1_000 + 834) + 1668
+        );
+    }
+
+    #[test]
     fn buckets_split_at_100kb_1mb_10mb_and_percentiles_are_nearest_rank() {
         let row = |bytes, fct: Option<u64>| FlowRow {
             src: "a".into(),
@@ -328,6 +385,7 @@ mod tests {
             start_ns: 0,
             fct_ns: fct,
             ideal_ns: Some(100),
+            lost: false,
         };
         let mut rows: Vec<FlowRow> = (1..=100).map(|i| row(1000, Some(100 * i))).collect();
         rows.push(row(100_000, Some(500)));

@@ -685,6 +685,31 @@ impl Simulation {
         self.w().hosts.stack.routing.per_packet = on;
     }
 
+    /// Makes next hops random (see "Random multipath" in
+    /// [`crate::stack::route`]): each datagram's drawn from the forwarding
+    /// machine's stream (`Random::Demux`), or each flow on a random simple
+    /// path (`Random::Path`, [`crate::stack::paths`]).
+    pub fn set_random_multipath(&mut self, random: crate::stack::route::Random) {
+        let r = &mut self.w().hosts.stack.routing;
+        if r.random != random {
+            r.random = random;
+            r.dirty = true;
+        }
+    }
+
+    /// Returns the random simple paths between the networks of addresses
+    /// `src` and `dst`, once routes are built with `Random::Path` (`None`
+    /// otherwise, or for an address on no network).
+    pub fn random_paths(
+        &mut self,
+        src: std::net::Ipv4Addr,
+        dst: std::net::Ipv4Addr,
+    ) -> Option<(std::rc::Rc<crate::stack::paths::PathSet>, u32)> {
+        let p = self.w().hosts.stack.routing.paths.as_deref()?;
+        let (a, b) = (p.network_of(src.into())?, p.network_of(dst.into())?);
+        Some((p.paths(a, b), p.max_hops))
+    }
+
     /// Builds the routing tables now (the run does it when needed);
     /// returns how many distinct tables the machines share.
     ///

@@ -24,6 +24,7 @@ mod offload;
 mod qdisc;
 mod queues;
 mod rack;
+mod random_multipath;
 mod realtime;
 mod robustness;
 mod routing;

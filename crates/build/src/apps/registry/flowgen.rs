@@ -2,7 +2,7 @@
 
 use super::{factory, AppFactory, Opts, ParamError};
 use crate::apps::timing::Timing;
-use elvis_apps::flowgen::{self, cdf::Cdf, Config, Pattern, PORT};
+use elvis_apps::flowgen::{self, cdf::Cdf, Config, Pattern, Transport, PORT};
 use elvis_sim::Host;
 use std::net::Ipv4Addr;
 use std::rc::Rc;
@@ -20,8 +20,10 @@ pub(super) const FLOWGEN: &[&str] = &[
     "duration",
     "link_rate",
     "congestion",
+    "transport",
+    "cnp_interval",
 ];
-pub(super) const SINK: &[&str] = &["port", "congestion"];
+pub(super) const SINK: &[&str] = &["port", "congestion", "transport", "cnp_interval"];
 
 /// Keys that make no sense with a trace (it gives every flow).
 const NOT_WITH_TRACE: &[&str] = &["workload", "cdf", "load", "pattern", "peers", "to", "flows"];
@@ -161,7 +163,8 @@ impl Opts<'_> {
     }
 }
 
-/// `flowgen`: a workload of TCP flows, and a sink for other hosts' flows.
+/// `flowgen`: a workload of TCP (or DCQCN) flows, and a sink for other
+/// hosts' flows.
 pub(super) fn build(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
     let pattern = o.pattern()?;
     let trace = matches!(pattern, Pattern::Trace(_));
@@ -188,6 +191,7 @@ pub(super) fn build(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamErr
         flows,
         duration,
         congestion: o.congestion()?,
+        transport: o.flow_transport()?,
         shared: Default::default(),
     });
     Ok(factory("flowgen", false, move |sim, m| {
@@ -200,12 +204,43 @@ pub(super) fn build(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamErr
 pub(super) fn build_sink(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, ParamError> {
     let port = o.port_or("port", PORT)?;
     let congestion = o.congestion()?;
+    let transport = o.flow_transport()?;
     Ok(factory("flowgen_sink", true, move |sim, m| {
         timing.spawn_daemon(sim, m, "flowgen_sink", move |h: Host| async move {
+            if let Transport::Dcqcn { cnp_interval } = transport {
+                h.spawn(flowgen::dcqcn::sink(h, port, cnp_interval))?;
+            }
             flowgen::sink(h, port, congestion).await;
             Ok(())
         });
     }))
+}
+
+impl Opts<'_> {
+    /// `transport`: `tcp` (the default) or `dcqcn`, with DCQCN's
+    /// `cnp_interval` (50 µs by default, the paper's N); `congestion`
+    /// and `cnp_interval` each belong to one of them.
+    fn flow_transport(&self) -> Result<Transport, ParamError> {
+        let t = self.choice("transport", &["tcp", "dcqcn"], "tcp")?;
+        if t == "tcp" {
+            if let Some(p) = self.params.get("cnp_interval") {
+                return Err(ParamError::new(
+                    p.loc,
+                    "cnp_interval applies to transport='dcqcn' only",
+                ));
+            }
+            return Ok(Transport::Tcp);
+        }
+        if let Some(p) = self.params.get("congestion") {
+            return Err(ParamError::new(
+                p.loc,
+                "congestion applies to TCP flows; DCQCN flows have DCQCN's rate control",
+            )
+            .hint("drop congestion=, or drop transport='dcqcn'"));
+        }
+        let cnp_interval = self.duration("cnp_interval")?.unwrap_or(50_000);
+        Ok(Transport::Dcqcn { cnp_interval })
+    }
 }
 
 impl Opts<'_> {
