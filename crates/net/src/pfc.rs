@@ -255,6 +255,8 @@ struct Egress {
     paused_ns: [u64; PRIORITIES],
     pauses_received: u64,
     xons_received: u64,
+    /// When the first PAUSE arrived, ns.
+    first_pause: Option<u64>,
 }
 
 impl Egress {
@@ -553,6 +555,7 @@ pub fn pause_frame(c: &mut impl Context, q: QueueRef, frame: FrameId) {
         .any(|(&t, i)| t != 0 && repr.enable & (1 << i) != 0)
     {
         e.pauses_received += 1;
+        e.first_pause.get_or_insert(now);
     } else {
         e.xons_received += 1;
     }
@@ -609,6 +612,8 @@ pub struct PortPfc {
     /// How long the queue has been paused without a break at the end, ns
     /// (0: not paused then).
     pub paused_now_ns: u64,
+    /// When the first PAUSE reached it, ns.
+    pub first_pause_ns: Option<u64>,
     /// PAUSE and XON frames sent to this queue by the ingress it feeds.
     pub pauses_sent: u64,
     pub xons_sent: u64,
@@ -644,6 +649,7 @@ pub fn ports(f: &Fabric, now: u64) -> Vec<PortPfc> {
         let mut r = row(&mut out, k);
         r.pauses_received = e.pauses_received;
         r.xons_received = e.xons_received;
+        r.first_pause_ns = e.first_pause;
         for i in 0..PRIORITIES {
             r.paused_ns[i] = e.paused_total(i, now);
             if e.until[i] > now {

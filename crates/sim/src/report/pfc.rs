@@ -53,6 +53,8 @@ pub struct PfcPortReport {
     /// How long the queue had been paused without a break when the run
     /// ended, ns (0: not paused then).
     pub paused_at_end_ns: u64,
+    /// When the first PAUSE reached it, ns (`null`: never).
+    pub first_pause_ns: Option<u64>,
     /// The ingress's most bytes held, by lossless priority that held any.
     pub ingress_max_bytes: BTreeMap<u8, u64>,
     /// The ingress's thresholds: Xoff and the headroom beyond it, bytes.
@@ -90,6 +92,7 @@ impl PfcReport {
                 xon_received: r.xons_received,
                 paused_ns: by_prio(&r.paused_ns),
                 paused_at_end_ns: r.paused_now_ns,
+                first_pause_ns: r.first_pause_ns,
                 ingress_max_bytes: by_prio(&r.ingress_max),
                 xoff_bytes: r.xoff,
                 headroom_bytes: r.headroom,
