@@ -118,6 +118,13 @@
 //! that discipline without the `txqueuelen` check. Per-queue counters
 //! (`crate::qdisc::stats`) feed the report's `queues`.
 //!
+//! # Priority flow control
+//! A network may run IEEE 802.1Qbb PFC over its `prio` classes
+//! ([`pfc`]): forwarding machines count the lossless bytes each ingress
+//! port has buffered, send PAUSE and XON frames to the queue feeding it,
+//! and a paused queue serves its other priorities only. Networks without
+//! PFC pay one test per delivery and per transmission for it.
+//!
 //! # Forwarding
 //! The switch knows every attached MAC address (as a learning switch does
 //! after warm-up): simulator MACs encode the port number, so the forwarding

@@ -270,23 +270,7 @@ impl Lower<'_> {
             .collect();
         let q = given.iter().find(|(_, k)| *k == "qdisc").map(|(p, _)| *p);
         let Some(q) = q else {
-            for (p, k) in given {
-                let pfc = PFC_KEYS.contains(&k);
-                let msg = if pfc {
-                    format!(
-                        "`{}`: PFC on a network without priorities (no queue discipline)",
-                        p.key.node
-                    )
-                } else {
-                    format!("`{}` needs a queue discipline", p.key.node)
-                };
-                let hint = Some(if pfc {
-                    format!("give the network {pre}qdisc='prio' {pre}weights='0,0' {pre}classify='dscp:26' (priority i is class i)")
-                } else {
-                    format!("add e.g. {pre}qdisc='red' (see the qdisc table in docs/ndl.md)")
-                });
-                self.error(ErrorKind::MissingKey, p.key.span, msg, hint);
-            }
+            self.no_discipline(&given, pre);
             return None;
         };
         let kind = self.value(q, parse_kind, "qdisc='red'")?;
@@ -335,6 +319,27 @@ impl Lower<'_> {
             }
         }
         Some(spec)
+    }
+
+    /// Reports each discipline key of `given` written without `{pre}qdisc`.
+    fn no_discipline(&mut self, given: &[(&Param, &'static str)], pre: &str) {
+        for &(p, k) in given {
+            let pfc = PFC_KEYS.contains(&k);
+            let msg = if pfc {
+                format!(
+                    "`{}`: PFC on a network without priorities (no queue discipline)",
+                    p.key.node
+                )
+            } else {
+                format!("`{}` needs a queue discipline", p.key.node)
+            };
+            let hint = Some(if pfc {
+                format!("give the network {pre}qdisc='prio' {pre}weights='0,0' {pre}classify='dscp:26' (priority i is class i)")
+            } else {
+                format!("add e.g. {pre}qdisc='red' (see the qdisc table in docs/ndl.md)")
+            });
+            self.error(ErrorKind::MissingKey, p.key.span, msg, hint);
+        }
     }
 
     fn qdisc_param(&mut self, key: &str, p: &Param, spec: &mut QdiscSpec) {
