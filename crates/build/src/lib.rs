@@ -454,12 +454,12 @@ fn add_networks<'s>(
             },
         };
         let id = sim.add_network(cfg);
-        set_pfc(sim, id, spec.qdisc.as_deref())?;
         if let Some(w) = &spec.wireless {
             let radio = wireless::config(w, spec.loc)?;
             sim.set_wireless(id, radio)
                 .map_err(|e| err(spec.loc, e.to_string()))?;
         }
+        set_pfc(sim, id, spec.qdisc.as_deref())?;
         if let Some((prefix, len)) = spec.subnet {
             sim.set_network_subnet(id, prefix, len)
                 .map_err(|e| err(spec.loc, e.to_string()))?;

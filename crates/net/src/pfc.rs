@@ -404,6 +404,12 @@ pub(crate) fn admit(c: &mut impl Context, net: NetId, port: u32, id: FrameId) ->
     if n.pfc.is_none() || n.ports[port as usize].machine != a.machine {
         return true;
     }
+    if !matches!(n.nic_qdisc_config(port), Some(QdiscConfig::Prio(_))) {
+        // A NIC given another discipline of its own (not paused, and
+        // perhaps a departure-time FIFO that never says when a frame
+        // leaves): the frame leaves the PFC domain here.
+        return true;
+    }
     let bytes = f.frames[id as usize].len() as u32;
     let Some(p) = f.networks[a.up.net as usize].pfc.as_deref() else {
         return true;
