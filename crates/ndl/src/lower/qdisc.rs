@@ -452,4 +452,14 @@ mod tests {
         assert!(parse_remark("10,12").is_err());
         assert!(parse_remark("10,12,64").is_err());
     }
+
+    #[test]
+    fn pfc_priorities_are_a_mask_of_0_to_7() {
+        assert_eq!(parse_priorities("3"), Ok(0b1000));
+        assert_eq!(parse_priorities("0, 3,7"), Ok(0b1000_1001));
+        assert!(parse_priorities("8").unwrap_err().contains("0 to 7"));
+        assert!(parse_priorities("x").is_err());
+        assert_eq!(parse_quanta("65535"), Ok(0xffff));
+        assert!(parse_quanta("65536").is_err());
+    }
 }
