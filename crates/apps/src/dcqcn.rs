@@ -211,6 +211,9 @@ pub struct SendConfig {
     /// Bytes to send (none: until the application's stop).
     pub bytes: Option<u64>,
     pub params: Params,
+    /// The DSCP of every packet (RoCE's traffic class: a PFC network's
+    /// lossless priority is chosen by it).
+    pub dscp: u8,
 }
 
 /// A data packet of `size` payload bytes with sequence number `seq`.
@@ -225,7 +228,7 @@ fn data(size: usize, seq: u64) -> Message {
 /// `rate_bps` (R_C) and `alpha`, live.
 pub async fn send(host: Host, cfg: Rc<SendConfig>) -> AppResult {
     let sock = host.udp_bind(0)?;
-    sock.set_tos(0b10)?; // ECT(0)
+    sock.set_tos(cfg.dscp << 2 | 0b10)?; // DSCP, ECT(0)
     let mut rp = Reaction::new(cfg.params.clone());
     let sent = host.publish_live("sent_bytes", 0.0);
     let cnps = host.publish_live("cnps", 0.0);

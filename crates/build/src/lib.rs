@@ -168,6 +168,42 @@ fn qdisc_config(
     }
 }
 
+/// Turns on the priority flow control of a network's `pfc=` keys, if
+/// any, locating an error at the offending key's value.
+fn set_pfc(
+    sim: &mut Simulation,
+    net: elvis_sim::NetId,
+    q: Option<&elvis_scenario::QdiscSpec>,
+) -> Result<(), BuildError> {
+    use elvis_sim::pfc::PfcConfig;
+    let Some((q, spec)) = q.and_then(|q| q.pfc.as_ref().map(|p| (q, p))) else {
+        return Ok(());
+    };
+    let Some(net_cfg) = sim.network_config(net) else {
+        return Ok(());
+    };
+    let mut cfg = PfcConfig::new(spec.lossless, net_cfg.mtu);
+    if let Some(x) = spec.xoff_bytes {
+        cfg.xoff = x;
+        cfg.xon = x / 2;
+    }
+    if let Some(x) = spec.xon_bytes {
+        cfg.xon = x;
+    }
+    cfg.quanta = spec.quanta.unwrap_or(cfg.quanta);
+    cfg.deadlock_ns = spec.deadlock_ns.unwrap_or(cfg.deadlock_ns);
+    cfg.validate(net_cfg).map_err(|(key, message)| BuildError {
+        message: format!("bad PFC parameter {key}: {message}"),
+        hint: Some("see *PFC* in docs/datacenter.md".into()),
+        loc: q.loc_of(key),
+    })?;
+    sim.set_pfc(net, cfg).map_err(|e| BuildError {
+        message: e.to_string(),
+        hint: None,
+        loc: q.loc_of("pfc"),
+    })
+}
+
 /// A built simulation and the settings it should run with.
 pub struct Built {
     pub sim: Simulation,
@@ -435,6 +471,7 @@ fn add_networks<'s>(
             sim.set_wireless(id, radio)
                 .map_err(|e| err(spec.loc, e.to_string()))?;
         }
+        set_pfc(sim, id, spec.qdisc.as_deref())?;
         if let Some((prefix, len)) = spec.subnet {
             sim.set_network_subnet(id, prefix, len)
                 .map_err(|e| err(spec.loc, e.to_string()))?;

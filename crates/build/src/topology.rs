@@ -99,6 +99,35 @@ fn count(kind: &TopologyKind, role: &str, total: u32) -> u32 {
 fn one(sim: &mut Simulation, sc: &Scenario, spec: &TopologySpec) -> Result<(), BuildError> {
     let link = config(&spec.link)?;
     let prefix = spec.prefix.clone();
+    let first_net = sim.network_count() as u32;
+    generate(sim, sc, spec, link, prefix)?;
+    // PFC (`pfc=`) applies to every link of the topology, a dumbbell's
+    // bottleneck taking its `bottleneck_pfc=`.
+    let bottleneck = format!("{}bottleneck", spec.prefix);
+    for net in first_net..sim.network_count() as u32 {
+        let q = match &spec.kind {
+            TopologyKind::Dumbbell { bottleneck: b, .. }
+                if sim
+                    .network_config(net)
+                    .is_some_and(|c| c.name == bottleneck) =>
+            {
+                b.qdisc.as_deref()
+            }
+            _ => spec.link.qdisc.as_deref(),
+        };
+        crate::set_pfc(sim, net, q)?;
+    }
+    Ok(())
+}
+
+/// Runs the generator of one `[Topology]`.
+fn generate(
+    sim: &mut Simulation,
+    sc: &Scenario,
+    spec: &TopologySpec,
+    link: NetworkConfig,
+    prefix: String,
+) -> Result<(), BuildError> {
     let r = match &spec.kind {
         TopologyKind::FatTree { k } => {
             let p = topology::FatTreeParams {

@@ -70,6 +70,14 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../examples/ndl/offload-bulk.ndl"),
     ),
     (
+        "pfc-deadlock.ndl",
+        include_str!("../../../examples/ndl/pfc-deadlock.ndl"),
+    ),
+    (
+        "pfc-incast.ndl",
+        include_str!("../../../examples/ndl/pfc-incast.ndl"),
+    ),
+    (
         "red-ecn-dumbbell.ndl",
         include_str!("../../../examples/ndl/red-ecn-dumbbell.ndl"),
     ),

@@ -141,7 +141,11 @@ pub fn deliver(c: &mut impl Context, net: NetId, port: u32, id: FrameId, from: u
     if from != NO_PORT {
         release_nic(c, net, from);
     }
-    c.fabric_mut().networks[net as usize].stats.frames_delivered += 1;
+    let f = c.fabric_mut();
+    f.networks[net as usize].stats.frames_delivered += 1;
+    if f.pfc.is_some() {
+        return crate::pfc::arrived(c, net, port, id);
+    }
     c.arrived(net, port, id);
 }
 
@@ -156,7 +160,11 @@ pub(crate) fn deliver_now(c: &mut impl Context, net: NetId, port: u32, frame: &m
 /// Counts a frame's arrival on `port` and hands it up
 /// ([`Context::received`]).
 fn receive(c: &mut impl Context, net: NetId, port: u32, frame: &mut Message, nested: bool) {
-    c.fabric_mut().networks[net as usize].stats.frames_delivered += 1;
+    let f = c.fabric_mut();
+    f.networks[net as usize].stats.frames_delivered += 1;
+    if f.pfc.is_some() {
+        return crate::pfc::received(c, net, port, frame, nested);
+    }
     c.received(net, port, frame, nested);
 }
 

@@ -123,6 +123,13 @@
 //! that discipline without the `txqueuelen` check. Per-queue counters
 //! (`crate::qdisc::stats`) feed the report's `queues`.
 //!
+//! # Priority flow control
+//! A network may run IEEE 802.1Qbb PFC over its `prio` classes
+//! ([`pfc`]): forwarding machines count the lossless bytes each ingress
+//! port has buffered, send PAUSE and XON frames to the queue feeding it,
+//! and a paused queue serves its other priorities only. Networks without
+//! PFC pay one test per delivery and per transmission for it.
+//!
 //! # Forwarding
 //! The switch knows every attached MAC address (as a learning switch does
 //! after warm-up): simulator MACs encode the port number, so the forwarding
@@ -160,6 +167,7 @@ mod impair;
 pub mod neighbours;
 mod network;
 pub mod pcap;
+pub mod pfc;
 pub mod qdisc;
 mod queue;
 mod room;
@@ -226,6 +234,8 @@ pub enum DropReason {
     /// A three-colour marker metered the frame red and drops red
     /// (`qdisc::meter`, `drop_red`).
     MeterRed,
+    /// A lossless frame beyond its ingress's PFC headroom (`pfc`).
+    PfcHeadroom,
 }
 
 impl fmt::Display for DropReason {
@@ -240,6 +250,7 @@ impl fmt::Display for DropReason {
             DropReason::RedForced => "red_forced",
             DropReason::ExceedsBurst => "exceeds_burst",
             DropReason::MeterRed => "meter_red",
+            DropReason::PfcHeadroom => "pfc_headroom",
         })
     }
 }
@@ -271,13 +282,22 @@ pub enum NetEvent {
     },
     /// A timer of a wireless network's MAC ([`wireless::dcf`]).
     Wireless(wireless::Timer),
+    /// A PFC frame (in the slab) reached the NIC or switch port whose
+    /// queue is `q` ([`pfc`]).
+    Pfc { q: QueueRef, frame: FrameId },
+    /// The PAUSE an ingress keeps on the queue `q` that feeds it is due
+    /// for a refresh ([`pfc`]).
+    PfcRefresh(QueueRef),
 }
 
 impl NetEvent {
     /// Returns the network the event happens on.
     pub fn net(&self) -> NetId {
         match *self {
-            NetEvent::TxDone(q) | NetEvent::TxRetry(q) => q.net,
+            NetEvent::TxDone(q)
+            | NetEvent::TxRetry(q)
+            | NetEvent::Pfc { q, .. }
+            | NetEvent::PfcRefresh(q) => q.net,
             NetEvent::NicRoom { net, .. }
             | NetEvent::AtSwitch { net, .. }
             | NetEvent::Deliver { net, .. } => net,
@@ -300,6 +320,8 @@ pub fn handle(c: &mut impl Context, event: NetEvent) {
             from,
         } => deliver(c, net, port, frame, from),
         NetEvent::Wireless(t) => wireless::dcf::handle(c, t),
+        NetEvent::Pfc { q, frame } => pfc::pause_frame(c, q, frame),
+        NetEvent::PfcRefresh(q) => pfc::refresh(c, q),
     }
 }
 
@@ -337,6 +359,8 @@ pub struct Fabric {
     pub frames_sent: u64,
     /// Nesting depth of zero-delay deliveries in progress.
     pub sync_depth: u8,
+    /// Priority flow control, once a network has it ([`pfc`]).
+    pub pfc: Option<Box<pfc::PfcState>>,
 }
 
 /// What the network layer needs from the simulation that owns it.
@@ -369,6 +393,11 @@ pub trait Context {
     /// network schedules no arrival. Asked only while
     /// [`FabricConfig::early_takers`] is set.
     fn take_early(&mut self, machine: MachineId, iface: IfaceId, id: FrameId, at_ns: u64) -> bool;
+    /// Whether `machine` forwards datagrams (a router or switch): only
+    /// those account PFC ingress bytes ([`pfc`]).
+    fn forwards(&self, _machine: MachineId) -> bool {
+        false
+    }
     /// A task waiting for room in a NIC may run.
     fn wake_task(&mut self, task: TaskId);
     /// The machine's own stack waits for room in its NIC (registered by

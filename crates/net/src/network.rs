@@ -66,6 +66,8 @@ pub struct Network {
     pub(crate) impaired: bool,
     /// The radio medium of a [`NetworkKind::Wireless`] network.
     pub wireless: Option<Box<crate::wireless::Wireless>>,
+    /// Priority flow control ([`crate::pfc`]).
+    pub pfc: Option<Box<crate::pfc::PfcNet>>,
 }
 
 impl Network {
@@ -89,6 +91,7 @@ impl Network {
             nic_qdisc: BTreeMap::new(),
             subnet: None,
             wireless: None,
+            pfc: None,
         }
     }
 
@@ -149,10 +152,12 @@ impl Network {
             c.and_then(|c| c.build(bps).ok())
                 .unwrap_or(Qdisc::DropTail(qdisc::DropTail::new(default)))
         };
+        let mut up = build(self.nic_qdisc_config(port), Limit::Unbounded);
+        crate::pfc::prepare(&mut up, self.pfc.as_deref());
         PortQueues {
             // The default NIC queue is bounded by `txqueuelen` through
             // back-pressure, not by the discipline.
-            up: WireQueue::new(build(self.nic_qdisc_config(port), Limit::Unbounded)),
+            up: WireQueue::new(up),
             down: None,
             endpoint_waiters: Vec::new(),
             stack_waiting: false,
@@ -182,7 +187,8 @@ impl Network {
                 .nic_qdisc
                 .get(&port)
                 .and_then(|c| c.build(self.cfg.bandwidth_bps).ok());
-            if let Some(c) = c {
+            if let Some(mut c) = c {
+                crate::pfc::prepare(&mut c, self.pfc.as_deref());
                 q.up.qdisc = c;
             }
         }
@@ -192,9 +198,10 @@ impl Network {
     /// Returns a fresh switch queue towards a port.
     pub(crate) fn new_down(&self) -> WireQueue {
         let switch = self.cfg.queue.map_or(Limit::Unbounded, Limit::Packets);
-        let qdisc = (self.cfg.qdisc.as_deref())
+        let mut qdisc = (self.cfg.qdisc.as_deref())
             .and_then(|c| c.build(self.cfg.bandwidth_bps).ok())
             .unwrap_or(Qdisc::DropTail(qdisc::DropTail::new(switch)));
+        crate::pfc::prepare(&mut qdisc, self.pfc.as_deref());
         WireQueue::new(qdisc)
     }
 

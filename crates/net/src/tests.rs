@@ -371,3 +371,116 @@ fn marking_ce_keeps_the_ipv4_header_checksum_valid() {
     assert_eq!(out[15] & 3, 3, "CE");
     assert_eq!(sum(&out[14..34]), 0, "checksum still verifies");
 }
+
+mod pfc {
+    //! A paused priority waits for its pause quanta (512 bit times each)
+    //! or an XON; the other priorities go on (IEEE 802.1Qbb).
+    use super::*;
+    use crate::pfc::{PfcConfig, PfcNet};
+    use crate::qdisc::{ClassParams, Classify, Limit, QdiscConfig};
+    use elvis_wire::pfc as wire;
+
+    /// A 10 Mbit/s link with `prio` (DSCP 26 is class 0) and PFC on
+    /// priority 0.
+    fn pfc_link(latency_ns: u64) -> NetworkConfig {
+        NetworkConfig {
+            qdisc: Some(Box::new(QdiscConfig::Prio(ClassParams {
+                classify: Classify::Dscp(vec![26]),
+                weights: vec![0, 0],
+                limit: Limit::Packets(100),
+            }))),
+            ..link(MBPS_10, latency_ns)
+        }
+    }
+
+    /// An IPv4 frame of 1000 bytes with `dscp`, from port 0 to port 1.
+    fn ipv4(net: NetId, dscp: u8, tag: u8) -> Message {
+        let mut b = vec![tag; 1000];
+        b[0..6].copy_from_slice(&port_mac(net, 1).0);
+        b[6..12].copy_from_slice(&port_mac(net, 0).0);
+        b[12..14].copy_from_slice(&[0x08, 0x00]);
+        b[14] = 0x45;
+        b[15] = dscp << 2;
+        Message::from_vec(b)
+    }
+
+    /// Has a PFC frame for priority 0 reach port 0's NIC at `at_ns`.
+    fn pause(c: &mut TestCtx, net: NetId, quanta: u16, at_ns: u64) {
+        let repr = wire::Repr {
+            src: port_mac(net, 1).0,
+            enable: 1,
+            quanta: [quanta, 0, 0, 0, 0, 0, 0, 0],
+        };
+        let frame = c.fabric.frames.insert(Message::from_vec(repr.to_bytes())) as FrameId;
+        let q = QueueRef { net, port_dir: 0 };
+        c.schedule(Time::from_nanos(at_ns), NetEvent::Pfc { q, frame });
+    }
+
+    fn setup(latency_ns: u64) -> (TestCtx, NetId) {
+        let mut c = TestCtx::default();
+        let cfg = pfc_link(latency_ns);
+        let net = c.network(cfg.clone(), 2);
+        let pfc = PfcConfig::new(1, 1500);
+        pfc.validate(&cfg).unwrap();
+        crate::pfc::enable(&mut c.fabric, net, pfc);
+        (c, net)
+    }
+
+    #[test]
+    fn a_paused_priority_waits_its_quanta_while_another_goes_on() {
+        let (mut c, net) = setup(1_000);
+        pause(&mut c, net, 20, 0);
+        c.run();
+        transmit(&mut c, net, 0, &mut ipv4(net, 26, 1));
+        transmit(&mut c, net, 0, &mut ipv4(net, 0, 2));
+        c.run();
+        // 20 quanta at 10 Mbit/s: 20 × 512 bits = 1,024 µs, longer than
+        // the lossy frame's 800 µs on the wire.
+        let resume = 20 * 512 * 100;
+        let tags: Vec<(u64, u8)> = c.arrivals.iter().map(|a| (a.at_ns, a.bytes[20])).collect();
+        assert_eq!(
+            tags,
+            [(SER_1000 + 1_000, 2), (resume + SER_1000 + 1_000, 1)]
+        );
+        let ports = crate::pfc::ports(&c.fabric, c.now().as_nanos());
+        assert_eq!(ports[0].pauses_received, 1);
+        assert_eq!(ports[0].paused_ns[0], resume);
+    }
+
+    #[test]
+    fn an_xon_resumes_a_paused_priority_at_once() {
+        let (mut c, net) = setup(1_000);
+        pause(&mut c, net, 0xffff, 0);
+        c.run_until(0);
+        transmit(&mut c, net, 0, &mut ipv4(net, 26, 1));
+        pause(&mut c, net, 0, 100_000);
+        c.run();
+        assert_eq!(c.arrival_times(), [100_000 + SER_1000 + 1_000]);
+        let ports = crate::pfc::ports(&c.fabric, c.now().as_nanos());
+        assert_eq!((ports[0].pauses_received, ports[0].xons_received), (1, 1));
+        assert_eq!(ports[0].paused_ns[0], 100_000);
+    }
+
+    #[test]
+    fn the_headroom_is_two_bandwidth_delays_a_pause_and_three_frames() {
+        // 10 Gbit/s, 1 µs: 2 × 1,250 + 60 + 3 × 1,514 = 7,102 bytes.
+        let cfg = NetworkConfig {
+            qdisc: pfc_link(0).qdisc,
+            ..link(10_000_000_000, 1_000)
+        };
+        let p = PfcNet::new(PfcConfig::new(1, 1500), &cfg);
+        assert_eq!(p.headroom, 7_102);
+    }
+
+    #[test]
+    fn pfc_without_priority_classes_is_refused() {
+        let cfg = link(MBPS_10, 0);
+        let e = PfcConfig::new(1, 1500).validate(&cfg).unwrap_err();
+        assert_eq!(e.0, "pfc");
+        let mut p = PfcConfig::new(0b100, 1500);
+        assert_eq!(p.validate(&pfc_link(0)).unwrap_err().0, "pfc");
+        p.lossless = 1;
+        p.xon = p.xoff;
+        assert_eq!(p.validate(&pfc_link(0)).unwrap_err().0, "pfc_xon");
+    }
+}

@@ -52,6 +52,9 @@ pub fn transmit(c: &mut impl Context, net: NetId, port: u32, frame: &mut Message
     if wireless {
         return crate::wireless::dcf::transmit(c, net, port, id);
     }
+    if f.pfc.is_some() && !crate::pfc::admit(c, net, port, id) {
+        return;
+    }
     let q = QueueRef {
         net,
         port_dir: port << 1,
@@ -155,6 +158,9 @@ pub fn transmit_queued(c: &mut impl Context, net: NetId, port: u32, id: FrameId)
     f.frames_sent += 1;
     if n.cfg.kind == NetworkKind::Wireless {
         return crate::wireless::dcf::transmit(c, net, port, id);
+    }
+    if f.pfc.is_some() && !crate::pfc::admit(c, net, port, id) {
+        return;
     }
     let q = QueueRef {
         net,
@@ -378,6 +384,9 @@ fn enqueue_evented(c: &mut impl Context, q: QueueRef, id: FrameId, now: u64) {
             *f.queue_drops
                 .entry((q.net, q.port_dir, reason))
                 .or_insert(0) += 1;
+            if f.pfc.is_some() {
+                crate::pfc::release(c, id);
+            }
             discard(c, id, reason);
             if up {
                 release_nic(c, q.net, port);
@@ -506,8 +515,16 @@ pub fn set_dscp(frame: &mut Message, dscp: u8) {
 /// a shaper says "not before t", asks again at t.
 fn start_tx(c: &mut impl Context, q: QueueRef) {
     let now = c.now();
+    let pfc = c.fabric().networks[q.net as usize].pfc.is_some();
+    let d = if pfc {
+        crate::pfc::dequeue(c, q, now.as_nanos())
+    } else {
+        queue_mut(c, q).qdisc.dequeue(now.as_nanos())
+    };
+    if let (true, Dequeue::Frame(d)) = (pfc, d) {
+        crate::pfc::release(c, d.frame);
+    }
     let wq = queue_mut(c, q);
-    let d = wq.qdisc.dequeue(now.as_nanos());
     let id = match d {
         Dequeue::Frame(d) => d.frame,
         Dequeue::Empty => {

@@ -509,6 +509,21 @@ pub struct QdiscSpec {
     pub remark: Option<[u8; 3]>,
     /// Drop red frames instead of re-marking them (`drop_red`).
     pub drop_red: bool,
+    /// Priority flow control (`pfc`, IEEE 802.1Qbb), only with `prio`.
+    #[serde(default)]
+    pub pfc: Option<PfcSpec>,
+}
+
+/// `pfc='3' pfc_xoff='20kB' …`: the lossless priorities and thresholds
+/// (`None`: the simulator's default).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcSpec {
+    /// Bit `i`: priority (class) `i` is lossless.
+    pub lossless: u8,
+    pub xoff_bytes: Option<u64>,
+    pub xon_bytes: Option<u64>,
+    pub quanta: Option<u16>,
+    pub deadlock_ns: Option<u64>,
 }
 
 impl QdiscSpec {
@@ -538,6 +553,7 @@ impl QdiscSpec {
             color_aware: false,
             remark: None,
             drop_red: false,
+            pfc: None,
         }
     }
 

@@ -62,7 +62,7 @@ pub use elvis_api::socket;
 use elvis_api::{executor, world};
 /// The network layer (the `elvis-net` crate).
 pub use elvis_net as net;
-pub use elvis_net::{pcap, qdisc};
+pub use elvis_net::{pcap, pfc, qdisc};
 /// The protocol stack (the `elvis-stack` crate).
 pub use elvis_stack as stack;
 pub use elvis_stack::foreign;

@@ -17,6 +17,8 @@ mod aodv;
 pub use aodv::AodvReport;
 pub mod flows;
 pub use flows::FlowsReport;
+mod pfc;
+pub use pfc::{PfcPortReport, PfcQueueName, PfcReport};
 
 pub use elvis_stack::counters::DropReason;
 pub(crate) use elvis_stack::counters::Stats;
@@ -128,6 +130,10 @@ pub struct Report {
     /// whose applications recorded flows: `flowgen`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flows: Option<FlowsReport>,
+    /// Priority flow control: PAUSE frames, paused time, headroom and
+    /// deadlocks (only in runs where a network has PFC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pfc: Option<PfcReport>,
 }
 
 /// The memory a scenario was estimated to take, from its counts, before

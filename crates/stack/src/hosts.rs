@@ -52,6 +52,10 @@ pub enum Event {
     },
     /// A timer of a wireless network's MAC.
     Wireless(elvis_net::wireless::Timer),
+    /// A PFC frame reached the NIC or switch port of queue `q`.
+    Pfc { q: QueueRef, frame: FrameId },
+    /// A PFC PAUSE on queue `q` is due for a refresh.
+    PfcRefresh(QueueRef),
 }
 
 /// The hosts and the networks between them, in named parts: scheduling,
@@ -339,6 +343,8 @@ impl Hosts {
                 from,
             } => elvis_net::deliver(self, net, port, frame, from),
             Event::Wireless(t) => elvis_net::wireless::dcf::handle(self, t),
+            Event::Pfc { q, frame } => elvis_net::pfc::pause_frame(self, q, frame),
+            Event::PfcRefresh(q) => elvis_net::pfc::refresh(self, q),
             Event::Timer { machine, timer } => {
                 if let crate::Timer::Dhcp {
                     background: true, ..
@@ -374,6 +380,8 @@ impl From<NetEvent> for Event {
                 from,
             },
             NetEvent::Wireless(t) => Event::Wireless(t),
+            NetEvent::Pfc { q, frame } => Event::Pfc { q, frame },
+            NetEvent::PfcRefresh(q) => Event::PfcRefresh(q),
         }
     }
 }
@@ -437,6 +445,11 @@ impl elvis_net::Context for Hosts {
     #[inline]
     fn take_early(&mut self, machine: MachineId, iface: IfaceId, id: FrameId, at_ns: u64) -> bool {
         crate::offload::arrives_later(self, machine, iface, id, at_ns)
+    }
+
+    #[inline]
+    fn forwards(&self, machine: MachineId) -> bool {
+        self.machines[machine as usize].forward
     }
 
     #[inline]

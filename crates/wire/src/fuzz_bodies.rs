@@ -5,7 +5,7 @@
 //! not panic either); when parsing succeeds it emits the `Repr` again,
 //! re-parses the result and asserts that nothing changed.
 
-use crate::{arp, ethernet, icmpv4, ipv4, tcp, udp, Checksum, Checksums};
+use crate::{arp, ethernet, icmpv4, ipv4, pfc, tcp, udp, Checksum, Checksums};
 use std::net::Ipv4Addr;
 
 /// Addresses the UDP and TCP targets put around their messages.
@@ -141,6 +141,23 @@ pub fn tcp(data: &[u8]) {
     assert_eq!(head, buf[..repr.header_len()]);
 }
 
+/// Fuzzes IEEE 802.1Qbb PFC frames.
+pub fn pfc(data: &[u8]) {
+    let packet = pfc::Packet::new_unchecked(data);
+    let Ok(repr) = pfc::Repr::parse(&packet) else {
+        return;
+    };
+    let buf = repr.to_bytes();
+    // The source, EtherType, opcode, enable vector and times are all
+    // Repr; the destination is the MAC Control address and the rest
+    // padding.
+    assert_eq!(buf[6..34], data[6..34]);
+    assert_eq!(
+        pfc::Repr::parse(&pfc::Packet::new_unchecked(&buf[..])),
+        Ok(repr)
+    );
+}
+
 #[cfg(test)]
 mod test {
     use std::path::PathBuf;
@@ -189,6 +206,11 @@ mod test {
     #[test]
     fn udp_corpus_passes_its_fuzz_body() {
         run_corpus("udp", super::udp);
+    }
+
+    #[test]
+    fn pfc_corpus_passes_its_fuzz_body() {
+        run_corpus("pfc", super::pfc);
     }
 
     #[test]

@@ -51,6 +51,7 @@ pub mod ethernet;
 pub mod fuzz_bodies;
 pub mod icmpv4;
 pub mod ipv4;
+pub mod pfc;
 pub mod tcp;
 pub mod udp;
 

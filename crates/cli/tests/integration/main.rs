@@ -28,6 +28,7 @@ mod interrupt;
 mod limits;
 mod offload;
 mod outputs;
+mod pfc;
 mod protocol_edges;
 mod qdisc;
 mod runs;

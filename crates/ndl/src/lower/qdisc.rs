@@ -12,7 +12,9 @@ use super::Lower;
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
 use crate::suggest;
-use elvis_scenario::units::{parse_bandwidth, parse_probability, parse_size_bytes, parse_u64};
+use elvis_scenario::units::{
+    parse_bandwidth, parse_duration_ns, parse_probability, parse_size_bytes, parse_u64,
+};
 use elvis_scenario::{ClassifySpec, NetworkSpec, QdiscKind, QdiscSpec, QueueLimit};
 
 /// Disciplines by NDL name.
@@ -54,7 +56,15 @@ pub(super) const QDISC_KEYS: &[&str] = &[
     "color_aware",
     "remark",
     "drop_red",
+    "pfc",
+    "pfc_xoff",
+    "pfc_xon",
+    "pfc_quanta",
+    "pfc_deadlock",
 ];
+
+/// The priority flow control keys (`prio` only).
+const PFC_KEYS: &[&str] = &["pfc", "pfc_xoff", "pfc_xon", "pfc_quanta", "pfc_deadlock"];
 
 /// Returns the keys `kind` accepts and those it requires.
 fn keys_of(kind: QdiscKind) -> (&'static [&'static str], &'static [&'static str]) {
@@ -99,6 +109,19 @@ fn keys_of(kind: QdiscKind) -> (&'static [&'static str], &'static [&'static str]
                 "drop_red",
             ],
             &["cir", "cbs", "pir", "pbs"],
+        ),
+        QdiscKind::Prio => (
+            &[
+                "limit",
+                "weights",
+                "classify",
+                "pfc",
+                "pfc_xoff",
+                "pfc_xon",
+                "pfc_quanta",
+                "pfc_deadlock",
+            ],
+            &["weights"],
         ),
         _ => (&["limit", "weights", "classify"], &["weights"]),
     }
@@ -196,6 +219,27 @@ fn parse_remark(s: &str) -> Result<[u8; 3], String> {
         .map_err(|_| format!("{} DSCPs; give three: green, yellow, red", v.len()))
 }
 
+/// `pfc='3'` or `pfc='3,4'`: lossless priorities 0 to 7, as a bit mask.
+fn parse_priorities(s: &str) -> Result<u8, String> {
+    s.split(',').try_fold(0u8, |mask, v| {
+        let n = parse_u64(v.trim())?;
+        if n > 7 {
+            return Err(format!(
+                "priority {n} is outside 0 to 7 (IEEE 802.1Qbb has eight)"
+            ));
+        }
+        Ok(mask | 1 << n)
+    })
+}
+
+/// `pfc_quanta='65535'`: pause quanta, 1 to 65535.
+fn parse_quanta(s: &str) -> Result<u16, String> {
+    let n = parse_u64(s.trim())?;
+    u16::try_from(n).map_err(|_| {
+        format!("{n} quanta does not fit the frame's 16-bit pause time (at most 65535)")
+    })
+}
+
 /// A comma list, each item parsed by `f`.
 fn parse_list(s: &str, f: impl Fn(&str) -> Result<u64, String>) -> Result<Vec<u64>, String> {
     s.split(',').map(|v| f(v.trim())).collect()
@@ -226,13 +270,7 @@ impl Lower<'_> {
             .collect();
         let q = given.iter().find(|(_, k)| *k == "qdisc").map(|(p, _)| *p);
         let Some(q) = q else {
-            for (p, _) in given {
-                let msg = format!("`{}` needs a queue discipline", p.key.node);
-                let hint = Some(format!(
-                    "add e.g. {pre}qdisc='red' (see the qdisc table in docs/ndl.md)"
-                ));
-                self.error(ErrorKind::MissingKey, p.key.span, msg, hint);
-            }
+            self.no_discipline(&given, pre);
             return None;
         };
         let kind = self.value(q, parse_kind, "qdisc='red'")?;
@@ -248,6 +286,16 @@ impl Lower<'_> {
         spec.locs.push(("qdisc".into(), self.loc(q.value.span)));
         let (allowed, required) = keys_of(kind);
         for &(p, key) in given.iter().filter(|(_, k)| *k != "qdisc") {
+            if !allowed.contains(&key) && PFC_KEYS.contains(&key) {
+                let msg = format!(
+                    "`{}`: PFC on a network without priorities (qdisc '{}' has no priority classes)",
+                    p.key.node, q.value.node
+                );
+                let hint =
+                    format!("PFC pauses the classes of {pre}qdisc='prio' (priority i is class i)");
+                self.error(ErrorKind::BadValue, p.key.span, msg, Some(hint));
+                continue;
+            }
             if !allowed.contains(&key) {
                 let msg = format!(
                     "`{}` is not a parameter of qdisc '{}'",
@@ -273,6 +321,27 @@ impl Lower<'_> {
         Some(spec)
     }
 
+    /// Reports each discipline key of `given` written without `{pre}qdisc`.
+    fn no_discipline(&mut self, given: &[(&Param, &'static str)], pre: &str) {
+        for &(p, k) in given {
+            let pfc = PFC_KEYS.contains(&k);
+            let msg = if pfc {
+                format!(
+                    "`{}`: PFC on a network without priorities (no queue discipline)",
+                    p.key.node
+                )
+            } else {
+                format!("`{}` needs a queue discipline", p.key.node)
+            };
+            let hint = Some(if pfc {
+                format!("give the network {pre}qdisc='prio' {pre}weights='0,0' {pre}classify='dscp:26' (priority i is class i)")
+            } else {
+                format!("add e.g. {pre}qdisc='red' (see the qdisc table in docs/ndl.md)")
+            });
+            self.error(ErrorKind::MissingKey, p.key.span, msg, hint);
+        }
+    }
+
     fn qdisc_param(&mut self, key: &str, p: &Param, spec: &mut QdiscSpec) {
         let ex = example(key);
         match key {
@@ -296,6 +365,26 @@ impl Lower<'_> {
             "color_aware" => spec.color_aware = self.value(p, parse_yes_no, ex).unwrap_or(false),
             "drop_red" => spec.drop_red = self.value(p, parse_yes_no, ex).unwrap_or(false),
             "remark" => spec.remark = self.value(p, parse_remark, ex),
+            "pfc" => {
+                let mask = self.value(p, parse_priorities, ex).unwrap_or(0);
+                spec.pfc.get_or_insert_with(Default::default).lossless = mask;
+            }
+            "pfc_xoff" => {
+                let v = self.value(p, parse_size_bytes, ex);
+                spec.pfc.get_or_insert_with(Default::default).xoff_bytes = v;
+            }
+            "pfc_xon" => {
+                let v = self.value(p, parse_size_bytes, ex);
+                spec.pfc.get_or_insert_with(Default::default).xon_bytes = v;
+            }
+            "pfc_quanta" => {
+                let v = self.value(p, parse_quanta, ex);
+                spec.pfc.get_or_insert_with(Default::default).quanta = v;
+            }
+            "pfc_deadlock" => {
+                let v = self.value(p, parse_duration_ns, ex);
+                spec.pfc.get_or_insert_with(Default::default).deadlock_ns = v;
+            }
             "weights" => {
                 let f: fn(&str) -> Result<u64, String> = match spec.kind {
                     QdiscKind::Drr => parse_size_bytes,
@@ -329,6 +418,10 @@ fn example(key: &str) -> &'static str {
         "cbs" | "ebs" | "pbs" => "cbs='15kB'",
         "color_aware" | "drop_red" => "yes or no",
         "remark" => "remark='10,12,14' (green, yellow, red)",
+        "pfc" => "pfc='3' or pfc='3,4' (lossless priorities 0 to 7)",
+        "pfc_xoff" | "pfc_xon" => "pfc_xoff='20kB' pfc_xon='10kB'",
+        "pfc_quanta" => "pfc_quanta='65535'",
+        "pfc_deadlock" => "pfc_deadlock='1ms'",
         _ => "weights='1500,3000'",
     }
 }
@@ -358,5 +451,15 @@ mod tests {
         assert_eq!(parse_remark("10, 12,14"), Ok([10, 12, 14]));
         assert!(parse_remark("10,12").is_err());
         assert!(parse_remark("10,12,64").is_err());
+    }
+
+    #[test]
+    fn pfc_priorities_are_a_mask_of_0_to_7() {
+        assert_eq!(parse_priorities("3"), Ok(0b1000));
+        assert_eq!(parse_priorities("0, 3,7"), Ok(0b1000_1001));
+        assert!(parse_priorities("8").unwrap_err().contains("0 to 7"));
+        assert!(parse_priorities("x").is_err());
+        assert_eq!(parse_quanta("65535"), Ok(0xffff));
+        assert!(parse_quanta("65536").is_err());
     }
 }

@@ -98,11 +98,18 @@ impl Classes {
     /// Appends `q` to class `c`'s FIFO, or counts a drop and returns
     /// false if that FIFO is full.
     pub fn push(&mut self, c: usize, q: Queued) -> bool {
-        let full = match self.limit {
-            Limit::Unbounded => false,
-            Limit::Packets(n) => self.queues[c].len() >= n as usize,
-            Limit::Bytes(b) => self.queued_bytes[c] + u64::from(q.bytes) > b,
-        };
+        self.push_limited(c, q, true)
+    }
+
+    /// [`Classes::push`], ignoring the limit unless `limited` (a lossless
+    /// class under PFC, whose admission `crate::pfc` decides).
+    pub fn push_limited(&mut self, c: usize, q: Queued, limited: bool) -> bool {
+        let full = limited
+            && match self.limit {
+                Limit::Unbounded => false,
+                Limit::Packets(n) => self.queues[c].len() >= n as usize,
+                Limit::Bytes(b) => self.queued_bytes[c] + u64::from(q.bytes) > b,
+            };
         if full {
             self.stats[c].dropped += 1;
             return false;
@@ -174,6 +181,18 @@ impl Classes {
             }
         }
         None
+    }
+
+    /// The first non-empty class whose bit in `skip` is clear (classes
+    /// from 64 on are never skipped), lowest first.
+    pub fn first_nonempty_except(&self, skip: u64) -> Option<usize> {
+        let w0 = self.nonempty.first().copied().unwrap_or(0) & !skip;
+        if w0 != 0 {
+            return Some(w0.trailing_zeros() as usize);
+        }
+        (1..self.nonempty.len())
+            .find(|&w| self.nonempty[w] != 0)
+            .map(|w| w * 64 + self.nonempty[w].trailing_zeros() as usize)
     }
 
     /// Per-class counters, indexed by class.

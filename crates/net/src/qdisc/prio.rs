@@ -25,6 +25,9 @@ use elvis_kernel::rng::Rng;
 #[derive(Clone, Debug)]
 pub struct Prio {
     classes: Classes,
+    /// Classes whose FIFO has no limit: the lossless priorities of a
+    /// network with PFC (`crate::pfc`), bit per class.
+    lossless: u64,
 }
 
 impl Prio {
@@ -35,6 +38,7 @@ impl Prio {
     pub fn new(p: &ClassParams) -> Result<Prio, String> {
         Ok(Prio {
             classes: Classes::new(p, "prio")?,
+            lossless: 0,
         })
     }
 
@@ -42,12 +46,37 @@ impl Prio {
     pub fn class_stats(&self) -> &[ClassStats] {
         self.classes.stats()
     }
+
+    /// Lifts the limit of the classes of `mask` (PFC's lossless
+    /// priorities: their admission is the ingress's headroom check).
+    pub fn set_lossless(&mut self, mask: u64) {
+        self.lossless = mask;
+    }
+
+    /// Returns the class a frame goes to.
+    pub fn class_of(&self, q: &Queued) -> usize {
+        self.classes.class_of(q)
+    }
+
+    /// Takes the head frame of the highest-priority non-empty class not
+    /// in `paused` (IEEE 802.1Qbb: a paused priority is not served,
+    /// the others are); `None` when every waiting frame is paused.
+    pub fn dequeue_except(&mut self, paused: u64) -> Option<Queued> {
+        let c = self.classes.first_nonempty_except(paused)?;
+        self.classes.pop(c)
+    }
+
+    /// Returns whether class `c` holds frames.
+    pub fn holds(&self, c: usize) -> bool {
+        c < self.classes.count() && !self.classes.is_empty(c)
+    }
 }
 
 impl Discipline for Prio {
     fn enqueue(&mut self, q: Queued, _now_ns: u64, _rng: &mut Rng) -> Enqueue {
         let c = self.classes.class_of(&q);
-        if self.classes.push(c, q) {
+        let limited = c >= 64 || self.lossless & (1 << c) == 0;
+        if self.classes.push_limited(c, q, limited) {
             Enqueue::Queued
         } else {
             Enqueue::Dropped(DropReason::QueueFull)

@@ -295,6 +295,27 @@ impl Simulation {
         Ok(())
     }
 
+    /// Turns on priority flow control (IEEE 802.1Qbb) on network `net`
+    /// (see `elvis_net::pfc`): its forwarding machines pause the lossless
+    /// priorities of the queues feeding them.
+    ///
+    /// # Errors
+    /// No such network, or a config the network cannot run
+    /// ([`crate::pfc::PfcConfig::validate`]: no `prio` classes, …).
+    pub fn set_pfc(&mut self, net: NetId, cfg: crate::pfc::PfcConfig) -> Result<(), SimError> {
+        let w = self.w();
+        let Some(n) = w.hosts.fabric.networks.get(net as usize) else {
+            return Err(SimError::NoSuchNetwork(net));
+        };
+        cfg.validate(&n.cfg)
+            .map_err(|(key, message)| SimError::BadQdisc {
+                place: format!("network '{}' ({key})", n.cfg.name),
+                message,
+            })?;
+        elvis_net::pfc::enable(&mut w.hosts.fabric, net, cfg);
+        Ok(())
+    }
+
     /// Makes machine `m` configure its first interface by DHCP, sending
     /// its first DISCOVER at `start` (`None`: after RFC 2131's random 1 to
     /// 10 s). See `elvis_stack::dhcp::client`.

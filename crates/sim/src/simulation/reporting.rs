@@ -286,6 +286,7 @@ impl Simulation {
                 .then(|| report::AodvReport::new(&w.hosts, &metric_reports(w)))
                 .flatten(),
             flows: report::FlowsReport::new(w),
+            pfc: report::PfcReport::new(&w.hosts),
         }
     }
 

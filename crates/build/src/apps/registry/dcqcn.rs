@@ -17,6 +17,7 @@ pub(super) const SEND: &[&str] = &[
     "min_rate",
     "rai",
     "rhai",
+    "dscp",
 ];
 pub(super) const RECEIVE: &[&str] = &["port", "cnp_interval", "measure_from"];
 
@@ -67,8 +68,14 @@ pub(super) fn build_send(o: &Opts<'_>, timing: Timing) -> Result<AppFactory, Par
         None => None,
         Some(_) => Some(o.size_or("bytes", 0)?),
     };
+    let dscp = o.u64_or("dscp", 0)?;
+    if dscp > 63 {
+        let msg = format!("DSCP {dscp} is outside 0 to 63 (a 6-bit field of the IPv4 header)");
+        return Err(ParamError::new(o.loc("dscp"), msg).hint("dscp='26'"));
+    }
     let to = o.target("to")?;
     let cfg = Rc::new(SendConfig {
+        dscp: dscp as u8,
         to: SocketAddrV4::new(to.ip(), o.port_or("port", ROCE_PORT)?),
         size,
         bytes,
