@@ -4,6 +4,18 @@
 
 use crate::*;
 
+/// The value of metric `name` of application `app` in report `r`.
+fn metric(r: &serde_json::Value, app: &str, name: &str) -> f64 {
+    r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["application"] == app && m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name}: {}", r["metrics"]))["value"]
+        .as_f64()
+        .unwrap()
+}
+
 #[test]
 fn the_aodv_chain_example_discovers_its_route_with_the_expanding_ring() {
     let dir = temp_dir();
@@ -19,16 +31,7 @@ fn the_aodv_chain_example_discovers_its_route_with_the_expanding_ring() {
     ]);
     out.expect_code(0);
     let r = read_report(&report_path);
-    let metric = |app: &str, name: &str| {
-        r["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["application"] == app && m["name"] == name)
-            .unwrap_or_else(|| panic!("no metric {name}: {}", r["metrics"]))["value"]
-            .as_f64()
-            .unwrap()
-    };
+    let metric = |app: &str, name: &str| metric(&r, app, name);
     // Rings of TTL 1, 3, 5 time out: 2 × 40 ms × (TTL + 2) each, 1.2 s.
     // Then 7 links of 100 Mbit/s and 10 µs, crossed by the RREQ (66-byte
     // frame, 5280 ns), the RREP (62 bytes, 4960 ns), the echo and its
@@ -90,14 +93,7 @@ fn with_rrep_ack_each_hop_of_the_rrep_is_acknowledged_on_the_wire() {
     assert_eq!(a["messages_sent"]["rrep_ack"], 7);
     assert_eq!(a["rrep_ack_timeouts"], 0);
     assert_eq!(a["rreq_blacklisted"], 0);
-    let rtt_max = r["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["application"] == "ping" && m["name"] == "rtt_max_ns")
-        .unwrap()["value"]
-        .as_f64()
-        .unwrap();
+    let rtt_max = metric(&r, "ping", "rtt_max_ns");
     let hop = |ser: f64| ser + 10_000.0;
     let first = 1.2e9 + 7.0 * (hop(5280.0) + hop(4960.0) + 2.0 * hop(7840.0));
     assert_eq!(rtt_max, first + 4800.0);
