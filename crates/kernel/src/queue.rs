@@ -425,6 +425,84 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// Takes the next tie-break key of `lane` without scheduling anything:
+    /// the key [`EventQueue::schedule`] would give an event of `lane`
+    /// now. A partitioned run sends such a key along with an event that
+    /// another partition's queue takes ([`EventQueue::schedule_keyed`]).
+    pub fn next_key(&mut self, lane: Lane) -> u64 {
+        let idx = lane as usize;
+        if idx >= self.lane_seq.len() {
+            self.lane_seq.resize(idx + 1, 0);
+        }
+        let seq = self.lane_seq[idx];
+        self.lane_seq[idx] = seq.wrapping_add(1);
+        self.wrapped |= seq == u32::MAX;
+        (u64::from(lane) << 32) | u64::from(seq)
+    }
+
+    /// Schedules `event` at `time` (later than now) with a key taken from
+    /// another queue's [`EventQueue::next_key`]. Events of one lane must
+    /// arrive in key order and the lane must be scheduled on here by
+    /// keyed events only, as its own queue made them.
+    pub fn schedule_keyed(&mut self, time: Time, key: u64, event: E) {
+        debug_assert!(time > self.now, "a keyed event is in the future");
+        self.wrapped |= key as u32 == u32::MAX;
+        self.future += 1;
+        let e = Entry {
+            time: time.0,
+            key,
+            event,
+        };
+        if time.0 <= self.guard {
+            if time.0 <= self.run_hi {
+                if self.run.len() < RUN_MAX {
+                    let rank = e.rank();
+                    let at = self.run.partition_point(|x| x.rank() > rank);
+                    self.run.insert(at, e);
+                    return;
+                }
+                self.run_to_due();
+            }
+            if time.0 <= self.last && self.has_due() {
+                self.rebase();
+            }
+        }
+        self.put(e);
+    }
+
+    /// Keeps only the pending events for which `keep` is true, in the
+    /// same order (a partition of a run drops the events of what it does
+    /// not own).
+    pub fn retain(&mut self, mut keep: impl FnMut(&E) -> bool) {
+        self.present.retain(|e| keep(e));
+        let mut all: Vec<Entry<E>> = self.due.drain(..).flatten().collect();
+        all.append(&mut self.run);
+        for b in &mut self.buckets {
+            all.append(b);
+        }
+        all.retain(|e| keep(&e.event));
+        all.sort_by_key(Entry::rank);
+        self.order.clear();
+        self.next = 0;
+        self.occupied = 0;
+        self.run_hi = 0;
+        self.last = self.now.0;
+        self.guard = self.last;
+        self.future = all.len();
+        for e in all {
+            if e.time == self.last {
+                let lane = e.key & !0xffff_ffff;
+                self.order.push(lane | self.due.len() as u64);
+                self.due.push(Some(e));
+            } else {
+                self.put(e);
+            }
+        }
+        if self.due.len() > 1 {
+            self.order_due();
+        }
+    }
+
     /// Schedules `event` at the current instant, after everything already
     /// due now.
     pub fn schedule_now(&mut self, event: E) {
@@ -853,6 +931,47 @@ mod test {
             ops in proptest::collection::vec(dense_op(), 0..600)
         ) {
             same_as_reference(ops)?;
+        }
+    }
+
+    proptest! {
+        /// A partition's queue pops its events in the order one queue
+        /// for everything would, whether the events of another
+        /// partition's lanes come in with keys from that partition's
+        /// queue (`next_key`, `schedule_keyed`) or are dropped (`retain`).
+        #[test]
+        fn keyed_and_retained_events_keep_the_order_of_one_queue(
+            evs in proptest::collection::vec((1u64..50, 0u32..4), 1..200),
+        ) {
+            let mut whole = EventQueue::new();
+            let mut mine = EventQueue::new();
+            let mut theirs = EventQueue::<(u64, u32, usize)>::new();
+            let mut filtered = EventQueue::new();
+            for (i, &(t, lane)) in evs.iter().enumerate() {
+                let e = (t, lane, i);
+                whole.schedule(Time(t), lane, e);
+                filtered.schedule(Time(t), lane, e);
+                if lane < 2 {
+                    mine.schedule(Time(t), lane, e);
+                } else {
+                    let key = theirs.next_key(lane);
+                    mine.schedule_keyed(Time(t), key, e);
+                }
+            }
+            filtered.retain(|&(_, lane, _)| lane % 2 == 0);
+            let mut expect_kept = Vec::new();
+            while let Some((t, e)) = whole.pop() {
+                prop_assert_eq!(mine.pop(), Some((t, e)));
+                if e.1 % 2 == 0 {
+                    expect_kept.push((t, e));
+                }
+            }
+            prop_assert_eq!(mine.pop(), None);
+            let mut kept = Vec::new();
+            while let Some(x) = filtered.pop() {
+                kept.push(x);
+            }
+            prop_assert_eq!(kept, expect_kept);
         }
     }
 }
