@@ -105,6 +105,7 @@ pub enum TaskState {
 }
 
 /// The record of one task.
+#[derive(Clone, Debug)]
 pub struct TaskMeta {
     pub machine: MachineId,
     /// Index into the simulation's application-name table.
@@ -124,7 +125,8 @@ pub struct TaskTable {
     pub meta: Vec<TaskMeta>,
     /// Application names; tasks refer to them by index.
     pub app_names: Vec<String>,
-    pub errors: Vec<(TaskId, String)>,
+    /// Tasks that failed or crashed: the task, the message, when.
+    pub errors: Vec<(TaskId, String, Time)>,
     /// When the last task ended (finished, failed or crashed).
     pub last_end: Option<Time>,
 }

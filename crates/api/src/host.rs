@@ -319,8 +319,10 @@ impl Host {
     pub fn publish(&self, name: &str, value: f64) {
         let _ = try_with_world(|w| {
             let app = current_task().map(|t| w.tasks.meta[t as usize].app);
+            let time = w.hosts.now();
             w.metrics.push(crate::world::Metric {
                 machine: self.machine,
+                time,
                 app,
                 name: name.to_string(),
                 value,

@@ -35,8 +35,12 @@ pub struct World {
 }
 
 /// A value published by an application.
+#[derive(Clone, Debug)]
 pub struct Metric {
     pub machine: MachineId,
+    /// When it was published (the report lists metrics in this order,
+    /// then by machine).
+    pub time: elvis_kernel::Time,
     pub app: Option<u32>,
     pub name: String,
     pub value: f64,
@@ -99,7 +103,7 @@ impl World {
                     self.tasks.last_end = Some(now);
                     self.tasks
                         .errors
-                        .push((i as TaskId, format!("machine crashed: {msg}")));
+                        .push((i as TaskId, format!("machine crashed: {msg}"), now));
                 }
             }
         }

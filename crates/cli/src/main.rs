@@ -198,6 +198,12 @@ struct RunArgs {
     /// (default: the memory available).
     #[arg(long, value_name = "SIZE")]
     max_memory: Option<String>,
+    /// Run on this many threads, each with its own copy of the world
+    /// (memory grows with it); the report is the same for any number.
+    /// A scenario that cannot be split runs on one, and the report says
+    /// why.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    threads: usize,
 }
 
 fn main() -> ExitCode {
@@ -553,6 +559,8 @@ fn run(mut args: RunArgs) -> ExitCode {
     // build frees the scenario as it goes: a large one is hundreds of
     // megabytes that the simulation's own memory can reuse.
     drop(source);
+    // The other threads of a parallel run build their own copies.
+    let again = (args.threads > 1).then(|| scenario.clone());
     let build_start = std::time::Instant::now();
     let mut built = match build(&name, args.file.as_deref(), scenario, args.seed) {
         Ok(b) => b,
@@ -567,7 +575,25 @@ fn run(mut args: RunArgs) -> ExitCode {
         until: until.or(built.until),
     };
     let quiet = args.quiet;
-    let mut report = run_with_progress(&mut built.sim, limits, quiet);
+    let mut report = match &again {
+        Some(scenario) => {
+            let seed = args.seed;
+            let make = || match elvis_build::build(scenario, seed) {
+                Ok(b) => b.sim,
+                Err(_) => unreachable!("the scenario built once already"),
+            };
+            with_progress(quiet, |progress| {
+                elvis_sim::parallel::run_parallel(
+                    args.threads,
+                    &mut built.sim,
+                    make,
+                    limits,
+                    progress,
+                )
+            })
+        }
+        None => with_progress(quiet, |progress| built.sim.run_with(limits, progress)),
+    };
     report.memory_estimate = Some(est);
     let mut code = run_status(&report);
     if !write_outputs(&built.sim, &args, &outputs, &report, &mut written) {
@@ -692,13 +718,12 @@ fn prepare(
     Ok(written)
 }
 
-/// Runs `sim` within `limits`, showing a spinner on standard error with
-/// the simulated time and the event rate once the run has taken a second
-/// (unless `quiet`); returns the run's report.
-fn run_with_progress(
-    sim: &mut elvis_sim::Simulation,
-    limits: RunLimits,
+/// Runs `run` with a progress callback that shows a spinner on standard
+/// error with the simulated time and the event rate once the run has
+/// taken a second (unless `quiet`); returns the run's report.
+fn with_progress(
     quiet: bool,
+    run: impl FnOnce(&mut dyn FnMut(&Progress)) -> elvis_sim::Report,
 ) -> elvis_sim::Report {
     let mut bar: Option<indicatif::ProgressBar> = None;
     let mut on_progress = |p: &Progress| {
@@ -719,7 +744,7 @@ fn run_with_progress(
         ));
         b.tick();
     };
-    let report = sim.run_with(limits, &mut on_progress);
+    let report = run(&mut on_progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

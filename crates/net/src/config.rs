@@ -124,3 +124,18 @@ pub struct NetStats {
     pub reordered: u64,
     pub queue_drops: u64,
 }
+
+impl NetStats {
+    /// Adds `other`'s counts to these (both ends of a link cut between
+    /// two partitions of a parallel run count their own side).
+    pub fn merge(&mut self, other: &NetStats) {
+        self.frames_sent += other.frames_sent;
+        self.bytes_sent += other.bytes_sent;
+        self.frames_delivered += other.frames_delivered;
+        self.lost += other.lost;
+        self.corrupted += other.corrupted;
+        self.duplicated += other.duplicated;
+        self.reordered += other.reordered;
+        self.queue_drops += other.queue_drops;
+    }
+}

@@ -137,6 +137,22 @@ impl Network {
         self.cfg.bandwidth_bps.is_none()
     }
 
+    /// Returns whether a parallel run may put the two ends of this
+    /// network in different partitions: it is a point-to-point link of
+    /// two ports with a bandwidth, a positive latency and no impairment
+    /// (its random stream would be shared by both ends), not under
+    /// priority flow control (PAUSE frames act on the other end's queue
+    /// at once). A frame then reaches the far end one latency or more
+    /// after it was sent, and each end's queue is its own.
+    pub fn cuttable(&self) -> bool {
+        self.cfg.kind == NetworkKind::Link
+            && self.ports.len() == 2
+            && self.cfg.latency_ns > 0
+            && !self.is_ideal()
+            && !self.impaired
+            && self.pfc.is_none()
+    }
+
     /// Returns the configured discipline of the NIC at `port`, if it is
     /// not the default one.
     pub fn nic_qdisc_config(&self, port: u32) -> Option<&QdiscConfig> {

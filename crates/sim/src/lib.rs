@@ -50,6 +50,7 @@
 //!   tasks by id when a socket or timer they wait on is ready.
 #![forbid(unsafe_code)]
 
+pub mod parallel;
 pub mod realtime;
 pub mod report;
 mod routing;

@@ -515,6 +515,49 @@ pub struct Performance {
     /// How a run paced to the wall clock kept up (only in such runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub realtime: Option<crate::realtime::RealtimeReport>,
+    /// How a run asked for more than one thread was split
+    /// ([`crate::parallel`]; only in such runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<ParallelReport>,
+}
+
+/// The partitions of a parallel run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ParallelReport {
+    /// Threads asked for.
+    pub threads: u64,
+    /// Partitions run (one thread each; 1 when the run stayed sequential).
+    pub partitions: u64,
+    /// Links whose ends are in different partitions.
+    pub cut_networks: u64,
+    /// The smallest latency of a cut link: the length of a window, ns.
+    pub lookahead_ns: u64,
+    /// Windows run.
+    pub windows: u64,
+    /// The share of the threads' wall time spent waiting at the windows'
+    /// barriers.
+    pub barrier_wait_share: f64,
+    /// Frames that crossed from one partition to another.
+    pub frames_crossed: u64,
+    pub machines_per_partition: Vec<u64>,
+    /// Events and task polls per partition.
+    pub events_per_partition: Vec<u64>,
+    /// Why the run stayed on one thread, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequential_because: Option<String>,
+}
+
+impl ParallelReport {
+    /// The report of a run asked for `threads` threads that stayed on
+    /// one, for reason `why`.
+    pub fn sequential(threads: usize, why: String) -> Self {
+        ParallelReport {
+            threads: threads as u64,
+            partitions: 1,
+            sequential_because: Some(why),
+            ..Default::default()
+        }
+    }
 }
 
 impl Report {

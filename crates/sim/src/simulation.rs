@@ -8,6 +8,7 @@
 mod build;
 mod manet;
 mod observe;
+pub(crate) mod partition;
 mod reporting;
 mod run;
 mod wireless;
@@ -85,6 +86,9 @@ pub struct Simulation {
     stop: crate::stop::Stop,
     /// Real-time pacing, when on ([`Simulation::set_realtime`]).
     pacer: Option<crate::realtime::Pacer>,
+    /// What the other partitions of a parallel run reported, for the
+    /// report of the first (see `partition`).
+    merged: partition::Merged,
 }
 
 impl Simulation {
@@ -98,6 +102,7 @@ impl Simulation {
             polls: 0,
             stop: crate::stop::Stop::default(),
             pacer: None,
+            merged: Default::default(),
         }
     }
 

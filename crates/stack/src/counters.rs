@@ -110,6 +110,28 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Adds `other`'s counts to these (the partitions of a parallel run
+    /// each count their own machines).
+    pub fn merge(&mut self, other: &Stats) {
+        self.frames_delivered += other.frames_delivered;
+        self.ip_sent += other.ip_sent;
+        self.ip_delivered += other.ip_delivered;
+        self.udp_sent += other.udp_sent;
+        self.udp_delivered += other.udp_delivered;
+        self.icmp_echo_replied += other.icmp_echo_replied;
+        self.icmp_errors_sent += other.icmp_errors_sent;
+        self.icmp_errors_rate_limited += other.icmp_errors_rate_limited;
+        self.arp_sent += other.arp_sent;
+        self.tcp_sent += other.tcp_sent;
+        self.tcp_received += other.tcp_received;
+        self.gro_merged += other.gro_merged;
+        self.syn_cookies_sent += other.syn_cookies_sent;
+        self.syn_cookies_validated += other.syn_cookies_validated;
+        for (r, n) in &other.drops {
+            *self.drops.entry(*r).or_insert(0) += n;
+        }
+    }
+
     /// Counts a drop. Out of line and cold: the map insertion (with
     /// `DropReason`'s derived ordering, which grows with every reason)
     /// stays out of the packet paths that may drop, so that adding a

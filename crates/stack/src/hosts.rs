@@ -78,6 +78,8 @@ pub struct Hosts {
     pub obs: Observers,
     /// Settings that change how the run is computed, never its results.
     pub config: RunConfig,
+    /// Set when this world runs one partition of a parallel run.
+    pub part: Option<Box<crate::partition::Partition>>,
 }
 
 /// The event queue and the tasks woken.
@@ -217,6 +219,20 @@ impl Wakeups {
         }
     }
 
+    /// Keeps queued only the tasks for which `keep` is true, in order;
+    /// the others go back to idle.
+    pub fn retain(&mut self, mut keep: impl FnMut(TaskId) -> bool) {
+        let mut kept = ReadyQueue::default();
+        while let Some(t) = self.ready.pop() {
+            if keep(t) {
+                kept.push(t);
+            } else if let Some(s) = self.state.get_mut(t as usize) {
+                *s = WakeState::Idle;
+            }
+        }
+        self.ready = kept;
+    }
+
     /// Takes the task woken first (it may be woken again from now on).
     #[inline]
     pub fn pop(&mut self) -> Option<TaskId> {
@@ -301,6 +317,7 @@ impl Hosts {
                 tcp_fast_path: true,
                 broadcast_select: true,
             },
+            part: None,
         }
     }
 
@@ -386,9 +403,32 @@ impl From<NetEvent> for Event {
     }
 }
 
+/// Returns the lane of a network event: each network has two, after the
+/// machines' lanes, one per side of a point-to-point link (the side of
+/// the port that scheduled the event). The events one side of a link
+/// schedules then take keys from that side's lane only, which a
+/// partitioned run needs (`crate::partition`); on other networks the
+/// two lanes just split the ports by parity.
+#[inline(always)]
+pub fn net_lane(machines: u32, event: &NetEvent) -> elvis_kernel::Lane {
+    let side = match *event {
+        NetEvent::TxDone(q) | NetEvent::TxRetry(q) | NetEvent::PfcRefresh(q) => q.port_dir >> 1,
+        NetEvent::NicRoom { port, .. } => port,
+        NetEvent::AtSwitch { from, .. } => from,
+        // Sent by the other end.
+        NetEvent::Deliver { port, .. } => port ^ 1,
+        NetEvent::Pfc { q, .. } => (q.port_dir >> 1) ^ 1,
+        NetEvent::Wireless(_) => 0,
+    };
+    machines
+        .wrapping_add(event.net().wrapping_mul(2))
+        .wrapping_add(side & 1)
+}
+
 /// The network layer runs on the world: its state is `fabric`, its events
-/// go on the one event queue (each network on its own lane, after the
-/// machines'), and what reaches a machine goes to its stack.
+/// go on the one event queue (two lanes per network, after the
+/// machines', see [`net_lane`]), and what reaches a machine goes to its
+/// stack.
 impl elvis_net::Context for Hosts {
     #[inline(always)]
     fn fabric(&self) -> &elvis_net::Fabric {
@@ -419,7 +459,27 @@ impl elvis_net::Context for Hosts {
 
     #[inline(always)]
     fn schedule(&mut self, at: Time, event: NetEvent) {
-        let lane = (self.machines.len() as u32).wrapping_add(event.net());
+        let lane = net_lane(self.machines.len() as u32, &event);
+        if let Some(p) = self.part.as_deref_mut() {
+            if let NetEvent::Deliver {
+                net, port, frame, ..
+            } = event
+            {
+                if let Some(to) = p.elsewhere(net, port) {
+                    let key = self.sched.queue.next_key(lane);
+                    let frame = self.fabric.frames.remove(frame as usize);
+                    p.sent += 1;
+                    p.outbox[to as usize].push(crate::partition::CrossFrame {
+                        at,
+                        key,
+                        net,
+                        port,
+                        frame,
+                    });
+                    return;
+                }
+            }
+        }
         self.sched.queue.schedule(at, lane, event.into());
     }
 

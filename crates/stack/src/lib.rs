@@ -45,6 +45,7 @@ pub mod ipv4;
 pub mod machine;
 pub mod offload;
 pub mod ondemand;
+pub mod partition;
 pub mod paths;
 pub mod route;
 pub mod tcp;

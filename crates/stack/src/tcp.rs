@@ -468,7 +468,7 @@ pub fn connect(
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let mut tcb = Tcb::connect(&cfg, local, remote, iss, cc, mtu);
     opts.apply(&mut tcb);
-    let id = w.obs.conns.open(m, &tcb);
+    let id = w.obs.conns.open(m, &tcb, w.sched.queue.now());
     let sock = TcpSock::new(tcb, id, w.now());
     let slot = alloc_slot(w, m, SocketSlot::Tcp(Box::new(sock)));
     add_conn(w, m, local.port(), remote, slot);
@@ -942,7 +942,7 @@ fn passive_open(
     let cc = new_cc(w, cfg.congestion, mtu - 40);
     let mut tcb = Tcb::accept(&cfg, local, remote, iss, cc, mtu, syn);
     opts.apply(&mut tcb);
-    let id = w.obs.conns.open(m, &tcb);
+    let id = w.obs.conns.open(m, &tcb, w.sched.queue.now());
     let sock = TcpSock {
         listener: Some(l),
         orphan: true,

@@ -15,14 +15,17 @@ use crate::world::World;
 use elvis_kernel::Time;
 
 /// Returns the report's problems (the first [`Report::MAX_LISTED`]): the
-/// applications that failed or crashed, then those still waiting.
+/// applications that failed or crashed, by time and then machine, then
+/// those still waiting, by machine and then start order. (Orders that do
+/// not depend on how machines interleave within an instant, so that a
+/// parallel run lists what a sequential one does.)
 fn problem_reports(w: &World) -> Vec<Problem> {
-    let mut problems: Vec<Problem> = w
-        .tasks
-        .errors
-        .iter()
+    let mut errors: Vec<&(crate::executor::TaskId, String, Time)> = w.tasks.errors.iter().collect();
+    errors.sort_by_key(|(t, _, at)| (*at, w.tasks.meta[*t as usize].machine));
+    let mut problems: Vec<Problem> = errors
+        .into_iter()
         .take(Report::MAX_LISTED)
-        .map(|(t, msg)| {
+        .map(|(t, msg, _)| {
             let meta = &w.tasks.meta[*t as usize];
             Problem {
                 machine: w.hosts.machine_name(meta.machine),
@@ -32,15 +35,23 @@ fn problem_reports(w: &World) -> Vec<Problem> {
             }
         })
         .collect();
-    for meta in w
+    if problems.len() >= Report::MAX_LISTED {
+        return problems;
+    }
+    let mut waiting: Vec<(MachineId, usize)> = w
         .tasks
         .meta
         .iter()
-        .filter(|m| m.state == TaskState::Pending && !m.daemon)
-    {
+        .enumerate()
+        .filter(|(_, m)| m.state == TaskState::Pending && !m.daemon)
+        .map(|(i, m)| (m.machine, i))
+        .collect();
+    waiting.sort_unstable();
+    for (_, i) in waiting {
         if problems.len() >= Report::MAX_LISTED {
             break;
         }
+        let meta = &w.tasks.meta[i];
         problems.push(Problem {
             machine: w.hosts.machine_name(meta.machine),
             application: w.tasks.app_names[meta.app as usize].clone(),
@@ -51,11 +62,16 @@ fn problem_reports(w: &World) -> Vec<Problem> {
     problems
 }
 
-/// Returns the values the applications published, the first 10,000, in
-/// order.
+/// Returns the values the applications published, the first 10,000, by
+/// time of publication and then machine (each machine's in the order it
+/// published them).
 fn metric_reports(w: &World) -> Vec<MetricReport> {
-    w.metrics
-        .iter()
+    let mut order: Vec<&crate::world::Metric> = w.metrics.iter().collect();
+    if !order.is_sorted_by_key(|m| (m.time, m.machine)) {
+        order.sort_by_key(|m| (m.time, m.machine));
+    }
+    order
+        .into_iter()
         .take(10_000)
         .map(|m| MetricReport {
             machine: w.hosts.machine_name(m.machine),
@@ -150,13 +166,12 @@ fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
 }
 
 impl Simulation {
-    /// Returns the report lines of the egress queues that saw traffic
-    /// (the most eventful [`Report::MAX_QUEUES_LISTED`], in network, port,
-    /// direction order) and how many saw traffic in all.
-    fn queue_reports(&self) -> (u64, Vec<report::QueueReport>) {
+    /// Returns the report lines of the egress queues that saw traffic,
+    /// each with its network and `port << 1 | direction`, in that order.
+    pub(super) fn queue_lines(&self) -> Vec<(NetId, u32, report::QueueReport)> {
         let w = self.world.as_ref().expect("world is present outside run");
         let end = w.hosts.now().as_nanos();
-        let mut all = Vec::new();
+        let mut lines = Vec::new();
         for (ni, n) in w.hosts.fabric.networks.iter().enumerate() {
             for (pi, p) in n.ports.iter().enumerate() {
                 let Some(q) = p.queues.as_deref() else {
@@ -164,64 +179,72 @@ impl Simulation {
                 };
                 for (dir, wq) in [(0u32, Some(&q.up)), (1, q.down.as_deref())] {
                     let Some(wq) = wq else { continue };
-                    if wq.stats.saw_traffic() {
-                        all.push((ni as NetId, (pi as u32) << 1 | dir, wq));
+                    if !wq.stats.saw_traffic() {
+                        continue;
                     }
+                    let (net, pd) = (ni as NetId, (pi as u32) << 1 | dir);
+                    let (network, machine, dir) = queue_names(w, net, pd);
+                    let s = &wq.stats_at(end);
+                    let dropped_by = (w
+                        .hosts
+                        .fabric
+                        .queue_drops
+                        .range((net, pd, elvis_net::DropReason::Loss)..))
+                    .take_while(|((n, p, _), _)| (*n, *p) == (net, pd))
+                    .map(|((_, _, r), c)| (r.to_string(), *c))
+                    .collect();
+                    lines.push((
+                        net,
+                        pd,
+                        report::QueueReport {
+                            network,
+                            machine,
+                            direction: dir,
+                            discipline: wq.qdisc().name(),
+                            enqueued: s.enqueued,
+                            dequeued: s.dequeued,
+                            dropped: s.dropped,
+                            dropped_by,
+                            marked: s.marked,
+                            max_packets: s.max_packets,
+                            max_bytes: s.max_bytes,
+                            mean_packets: s.mean_packets(end),
+                            packets_at_end: wq.packets_at(end),
+                        },
+                    ));
                 }
             }
         }
+        lines
+    }
+
+    /// Returns the report lines of the egress queues that saw traffic
+    /// (the most eventful [`Report::MAX_QUEUES_LISTED`], in network, port,
+    /// direction order) and how many saw traffic in all.
+    fn queue_reports(&self) -> (u64, Vec<report::QueueReport>) {
+        let mut all = self.queue_lines();
+        all.extend(self.merged.queues.iter().cloned());
         let total = all.len() as u64;
         if all.len() > Report::MAX_QUEUES_LISTED {
             // Most drops and marks first, then the deepest; ties by place.
-            all.sort_by_key(|(n, pd, wq)| {
-                let s = &wq.stats;
+            all.sort_by_key(|(n, pd, q)| {
                 (
-                    std::cmp::Reverse((s.dropped + s.marked, s.max_packets)),
+                    std::cmp::Reverse((q.dropped + q.marked, q.max_packets)),
                     *n,
                     *pd,
                 )
             });
             all.truncate(Report::MAX_QUEUES_LISTED);
-            all.sort_by_key(|(n, pd, _)| (*n, *pd));
         }
-        let lines = all
-            .into_iter()
-            .map(|(net, pd, wq)| {
-                let (network, machine, dir) = queue_names(w, net, pd);
-                let s = &wq.stats_at(end);
-                let dropped_by = (w
-                    .hosts
-                    .fabric
-                    .queue_drops
-                    .range((net, pd, elvis_net::DropReason::Loss)..))
-                .take_while(|((n, p, _), _)| (*n, *p) == (net, pd))
-                .map(|((_, _, r), c)| (r.to_string(), *c))
-                .collect();
-                report::QueueReport {
-                    network,
-                    machine,
-                    direction: dir,
-                    discipline: wq.qdisc().name(),
-                    enqueued: s.enqueued,
-                    dequeued: s.dequeued,
-                    dropped: s.dropped,
-                    dropped_by,
-                    marked: s.marked,
-                    max_packets: s.max_packets,
-                    max_bytes: s.max_bytes,
-                    mean_packets: s.mean_packets(end),
-                    packets_at_end: wq.packets_at(end),
-                }
-            })
-            .collect();
-        (total, lines)
+        all.sort_by_key(|(n, pd, _)| (*n, *pd));
+        (total, all.into_iter().map(|(_, _, q)| q).collect())
     }
 
     /// Returns the report of what has run so far.
     pub fn report(&self, end: End) -> Report {
         let w = self.world.as_ref().expect("world is present outside run");
         let problems = problem_reports(w);
-        let events = w.hosts.sched.queue.popped() + self.polls;
+        let events = w.hosts.sched.queue.popped() + self.polls + self.merged.events;
         let wall = self.wall.as_secs_f64();
         let (queues_total, queues) = self.queue_reports();
         let (applications_total, applications) = app_reports(w);
@@ -262,7 +285,7 @@ impl Simulation {
             applications,
             problems,
             metrics: metric_reports(w),
-            tcp_connections_total: w.hosts.obs.conns.created,
+            tcp_connections_total: w.hosts.obs.conns.created + self.merged.conns_created,
             tcp_senders: report::SenderReport::from_connections(&tcp_connections),
             tcp_connections,
             tcp_shares: self.congestion_shares(),
@@ -280,6 +303,7 @@ impl Simulation {
                 },
                 peak_rss_bytes: report::peak_rss_bytes(),
                 realtime: self.pacer.as_ref().map(|p| p.stats),
+                parallel: None,
             },
             memory_estimate: None,
             aodv: (w.hosts.stack.on_demand)
@@ -290,35 +314,46 @@ impl Simulation {
         }
     }
 
-    /// Returns the report lines of the TCP connections, ended ones and
-    /// those still open, by id.
-    fn connection_reports(&self) -> Vec<report::ConnectionReport> {
+    /// Returns the records of the TCP connections, ended ones and those
+    /// still open: the first [`trace::MAX_LISTED`] in opening order
+    /// ([`trace::Record::order_key`]).
+    pub(super) fn connection_records(&self) -> Vec<trace::Record> {
         use crate::socket::SocketSlot;
         let w = self.world.as_ref().expect("world is present outside run");
         let mut recs = w.hosts.obs.conns.ended.clone();
+        recs.extend(self.merged.conns.iter().cloned());
         for (m, machine) in w.hosts.machines.iter().enumerate() {
             for s in &machine.sockets {
                 if let SocketSlot::Tcp(t) = s {
-                    if t.id < trace::MAX_LISTED {
-                        let tcb_stats = t.tcb.stats();
-                        recs.push(trace::Record {
-                            id: t.id,
-                            machine: m as MachineId,
-                            local: t.tcb.local,
-                            remote: t.tcb.remote,
-                            congestion: t.tcb.cc_name(),
-                            state: t.tcb.state,
-                            stats: tcb_stats,
-                            life: t.life,
-                        });
+                    recs.push(trace::Record {
+                        id: t.id,
+                        machine: m as MachineId,
+                        local: t.tcb.local,
+                        remote: t.tcb.remote,
+                        congestion: t.tcb.cc_name(),
+                        state: t.tcb.state,
+                        stats: t.tcb.stats(),
+                        life: t.life,
+                    });
+                    if recs.len() >= 2 * trace::MAX_LISTED as usize {
+                        trace::keep_first(&mut recs);
                     }
                 }
             }
         }
-        recs.sort_by_key(|r| r.id);
-        recs.into_iter()
-            .map(|r| report::ConnectionReport {
-                id: r.id,
+        trace::keep_first(&mut recs);
+        recs
+    }
+
+    /// Returns the report lines of the TCP connections, numbered in
+    /// opening order.
+    fn connection_reports(&self) -> Vec<report::ConnectionReport> {
+        let w = self.world.as_ref().expect("world is present outside run");
+        self.connection_records()
+            .into_iter()
+            .enumerate()
+            .map(|(rank, r)| report::ConnectionReport {
+                id: rank as u64,
                 machine: w.hosts.machine_name(r.machine),
                 local: r.local.to_string(),
                 remote: r.remote.to_string(),

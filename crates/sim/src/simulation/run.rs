@@ -115,7 +115,7 @@ fn sleep_toward(due: Instant) {
 }
 
 /// Shared between the run loop and the watchdog thread.
-struct Heartbeat {
+pub(super) struct Heartbeat {
     /// Twice the polls finished, plus one while a poll runs: one store
     /// before and one after each poll.
     ticks: AtomicU64,
@@ -126,6 +126,18 @@ struct Heartbeat {
 pub(super) struct Watchdog {
     limit: Duration,
     on_stuck: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Heartbeat {
+    /// Returns a heartbeat that no watchdog reads (a partition of a
+    /// parallel run).
+    pub(super) fn unwatched() -> Self {
+        Heartbeat {
+            ticks: AtomicU64::new(0),
+            machine: AtomicU32::new(0),
+            done: AtomicBool::new(false),
+        }
+    }
 }
 
 impl Simulation {
@@ -241,7 +253,7 @@ impl Simulation {
         r
     }
 
-    fn run_loop(
+    pub(super) fn run_loop(
         &mut self,
         limits: RunLimits,
         progress: &mut dyn FnMut(&Progress),
@@ -402,7 +414,7 @@ impl Simulation {
             w.hosts.sched.wakeups.retire(task);
             let machine = meta.machine;
             if let Some(msg) = outcome.1 {
-                w.tasks.errors.push((task, msg.clone()));
+                w.tasks.errors.push((task, msg.clone(), now));
                 if outcome.0 == TaskState::Crashed {
                     w.hosts.sched.crashed.push((machine, msg));
                 }

@@ -296,7 +296,7 @@ fn establish(
     let iss = seg.ack_number.map_or(SeqNumber(0), |a| a - 1);
     let mut tcb = Tcb::accept_cookie(&cfg, t.local, t.remote, iss, cc, mtu, &syn);
     opts.apply(&mut tcb);
-    let id = w.obs.conns.open(m, &tcb);
+    let id = w.obs.conns.open(m, &tcb, w.sched.queue.now());
     let sock = TcpSock {
         listener: Some(l),
         orphan: true,

@@ -2,13 +2,18 @@
 //! each connection's congestion state (cwnd, ssthresh, smoothed RTT, bytes
 //! acknowledged) for CSV export.
 //!
-//! Every connection gets an id in creation order when its TCB is made; the
-//! report lists connections by that id, so the order is deterministic. A
-//! connection whose slot is freed (it closed and the application let go of
-//! it) is archived at that moment with its final state and statistics;
-//! connections still open are read from the socket tables when the report
-//! is made. Only the first [`MAX_LISTED`] connections are kept (and
-//! counted in full), so a million-connection run stays bounded.
+//! Every connection gets an id in creation order when its TCB is made.
+//! The report and the time series number connections in *opening order*:
+//! by the instant the TCB was made, then by machine, then by creation on
+//! that machine ([`Record::order_key`]). That order does not depend on
+//! how machines interleave within one instant, so a parallel run, whose
+//! partitions each create their own connections, numbers them as a
+//! sequential run does. A connection whose slot is freed (it closed and
+//! the application let go of it) is archived at that moment with its
+//! final state and statistics; connections still open are read from the
+//! socket tables when the report is made. Only the first [`MAX_LISTED`]
+//! connections in opening order are kept (all are counted), so a
+//! million-connection run stays bounded.
 //!
 //! Time series cost nothing when off: the per-call hook is one `Option`
 //! test. When on, a sample is taken after the TCB handled an event (a
@@ -137,6 +142,7 @@ pub struct Record {
 struct Open {
     id: u64,
     machine: MachineId,
+    opened_ns: u64,
     local: SocketAddrV4,
     remote: SocketAddrV4,
     congestion: &'static str,
@@ -149,7 +155,8 @@ struct Open {
 pub struct ConnLog {
     /// Connections created so far (the next id).
     pub created: u64,
-    /// Connections that ended, with ids below [`MAX_LISTED`].
+    /// Connections that ended: the first [`MAX_LISTED`] in opening order
+    /// among them, and up to as many more (see [`keep_first`]).
     pub ended: Vec<Record>,
     /// Time series, when enabled.
     pub trace: Option<Box<Trace>>,
@@ -168,13 +175,14 @@ pub struct Trace {
 
 impl ConnLog {
     /// Returns a new connection id and starts its series if tracing.
-    pub fn open(&mut self, m: MachineId, tcb: &Tcb) -> u64 {
+    pub fn open(&mut self, m: MachineId, tcb: &Tcb, now: Time) -> u64 {
         let id = self.created;
         self.created += 1;
         if let Some(t) = self.trace.as_mut() {
             t.series.push(Open {
                 id,
                 machine: m,
+                opened_ns: now.as_nanos(),
                 local: tcb.local,
                 remote: tcb.remote,
                 congestion: tcb.cc_name(),
@@ -193,8 +201,9 @@ impl ConnLog {
             tcb.stats.bytes_acked,
             life,
         );
-        if id < MAX_LISTED {
-            self.ended.push(record(id, m, tcb, life));
+        self.ended.push(record(id, m, tcb, life));
+        if self.ended.len() >= 2 * MAX_LISTED as usize {
+            keep_first(&mut self.ended);
         }
     }
 
@@ -216,6 +225,20 @@ pub fn add_total(totals: &mut Totals, cc: &'static str, bytes_acked: u64, life: 
         t.1 += bytes_acked;
         t.2 += life.throughput_bps(bytes_acked);
     }
+}
+
+impl Record {
+    /// The opening order: the instant the TCB was made, the machine, and
+    /// the creation order on that machine (ids grow with it).
+    pub fn order_key(&self) -> (u64, MachineId, u64) {
+        (self.life.opened_ns, self.machine, self.id)
+    }
+}
+
+/// Sorts `records` in opening order and keeps the first [`MAX_LISTED`].
+pub fn keep_first(records: &mut Vec<Record>) {
+    records.sort_unstable_by_key(Record::order_key);
+    records.truncate(MAX_LISTED as usize);
 }
 
 /// Returns the record of a connection as it is now.
@@ -274,12 +297,16 @@ impl Trace {
         }
     }
 
-    /// Returns the series, in connection order, with machine names.
+    /// Returns the series in opening order, numbered in that order from
+    /// the first connection traced, with machine names.
     pub fn series(&self, name: impl Fn(MachineId) -> String) -> Vec<Series> {
-        self.series
-            .iter()
-            .map(|o| Series {
-                id: o.id,
+        let mut order: Vec<&Open> = self.series.iter().collect();
+        order.sort_unstable_by_key(|o| (o.opened_ns, o.machine, o.id));
+        order
+            .into_iter()
+            .enumerate()
+            .map(|(rank, o)| Series {
+                id: self.base + rank as u64,
                 machine: name(o.machine),
                 local: o.local,
                 remote: o.remote,
