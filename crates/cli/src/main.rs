@@ -198,10 +198,10 @@ struct RunArgs {
     /// (default: the memory available).
     #[arg(long, value_name = "SIZE")]
     max_memory: Option<String>,
-    /// Run on this many threads, each with its own copy of the world
-    /// (memory grows with it); the report is the same for any number.
-    /// A scenario that cannot be split runs on one, and the report says
-    /// why.
+    /// Run on this many threads (at most one per core), each with its
+    /// own copy of the world (memory grows with it); the report is the
+    /// same for any number. A scenario that cannot be split runs on one,
+    /// and the report says why.
     #[arg(long, default_value_t = 1, value_name = "N")]
     threads: usize,
 }
@@ -582,14 +582,10 @@ fn run(mut args: RunArgs) -> ExitCode {
                 Ok(b) => b.sim,
                 Err(_) => unreachable!("the scenario built once already"),
             };
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let threads = args.threads.min(cores);
             with_progress(quiet, |progress| {
-                elvis_sim::parallel::run_parallel(
-                    args.threads,
-                    &mut built.sim,
-                    make,
-                    limits,
-                    progress,
-                )
+                elvis_sim::parallel::run_parallel(threads, &mut built.sim, make, limits, progress)
             })
         }
         None => with_progress(quiet, |progress| built.sim.run_with(limits, progress)),

@@ -42,31 +42,49 @@
 
 mod plan;
 
-pub use plan::{plan, Plan, Verdict};
+pub use plan::{Plan, Verdict};
+
+/// Returns how `sim` would be split over `threads` threads, or why it
+/// would run on one.
+pub fn split(sim: &Simulation, threads: usize) -> Verdict {
+    if sim.paced() {
+        return Verdict::Sequential("a run paced to the wall clock runs on one thread".into());
+    }
+    plan::plan(sim.world_ref(), threads)
+}
 
 use crate::report::{End, ParallelReport, Report};
 use crate::{Progress, RunLimits, Simulation};
 use elvis_kernel::Time;
 use elvis_stack::partition::CrossFrame;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// A barrier for a fixed number of threads that spins briefly before
-/// yielding: windows are short (microseconds of virtual time), so the
-/// wait is usually short too.
+/// A barrier for a fixed number of threads: it spins a little (windows
+/// are short, so the wait usually is too), then sleeps, so that more
+/// partitions than free cores still make progress.
 struct SpinBarrier {
     n: usize,
     count: AtomicUsize,
     generation: AtomicUsize,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
 }
 
 impl SpinBarrier {
+    /// Spins before sleeping (a few microseconds).
+    const SPINS: u32 = 4000;
+
     fn new(n: usize) -> Self {
         SpinBarrier {
             n,
             count: AtomicUsize::new(0),
             generation: AtomicUsize::new(0),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
         }
     }
 
@@ -74,18 +92,25 @@ impl SpinBarrier {
         let gen = self.generation.load(Ordering::Acquire);
         if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
             self.count.store(0, Ordering::Relaxed);
+            let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             self.generation.fetch_add(1, Ordering::Release);
+            if self.sleepers.load(Ordering::Relaxed) > 0 {
+                self.wake.notify_all();
+            }
             return;
         }
-        let mut spins = 0u32;
-        while self.generation.load(Ordering::Acquire) == gen {
-            spins += 1;
-            if spins < 2000 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
+        for _ in 0..Self::SPINS {
+            if self.generation.load(Ordering::Acquire) != gen {
+                return;
             }
+            std::hint::spin_loop();
         }
+        let mut held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.sleepers.fetch_add(1, Ordering::Relaxed);
+        while self.generation.load(Ordering::Acquire) == gen {
+            held = self.wake.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
+        self.sleepers.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -132,12 +157,7 @@ pub fn run_parallel<F>(
 where
     F: Fn() -> Simulation + Sync,
 {
-    let verdict = if home.paced() {
-        Verdict::Sequential("a run paced to the wall clock runs on one thread".into())
-    } else {
-        plan(home.world_ref(), threads)
-    };
-    let plan = match verdict {
+    let plan = match split(home, threads) {
         Verdict::Sequential(why) => {
             let mut r = home.run_with(limits, progress);
             r.performance.parallel = Some(ParallelReport::sequential(threads, why));

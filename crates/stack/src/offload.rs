@@ -216,6 +216,13 @@ impl NicTable {
         Some(i)
     }
 
+    /// Returns whether the NIC settings at index `i` coalesce receive
+    /// interrupts: such a NIC takes a frame into its ring when the frame
+    /// is queued at the far end of a link, reaching across it.
+    pub fn coalesces(&self, i: u16) -> bool {
+        self.cfg(i).coalesces()
+    }
+
     /// Returns the settings at index `i`.
     #[inline]
     fn cfg(&self, i: u16) -> Offloads {

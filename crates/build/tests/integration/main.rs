@@ -5,6 +5,7 @@
 use elvis_sim::qdisc::{Limit, QdiscConfig};
 use elvis_sim::{NetworkConfig, NetworkKind, Simulation};
 
+mod parallel;
 mod traffic;
 
 /// Each generator with its required keys (and the networks that carry

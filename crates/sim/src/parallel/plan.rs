@@ -1,8 +1,9 @@
 //! The partitioner: which machines each thread of a parallel run owns.
 //!
 //! Only a cuttable network ([`elvis_net::Network::cuttable`]: a
-//! point-to-point link with a positive latency, no impairment, no PFC and
-//! no capture) may join machines of different partitions. The machines
+//! point-to-point link with a positive latency, no impairment and no PFC,
+//! neither of whose NICs coalesces interrupts) may join machines of
+//! different partitions. The machines
 //! that other networks join (a switched LAN, a zero-latency or captured
 //! link, a wireless network) form *blocks* that stay whole. Blocks are
 //! weighed by their interfaces plus one per machine (a rough count of
@@ -57,6 +58,9 @@ impl Plan {
 /// Returns why `w` cannot be split at all, if it cannot.
 fn unsupported(w: &World) -> Option<&'static str> {
     let h = &w.hosts;
+    if (0..h.fabric.networks.len() as u32).any(|n| h.fabric.pcap.captures(n)) {
+        return Some("packet captures are written by one thread");
+    }
     if h.fabric.pfc.is_some() {
         return Some("priority flow control acts across links at once");
     }
@@ -128,10 +132,12 @@ pub fn plan(w: &World, threads: usize) -> Verdict {
         return Verdict::Sequential("fewer than two machines".into());
     }
     let nets = &h.fabric.networks;
+    // A link to a NIC that coalesces interrupts is not cut either: that
+    // NIC takes frames into its ring when they are queued at the far end.
+    let coalescing = |m: u32| h.stack.nics.coalesces(h.machines[m as usize].offloads);
     let cuttable: Vec<bool> = nets
         .iter()
-        .enumerate()
-        .map(|(i, net)| net.cuttable() && !h.fabric.pcap.captures(i as u32))
+        .map(|net| net.cuttable() && !net.ports.iter().any(|p| coalescing(p.machine)))
         .collect();
     // Blocks: machines joined by networks that cannot be cut.
     let mut blocks = Blocks {
@@ -165,7 +171,8 @@ pub fn plan(w: &World, threads: usize) -> Verdict {
     if nb < 2 {
         return Verdict::Sequential(
             "no network can be cut (every path between machines crosses a switched, \
-             zero-latency, impaired or captured network)"
+             zero-latency or impaired network, or a link to a NIC that coalesces \
+             interrupts)"
                 .into(),
         );
     }

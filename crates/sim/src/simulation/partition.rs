@@ -76,15 +76,11 @@ fn event_part(w: &World, plan: &Plan, e: &Event) -> u16 {
 impl Simulation {
     /// Makes this simulation run partition `me` of `plan` from now on:
     /// the events and woken tasks of other partitions' machines are
-    /// dropped (their own copies of the world run them), frames for
-    /// them leave through the partition's outbox, and the receive-ring
-    /// look-ahead, which reaches into the far end's NIC, is off (it
-    /// changes how a run is computed, never its result).
+    /// dropped (their own copies of the world run them), and frames for
+    /// them leave through the partition's outbox.
     pub(crate) fn enter_partition(&mut self, me: u16, plan: &Plan) {
         let w = self.world.as_mut().expect("world is present outside run");
         w.hosts.part = Some(Box::new(Partition::new(me, plan.parts, plan.cut.clone())));
-        w.hosts.config.rx_ring_ahead = false;
-        w.hosts.fabric.config.early_takers = false;
         let mut queue = std::mem::take(&mut w.hosts.sched.queue);
         queue.retain(|e| event_part(w, plan, e) == me);
         w.hosts.sched.queue = queue;
