@@ -575,21 +575,7 @@ fn run(mut args: RunArgs) -> ExitCode {
         until: until.or(built.until),
     };
     let quiet = args.quiet;
-    let mut report = match &again {
-        Some(scenario) => {
-            let seed = args.seed;
-            let make = || match elvis_build::build(scenario, seed) {
-                Ok(b) => b.sim,
-                Err(_) => unreachable!("the scenario built once already"),
-            };
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let threads = args.threads.min(cores);
-            with_progress(quiet, |progress| {
-                elvis_sim::parallel::run_parallel(threads, &mut built.sim, make, limits, progress)
-            })
-        }
-        None => with_progress(quiet, |progress| built.sim.run_with(limits, progress)),
-    };
+    let mut report = run_built(&mut built.sim, again.as_ref(), &args, limits);
     report.memory_estimate = Some(est);
     let mut code = run_status(&report);
     if !write_outputs(&built.sim, &args, &outputs, &report, &mut written) {
@@ -604,6 +590,32 @@ fn run(mut args: RunArgs) -> ExitCode {
     }
     say_why(code, &report);
     ExitCode::from(code)
+}
+
+/// Runs the built `sim` within `limits`; with `again`, the scenario it
+/// was built from, on `--threads` threads (at most one per core), the
+/// other threads building their copies from it.
+fn run_built(
+    sim: &mut elvis_sim::Simulation,
+    again: Option<&elvis_scenario::Scenario>,
+    args: &RunArgs,
+    limits: RunLimits,
+) -> elvis_sim::Report {
+    let Some(scenario) = again else {
+        return with_progress(args.quiet, |progress| sim.run_with(limits, progress));
+    };
+    let seed = args.seed;
+    // The builder makes the same world every time; were a copy to fail,
+    // the parallel run would report that its copies differ.
+    let make = || match elvis_build::build(scenario, seed) {
+        Ok(b) => b.sim,
+        Err(_) => elvis_sim::Simulation::new(seed.unwrap_or(0)),
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = args.threads.min(cores);
+    with_progress(args.quiet, |progress| {
+        elvis_sim::parallel::run_parallel(threads, sim, make, limits, progress)
+    })
 }
 
 /// Returns the exit status a run's applications give: failed (or

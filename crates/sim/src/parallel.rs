@@ -184,17 +184,7 @@ where
         let handles: Vec<_> = (1..parts as u16)
             .map(|me| {
                 let (shared, make) = (&shared, &make);
-                s.spawn(move || {
-                    let mut sim = make();
-                    match plan::plan(sim.world_ref(), threads) {
-                        Verdict::Parallel(p) if p == shared.plan => {}
-                        _ => shared.failed.store(true, Ordering::Relaxed),
-                    }
-                    sim.enter_partition(me, &shared.plan);
-                    let (_, _, w) = drive(&mut sim, me, shared, until, &mut |_| {});
-                    let outcome = sim.outcome(me, &shared.plan);
-                    (outcome, w, sim.events_so_far())
-                })
+                s.spawn(move || run_copy(make(), me, threads, shared, until))
             })
             .collect();
         home.enter_partition(0, &shared.plan);
@@ -214,51 +204,89 @@ where
         events.push(ev);
     }
     let mut r = home.report(end);
-    if let Some(e) = route_error {
+    let failed = shared.failed.load(Ordering::Relaxed).then(|| {
+        "a partition's copy of the world differed from the first one's: \
+         the builder must make the same world on every call"
+            .to_string()
+    });
+    for message in route_error.into_iter().chain(failed) {
         r.problems.push(crate::report::Problem {
             machine: String::new(),
             application: String::new(),
             state: crate::executor::TaskState::Failed,
-            message: e,
+            message,
         });
     }
-    if shared.failed.load(Ordering::Relaxed) {
-        r.problems.push(crate::report::Problem {
-            machine: String::new(),
-            application: String::new(),
-            state: crate::executor::TaskState::Failed,
-            message: "a partition's copy of the world differed from the first one's: \
-                      the builder must make the same world on every call"
-                .into(),
-        });
+    performance(&mut r, threads, &shared.plan, wall, &windows, events);
+    r
+}
+
+/// Runs partition `me` on its own copy `sim` of the world; returns its
+/// outcome, how its windows went and its events.
+fn run_copy(
+    mut sim: Simulation,
+    me: u16,
+    threads: usize,
+    shared: &Shared,
+    until: Time,
+) -> (crate::simulation::partition::Outcome, Windows, u64) {
+    match plan::plan(sim.world_ref(), threads) {
+        Verdict::Parallel(p) if p == shared.plan => {}
+        _ => shared.failed.store(true, Ordering::Relaxed),
     }
-    r.performance.wall_time_s = wall;
+    sim.enter_partition(me, &shared.plan);
+    let (_, _, w) = drive(&mut sim, me, shared, until, &mut |_| {});
+    let outcome = sim.outcome(me, &shared.plan);
+    (outcome, w, sim.events_so_far())
+}
+
+/// Fills the report's `performance` for a run of `wall` seconds split
+/// by `plan`.
+fn performance(
+    r: &mut Report,
+    threads: usize,
+    plan: &Plan,
+    wall: f64,
+    windows: &[Windows],
+    events: Vec<u64>,
+) {
+    let per_wall = |x: f64| if wall > 0.0 { x / wall } else { 0.0 };
     let total: u64 = events.iter().sum();
-    r.performance.events_per_s = if wall > 0.0 { total as f64 / wall } else { 0.0 };
-    r.performance.speedup = if wall > 0.0 {
-        r.sim_time_ns as f64 / 1e9 / wall
-    } else {
-        0.0
-    };
-    let plan = &shared.plan;
+    r.performance.wall_time_s = wall;
+    r.performance.events_per_s = per_wall(total as f64);
+    r.performance.speedup = per_wall(r.sim_time_ns as f64 / 1e9);
     let waited: f64 = windows.iter().map(|w| w.waited.as_secs_f64()).sum();
     r.performance.parallel = Some(ParallelReport {
         threads: threads as u64,
-        partitions: plan.parts as u64,
+        partitions: u64::from(plan.parts),
         cut_networks: plan.cut_networks,
         lookahead_ns: plan.lookahead_ns,
         windows: windows[0].count,
-        barrier_wait_share: if wall > 0.0 {
-            waited / (wall * parts as f64)
-        } else {
-            0.0
-        },
+        barrier_wait_share: per_wall(waited / f64::from(plan.parts)),
         frames_crossed: windows.iter().map(|w| w.sent).sum(),
         machines_per_partition: plan.machines.clone(),
         events_per_partition: events,
         sequential_because: None,
     });
-    r
+}
+
+/// Hands the frames partition `me` sent in the last window to their
+/// partitions, waits for every partition to do the same, and takes those
+/// sent to it.
+fn exchange(sim: &mut Simulation, me: u16, shared: &Shared, w: &mut Windows) {
+    for (to, frames) in sim.take_outbox().into_iter().enumerate() {
+        if !frames.is_empty() {
+            w.sent += frames.len() as u64;
+            let mut mail = shared.mail[to].lock().expect("mailbox lock");
+            mail.extend(frames);
+        }
+    }
+    let t0 = Instant::now();
+    shared.barrier.wait();
+    w.waited += t0.elapsed();
+    let inbox = std::mem::take(&mut *shared.mail[me as usize].lock().expect("mailbox lock"));
+    w.received += inbox.len() as u64;
+    sim.receive(inbox.into_iter());
 }
 
 /// Runs partition `me`'s windows until the run ends; returns how it
@@ -308,19 +336,7 @@ fn drive(
         let wend = Time::from_nanos(t.as_nanos().saturating_add(lookahead - 1)).min(until);
         sim.run_window(wend, start);
         w.count += 1;
-        for (to, frames) in sim.take_outbox().into_iter().enumerate() {
-            if !frames.is_empty() {
-                w.sent += frames.len() as u64;
-                let mut mail = shared.mail[to].lock().expect("mailbox lock");
-                mail.extend(frames);
-            }
-        }
-        let t0 = Instant::now();
-        shared.barrier.wait();
-        w.waited += t0.elapsed();
-        let inbox = std::mem::take(&mut *shared.mail[me as usize].lock().expect("mailbox lock"));
-        w.received += inbox.len() as u64;
-        sim.receive(inbox.into_iter());
+        exchange(sim, me, shared, &mut w);
         round += 1;
         publish(round, sim.peek_running());
         if me == 0 {

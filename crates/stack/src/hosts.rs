@@ -404,13 +404,19 @@ impl From<NetEvent> for Event {
 }
 
 /// Returns the lane of a network event: each network has two, after the
-/// machines' lanes, one per side of a point-to-point link (the side of
-/// the port that scheduled the event). The events one side of a link
-/// schedules then take keys from that side's lane only, which a
-/// partitioned run needs (`crate::partition`); on other networks the
-/// two lanes just split the ports by parity.
+/// machines' lanes. On a point-to-point link (`link`), each side has its
+/// own: the side of the port that scheduled the event. The events one
+/// side of a link schedules then take keys from that side's lane only,
+/// which a partitioned run needs (`crate::partition`). Any other network
+/// uses its first lane for all its events, so that events of one instant
+/// from its many ports keep the order they were scheduled in (ordering
+/// them by port would favour some ports at every tie).
 #[inline(always)]
-pub fn net_lane(machines: u32, event: &NetEvent) -> elvis_kernel::Lane {
+pub fn net_lane(machines: u32, event: &NetEvent, link: bool) -> elvis_kernel::Lane {
+    let base = machines.wrapping_add(event.net().wrapping_mul(2));
+    if !link {
+        return base;
+    }
     let side = match *event {
         NetEvent::TxDone(q) | NetEvent::TxRetry(q) | NetEvent::PfcRefresh(q) => q.port_dir >> 1,
         NetEvent::NicRoom { port, .. } => port,
@@ -420,9 +426,7 @@ pub fn net_lane(machines: u32, event: &NetEvent) -> elvis_kernel::Lane {
         NetEvent::Pfc { q, .. } => (q.port_dir >> 1) ^ 1,
         NetEvent::Wireless(_) => 0,
     };
-    machines
-        .wrapping_add(event.net().wrapping_mul(2))
-        .wrapping_add(side & 1)
+    base.wrapping_add(side & 1)
 }
 
 /// The network layer runs on the world: its state is `fabric`, its events
@@ -459,7 +463,9 @@ impl elvis_net::Context for Hosts {
 
     #[inline(always)]
     fn schedule(&mut self, at: Time, event: NetEvent) {
-        let lane = net_lane(self.machines.len() as u32, &event);
+        let link =
+            self.fabric.networks[event.net() as usize].cfg.kind == elvis_net::NetworkKind::Link;
+        let lane = net_lane(self.machines.len() as u32, &event, link);
         if let Some(p) = self.part.as_deref_mut() {
             if let NetEvent::Deliver {
                 net, port, frame, ..

@@ -176,6 +176,23 @@ fn a_tree_with_latency_is_split_and_reports_as_one_thread() {
         serde_json::json!([]),
         "every application ends"
     );
+    // A world that ran as the first of several partitions holds the
+    // other partitions' machines in their first state: it refuses to run
+    // on.
+    let sc = elvis_ndl::parse(&text, "tree.ndl").expect("parses");
+    let make = || elvis_build::build(&sc, None).expect("builds").sim;
+    let mut built = elvis_build::build(&sc, None).expect("builds");
+    let limits = RunLimits { until: built.until };
+    let _ = run_parallel(2, &mut built.sim, make, limits, &mut |_| {});
+    let again = built.sim.run();
+    assert!(
+        again
+            .problems
+            .iter()
+            .any(|p| p.message.contains("several threads")),
+        "{:?}",
+        again.problems
+    );
 }
 
 /// Every example of `examples/ndl` (but the million-machine one) that can

@@ -118,6 +118,39 @@ impl Blocks {
     }
 }
 
+/// Returns each machine's block (machines joined by networks that cannot
+/// be cut) and each block's weight (its machines and interfaces).
+fn blocks(w: &World, cuttable: &[bool]) -> (Vec<u32>, Vec<u64>) {
+    let h = &w.hosts;
+    let n = h.machines.len();
+    let mut blocks = Blocks {
+        parent: (0..n as u32).collect(),
+    };
+    for (i, net) in h.fabric.networks.iter().enumerate() {
+        if cuttable[i] {
+            continue;
+        }
+        if let Some(first) = net.ports.first() {
+            for p in &net.ports[1..] {
+                blocks.join(first.machine, p.machine);
+            }
+        }
+    }
+    let mut block_of = vec![u32::MAX; n];
+    let mut weight: Vec<u64> = Vec::new();
+    for m in 0..n as u32 {
+        let r = blocks.find(m) as usize;
+        if block_of[r] == u32::MAX {
+            block_of[r] = weight.len() as u32;
+            weight.push(0);
+        }
+        let b = block_of[r];
+        block_of[m as usize] = b;
+        weight[b as usize] += 1 + h.machines[m as usize].ifaces.len() as u64;
+    }
+    (block_of, weight)
+}
+
 /// Splits `w` into at most `threads` partitions.
 pub fn plan(w: &World, threads: usize) -> Verdict {
     if threads <= 1 {
@@ -139,35 +172,8 @@ pub fn plan(w: &World, threads: usize) -> Verdict {
         .iter()
         .map(|net| net.cuttable() && !net.ports.iter().any(|p| coalescing(p.machine)))
         .collect();
-    // Blocks: machines joined by networks that cannot be cut.
-    let mut blocks = Blocks {
-        parent: (0..n as u32).collect(),
-    };
-    for (i, net) in nets.iter().enumerate() {
-        if cuttable[i] {
-            continue;
-        }
-        if let Some(first) = net.ports.first() {
-            for p in &net.ports[1..] {
-                blocks.join(first.machine, p.machine);
-            }
-        }
-    }
-    let mut block_of = vec![u32::MAX; n];
-    let mut roots: Vec<u32> = Vec::new();
-    let mut weight: Vec<u64> = Vec::new();
-    for m in 0..n as u32 {
-        let r = blocks.find(m) as usize;
-        if block_of[r] == u32::MAX {
-            block_of[r] = roots.len() as u32;
-            roots.push(r as u32);
-            weight.push(0);
-        }
-        let b = block_of[r];
-        block_of[m as usize] = b;
-        weight[b as usize] += 1 + h.machines[m as usize].ifaces.len() as u64;
-    }
-    let nb = roots.len();
+    let (block_of, weight) = blocks(w, &cuttable);
+    let nb = weight.len();
     if nb < 2 {
         return Verdict::Sequential(
             "no network can be cut (every path between machines crosses a switched, \
@@ -196,23 +202,7 @@ pub fn plan(w: &World, threads: usize) -> Verdict {
     let machine_part: Vec<u16> = (0..n)
         .map(|m| part_of_block[block_of[m] as usize])
         .collect();
-    let mut cut = vec![None; nets.len()];
-    let mut cut_networks = 0;
-    let mut lookahead_ns = u64::MAX;
-    for (i, net) in nets.iter().enumerate() {
-        if !cuttable[i] {
-            continue;
-        }
-        let owners = [
-            machine_part[net.ports[0].machine as usize],
-            machine_part[net.ports[1].machine as usize],
-        ];
-        if owners[0] != owners[1] {
-            cut[i] = Some(owners);
-            cut_networks += 1;
-            lookahead_ns = lookahead_ns.min(net.cfg.latency_ns);
-        }
-    }
+    let (cut, cut_networks, lookahead_ns) = cuts(nets, &cuttable, &machine_part);
     let mut machines = vec![0u64; parts as usize];
     for &p in &machine_part {
         machines[p as usize] += 1;
@@ -228,6 +218,33 @@ pub fn plan(w: &World, threads: usize) -> Verdict {
         lookahead_ns,
         machines,
     })
+}
+
+/// Returns, per network, the partitions of a cut link's two ports; the
+/// links cut; the smallest latency among them.
+fn cuts(
+    nets: &[elvis_net::Network],
+    cuttable: &[bool],
+    machine_part: &[u16],
+) -> (Vec<Option<[u16; 2]>>, u64, u64) {
+    let mut cut = vec![None; nets.len()];
+    let mut count = 0;
+    let mut lookahead_ns = u64::MAX;
+    for (i, net) in nets.iter().enumerate() {
+        if !cuttable[i] {
+            continue;
+        }
+        let owners = [
+            machine_part[net.ports[0].machine as usize],
+            machine_part[net.ports[1].machine as usize],
+        ];
+        if owners[0] != owners[1] {
+            cut[i] = Some(owners);
+            count += 1;
+            lookahead_ns = lookahead_ns.min(net.cfg.latency_ns);
+        }
+    }
+    (cut, count, lookahead_ns)
 }
 
 /// Greedy graph growing: assigns each of the blocks (with links `adj`

@@ -4,13 +4,14 @@
 //! partitions, and the plain-data [`Outcome`] the first partition absorbs
 //! into its own world to write the one report.
 
+use super::reporting::QueueLine;
 use super::run::Heartbeat;
 use super::{RunLimits, Simulation};
 use crate::executor::{TaskId, TaskMeta};
 use crate::machine::MachineId;
 use crate::net::NetId;
 use crate::parallel::Plan;
-use crate::report::{End, QueueReport};
+use crate::report::End;
 use crate::stack::tcp::trace;
 use crate::world::{Event, Metric, World};
 use elvis_kernel::Time;
@@ -27,8 +28,10 @@ pub(crate) struct Merged {
     /// Connection records (first [`trace::MAX_LISTED`] of each partition).
     pub conns: Vec<trace::Record>,
     pub conns_created: u64,
-    /// Report lines of the queues that saw traffic.
-    pub queues: Vec<(NetId, u32, QueueReport)>,
+    /// Report lines of the queues that saw traffic (the most eventful
+    /// of each partition), and how many saw traffic.
+    pub queues: Vec<QueueLine>,
+    pub queues_total: u64,
 }
 
 /// What one partition did, as plain data that crosses threads: its
@@ -45,7 +48,8 @@ pub(crate) struct Outcome {
     pub stats: Stats,
     pub frames_sent: u64,
     pub nets: Vec<(NetId, elvis_net::NetStats)>,
-    pub queues: Vec<(NetId, u32, QueueReport)>,
+    pub queues: Vec<QueueLine>,
+    pub queues_total: u64,
     pub routers: Vec<(MachineId, Vec<elvis_stack::forward::IfaceCounters>)>,
     pub conns: Vec<trace::Record>,
     pub conns_created: u64,
@@ -208,6 +212,7 @@ impl Simulation {
                 }
             }
         }
+        let (queues_total, queues) = self.queue_lines();
         Outcome {
             events: w.hosts.sched.queue.popped() + self.polls,
             now: w.hosts.now(),
@@ -218,7 +223,8 @@ impl Simulation {
             stats: w.hosts.obs.stats.clone(),
             frames_sent: w.hosts.fabric.frames_sent,
             nets,
-            queues: self.queue_lines(),
+            queues,
+            queues_total,
             routers,
             conns: self.connection_records(),
             conns_created: w.hosts.obs.conns.created,
@@ -273,6 +279,7 @@ impl Simulation {
         self.merged.conns.extend(o.conns);
         self.merged.conns_created += o.conns_created;
         self.merged.queues.extend(o.queues);
+        self.merged.queues_total += o.queues_total;
     }
 
     /// Returns the number of tasks made so far.

@@ -38,19 +38,19 @@ fn problem_reports(w: &World) -> Vec<Problem> {
     if problems.len() >= Report::MAX_LISTED {
         return problems;
     }
-    let mut waiting: Vec<(MachineId, usize)> = w
-        .tasks
-        .meta
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.state == TaskState::Pending && !m.daemon)
-        .map(|(i, m)| (m.machine, i))
-        .collect();
-    waiting.sort_unstable();
-    for (_, i) in waiting {
-        if problems.len() >= Report::MAX_LISTED {
-            break;
+    // The first few in (machine, task) order, kept in a bounded heap: a
+    // run may end with a million applications waiting.
+    let room = Report::MAX_LISTED - problems.len();
+    let mut first: std::collections::BinaryHeap<(MachineId, usize)> = Default::default();
+    for (i, m) in w.tasks.meta.iter().enumerate() {
+        if m.state == TaskState::Pending && !m.daemon {
+            first.push((m.machine, i));
+            if first.len() > room {
+                first.pop();
+            }
         }
+    }
+    for (_, i) in first.into_sorted_vec() {
         let meta = &w.tasks.meta[i];
         problems.push(Problem {
             machine: w.hosts.machine_name(meta.machine),
@@ -166,12 +166,13 @@ fn app_reports(w: &World) -> (report::AppTotals, Vec<AppReport>) {
 }
 
 impl Simulation {
-    /// Returns the report lines of the egress queues that saw traffic,
-    /// each with its network and `port << 1 | direction`, in that order.
-    pub(super) fn queue_lines(&self) -> Vec<(NetId, u32, report::QueueReport)> {
+    /// Returns how many egress queues saw traffic, and the report lines of
+    /// the most eventful [`Report::MAX_QUEUES_LISTED`] of them, each with
+    /// its place and its rank key ([`queue_rank`]).
+    pub(super) fn queue_lines(&self) -> (u64, Vec<QueueLine>) {
         let w = self.world.as_ref().expect("world is present outside run");
         let end = w.hosts.now().as_nanos();
-        let mut lines = Vec::new();
+        let mut all = Vec::new();
         for (ni, n) in w.hosts.fabric.networks.iter().enumerate() {
             for (pi, p) in n.ports.iter().enumerate() {
                 let Some(q) = p.queues.as_deref() else {
@@ -179,65 +180,66 @@ impl Simulation {
                 };
                 for (dir, wq) in [(0u32, Some(&q.up)), (1, q.down.as_deref())] {
                     let Some(wq) = wq else { continue };
-                    if !wq.stats.saw_traffic() {
-                        continue;
+                    if wq.stats.saw_traffic() {
+                        let s = &wq.stats;
+                        let key = (s.dropped + s.marked, s.max_packets);
+                        all.push((ni as NetId, (pi as u32) << 1 | dir, key, wq));
                     }
-                    let (net, pd) = (ni as NetId, (pi as u32) << 1 | dir);
-                    let (network, machine, dir) = queue_names(w, net, pd);
-                    let s = &wq.stats_at(end);
-                    let dropped_by = (w
-                        .hosts
-                        .fabric
-                        .queue_drops
-                        .range((net, pd, elvis_net::DropReason::Loss)..))
-                    .take_while(|((n, p, _), _)| (*n, *p) == (net, pd))
-                    .map(|((_, _, r), c)| (r.to_string(), *c))
-                    .collect();
-                    lines.push((
-                        net,
-                        pd,
-                        report::QueueReport {
-                            network,
-                            machine,
-                            direction: dir,
-                            discipline: wq.qdisc().name(),
-                            enqueued: s.enqueued,
-                            dequeued: s.dequeued,
-                            dropped: s.dropped,
-                            dropped_by,
-                            marked: s.marked,
-                            max_packets: s.max_packets,
-                            max_bytes: s.max_bytes,
-                            mean_packets: s.mean_packets(end),
-                            packets_at_end: wq.packets_at(end),
-                        },
-                    ));
                 }
             }
         }
-        lines
+        let total = all.len() as u64;
+        if all.len() > Report::MAX_QUEUES_LISTED {
+            all.sort_by_key(|&(n, pd, key, _)| queue_rank(n, pd, key));
+            all.truncate(Report::MAX_QUEUES_LISTED);
+        }
+        let lines = all
+            .into_iter()
+            .map(|(net, pd, key, wq)| {
+                let (network, machine, dir) = queue_names(w, net, pd);
+                let s = &wq.stats_at(end);
+                let dropped_by = (w
+                    .hosts
+                    .fabric
+                    .queue_drops
+                    .range((net, pd, elvis_net::DropReason::Loss)..))
+                .take_while(|((n, p, _), _)| (*n, *p) == (net, pd))
+                .map(|((_, _, r), c)| (r.to_string(), *c))
+                .collect();
+                let line = report::QueueReport {
+                    network,
+                    machine,
+                    direction: dir,
+                    discipline: wq.qdisc().name(),
+                    enqueued: s.enqueued,
+                    dequeued: s.dequeued,
+                    dropped: s.dropped,
+                    dropped_by,
+                    marked: s.marked,
+                    max_packets: s.max_packets,
+                    max_bytes: s.max_bytes,
+                    mean_packets: s.mean_packets(end),
+                    packets_at_end: wq.packets_at(end),
+                };
+                (net, pd, key, line)
+            })
+            .collect();
+        (total, lines)
     }
 
     /// Returns the report lines of the egress queues that saw traffic
     /// (the most eventful [`Report::MAX_QUEUES_LISTED`], in network, port,
     /// direction order) and how many saw traffic in all.
     fn queue_reports(&self) -> (u64, Vec<report::QueueReport>) {
-        let mut all = self.queue_lines();
+        let (mut total, mut all) = self.queue_lines();
+        total += self.merged.queues_total;
         all.extend(self.merged.queues.iter().cloned());
-        let total = all.len() as u64;
         if all.len() > Report::MAX_QUEUES_LISTED {
-            // Most drops and marks first, then the deepest; ties by place.
-            all.sort_by_key(|(n, pd, q)| {
-                (
-                    std::cmp::Reverse((q.dropped + q.marked, q.max_packets)),
-                    *n,
-                    *pd,
-                )
-            });
+            all.sort_by_key(|&(n, pd, key, _)| queue_rank(n, pd, key));
             all.truncate(Report::MAX_QUEUES_LISTED);
         }
-        all.sort_by_key(|(n, pd, _)| (*n, *pd));
-        (total, all.into_iter().map(|(_, _, q)| q).collect())
+        all.sort_by_key(|&(n, pd, _, _)| (n, pd));
+        (total, all.into_iter().map(|(_, _, _, q)| q).collect())
     }
 
     /// Returns the report of what has run so far.
@@ -322,9 +324,15 @@ impl Simulation {
         let w = self.world.as_ref().expect("world is present outside run");
         let mut recs = w.hosts.obs.conns.ended.clone();
         recs.extend(self.merged.conns.iter().cloned());
+        // Once the records hold more than enough, a connection opened after
+        // the last one kept cannot be listed.
+        let mut last_kept = (u64::MAX, MachineId::MAX, u64::MAX);
         for (m, machine) in w.hosts.machines.iter().enumerate() {
             for s in &machine.sockets {
                 if let SocketSlot::Tcp(t) = s {
+                    if (t.life.opened_ns, m as MachineId, t.id) > last_kept {
+                        continue;
+                    }
                     recs.push(trace::Record {
                         id: t.id,
                         machine: m as MachineId,
@@ -337,6 +345,7 @@ impl Simulation {
                     });
                     if recs.len() >= 2 * trace::MAX_LISTED as usize {
                         trace::keep_first(&mut recs);
+                        last_kept = recs.last().map_or(last_kept, trace::Record::order_key);
                     }
                 }
             }
@@ -453,6 +462,16 @@ impl Simulation {
             })
             .collect()
     }
+}
+
+/// A queue's report line with its network, `port << 1 | direction` and
+/// rank key (drops plus marks, most packets waiting).
+pub(crate) type QueueLine = (NetId, u32, (u64, u32), report::QueueReport);
+
+/// The order in which queues are listed when there are too many: most
+/// drops and marks first, then the deepest; ties by place.
+fn queue_rank(n: NetId, pd: u32, key: (u64, u32)) -> (std::cmp::Reverse<(u64, u32)>, NetId, u32) {
+    (std::cmp::Reverse(key), n, pd)
 }
 
 /// Returns the network name, machine name and direction (`nic`: the

@@ -192,6 +192,17 @@ impl Simulation {
         if self.w().hosts.stack.routing.dirty {
             route_error = self.build_routes().err();
         }
+        if self.w().hosts.part.is_some() {
+            // Its world holds one partition's machines up to date only.
+            let mut r = self.report(End::Idle);
+            r.problems.push(Problem {
+                machine: String::new(),
+                application: String::new(),
+                state: TaskState::Failed,
+                message: "a simulation that ran on several threads cannot run again".into(),
+            });
+            return r;
+        }
         let Some(world) = self.world.take() else {
             unreachable!("world is present outside run")
         };
