@@ -29,8 +29,10 @@ fn scaled(num: &str, mult: u64, base: &str) -> Result<u64, String> {
     if frac.len() > 30 {
         return Err("too many decimal places (at most 30)".into());
     }
-    let unit = base.split(" (").next().unwrap_or(base);
     let too_large = || {
+        // Found only for the message: a substring search costs more than
+        // reading the number.
+        let unit = base.split(" (").next().unwrap_or(base);
         format!(
             "number is too large: at most {} {unit} (a 64-bit count)",
             u64::MAX
