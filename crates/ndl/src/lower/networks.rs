@@ -1,7 +1,7 @@
 //! `[Networks]`: network parameters, `[IP]` addresses, and the checks that
 //! need every machine (references, link ends).
 
-use super::{at, take, Lower, NETWORK_KEYS};
+use super::{at, canonical, take, Lower, NETWORK_KEYS};
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
 use crate::suggest;
@@ -18,14 +18,11 @@ pub(crate) fn parse_range(s: &str) -> Result<(Ipv4Addr, Ipv4Addr), String> {
     let (a, b) = s
         .split_once('-')
         .ok_or("expected a range like 10.0.0.1-20")?;
-    let first: Ipv4Addr = a
-        .trim()
-        .parse()
+    let first = elvis_scenario::parse_ipv4(a.trim())
         .map_err(|_| format!("`{}` is not an IPv4 address", a.trim()))?;
     let b = b.trim();
     let last = if b.contains('.') {
-        b.parse()
-            .map_err(|_| format!("`{b}` is not an IPv4 address"))?
+        elvis_scenario::parse_ipv4(b).map_err(|_| format!("`{b}` is not an IPv4 address"))?
     } else {
         let octet: u8 = b
             .parse()
@@ -46,9 +43,7 @@ pub(crate) fn parse_subnet(s: &str) -> Result<(Ipv4Addr, u8), String> {
     let (a, l) = s
         .split_once('/')
         .ok_or("expected a subnet like 10.0.0.0/24")?;
-    let addr: Ipv4Addr = a
-        .trim()
-        .parse()
+    let addr = elvis_scenario::parse_ipv4(a.trim())
         .map_err(|_| format!("`{}` is not an IPv4 address", a.trim()))?;
     let len: u8 = l
         .trim()
@@ -71,9 +66,7 @@ fn mask(len: u8) -> u32 {
 }
 
 fn parse_ip(s: &str) -> Result<Ipv4Addr, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| "not an IPv4 address".to_string())
+    elvis_scenario::parse_ipv4(s.trim()).map_err(|_| "not an IPv4 address".to_string())
 }
 
 impl Lower<'_> {
@@ -127,8 +120,9 @@ impl Lower<'_> {
     }
 
     fn network_param(&mut self, p: &Param, net: &mut NetworkSpec) {
-        match p.key.node.to_ascii_lowercase().as_str() {
-            "type" => match p.value.node.trim().to_ascii_lowercase().as_str() {
+        let kinds = ["switch", "link", "wireless"];
+        match canonical(&p.key.node, NETWORK_KEYS).unwrap_or_default() {
+            "type" => match canonical(p.value.node.trim(), &kinds).unwrap_or_default() {
                 "switch" => net.kind = NetworkKind::Switch,
                 "link" => {
                     net.kind = NetworkKind::Link;
