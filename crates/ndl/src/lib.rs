@@ -143,9 +143,12 @@ impl<'a> SourceMap<'a> {
         let start = span.start.min(self.src.len());
         let line = self.line_of(start);
         let line_start = self.line_starts[line - 1];
-        let col = match self.src.get(line_start..start) {
-            Some(s) if !self.ascii => s.chars().count(),
-            _ => start - line_start,
+        let col = if self.ascii {
+            start - line_start
+        } else {
+            self.src
+                .get(line_start..start)
+                .map_or(start - line_start, |s| s.chars().count())
         };
         let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
         Loc {
