@@ -292,7 +292,7 @@ impl Lower<'_> {
 
     fn check_name(&mut self, name: &Param) {
         let n = &name.value.node;
-        if n.trim().is_empty() {
+        if elvis_scenario::units::trim(n).is_empty() {
             let hint = Some("write e.g. name='server'".into());
             return self.error(
                 ErrorKind::BadValue,
@@ -488,7 +488,7 @@ impl Lower<'_> {
             if p.value.contains('{') {
                 continue;
             }
-            let Ok(ip) = elvis_scenario::parse_ipv4(p.value.trim()) else {
+            let Ok(ip) = elvis_scenario::parse_ipv4(elvis_scenario::units::trim(&p.value)) else {
                 let msg = format!("ip='{}' is not an IPv4 address", p.value);
                 let hint = "write it as a.b.c.d, or per instance with {i}";
                 self.errors
@@ -584,7 +584,8 @@ fn parse_yes_no(s: &str) -> Result<bool, String> {
 }
 
 fn parse_ipv4(s: &str) -> Result<Ipv4Addr, String> {
-    elvis_scenario::parse_ipv4(s.trim()).map_err(|_| "not an IPv4 address (a.b.c.d)".to_string())
+    elvis_scenario::parse_ipv4(elvis_scenario::units::trim(s))
+        .map_err(|_| "not an IPv4 address (a.b.c.d)".to_string())
 }
 
 /// Parses a route destination: `a.b.c.d/len` (host bits zero), a bare

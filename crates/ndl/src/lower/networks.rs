@@ -5,6 +5,7 @@ use super::{at, canonical, take, Lower, NETWORK_KEYS};
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
 use crate::suggest;
+use elvis_scenario::units::trim;
 use elvis_scenario::units::{
     parse_bandwidth, parse_duration_ns, parse_probability, parse_size_bytes, parse_u64,
 };
@@ -18,7 +19,7 @@ pub(crate) fn parse_range(s: &str) -> Result<(Ipv4Addr, Ipv4Addr), String> {
     let (a, b) = s
         .split_once('-')
         .ok_or("expected a range like 10.0.0.1-20")?;
-    let first = elvis_scenario::parse_ipv4(a.trim())
+    let first = elvis_scenario::parse_ipv4(trim(a))
         .map_err(|_| format!("`{}` is not an IPv4 address", a.trim()))?;
     let b = b.trim();
     let last = if b.contains('.') {
@@ -43,10 +44,9 @@ pub(crate) fn parse_subnet(s: &str) -> Result<(Ipv4Addr, u8), String> {
     let (a, l) = s
         .split_once('/')
         .ok_or("expected a subnet like 10.0.0.0/24")?;
-    let addr = elvis_scenario::parse_ipv4(a.trim())
+    let addr = elvis_scenario::parse_ipv4(trim(a))
         .map_err(|_| format!("`{}` is not an IPv4 address", a.trim()))?;
-    let len: u8 = l
-        .trim()
+    let len: u8 = trim(l)
         .parse()
         .ok()
         .filter(|&n| n <= 32)
@@ -66,7 +66,7 @@ fn mask(len: u8) -> u32 {
 }
 
 fn parse_ip(s: &str) -> Result<Ipv4Addr, String> {
-    elvis_scenario::parse_ipv4(s.trim()).map_err(|_| "not an IPv4 address".to_string())
+    elvis_scenario::parse_ipv4(trim(s)).map_err(|_| "not an IPv4 address".to_string())
 }
 
 impl Lower<'_> {
@@ -84,7 +84,7 @@ impl Lower<'_> {
         };
         let mut net = NetworkSpec::ideal(id.value.node.to_string());
         net.loc = self.loc(b.head());
-        if net.id.trim().is_empty() {
+        if trim(&net.id).is_empty() {
             self.error(
                 ErrorKind::BadValue,
                 id.value.span,
@@ -122,7 +122,7 @@ impl Lower<'_> {
     fn network_param(&mut self, p: &Param, net: &mut NetworkSpec) {
         let kinds = ["switch", "link", "wireless"];
         match canonical(&p.key.node, NETWORK_KEYS).unwrap_or_default() {
-            "type" => match canonical(p.value.node.trim(), &kinds).unwrap_or_default() {
+            "type" => match canonical(trim(&p.value.node), &kinds).unwrap_or_default() {
                 "switch" => net.kind = NetworkKind::Switch,
                 "link" => {
                     net.kind = NetworkKind::Link;
