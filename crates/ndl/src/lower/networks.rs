@@ -105,8 +105,15 @@ impl Lower<'_> {
         for p in &b.params {
             self.network_param(p, &mut net);
         }
-        self.qdisc(b, &mut net);
-        self.wireless(b, &mut net);
+        // A network with none but the plain keys (a star's links) has no
+        // discipline or radio keys to read, or to report on a wired one.
+        let plain = (b.params.iter()).all(|p| canonical(&p.key.node, NETWORK_KEYS).is_some());
+        if !plain {
+            self.qdisc(b, &mut net);
+        }
+        if !plain || net.kind == NetworkKind::Wireless {
+            self.wireless(b, &mut net);
+        }
         for c in &b.children {
             if c.is("IP") {
                 self.ip(c, &mut net);
@@ -361,5 +368,19 @@ pub(super) fn parse_queue(s: &str) -> Result<Option<u32>, String> {
                 u32::MAX
             )
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plain-network shortcut in `network` relies on this.
+    #[test]
+    fn no_plain_network_key_is_a_discipline_or_radio_key() {
+        for k in NETWORK_KEYS {
+            assert!(!super::super::qdisc::QDISC_KEYS.contains(k), "{k}");
+            assert!(!super::super::wireless::WIRELESS_KEYS.contains(k), "{k}");
+        }
     }
 }
