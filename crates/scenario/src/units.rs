@@ -400,7 +400,7 @@ mod tests {
                 .map(|k| {
                     let r = (x >> (8 + 12 * k)) & 0xfff;
                     let n = r % 300;
-                    if r % 7 == 0 {
+                    if r.is_multiple_of(7) {
                         format!("0{n}")
                     } else {
                         n.to_string()
