@@ -706,7 +706,8 @@ fn route_via(
     v: &str,
     r: &elvis_scenario::RouteSpec,
 ) -> Result<Ipv4Addr, BuildError> {
-    if r.via.key != "default" || v.trim().parse::<Ipv4Addr>().is_ok() {
+    if r.via.key != "default" || elvis_scenario::parse_ipv4(elvis_scenario::units::trim(v)).is_ok()
+    {
         return parse_ip(v, r.via.loc);
     }
     let name = v.trim();
@@ -853,7 +854,7 @@ fn claimed_ips(g: &MachineGroup) -> Result<Vec<(Option<u32>, (Ipv4Addr, Loc))>, 
 }
 
 fn parse_ip(v: &str, loc: Loc) -> Result<Ipv4Addr, BuildError> {
-    v.trim().parse().map_err(|_| {
+    elvis_scenario::parse_ipv4(elvis_scenario::units::trim(v)).map_err(|_| {
         err(loc, format!("'{v}' is not an IPv4 address")).with_hint("write it as a.b.c.d")
     })
 }
@@ -987,7 +988,7 @@ fn spawn_apps<'a>(
             .map_err(|e| err(Loc::default(), format!("dns='auto': {e}")))?;
     }
     let resolve = |name: &str| -> Option<Ipv4Addr> {
-        if let Ok(ip) = name.trim().parse::<Ipv4Addr>() {
+        if let Ok(ip) = elvis_scenario::parse_ipv4(elvis_scenario::units::trim(name)) {
             return Some(ip);
         }
         let id = match names.get(name) {

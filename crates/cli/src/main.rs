@@ -27,6 +27,7 @@
 
 mod examples;
 mod interrupt;
+mod json;
 mod memory;
 mod output;
 mod plot;
@@ -838,9 +839,7 @@ fn write_outputs(
     if let Some(target) = &outputs.report {
         // Streamed: a report of 100,000 networks is tens of megabytes of
         // JSON, which need not be held in memory as one string.
-        let json = |w: &mut dyn Write| {
-            serde_json::to_writer_pretty(&mut *w, report).map_err(io::Error::other)
-        };
+        let json = |w: &mut dyn Write| json::write_pretty(w, report);
         match output::write_with(target, json) {
             Ok(()) => written.extend(target.path().map(Path::to_path_buf)),
             Err(e) => {

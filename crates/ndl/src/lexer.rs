@@ -270,9 +270,10 @@ impl<'a> Lexer<'a, '_> {
             }
         }
         // Not `mem::take`: that would hand the block the buffer, room to
-        // spare and all, and leave the lexer none to reuse.
-        #[allow(clippy::drain_collect)]
-        let exact = params.drain(..).collect();
+        // spare and all, and leave the lexer none to reuse. `append` moves
+        // the options in one copy.
+        let mut exact = Vec::with_capacity(params.len());
+        exact.append(&mut params);
         self.params = params;
         Ok(Block {
             keyword,

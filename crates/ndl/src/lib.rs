@@ -118,6 +118,9 @@ pub(crate) struct SourceMap<'a> {
     /// The line (0-based) of the last lookup: lowering asks in source
     /// order, so the next answer is usually on it or just after it.
     last: std::cell::Cell<usize>,
+    /// True when the source is all ASCII: a column is then a byte count,
+    /// and no characters need counting.
+    ascii: bool,
 }
 
 impl<'a> SourceMap<'a> {
@@ -132,6 +135,7 @@ impl<'a> SourceMap<'a> {
             src,
             line_starts,
             last: std::cell::Cell::new(0),
+            ascii: src.is_ascii(),
         }
     }
 
@@ -139,9 +143,12 @@ impl<'a> SourceMap<'a> {
         let start = span.start.min(self.src.len());
         let line = self.line_of(start);
         let line_start = self.line_starts[line - 1];
-        let col = match self.src.get(line_start..start) {
-            Some(s) => s.chars().count(),
-            None => start - line_start,
+        let col = if self.ascii {
+            start - line_start
+        } else {
+            self.src
+                .get(line_start..start)
+                .map_or(start - line_start, |s| s.chars().count())
         };
         let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
         Loc {
@@ -237,6 +244,22 @@ mod tests {
             }
         );
         assert_eq!(m.loc(Span { start: 0, end: 0 }).line, 1);
+    }
+
+    #[test]
+    fn an_ascii_source_gives_the_columns_counted_in_characters() {
+        let src = "[A b='c']\n\t[D]\n\n  x\r\n";
+        let m = SourceMap::new(src);
+        assert!(m.ascii);
+        for o in 0..=src.len() {
+            let line_start = src[..o].rfind('\n').map_or(0, |i| i + 1);
+            let col = src[line_start..o].chars().count() + 1;
+            assert_eq!(
+                m.loc(Span { start: o, end: o }).col as usize,
+                col,
+                "offset {o}"
+            );
+        }
     }
 
     #[test]

@@ -169,6 +169,13 @@ fn take(
     Ok(())
 }
 
+/// Returns the entry of `keys` that `key` spells, ignoring ASCII case:
+/// its lowercase form, found without allocating one (every block of a
+/// large file passes here).
+fn canonical<'k>(key: &str, keys: &[&'k str]) -> Option<&'k str> {
+    keys.iter().copied().find(|k| k.eq_ignore_ascii_case(key))
+}
+
 fn at(loc: Loc) -> String {
     format!("line {}, column {}", loc.line, loc.col)
 }

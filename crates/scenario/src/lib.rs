@@ -20,7 +20,8 @@ pub mod files;
 pub mod units;
 
 pub use units::{
-    parse_bandwidth, parse_duration_ns, parse_port, parse_probability, parse_size_bytes, parse_u64,
+    parse_bandwidth, parse_duration_ns, parse_ipv4, parse_port, parse_probability,
+    parse_size_bytes, parse_u64,
 };
 
 use serde::{Deserialize, Serialize};

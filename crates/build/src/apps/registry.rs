@@ -578,7 +578,9 @@ impl Opts<'_> {
     /// a name to look up through DNS when the application starts.
     fn target(&self, key: &str) -> Result<Target, ParamError> {
         let p = self.required(key)?;
-        if self.ctx.dns && p.value.trim().parse::<Ipv4Addr>().is_err() {
+        if self.ctx.dns
+            && elvis_scenario::parse_ipv4(elvis_scenario::units::trim(&p.value)).is_err()
+        {
             return Target::name(p);
         }
         self.host(key).map(Target::Ip)

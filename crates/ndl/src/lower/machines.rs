@@ -103,9 +103,14 @@ impl Lower<'_> {
 
     /// Lowers a `[Machine]` block whose template, if any, is expanded.
     fn machine_block(&mut self, b: &Block) {
-        let mut keys = MACHINE_KEYS.to_vec();
-        keys.push("template");
-        self.keys(b, &keys);
+        // A machine's keys are a template's and `template` (made once: a
+        // large file has a million machines).
+        static KEYS: std::sync::LazyLock<Vec<&str>> = std::sync::LazyLock::new(|| {
+            let mut keys = MACHINE_KEYS.to_vec();
+            keys.push("template");
+            keys
+        });
+        self.keys(b, &KEYS);
         let Some(name) = self.required(b, "name") else {
             return;
         };
@@ -287,7 +292,7 @@ impl Lower<'_> {
 
     fn check_name(&mut self, name: &Param) {
         let n = &name.value.node;
-        if n.trim().is_empty() {
+        if elvis_scenario::units::trim(n).is_empty() {
             let hint = Some("write e.g. name='server'".into());
             return self.error(
                 ErrorKind::BadValue,
@@ -483,7 +488,7 @@ impl Lower<'_> {
             if p.value.contains('{') {
                 continue;
             }
-            let Ok(ip) = p.value.trim().parse::<Ipv4Addr>() else {
+            let Ok(ip) = elvis_scenario::parse_ipv4(elvis_scenario::units::trim(&p.value)) else {
                 let msg = format!("ip='{}' is not an IPv4 address", p.value);
                 let hint = "write it as a.b.c.d, or per instance with {i}";
                 self.errors
@@ -579,8 +584,7 @@ fn parse_yes_no(s: &str) -> Result<bool, String> {
 }
 
 fn parse_ipv4(s: &str) -> Result<Ipv4Addr, String> {
-    s.trim()
-        .parse()
+    elvis_scenario::parse_ipv4(elvis_scenario::units::trim(s))
         .map_err(|_| "not an IPv4 address (a.b.c.d)".to_string())
 }
 

@@ -1,10 +1,11 @@
 //! `[Networks]`: network parameters, `[IP]` addresses, and the checks that
 //! need every machine (references, link ends).
 
-use super::{at, take, Lower, NETWORK_KEYS};
+use super::{at, canonical, take, Lower, NETWORK_KEYS};
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
 use crate::suggest;
+use elvis_scenario::units::trim;
 use elvis_scenario::units::{
     parse_bandwidth, parse_duration_ns, parse_probability, parse_size_bytes, parse_u64,
 };
@@ -18,14 +19,11 @@ pub(crate) fn parse_range(s: &str) -> Result<(Ipv4Addr, Ipv4Addr), String> {
     let (a, b) = s
         .split_once('-')
         .ok_or("expected a range like 10.0.0.1-20")?;
-    let first: Ipv4Addr = a
-        .trim()
-        .parse()
+    let first = elvis_scenario::parse_ipv4(trim(a))
         .map_err(|_| format!("`{}` is not an IPv4 address", a.trim()))?;
     let b = b.trim();
     let last = if b.contains('.') {
-        b.parse()
-            .map_err(|_| format!("`{b}` is not an IPv4 address"))?
+        elvis_scenario::parse_ipv4(b).map_err(|_| format!("`{b}` is not an IPv4 address"))?
     } else {
         let octet: u8 = b
             .parse()
@@ -46,12 +44,9 @@ pub(crate) fn parse_subnet(s: &str) -> Result<(Ipv4Addr, u8), String> {
     let (a, l) = s
         .split_once('/')
         .ok_or("expected a subnet like 10.0.0.0/24")?;
-    let addr: Ipv4Addr = a
-        .trim()
-        .parse()
+    let addr = elvis_scenario::parse_ipv4(trim(a))
         .map_err(|_| format!("`{}` is not an IPv4 address", a.trim()))?;
-    let len: u8 = l
-        .trim()
+    let len: u8 = trim(l)
         .parse()
         .ok()
         .filter(|&n| n <= 32)
@@ -71,9 +66,7 @@ fn mask(len: u8) -> u32 {
 }
 
 fn parse_ip(s: &str) -> Result<Ipv4Addr, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| "not an IPv4 address".to_string())
+    elvis_scenario::parse_ipv4(trim(s)).map_err(|_| "not an IPv4 address".to_string())
 }
 
 impl Lower<'_> {
@@ -91,7 +84,7 @@ impl Lower<'_> {
         };
         let mut net = NetworkSpec::ideal(id.value.node.to_string());
         net.loc = self.loc(b.head());
-        if net.id.trim().is_empty() {
+        if trim(&net.id).is_empty() {
             self.error(
                 ErrorKind::BadValue,
                 id.value.span,
@@ -112,8 +105,15 @@ impl Lower<'_> {
         for p in &b.params {
             self.network_param(p, &mut net);
         }
-        self.qdisc(b, &mut net);
-        self.wireless(b, &mut net);
+        // A network with none but the plain keys (a star's links) has no
+        // discipline or radio keys to read, or to report on a wired one.
+        let plain = (b.params.iter()).all(|p| canonical(&p.key.node, NETWORK_KEYS).is_some());
+        if !plain {
+            self.qdisc(b, &mut net);
+        }
+        if !plain || net.kind == NetworkKind::Wireless {
+            self.wireless(b, &mut net);
+        }
         for c in &b.children {
             if c.is("IP") {
                 self.ip(c, &mut net);
@@ -127,8 +127,9 @@ impl Lower<'_> {
     }
 
     fn network_param(&mut self, p: &Param, net: &mut NetworkSpec) {
-        match p.key.node.to_ascii_lowercase().as_str() {
-            "type" => match p.value.node.trim().to_ascii_lowercase().as_str() {
+        let kinds = ["switch", "link", "wireless"];
+        match canonical(&p.key.node, NETWORK_KEYS).unwrap_or_default() {
+            "type" => match canonical(trim(&p.value.node), &kinds).unwrap_or_default() {
                 "switch" => net.kind = NetworkKind::Switch,
                 "link" => {
                     net.kind = NetworkKind::Link;
@@ -367,5 +368,19 @@ pub(super) fn parse_queue(s: &str) -> Result<Option<u32>, String> {
                 u32::MAX
             )
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plain-network shortcut in `network` relies on this.
+    #[test]
+    fn no_plain_network_key_is_a_discipline_or_radio_key() {
+        for k in NETWORK_KEYS {
+            assert!(!super::super::qdisc::QDISC_KEYS.contains(k), "{k}");
+            assert!(!super::super::wireless::WIRELESS_KEYS.contains(k), "{k}");
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! machines' positions (`[Network id='w' x='…' y='…']` under a machine)
 //! and the checks that need both (a position inside the area).
 
-use super::Lower;
+use super::{canonical, Lower};
 use crate::error::ErrorKind;
 use crate::parser::{Block, Param};
 use crate::suggest;
@@ -137,8 +137,7 @@ impl Lower<'_> {
     pub(super) fn wireless(&mut self, b: &Block, net: &mut NetworkSpec) {
         if net.kind != NetworkKind::Wireless {
             for p in &b.params {
-                let key = p.key.node.to_ascii_lowercase();
-                if WIRELESS_KEYS.contains(&key.as_str()) {
+                if let Some(key) = canonical(&p.key.node, WIRELESS_KEYS) {
                     let msg = format!("`{key}` is an option of a wireless network");
                     let hint = Some("add type='wireless' to the network".into());
                     self.error(ErrorKind::BadValue, p.key.span, msg, hint);
