@@ -3,7 +3,7 @@
 //!
 //! # How
 //! Every thread builds its own copy of the world (`make`, the same
-//! scenario and seed) and runs one *partition* of it ([`plan`]): the
+//! scenario and seed) and runs one *partition* of it ([`split`]): the
 //! events of its machines and of the networks between them. Partitions
 //! meet only at *cut* links, point-to-point links with a latency, where
 //! a frame leaves its sender's partition as bytes with its arrival time

@@ -333,6 +333,37 @@ impl Hosts {
         self.sched.wakeups.wake(task);
     }
 
+    /// Schedules network event `event` on `lane` in a world that runs one
+    /// partition of a parallel run: a frame arriving at another
+    /// partition's machine goes to that partition's outbox instead, with
+    /// the key this queue gives it (`crate::partition`).
+    #[cold]
+    #[inline(never)]
+    fn schedule_in_partition(&mut self, at: Time, lane: elvis_kernel::Lane, event: NetEvent) {
+        if let (
+            Some(p),
+            NetEvent::Deliver {
+                net, port, frame, ..
+            },
+        ) = (self.part.as_deref_mut(), event)
+        {
+            if let Some(to) = p.elsewhere(net, port) {
+                let key = self.sched.queue.next_key(lane);
+                let frame = self.fabric.frames.remove(frame as usize);
+                p.sent += 1;
+                p.outbox[to as usize].push(crate::partition::CrossFrame {
+                    at,
+                    key,
+                    net,
+                    port,
+                    frame,
+                });
+                return;
+            }
+        }
+        self.sched.queue.schedule(at, lane, event.into());
+    }
+
     /// Counts a dropped packet.
     pub fn drop_packet(&mut self, reason: DropReason) {
         self.obs.stats.drop(reason);
@@ -466,25 +497,8 @@ impl elvis_net::Context for Hosts {
         let link =
             self.fabric.networks[event.net() as usize].cfg.kind == elvis_net::NetworkKind::Link;
         let lane = net_lane(self.machines.len() as u32, &event, link);
-        if let Some(p) = self.part.as_deref_mut() {
-            if let NetEvent::Deliver {
-                net, port, frame, ..
-            } = event
-            {
-                if let Some(to) = p.elsewhere(net, port) {
-                    let key = self.sched.queue.next_key(lane);
-                    let frame = self.fabric.frames.remove(frame as usize);
-                    p.sent += 1;
-                    p.outbox[to as usize].push(crate::partition::CrossFrame {
-                        at,
-                        key,
-                        net,
-                        port,
-                        frame,
-                    });
-                    return;
-                }
-            }
+        if self.part.is_some() {
+            return self.schedule_in_partition(at, lane, event);
         }
         self.sched.queue.schedule(at, lane, event.into());
     }
