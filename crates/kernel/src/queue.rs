@@ -212,22 +212,18 @@ impl<E> EventQueue<E> {
             self.present.push_back(event);
             return;
         }
-        let idx = lane as usize;
-        if idx >= self.lane_seq.len() {
-            self.lane_seq.resize(idx + 1, 0);
-        }
-        let seq = self.lane_seq[idx];
-        self.lane_seq[idx] = seq.wrapping_add(1);
-        self.wrapped |= seq == u32::MAX;
-        let key = (u64::from(lane) << 32) | u64::from(seq);
+        let key = self.next_key(lane);
+        self.insert(time.0, key, event);
+    }
+
+    /// Files a future event (`time > now`) with its key: into the run,
+    /// or its bucket (rebasing first when `due` was filled ahead of it).
+    #[inline(always)]
+    fn insert(&mut self, time: u64, key: u64, event: E) {
         self.future += 1;
-        let e = Entry {
-            time: time.0,
-            key,
-            event,
-        };
-        if time.0 <= self.guard {
-            if time.0 <= self.run_hi {
+        let e = Entry { time, key, event };
+        if time <= self.guard {
+            if time <= self.run_hi {
                 if self.run.len() < RUN_MAX {
                     let rank = e.rank();
                     let at = self.run.partition_point(|x| x.rank() > rank);
@@ -236,7 +232,7 @@ impl<E> EventQueue<E> {
                 }
                 self.run_to_due();
             }
-            if time.0 <= self.last && self.has_due() {
+            if time <= self.last && self.has_due() {
                 // `due` was filled ahead of the present by `peek_time`.
                 self.rebase();
             }
@@ -429,6 +425,7 @@ impl<E> EventQueue<E> {
     /// the key [`EventQueue::schedule`] would give an event of `lane`
     /// now. A partitioned run sends such a key along with an event that
     /// another partition's queue takes ([`EventQueue::schedule_keyed`]).
+    #[inline]
     pub fn next_key(&mut self, lane: Lane) -> u64 {
         let idx = lane as usize;
         if idx >= self.lane_seq.len() {
@@ -447,27 +444,7 @@ impl<E> EventQueue<E> {
     pub fn schedule_keyed(&mut self, time: Time, key: u64, event: E) {
         debug_assert!(time > self.now, "a keyed event is in the future");
         self.wrapped |= key as u32 == u32::MAX;
-        self.future += 1;
-        let e = Entry {
-            time: time.0,
-            key,
-            event,
-        };
-        if time.0 <= self.guard {
-            if time.0 <= self.run_hi {
-                if self.run.len() < RUN_MAX {
-                    let rank = e.rank();
-                    let at = self.run.partition_point(|x| x.rank() > rank);
-                    self.run.insert(at, e);
-                    return;
-                }
-                self.run_to_due();
-            }
-            if time.0 <= self.last && self.has_due() {
-                self.rebase();
-            }
-        }
-        self.put(e);
+        self.insert(time.0, key, event);
     }
 
     /// Keeps only the pending events for which `keep` is true, in the
